@@ -1,0 +1,30 @@
+#!/bin/sh
+# The README's test command: installs what is missing, builds, runs `make check`,
+# and closes with the Check summary of each suite and one "N passed, N failed" line.
+set -u
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh || exit 1
+scripts/build.sh || exit 1
+
+start=$(date +%s)
+make -j"$(nproc)" check
+status=$?
+end=$(date +%s)
+
+echo
+echo "== test suites ($((end - start)) s) =="
+for log in tests/*.log; do
+    [ -f "$log" ] || continue
+    line=$(grep -E '^[0-9]+%: Checks: ' "$log" | tail -n 1)
+    result=$(grep -E '^:test-result: ' "${log%.log}.trs" 2>/dev/null | tail -n 1 | cut -d' ' -f2)
+    printf '%-34s %-5s %s\n' "$(basename "$log" .log)" "$result" "$line"
+done
+grep -h '^gradient checks:' tests/*.log 2>/dev/null
+if [ -f test-suite.log ]; then
+    pass=$(grep -h '^:test-result: PASS' tests/*.trs | wc -l)
+    fail=$(grep -hE '^:test-result: (FAIL|ERROR|XPASS)' tests/*.trs | wc -l)
+    skip=$(grep -h '^:test-result: SKIP' tests/*.trs | wc -l)
+    echo "$pass passed, $fail failed, $skip skipped"
+fi
+[ $status -eq 0 ] || cat test-suite.log
+exit $status

@@ -1,0 +1,61 @@
+/* The pipenet program: picks a subcommand and maps its outcome to an exit status. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "config.h"
+
+typedef struct command {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+} command;
+
+static const command commands[] = {
+    {"layers", "list the layer types a model can use", pn_cmd_layers},
+};
+enum { N_COMMANDS = sizeof commands / sizeof *commands };
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: pipenet <command> [options]\n"
+            "\n"
+            "Trains neural networks split into pipeline stages across MPI ranks.\n"
+            "\n"
+            "commands:\n");
+    for (int i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out,
+            "\n"
+            "`pipenet <command> --help` describes a command.\n"
+            "options: --help, --version\n");
+}
+
+int pn_cli_fail(const char *message)
+{
+    fprintf(stderr, "pipenet: error: %s\n", message);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(name, "--version")) {
+        printf("pipenet %s\n", PACKAGE_VERSION);
+        return 0;
+    }
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(name, commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "pipenet: error: unknown command '%s'\n\n", name);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,60 @@
+/* act: an activation as a layer of its own (fc also takes one as a property). */
+#include "base/error.h"
+#include "layers/attrs.h"
+#include "layers/layer_types.h"
+
+typedef struct act_state {
+    pn_act act;
+} act_state;
+
+static const char *const act_attrs[] = {"act", NULL};
+
+static int act_parse(pn_layer *l, const json_t *spec)
+{
+    act_state *s = l->state;
+    if (!json_object_get(spec, "act")) return pn_attr_error(l, "act", "missing (required)");
+    return pn_attr_act(l, spec, "act", PN_ACT_NONE, &s->act);
+}
+
+static int act_infer(pn_layer *l)
+{
+    if (l->in_shapes[0].ids) return pn_attr_error(l, "input", "needs float values, got ids");
+    l->out_shape = l->in_shapes[0];
+    return PN_OK;
+}
+
+static int act_forward(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
+                       pn_arg *out)
+{
+    (void)pass, (void)params;
+    const act_state *s = l->state;
+    return pn_act_forward(s->act, &in[0]->value, &out->value);
+}
+
+static int act_backward(pn_layer *l, const pn_pass *pass, pn_params *params,
+                        pn_arg *const *in, pn_arg *out)
+{
+    (void)pass, (void)params;
+    const act_state *s = l->state;
+    if (!in[0]->grad.data) return PN_OK;
+    return pn_act_backward(s->act, &in[0]->value, &out->value, &out->grad, 1.0f, &in[0]->grad);
+}
+
+static double act_flops(const pn_layer *l)
+{
+    return 10.0 * l->in_shapes[0].seq * l->in_shapes[0].width;
+}
+
+const pn_layer_type pn_layer_act = {
+    .name = "act",
+    .summary = "activation: relu, tanh, sigmoid, gelu or softmax (per row); attr act",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .state_size = sizeof(act_state),
+    .attrs = act_attrs,
+    .parse = act_parse,
+    .infer = act_infer,
+    .forward = act_forward,
+    .backward = act_backward,
+    .flops = act_flops,
+};

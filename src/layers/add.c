@@ -1,0 +1,55 @@
+/* add: elementwise sum of two or more inputs of one shape (residual connections). */
+#include "base/error.h"
+#include "layers/attrs.h"
+#include "layers/layer_types.h"
+
+static int add_infer(pn_layer *l)
+{
+    pn_shape first = l->in_shapes[0];
+    for (int i = 0; i < l->n_inputs; i++) {
+        pn_shape s = l->in_shapes[i];
+        if (s.ids) return pn_attr_error(l, "input", "input %d carries ids, not floats", i);
+        if (s.width != first.width || s.seq != first.seq) {
+            char a[32], b[32];
+            return pn_attr_error(l, "input", "input %d has shape %s, input 0 has %s", i,
+                                 pn_shape_format(s, a, sizeof a),
+                                 pn_shape_format(first, b, sizeof b));
+        }
+    }
+    l->out_shape = first;
+    return PN_OK;
+}
+
+static int add_forward(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
+                       pn_arg *out)
+{
+    (void)pass, (void)params;
+    PN_TRY(pn_copy(&in[0]->value, &out->value));
+    for (int i = 1; i < l->n_inputs; i++) PN_TRY(pn_axpy(1.0f, &in[i]->value, &out->value));
+    return PN_OK;
+}
+
+static int add_backward(pn_layer *l, const pn_pass *pass, pn_params *params,
+                        pn_arg *const *in, pn_arg *out)
+{
+    (void)pass, (void)params;
+    for (int i = 0; i < l->n_inputs; i++)
+        if (in[i]->grad.data) PN_TRY(pn_axpy(1.0f, &out->grad, &in[i]->grad));
+    return PN_OK;
+}
+
+static double add_flops(const pn_layer *l)
+{
+    return 2.0 * l->n_inputs * l->out_shape.seq * l->out_shape.width;
+}
+
+const pn_layer_type pn_layer_add = {
+    .name = "add",
+    .summary = "elementwise sum of inputs of one shape",
+    .min_inputs = 2,
+    .max_inputs = -1,
+    .infer = add_infer,
+    .forward = add_forward,
+    .backward = add_backward,
+    .flops = add_flops,
+};

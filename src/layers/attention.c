@@ -1,0 +1,184 @@
+/* attention: causal multi-head self-attention over sequences of fixed length T.
+ * Rows are batch x T (position t of sample b is row b*T + t). Per layer:
+ *   qkv = x Wqkv + bqkv                       [rows, 3C]
+ *   per (sample, head): P = softmax(Q K^T / sqrt(C/H)) with causal mask   [T, T]
+ *                       ctx = P V             [T, C/H] placed at the head's columns
+ *   y = ctx Wo + bo                           [rows, C]
+ * qkv, P and ctx are kept for backward. */
+#include <math.h>
+
+#include "base/error.h"
+#include "layers/attrs.h"
+#include "layers/layer_types.h"
+
+typedef struct attention_state {
+    int heads;
+    pn_buffer qkv, probs, ctx;    /* kept from forward */
+    pn_buffer dqkv, dctx, dscore; /* backward work */
+} attention_state;
+
+enum { QKV_W, QKV_B, OUT_W, OUT_B };
+
+static const char *const attention_attrs[] = {"heads", NULL};
+
+static int attention_parse(pn_layer *l, const json_t *spec)
+{
+    attention_state *s = l->state;
+    return pn_attr_int(l, spec, "heads", true, 1, 0, &s->heads);
+}
+
+static int attention_infer(pn_layer *l)
+{
+    const attention_state *s = l->state;
+    pn_shape in = l->in_shapes[0];
+    if (in.ids) return pn_attr_error(l, "input", "needs float values, got ids");
+    if (in.width % s->heads)
+        return pn_attr_error(l, "heads", "%d heads do not divide the width %d", s->heads,
+                             in.width);
+    l->out_shape = in;
+    return PN_OK;
+}
+
+static void attention_declare(pn_layer *l)
+{
+    int c = l->in_shapes[0].width;
+    float limit_qkv = sqrtf(6.0f / (float)(c + 3 * c)), limit_out = sqrtf(6.0f / (float)(2 * c));
+    pn_layer_add_param(l, "qkv_w", c, 3 * c, (pn_init){PN_INIT_UNIFORM, limit_qkv}, true);
+    pn_layer_add_param(l, "qkv_b", 1, 3 * c, (pn_init){PN_INIT_ZEROS, 0}, false);
+    pn_layer_add_param(l, "out_w", c, c, (pn_init){PN_INIT_UNIFORM, limit_out}, true);
+    pn_layer_add_param(l, "out_b", 1, c, (pn_init){PN_INIT_ZEROS, 0}, false);
+}
+
+/* Views of one (sample, head): Q, K, V (or their gradients) inside qkv [rows, 3C],
+ * the head's columns of ctx [rows, C], and its T x T probabilities. */
+typedef struct head_views {
+    pn_matrix q, k, v, ctx, p;
+} head_views;
+
+static head_views head(pn_matrix qkv, pn_matrix ctx, pn_matrix probs, int b, int h, int t,
+                       int dh, int heads)
+{
+    int c = dh * heads;
+    pn_matrix rows = pn_matrix_rows(qkv, b * t, t);
+    head_views v;
+    v.q = pn_matrix_cols(rows, h * dh, dh);
+    v.k = pn_matrix_cols(rows, c + h * dh, dh);
+    v.v = pn_matrix_cols(rows, 2 * c + h * dh, dh);
+    v.ctx = pn_matrix_cols(pn_matrix_rows(ctx, b * t, t), h * dh, dh);
+    v.p = pn_matrix_rows(probs, (b * heads + h) * t, t);
+    return v;
+}
+
+static int attention_forward(pn_layer *l, const pn_pass *pass, pn_params *params,
+                             pn_arg *const *in, pn_arg *out)
+{
+    (void)pass;
+    attention_state *s = l->state;
+    int t = l->in_shapes[0].seq, c = l->in_shapes[0].width, dh = c / s->heads;
+    int rows = out->value.rows, batch = out->batch;
+    pn_device dev = out->value.device;
+    pn_matrix qkv, probs, ctx;
+    PN_TRY(pn_layer_scratch(&s->qkv, dev, rows, 3 * c, &qkv));
+    PN_TRY(pn_layer_scratch(&s->probs, dev, batch * s->heads * t, t, &probs));
+    PN_TRY(pn_layer_scratch(&s->ctx, dev, rows, c, &ctx));
+
+    pn_matrix wqkv = pn_layer_param(l, params, QKV_W), bqkv = pn_layer_param(l, params, QKV_B);
+    PN_TRY(pn_gemm(false, false, 1.0f, &in[0]->value, &wqkv, 0.0f, &qkv));
+    PN_TRY(pn_add_row_vector(&bqkv, &qkv));
+    float scale = 1.0f / sqrtf((float)dh);
+    for (int b = 0; b < batch; b++)
+        for (int h = 0; h < s->heads; h++) {
+            head_views v = head(qkv, ctx, probs, b, h, t, dh, s->heads);
+            PN_TRY(pn_gemm(false, true, 1.0f, &v.q, &v.k, 0.0f, &v.p));
+            PN_TRY(pn_softmax_rows(&v.p, scale, t, &v.p));
+            PN_TRY(pn_gemm(false, false, 1.0f, &v.p, &v.v, 0.0f, &v.ctx));
+        }
+    pn_matrix wo = pn_layer_param(l, params, OUT_W), bo = pn_layer_param(l, params, OUT_B);
+    PN_TRY(pn_gemm(false, false, 1.0f, &ctx, &wo, 0.0f, &out->value));
+    return pn_add_row_vector(&bo, &out->value);
+}
+
+static int attention_backward(pn_layer *l, const pn_pass *pass, pn_params *params,
+                              pn_arg *const *in, pn_arg *out)
+{
+    (void)pass;
+    attention_state *s = l->state;
+    int t = l->in_shapes[0].seq, c = l->in_shapes[0].width, dh = c / s->heads;
+    int rows = out->value.rows, batch = out->batch;
+    pn_device dev = out->value.device;
+    pn_matrix qkv = pn_matrix_on(&s->qkv, rows, 3 * c);
+    pn_matrix probs = pn_matrix_on(&s->probs, batch * s->heads * t, t);
+    pn_matrix ctx = pn_matrix_on(&s->ctx, rows, c);
+    pn_matrix dqkv, dctx, dscore;
+    PN_TRY(pn_layer_scratch(&s->dqkv, dev, rows, 3 * c, &dqkv));
+    PN_TRY(pn_layer_scratch(&s->dctx, dev, rows, c, &dctx));
+    PN_TRY(pn_layer_scratch(&s->dscore, dev, 2 * t, t, &dscore));
+    pn_matrix dp = pn_matrix_rows(dscore, 0, t), ds = pn_matrix_rows(dscore, t, t);
+
+    /* Output projection. */
+    pn_matrix wo = pn_layer_param(l, params, OUT_W);
+    pn_matrix dwo = pn_layer_param_grad(l, params, OUT_W);
+    pn_matrix dbo = pn_layer_param_grad(l, params, OUT_B);
+    PN_TRY(pn_gemm(true, false, 1.0f, &ctx, &out->grad, 1.0f, &dwo));
+    PN_TRY(pn_col_sums(&out->grad, 1.0f, &dbo));
+    PN_TRY(pn_gemm(false, true, 1.0f, &out->grad, &wo, 0.0f, &dctx));
+
+    /* Per (sample, head): through P V, the softmax and Q K^T. */
+    float scale = 1.0f / sqrtf((float)dh);
+    for (int b = 0; b < batch; b++)
+        for (int h = 0; h < s->heads; h++) {
+            head_views v = head(qkv, ctx, probs, b, h, t, dh, s->heads);
+            head_views d = head(dqkv, dctx, probs, b, h, t, dh, s->heads);
+            PN_TRY(pn_gemm(false, true, 1.0f, &d.ctx, &v.v, 0.0f, &dp));  /* dP = dctx V^T */
+            PN_TRY(pn_gemm(true, false, 1.0f, &v.p, &d.ctx, 0.0f, &d.v));  /* dV = P^T dctx */
+            PN_TRY(pn_act_backward(PN_ACT_SOFTMAX, NULL, &v.p, &dp, 0.0f, &ds));
+            PN_TRY(pn_gemm(false, false, scale, &ds, &v.k, 0.0f, &d.q)); /* dQ = s dS K */
+            PN_TRY(pn_gemm(true, false, scale, &ds, &v.q, 0.0f, &d.k));  /* dK = s dS^T Q */
+        }
+
+    /* Input projection. */
+    pn_matrix wqkv = pn_layer_param(l, params, QKV_W);
+    pn_matrix dwqkv = pn_layer_param_grad(l, params, QKV_W);
+    pn_matrix dbqkv = pn_layer_param_grad(l, params, QKV_B);
+    PN_TRY(pn_gemm(true, false, 1.0f, &in[0]->value, &dqkv, 1.0f, &dwqkv));
+    PN_TRY(pn_col_sums(&dqkv, 1.0f, &dbqkv));
+    if (in[0]->grad.data) PN_TRY(pn_gemm(false, true, 1.0f, &dqkv, &wqkv, 1.0f, &in[0]->grad));
+    return PN_OK;
+}
+
+static double attention_flops(const pn_layer *l)
+{
+    double t = l->in_shapes[0].seq, c = l->in_shapes[0].width;
+    return 3.0 * (8.0 * t * c * c + 4.0 * t * t * c);
+}
+
+static double attention_saved_bytes(const pn_layer *l)
+{
+    const attention_state *s = l->state;
+    double t = l->in_shapes[0].seq, c = l->in_shapes[0].width;
+    return (t * 3.0 * c + s->heads * t * t + t * c) * sizeof(float);
+}
+
+static void attention_release(pn_layer *l)
+{
+    attention_state *s = l->state;
+    pn_buffer *bufs[] = {&s->qkv, &s->probs, &s->ctx, &s->dqkv, &s->dctx, &s->dscore};
+    for (int i = 0; i < 6; i++) pn_buffer_release(bufs[i]);
+}
+
+const pn_layer_type pn_layer_attention = {
+    .name = "attention",
+    .summary = "causal multi-head self-attention over fixed-length sequences; attr heads",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .state_size = sizeof(attention_state),
+    .attrs = attention_attrs,
+    .parse = attention_parse,
+    .infer = attention_infer,
+    .declare = attention_declare,
+    .forward = attention_forward,
+    .backward = attention_backward,
+    .flops = attention_flops,
+    .saved_bytes = attention_saved_bytes,
+    .release = attention_release,
+};

@@ -1,0 +1,64 @@
+/* data: a network input. It has no inputs and computes nothing: whoever feeds the
+ * network (the reader, a test) writes its output arg. Its attributes come from the
+ * model's "inputs" object: the dataset it reads and the shape of one sample. */
+#include <string.h>
+
+#include "base/error.h"
+#include "layers/attrs.h"
+#include "layers/layer_types.h"
+
+typedef struct data_state {
+    char dataset[256];
+    int size, seq;
+    bool ids;
+} data_state;
+
+static const char *const data_attrs[] = {"dataset", "size", "seq", "ids", NULL};
+
+static int data_parse(pn_layer *l, const json_t *spec)
+{
+    data_state *s = l->state;
+    const char *dataset;
+    PN_TRY(pn_attr_string(l, spec, "dataset", false, l->name, &dataset));
+    if (strlen(dataset) >= sizeof s->dataset)
+        return pn_attr_error(l, "dataset", "longer than %zu characters", sizeof s->dataset - 1);
+    strcpy(s->dataset, dataset);
+    PN_TRY(pn_attr_bool(l, spec, "ids", false, &s->ids));
+    PN_TRY(pn_attr_int(l, spec, "seq", false, 1, 1, &s->seq));
+    if (s->ids && json_object_get(spec, "size"))
+        return pn_attr_error(l, "size", "not used with \"ids\": true (one id per position)");
+    if (!s->ids) PN_TRY(pn_attr_int(l, spec, "size", true, 1, 0, &s->size));
+    return PN_OK;
+}
+
+static int data_infer(pn_layer *l)
+{
+    const data_state *s = l->state;
+    l->out_shape = (pn_shape){s->ids ? 0 : s->size, s->seq, s->ids};
+    return PN_OK;
+}
+
+static int data_pass(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
+                     pn_arg *out)
+{
+    (void)l, (void)pass, (void)params, (void)in, (void)out;
+    return PN_OK;
+}
+
+const char *pn_data_layer_dataset(const pn_layer *l)
+{
+    return ((const data_state *)l->state)->dataset;
+}
+
+const pn_layer_type pn_layer_data = {
+    .name = "data",
+    .summary = "network input filled from a dataset; attrs dataset, size, seq, ids",
+    .min_inputs = 0,
+    .max_inputs = 0,
+    .state_size = sizeof(data_state),
+    .attrs = data_attrs,
+    .parse = data_parse,
+    .infer = data_infer,
+    .forward = data_pass,
+    .backward = data_pass,
+};

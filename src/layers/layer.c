@@ -1,0 +1,189 @@
+/* Generic layer life cycle: creation from a JSON spec (type lookup, input count,
+ * unknown attributes), parameter binding, and shape-checked forward/backward. */
+#include "layers/layer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "layers/attrs.h"
+#include "math/ops.h"
+
+/* Keys of a layer spec that belong to the graph, not to the layer type. */
+static const char *const graph_keys[] = {"name", "type", "input", "stage", NULL};
+
+static bool in_list(const char *const *list, const char *key)
+{
+    for (; list && *list; list++)
+        if (!strcmp(*list, key)) return true;
+    return false;
+}
+
+static int check_known_attrs(const pn_layer *l, const json_t *spec)
+{
+    const char *key;
+    json_t *value;
+    if (!spec) return PN_OK;
+    json_object_foreach((json_t *)spec, key, value) {
+        (void)value;
+        if (!in_list(graph_keys, key) && !in_list(l->type->attrs, key)) {
+            char known[256] = "";
+            for (const char *const *a = l->type->attrs; a && *a; a++)
+                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+                         known[0] ? ", " : "", *a);
+            return pn_attr_error(l, key, "not an attribute of %s layers (they take: %s)",
+                                 l->type->name, known[0] ? known : "none");
+        }
+    }
+    return PN_OK;
+}
+
+int pn_layer_create(pn_layer **out, const char *name, const char *type_name,
+                    const json_t *spec, const pn_shape *in_shapes, int n_inputs)
+{
+    const pn_layer_type *type = pn_layer_type_find(type_name);
+    if (!type)
+        return pn_error_set(PN_ERR_INVALID,
+                            "layer '%s': unknown type '%s' (`pipenet layers` lists the types)",
+                            name, type_name);
+    pn_layer *l = calloc(1, sizeof *l);
+    if (!l) return pn_error_set(PN_ERR_NOMEM, "out of memory creating layer '%s'", name);
+    l->type = type;
+    l->name = strdup(name);
+    l->n_inputs = n_inputs;
+    l->in_shapes = calloc((size_t)(n_inputs ? n_inputs : 1), sizeof *l->in_shapes);
+    l->state = calloc(1, type->state_size ? type->state_size : 1);
+    for (int i = 0; i < PN_LAYER_MAX_PARAMS; i++) l->param_index[i] = -1;
+    int rc = PN_OK;
+    if (!l->name || !l->in_shapes || !l->state)
+        rc = pn_error_set(PN_ERR_NOMEM, "out of memory creating layer '%s'", name);
+    if (rc == PN_OK && (n_inputs < type->min_inputs ||
+                        (type->max_inputs >= 0 && n_inputs > type->max_inputs))) {
+        if (type->max_inputs == type->min_inputs)
+            rc = pn_attr_error(l, "input", "takes %d input(s), got %d", type->min_inputs,
+                               n_inputs);
+        else if (type->max_inputs < 0)
+            rc = pn_attr_error(l, "input", "takes at least %d inputs, got %d", type->min_inputs,
+                               n_inputs);
+        else
+            rc = pn_attr_error(l, "input", "takes %d to %d inputs, got %d", type->min_inputs,
+                               type->max_inputs, n_inputs);
+    }
+    if (rc == PN_OK) {
+        if (n_inputs) memcpy(l->in_shapes, in_shapes, (size_t)n_inputs * sizeof *in_shapes);
+        rc = check_known_attrs(l, spec);
+    }
+    if (rc == PN_OK && type->parse) rc = type->parse(l, spec);
+    if (rc == PN_OK) rc = type->infer(l);
+    if (rc == PN_OK && type->declare) type->declare(l);
+    if (rc < 0) {
+        pn_layer_free(l);
+        return rc;
+    }
+    *out = l;
+    return PN_OK;
+}
+
+void pn_layer_free(pn_layer *l)
+{
+    if (!l) return;
+    if (l->type->release && l->state) l->type->release(l);
+    free(l->state);
+    free(l->in_shapes);
+    free(l->name);
+    free(l);
+}
+
+void pn_layer_add_param(pn_layer *l, const char *suffix, int rows, int cols, pn_init init,
+                        bool decay)
+{
+    l->param_decls[l->n_params++] = (pn_param_decl){suffix, rows, cols, init, decay};
+}
+
+int pn_layer_bind(pn_layer *l, pn_params *params)
+{
+    for (int i = 0; i < l->n_params; i++) {
+        const pn_param_decl *d = &l->param_decls[i];
+        char full[512];
+        snprintf(full, sizeof full, "%s/%s", l->name, d->suffix);
+        PN_TRY(pn_params_declare(params, full, d->rows, d->cols, d->init, d->decay,
+                                 &l->param_index[i]));
+    }
+    return PN_OK;
+}
+
+static bool shape_equal(pn_shape a, pn_shape b)
+{
+    return a.width == b.width && a.seq == b.seq && a.ids == b.ids;
+}
+
+/* Arguments must carry the shapes the layer was created for, with one batch size. */
+static int check_args(const pn_layer *l, pn_arg *const *in, const pn_arg *out)
+{
+    for (int i = 0; i < l->n_inputs; i++) {
+        if (!shape_equal(in[i]->shape, l->in_shapes[i]) || in[i]->batch != out->batch ||
+            (in[i]->shape.ids && !in[i]->ids))
+            return pn_error_set(PN_ERR_INTERNAL, "layer '%s': input %d does not match its plan",
+                                l->name, i);
+    }
+    if (!shape_equal(out->shape, l->out_shape) || out->value.rows != pn_arg_rows(out))
+        return pn_error_set(PN_ERR_INTERNAL, "layer '%s': output does not match its plan",
+                            l->name);
+    return PN_OK;
+}
+
+int pn_layer_forward(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
+                     pn_arg *out)
+{
+    PN_TRY(check_args(l, in, out));
+    int rc = l->type->forward(l, pass, params, in, out);
+    return rc < 0 ? pn_error_wrap(rc, "layer '%s' forward", l->name) : rc;
+}
+
+int pn_layer_backward(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
+                      pn_arg *out)
+{
+    PN_TRY(check_args(l, in, out));
+    int rc = l->type->backward(l, pass, params, in, out);
+    return rc < 0 ? pn_error_wrap(rc, "layer '%s' backward", l->name) : rc;
+}
+
+double pn_layer_flops(const pn_layer *l) { return l->type->flops ? l->type->flops(l) : 0.0; }
+
+double pn_layer_activation_bytes(const pn_layer *l)
+{
+    double saved = l->type->saved_bytes ? l->type->saved_bytes(l) : 0.0;
+    return (double)pn_shape_bytes(l->out_shape) + saved;
+}
+
+pn_matrix pn_layer_param(const pn_layer *l, const pn_params *params, int i)
+{
+    return pn_params_value(params, l->param_index[i]);
+}
+
+pn_matrix pn_layer_param_grad(const pn_layer *l, const pn_params *params, int i)
+{
+    return pn_params_grad(params, l->param_index[i]);
+}
+
+int pn_layer_scratch(pn_buffer *buf, pn_device dev, int rows, int cols, pn_matrix *out)
+{
+    PN_TRY(pn_buffer_reserve(buf, dev, (size_t)rows * (size_t)cols * sizeof(float)));
+    *out = (pn_matrix){buf->data, rows, cols, cols, dev};
+    return PN_OK;
+}
+
+int pn_layer_record_loss(pn_layer *l, pn_buffer *scratch, const pn_matrix *loss,
+                         double correct)
+{
+    pn_matrix sum;
+    float host_sum;
+    PN_TRY(pn_layer_scratch(scratch, loss->device, 1, 1, &sum));
+    PN_TRY(pn_col_sums(loss, 0.0f, &sum));
+    PN_TRY(pn_buffer_read(scratch, 0, &host_sum, sizeof host_sum));
+    l->stats.loss_sum += host_sum;
+    l->stats.correct += correct;
+    l->stats.rows += loss->rows;
+    return PN_OK;
+}

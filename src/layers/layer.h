@@ -1,0 +1,130 @@
+/* pn_layer and the layer-type table. A layer type is one static const pn_layer_type
+ * (in its own file, listed in layers/registry.c) that knows how to read its JSON
+ * attributes, infer its output shape, declare its parameters, estimate its cost,
+ * and run forward and backward. Conventions for forward/backward:
+ *  - out->value is allocated by the caller with the inferred shape;
+ *  - backward reads out->grad and ADDS into each input's grad (when its data is
+ *    non-NULL) and into parameter gradients, so fan-out and micro-batches sum;
+ *  - anything kept from forward for backward lives in the layer's state, in pooled
+ *    buffers that are only reallocated when the batch grows. */
+#ifndef PN_LAYER_H
+#define PN_LAYER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "layers/arg.h"
+#include "layers/params.h"
+
+enum { PN_LAYER_MAX_PARAMS = 4 };
+
+/* Per-pass facts a layer may need beyond its inputs. */
+typedef struct pn_pass {
+    bool training;    /* dropout active, stats collected */
+    uint64_t seed;    /* run seed (dropout masks) */
+    long step;        /* global optimizer step */
+    long sample0;     /* global index, in the step's batch, of the arg's first sample */
+} pn_pass;
+
+/* Loss-layer statistics, summed over forwards until reset by the caller. */
+typedef struct pn_layer_stats {
+    double loss_sum; /* sum of per-row losses */
+    double correct;  /* rows predicted right (classification losses) */
+    double rows;     /* rows seen */
+} pn_layer_stats;
+
+/* A parameter a layer asks for: "<layer>/<suffix>", rows x cols, init, decay. */
+typedef struct pn_param_decl {
+    const char *suffix;
+    int rows, cols;
+    pn_init init;
+    bool decay;
+} pn_param_decl;
+
+typedef struct pn_layer pn_layer;
+
+typedef struct pn_layer_type {
+    const char *name;     /* "fc" */
+    const char *summary;  /* one line for `pipenet layers` */
+    int min_inputs;
+    int max_inputs;       /* -1: any number */
+    bool is_loss;         /* output is a per-row loss [rows, 1] */
+    size_t state_size;    /* bytes of zeroed per-layer state given to parse */
+    const char *const *attrs; /* attribute names the type accepts (NULL-terminated) */
+
+    /* Reads and validates attributes from spec into l->state. */
+    int (*parse)(pn_layer *l, const json_t *spec);
+    /* Checks l->in_shapes and sets l->out_shape. */
+    int (*infer)(pn_layer *l);
+    /* Fills l->param_decls / l->n_params from attributes and shapes (optional). */
+    void (*declare)(pn_layer *l);
+    int (*forward)(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
+                   pn_arg *out);
+    int (*backward)(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
+                    pn_arg *out);
+    /* Forward plus backward FLOPs for one sample. */
+    double (*flops)(const pn_layer *l);
+    /* Bytes kept per sample from forward to backward beyond the output itself. */
+    double (*saved_bytes)(const pn_layer *l);
+    /* Releases buffers held in state (optional). */
+    void (*release)(pn_layer *l);
+} pn_layer_type;
+
+struct pn_layer {
+    const pn_layer_type *type;
+    char *name;
+    int n_inputs;
+    pn_shape *in_shapes;
+    pn_shape out_shape;
+    int n_params;
+    pn_param_decl param_decls[PN_LAYER_MAX_PARAMS];
+    int param_index[PN_LAYER_MAX_PARAMS]; /* handles in the bound arena, -1 unbound */
+    pn_layer_stats stats;
+    void *state; /* type-private */
+};
+
+/* The registered types, in listing order. */
+int pn_layer_type_count(void);
+const pn_layer_type *pn_layer_type_at(int i);
+const pn_layer_type *pn_layer_type_find(const char *name);
+
+/* Creates a layer of type type_name from its JSON spec (the object in the model's
+ * "layers" list; keys name/type/input/stage are the graph's and are not checked
+ * here) and its input shapes. Errors name the layer and the attribute. */
+int pn_layer_create(pn_layer **out, const char *name, const char *type_name,
+                    const json_t *spec, const pn_shape *in_shapes, int n_inputs);
+void pn_layer_free(pn_layer *l);
+
+/* Declares the layer's parameters in params and records their handles. */
+int pn_layer_bind(pn_layer *l, pn_params *params);
+
+/* Runs the type's forward / backward after checking the args' shapes. */
+int pn_layer_forward(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
+                     pn_arg *out);
+int pn_layer_backward(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
+                      pn_arg *out);
+
+/* Estimates per sample: forward+backward FLOPs; bytes held from forward to backward
+ * (output plus saved state). */
+double pn_layer_flops(const pn_layer *l);
+double pn_layer_activation_bytes(const pn_layer *l);
+
+/* Parameter i's value / gradient in params (bound layers only). */
+pn_matrix pn_layer_param(const pn_layer *l, const pn_params *params, int i);
+pn_matrix pn_layer_param_grad(const pn_layer *l, const pn_params *params, int i);
+
+/* A rows x cols matrix over buf on dev, growing buf only when it is too small:
+ * layers keep what backward needs in such scratch buffers. */
+int pn_layer_scratch(pn_buffer *buf, pn_device dev, int rows, int cols, pn_matrix *out);
+
+/* Adds a loss layer's per-row losses [rows, 1] and its correct count to l->stats
+ * (scratch holds the device-side sum). */
+int pn_layer_record_loss(pn_layer *l, pn_buffer *scratch, const pn_matrix *loss,
+                         double correct);
+
+/* Adds a parameter request to l (used by declare). */
+void pn_layer_add_param(pn_layer *l, const char *suffix, int rows, int cols, pn_init init,
+                        bool decay);
+
+#endif

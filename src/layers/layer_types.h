@@ -1,0 +1,22 @@
+/* The layer types compiled into pipenet; layers/registry.c lists them. */
+#ifndef PN_LAYER_TYPES_H
+#define PN_LAYER_TYPES_H
+
+#include "layers/layer.h"
+
+extern const pn_layer_type pn_layer_data;
+extern const pn_layer_type pn_layer_fc;
+extern const pn_layer_type pn_layer_act;
+extern const pn_layer_type pn_layer_embedding;
+extern const pn_layer_type pn_layer_layernorm;
+extern const pn_layer_type pn_layer_add;
+extern const pn_layer_type pn_layer_concat;
+extern const pn_layer_type pn_layer_dropout;
+extern const pn_layer_type pn_layer_attention;
+extern const pn_layer_type pn_layer_softmax_xent;
+extern const pn_layer_type pn_layer_mse;
+
+/* The dataset a data layer reads (its "dataset" attribute, else its name). */
+const char *pn_data_layer_dataset(const pn_layer *l);
+
+#endif

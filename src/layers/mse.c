@@ -1,0 +1,66 @@
+/* mse: mean squared error between a prediction and a target of one shape. The
+ * output is the per-row loss mean_j (p - t)^2 as [rows, 1]; gradients reach both
+ * inputs where they carry one. */
+#include "base/error.h"
+#include "layers/attrs.h"
+#include "layers/layer_types.h"
+
+typedef struct mse_state {
+    pn_buffer sum;
+} mse_state;
+
+static int mse_infer(pn_layer *l)
+{
+    pn_shape p = l->in_shapes[0], t = l->in_shapes[1];
+    if (p.ids || t.ids) return pn_attr_error(l, "input", "both inputs must be floats");
+    if (p.width != t.width || p.seq != t.seq) {
+        char a[32], b[32];
+        return pn_attr_error(l, "input", "prediction %s and target %s differ in shape",
+                             pn_shape_format(p, a, sizeof a), pn_shape_format(t, b, sizeof b));
+    }
+    l->out_shape = (pn_shape){1, p.seq, false};
+    return PN_OK;
+}
+
+static int mse_forward(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
+                       pn_arg *out)
+{
+    (void)pass, (void)params;
+    mse_state *s = l->state;
+    PN_TRY(pn_mse_forward(&in[0]->value, &in[1]->value, &out->value));
+    return pn_layer_record_loss(l, &s->sum, &out->value, 0.0);
+}
+
+static int mse_backward(pn_layer *l, const pn_pass *pass, pn_params *params,
+                        pn_arg *const *in, pn_arg *out)
+{
+    (void)l, (void)pass, (void)params;
+    return pn_mse_backward(&in[0]->value, &in[1]->value, &out->grad,
+                           in[0]->grad.data ? &in[0]->grad : NULL,
+                           in[1]->grad.data ? &in[1]->grad : NULL);
+}
+
+static double mse_flops(const pn_layer *l)
+{
+    return 6.0 * l->in_shapes[0].seq * l->in_shapes[0].width;
+}
+
+static void mse_release(pn_layer *l)
+{
+    mse_state *s = l->state;
+    pn_buffer_release(&s->sum);
+}
+
+const pn_layer_type pn_layer_mse = {
+    .name = "mse",
+    .summary = "mean squared error of a prediction against a target of one shape",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .is_loss = true,
+    .state_size = sizeof(mse_state),
+    .infer = mse_infer,
+    .forward = mse_forward,
+    .backward = mse_backward,
+    .flops = mse_flops,
+    .release = mse_release,
+};

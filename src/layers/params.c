@@ -1,0 +1,196 @@
+/* The parameter arena: declarations, allocation, deterministic init, views. */
+#include "layers/params.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/rng.h"
+#include "math/ops.h"
+
+enum { PARAM_ALIGN = 16 }; /* floats: each slice starts on a 64-byte boundary */
+
+typedef struct slot {
+    char *name;
+    pn_buffer buf;
+} slot;
+
+struct pn_params {
+    pn_device device;
+    pn_param *items;
+    int count, cap;
+    size_t total; /* floats, with padding */
+    bool finalized;
+    pn_buffer values, grads;
+    slot *slots;
+    int n_slots;
+};
+
+int pn_params_create(pn_params **out, pn_device dev)
+{
+    pn_params *p = calloc(1, sizeof *p);
+    if (!p) return pn_error_set(PN_ERR_NOMEM, "out of memory creating a parameter arena");
+    p->device = dev;
+    *out = p;
+    return PN_OK;
+}
+
+void pn_params_free(pn_params *p)
+{
+    if (!p) return;
+    for (int i = 0; i < p->count; i++) free(p->items[i].name);
+    for (int s = 0; s < p->n_slots; s++) {
+        free(p->slots[s].name);
+        pn_buffer_release(&p->slots[s].buf);
+    }
+    pn_buffer_release(&p->values);
+    pn_buffer_release(&p->grads);
+    free(p->items);
+    free(p->slots);
+    free(p);
+}
+
+int pn_params_find(const pn_params *p, const char *name)
+{
+    for (int i = 0; i < p->count; i++)
+        if (!strcmp(p->items[i].name, name)) return i;
+    return -1;
+}
+
+int pn_params_declare(pn_params *p, const char *name, int rows, int cols, pn_init init,
+                      bool decay, int *index)
+{
+    int found = pn_params_find(p, name);
+    if (found >= 0) {
+        const pn_param *q = &p->items[found];
+        if (q->rows != rows || q->cols != cols)
+            return pn_error_set(PN_ERR_INVALID,
+                                "parameter '%s' declared as %d x %d and again as %d x %d", name,
+                                q->rows, q->cols, rows, cols);
+        *index = found;
+        return PN_OK;
+    }
+    if (p->finalized)
+        return pn_error_set(PN_ERR_INTERNAL, "parameter '%s' declared after finalize", name);
+    if (rows <= 0 || cols <= 0)
+        return pn_error_set(PN_ERR_INVALID, "parameter '%s' has empty shape %d x %d", name,
+                            rows, cols);
+    if (p->count == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 16;
+        pn_param *items = realloc(p->items, (size_t)cap * sizeof *items);
+        if (!items) return pn_error_set(PN_ERR_NOMEM, "out of memory declaring '%s'", name);
+        p->items = items;
+        p->cap = cap;
+    }
+    char *copy = strdup(name);
+    if (!copy) return pn_error_set(PN_ERR_NOMEM, "out of memory declaring '%s'", name);
+    size_t n = (size_t)rows * (size_t)cols;
+    p->items[p->count] = (pn_param){copy, rows, cols, p->total, init, decay};
+    p->total += (n + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
+    *index = p->count++;
+    return PN_OK;
+}
+
+int pn_params_finalize(pn_params *p)
+{
+    if (p->finalized) return PN_OK;
+    size_t bytes = (p->total ? p->total : 1) * sizeof(float);
+    PN_TRY(pn_buffer_acquire(&p->values, p->device, bytes));
+    PN_TRY(pn_buffer_acquire(&p->grads, p->device, bytes));
+    p->finalized = true;
+    return PN_OK;
+}
+
+int pn_params_add_slot(pn_params *p, const char *name, int *slot_index)
+{
+    if (!p->finalized)
+        return pn_error_set(PN_ERR_INTERNAL, "slot '%s' added before finalize", name);
+    for (int s = 0; s < p->n_slots; s++)
+        if (!strcmp(p->slots[s].name, name)) {
+            *slot_index = s;
+            return PN_OK;
+        }
+    slot *slots = realloc(p->slots, (size_t)(p->n_slots + 1) * sizeof *slots);
+    if (!slots) return pn_error_set(PN_ERR_NOMEM, "out of memory adding slot '%s'", name);
+    p->slots = slots;
+    slot *s = &p->slots[p->n_slots];
+    *s = (slot){strdup(name), {0}};
+    if (!s->name) return pn_error_set(PN_ERR_NOMEM, "out of memory adding slot '%s'", name);
+    int rc = pn_buffer_acquire(&s->buf, p->device, p->values.bytes);
+    if (rc < 0) {
+        free(s->name);
+        return rc;
+    }
+    *slot_index = p->n_slots++;
+    return PN_OK;
+}
+
+int pn_params_init_values(pn_params *p, uint64_t seed)
+{
+    if (!p->finalized) return pn_error_set(PN_ERR_INTERNAL, "init before finalize");
+    for (int i = 0; i < p->count; i++) {
+        const pn_param *q = &p->items[i];
+        size_t n = (size_t)q->rows * (size_t)q->cols;
+        float *host = malloc(n * sizeof *host);
+        if (!host) return pn_error_set(PN_ERR_NOMEM, "out of memory initializing '%s'", q->name);
+        pn_rng rng;
+        pn_rng_init(&rng, seed, pn_hash_string(q->name));
+        for (size_t k = 0; k < n; k++) {
+            switch (q->init.kind) {
+            case PN_INIT_ZEROS: host[k] = 0.0f; break;
+            case PN_INIT_ONES: host[k] = 1.0f; break;
+            case PN_INIT_UNIFORM:
+                host[k] = (float)((2.0 * pn_rng_uniform(&rng) - 1.0) * q->init.scale);
+                break;
+            case PN_INIT_NORMAL: host[k] = (float)(pn_rng_normal(&rng) * q->init.scale); break;
+            }
+        }
+        int rc = pn_buffer_write(&p->values, q->offset * sizeof(float), host, n * sizeof *host);
+        free(host);
+        PN_TRY(rc);
+    }
+    return PN_OK;
+}
+
+int pn_params_zero_grads(pn_params *p)
+{
+    pn_matrix g = pn_params_all_grads(p);
+    return pn_fill(&g, 0.0f);
+}
+
+int pn_params_count(const pn_params *p) { return p->count; }
+const pn_param *pn_params_get(const pn_params *p, int index) { return &p->items[index]; }
+pn_device pn_params_device(const pn_params *p) { return p->device; }
+size_t pn_params_size(const pn_params *p) { return p->total; }
+
+size_t pn_params_elements(const pn_params *p)
+{
+    size_t n = 0;
+    for (int i = 0; i < p->count; i++) n += (size_t)p->items[i].rows * (size_t)p->items[i].cols;
+    return n;
+}
+
+int pn_params_n_slots(const pn_params *p) { return p->n_slots; }
+const char *pn_params_slot_name(const pn_params *p, int s) { return p->slots[s].name; }
+
+static pn_matrix slice(const pn_params *p, const pn_buffer *buf, int index)
+{
+    const pn_param *q = &p->items[index];
+    return (pn_matrix){(float *)buf->data + q->offset, q->rows, q->cols, q->cols, p->device};
+}
+
+pn_matrix pn_params_value(const pn_params *p, int index) { return slice(p, &p->values, index); }
+pn_matrix pn_params_grad(const pn_params *p, int index) { return slice(p, &p->grads, index); }
+pn_matrix pn_params_slot(const pn_params *p, int s, int index)
+{
+    return slice(p, &p->slots[s].buf, index);
+}
+
+static pn_matrix whole(const pn_params *p, const pn_buffer *buf)
+{
+    return (pn_matrix){(float *)buf->data, 1, (int)p->total, (int)p->total, p->device};
+}
+
+pn_matrix pn_params_all_values(const pn_params *p) { return whole(p, &p->values); }
+pn_matrix pn_params_all_grads(const pn_params *p) { return whole(p, &p->grads); }
+pn_matrix pn_params_all_slot(const pn_params *p, int s) { return whole(p, &p->slots[s].buf); }

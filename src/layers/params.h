@@ -1,0 +1,83 @@
+/* pn_params: the parameter arena of one stage. Values, gradients and each optimizer
+ * slot are one contiguous buffer each; a parameter is a named slice at the same
+ * offset in all of them, so an all-reduce, an update or a snapshot of the stage is
+ * one call over one buffer. Initial values depend only on (seed, parameter name).
+ * Life cycle: declare every parameter, finalize (allocates), then add slots. */
+#ifndef PN_PARAMS_H
+#define PN_PARAMS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "math/matrix.h"
+
+typedef enum pn_init_kind {
+    PN_INIT_ZEROS = 0,
+    PN_INIT_ONES,
+    PN_INIT_UNIFORM, /* uniform in [-scale, scale] */
+    PN_INIT_NORMAL   /* normal with standard deviation scale */
+} pn_init_kind;
+
+typedef struct pn_init {
+    pn_init_kind kind;
+    float scale;
+} pn_init;
+
+typedef struct pn_param {
+    char *name;    /* "<layer>/<param>", e.g. "fc1/w" */
+    int rows, cols;
+    size_t offset; /* in floats, the same in values, grads and slots */
+    pn_init init;
+    bool decay;    /* weight decay applies (matrices yes, biases and norms no) */
+} pn_param;
+
+typedef struct pn_params pn_params;
+
+/* An empty arena on dev. */
+int pn_params_create(pn_params **out, pn_device dev);
+void pn_params_free(pn_params *p);
+
+/* Declares a parameter (before finalize); *index receives its handle. Declaring an
+ * existing name again with the same shape returns the existing handle (shared
+ * parameters); another shape is an error. */
+int pn_params_declare(pn_params *p, const char *name, int rows, int cols, pn_init init,
+                      bool decay, int *index);
+
+/* Allocates values and gradients (zeroed); no declarations after this. */
+int pn_params_finalize(pn_params *p);
+
+/* Adds an optimizer slot buffer (zeroed) named e.g. "m"; *slot receives its handle.
+ * Adding an existing name returns its handle. */
+int pn_params_add_slot(pn_params *p, const char *name, int *slot);
+
+/* Fills every value from its init, seeded by (seed, name). */
+int pn_params_init_values(pn_params *p, uint64_t seed);
+
+/* Sets every gradient to zero. */
+int pn_params_zero_grads(pn_params *p);
+
+int pn_params_count(const pn_params *p);
+const pn_param *pn_params_get(const pn_params *p, int index);
+/* Handle of name, or -1. */
+int pn_params_find(const pn_params *p, const char *name);
+pn_device pn_params_device(const pn_params *p);
+
+/* Total floats in the arena (including alignment padding). */
+size_t pn_params_size(const pn_params *p);
+/* Floats in parameters proper (no padding). */
+size_t pn_params_elements(const pn_params *p);
+
+int pn_params_n_slots(const pn_params *p);
+const char *pn_params_slot_name(const pn_params *p, int slot);
+
+/* Views of one parameter: rows x cols. */
+pn_matrix pn_params_value(const pn_params *p, int index);
+pn_matrix pn_params_grad(const pn_params *p, int index);
+pn_matrix pn_params_slot(const pn_params *p, int slot, int index);
+
+/* Whole-arena views: 1 x pn_params_size. */
+pn_matrix pn_params_all_values(const pn_params *p);
+pn_matrix pn_params_all_grads(const pn_params *p);
+pn_matrix pn_params_all_slot(const pn_params *p, int slot);
+
+#endif

@@ -1,0 +1,82 @@
+/* softmax_xent: softmax over each row of logits and cross-entropy against integer
+ * labels. The output is the per-row loss [rows, 1]; backward scales each row's
+ * gradient by the output gradient, so the caller decides the mean (1/global rows). */
+#include "base/error.h"
+#include "layers/attrs.h"
+#include "layers/layer_types.h"
+
+typedef struct xent_state {
+    pn_buffer probs; /* [rows, classes], kept for backward */
+    pn_buffer sum;
+} xent_state;
+
+static int xent_infer(pn_layer *l)
+{
+    pn_shape logits = l->in_shapes[0], labels = l->in_shapes[1];
+    if (logits.ids) return pn_attr_error(l, "input", "input 0 (logits) must be floats");
+    if (!labels.ids)
+        return pn_attr_error(l, "input", "input 1 (labels) must be integer ids "
+                                         "(a data input with \"ids\": true)");
+    if (logits.width < 2) return pn_attr_error(l, "input", "needs at least 2 classes");
+    if (labels.seq != logits.seq)
+        return pn_attr_error(l, "input", "%d labels per sample for %d rows of logits",
+                             labels.seq, logits.seq);
+    l->out_shape = (pn_shape){1, logits.seq, false};
+    return PN_OK;
+}
+
+static int xent_forward(pn_layer *l, const pn_pass *pass, pn_params *params,
+                        pn_arg *const *in, pn_arg *out)
+{
+    (void)pass, (void)params;
+    xent_state *s = l->state;
+    pn_matrix probs;
+    double correct;
+    pn_matrix *logits = &in[0]->value;
+    PN_TRY(pn_layer_scratch(&s->probs, logits->device, logits->rows, logits->cols, &probs));
+    PN_TRY(pn_softmax_rows(logits, 1.0f, 0, &probs));
+    PN_TRY(pn_xent_forward(&probs, in[1]->ids, &out->value, &correct));
+    return pn_layer_record_loss(l, &s->sum, &out->value, correct);
+}
+
+static int xent_backward(pn_layer *l, const pn_pass *pass, pn_params *params,
+                         pn_arg *const *in, pn_arg *out)
+{
+    (void)pass, (void)params;
+    xent_state *s = l->state;
+    if (!in[0]->grad.data) return PN_OK;
+    pn_matrix probs = pn_matrix_on(&s->probs, in[0]->value.rows, in[0]->value.cols);
+    return pn_xent_backward(&probs, in[1]->ids, &out->grad, 1.0f, &in[0]->grad);
+}
+
+static double xent_flops(const pn_layer *l)
+{
+    return 8.0 * l->in_shapes[0].seq * l->in_shapes[0].width;
+}
+
+static double xent_saved_bytes(const pn_layer *l)
+{
+    return (double)l->in_shapes[0].seq * l->in_shapes[0].width * sizeof(float);
+}
+
+static void xent_release(pn_layer *l)
+{
+    xent_state *s = l->state;
+    pn_buffer_release(&s->probs);
+    pn_buffer_release(&s->sum);
+}
+
+const pn_layer_type pn_layer_softmax_xent = {
+    .name = "softmax_xent",
+    .summary = "softmax cross-entropy of logits against integer labels; counts hits",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .is_loss = true,
+    .state_size = sizeof(xent_state),
+    .infer = xent_infer,
+    .forward = xent_forward,
+    .backward = xent_backward,
+    .flops = xent_flops,
+    .saved_bytes = xent_saved_bytes,
+    .release = xent_release,
+};

@@ -1,0 +1,72 @@
+/* The seam between the ops that layers call (math/ops.h) and the code that runs
+ * them: one const table per device kind. The CPU table (math/cpu) fills every slot;
+ * the CUDA table (math/cuda) fills what it has, and an empty slot makes the dispatch
+ * report the op as unsupported on that device instead of crashing.
+ * Shapes and devices are checked by the dispatch before a slot is called. */
+#ifndef PN_BACKEND_H
+#define PN_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "math/matrix.h"
+#include "math/ops.h"
+
+typedef struct pn_backend {
+    const char *name;
+
+    /* Memory: raw blocks for the pool, and copies. */
+    void *(*alloc)(int device_index, size_t bytes);
+    void (*free)(int device_index, void *ptr);
+    int (*zero)(void *ptr, size_t bytes);
+    int (*copy_from_host)(void *dst, const void *src, size_t bytes);
+    int (*copy_to_host)(void *dst, const void *src, size_t bytes);
+
+    /* Dense algebra. */
+    int (*gemm)(bool trans_a, bool trans_b, float alpha, const pn_matrix *a,
+                const pn_matrix *b, float beta, pn_matrix *c);
+
+    /* Elementwise. */
+    int (*fill)(pn_matrix *m, float value);
+    int (*copy)(const pn_matrix *src, pn_matrix *dst);
+    int (*scale)(pn_matrix *m, float alpha);
+    int (*axpy)(float alpha, const pn_matrix *x, pn_matrix *y);
+    int (*mul)(const pn_matrix *a, const pn_matrix *b, float beta, pn_matrix *c);
+    int (*act_forward)(pn_act act, const pn_matrix *x, pn_matrix *y);
+    int (*act_backward)(pn_act act, const pn_matrix *x, const pn_matrix *y,
+                        const pn_matrix *dy, float beta, pn_matrix *dx);
+    int (*dropout_forward)(const pn_matrix *x, float rate, uint64_t key, long row0,
+                           pn_matrix *mask, pn_matrix *y);
+
+    /* Reductions and row-wise. */
+    int (*add_row_vector)(const pn_matrix *v, pn_matrix *m);
+    int (*col_sums)(const pn_matrix *m, float beta, pn_matrix *out);
+    int (*sum_squares)(const pn_matrix *m, double *out);
+    int (*softmax_rows)(const pn_matrix *x, float scale, int causal_period, pn_matrix *y);
+    int (*xent_forward)(const pn_matrix *probs, const int *labels, pn_matrix *loss,
+                        double *correct);
+    int (*xent_backward)(const pn_matrix *probs, const int *labels, const pn_matrix *dloss,
+                         float beta, pn_matrix *dlogits);
+    int (*mse_forward)(const pn_matrix *p, const pn_matrix *t, pn_matrix *loss);
+    int (*mse_backward)(const pn_matrix *p, const pn_matrix *t, const pn_matrix *dloss,
+                        pn_matrix *dp, pn_matrix *dt);
+    int (*layernorm_forward)(const pn_matrix *x, const pn_matrix *gamma,
+                             const pn_matrix *beta, float eps, pn_matrix *y,
+                             pn_matrix *mean, pn_matrix *rstd);
+    int (*layernorm_backward)(const pn_matrix *x, const pn_matrix *gamma,
+                              const pn_matrix *mean, const pn_matrix *rstd,
+                              const pn_matrix *dy, pn_matrix *dx, pn_matrix *dgamma,
+                              pn_matrix *dbeta);
+    int (*gather_rows)(const pn_matrix *table, const int *ids, pn_matrix *out);
+    int (*scatter_add_rows)(const pn_matrix *dout, const int *ids, pn_matrix *dtable);
+} pn_backend;
+
+extern const pn_backend pn_cpu_backend;
+#ifdef PN_HAVE_CUDA
+extern const pn_backend pn_cuda_backend;
+#endif
+
+/* The table for dev, or an error when this build has none for it. */
+int pn_backend_for(pn_device dev, const pn_backend **out);
+
+#endif

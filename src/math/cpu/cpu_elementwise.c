@@ -1,0 +1,141 @@
+/* Elementwise CPU kernels: each walks rows (views may be strided) and keeps the
+ * inner loop over contiguous columns simple enough for the compiler to vectorize. */
+#include <math.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/rng.h"
+#include "math/cpu/cpu_kernels.h"
+
+int pn_cpu_fill(pn_matrix *m, float value)
+{
+    for (int i = 0; i < m->rows; i++) {
+        float *r = pn_cpu_row(m, i);
+        for (int j = 0; j < m->cols; j++) r[j] = value;
+    }
+    return PN_OK;
+}
+
+int pn_cpu_copy(const pn_matrix *src, pn_matrix *dst)
+{
+    for (int i = 0; i < dst->rows; i++)
+        memmove(pn_cpu_row(dst, i), pn_cpu_row(src, i), (size_t)dst->cols * sizeof(float));
+    return PN_OK;
+}
+
+int pn_cpu_scale(pn_matrix *m, float alpha)
+{
+    for (int i = 0; i < m->rows; i++) {
+        float *r = pn_cpu_row(m, i);
+        for (int j = 0; j < m->cols; j++) r[j] *= alpha;
+    }
+    return PN_OK;
+}
+
+int pn_cpu_axpy(float alpha, const pn_matrix *x, pn_matrix *y)
+{
+    for (int i = 0; i < y->rows; i++) {
+        const float *xr = pn_cpu_row(x, i);
+        float *yr = pn_cpu_row(y, i);
+        for (int j = 0; j < y->cols; j++) yr[j] += alpha * xr[j];
+    }
+    return PN_OK;
+}
+
+int pn_cpu_mul(const pn_matrix *a, const pn_matrix *b, float beta, pn_matrix *c)
+{
+    for (int i = 0; i < c->rows; i++) {
+        const float *ar = pn_cpu_row(a, i), *br = pn_cpu_row(b, i);
+        float *cr = pn_cpu_row(c, i);
+        if (beta == 0.0f)
+            for (int j = 0; j < c->cols; j++) cr[j] = ar[j] * br[j];
+        else
+            for (int j = 0; j < c->cols; j++) cr[j] = beta * cr[j] + ar[j] * br[j];
+    }
+    return PN_OK;
+}
+
+static const float GELU_C = 0.7978845608028654f; /* sqrt(2 / pi) */
+static const float GELU_A = 0.044715f;
+
+static float gelu(float x)
+{
+    return 0.5f * x * (1.0f + tanhf(GELU_C * (x + GELU_A * x * x * x)));
+}
+
+static float gelu_grad(float x)
+{
+    float t = tanhf(GELU_C * (x + GELU_A * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_C * (1.0f + 3.0f * GELU_A * x * x);
+}
+
+int pn_cpu_act_forward(pn_act act, const pn_matrix *x, pn_matrix *y)
+{
+    if (act == PN_ACT_SOFTMAX) return pn_cpu_softmax_rows(x, 1.0f, 0, y);
+    for (int i = 0; i < y->rows; i++) {
+        const float *xr = pn_cpu_row(x, i);
+        float *yr = pn_cpu_row(y, i);
+        int n = y->cols;
+        switch (act) {
+        case PN_ACT_NONE: memmove(yr, xr, (size_t)n * sizeof(float)); break;
+        case PN_ACT_RELU: for (int j = 0; j < n; j++) yr[j] = xr[j] > 0.0f ? xr[j] : 0.0f; break;
+        case PN_ACT_TANH: for (int j = 0; j < n; j++) yr[j] = tanhf(xr[j]); break;
+        case PN_ACT_SIGMOID: for (int j = 0; j < n; j++) yr[j] = 1.0f / (1.0f + expf(-xr[j])); break;
+        case PN_ACT_GELU: for (int j = 0; j < n; j++) yr[j] = gelu(xr[j]); break;
+        default: return pn_error_set(PN_ERR_INTERNAL, "act_forward: bad activation %d", act);
+        }
+    }
+    return PN_OK;
+}
+
+/* Local derivative of act at one element, from its input x and output y. */
+static inline float act_grad(pn_act act, float x, float y)
+{
+    switch (act) {
+    case PN_ACT_RELU: return y > 0.0f ? 1.0f : 0.0f;
+    case PN_ACT_TANH: return 1.0f - y * y;
+    case PN_ACT_SIGMOID: return y * (1.0f - y);
+    case PN_ACT_GELU: return gelu_grad(x);
+    default: return 1.0f;
+    }
+}
+
+int pn_cpu_act_backward(pn_act act, const pn_matrix *x, const pn_matrix *y,
+                        const pn_matrix *dy, float beta, pn_matrix *dx)
+{
+    for (int i = 0; i < dx->rows; i++) {
+        const float *xr = x ? pn_cpu_row(x, i) : NULL, *yr = y ? pn_cpu_row(y, i) : NULL;
+        const float *dyr = pn_cpu_row(dy, i);
+        float *dxr = pn_cpu_row(dx, i);
+        int n = dx->cols;
+        float dot = 0.0f; /* softmax: sum_j dy_j y_j */
+        if (act == PN_ACT_SOFTMAX)
+            for (int j = 0; j < n; j++) dot += dyr[j] * yr[j];
+        for (int j = 0; j < n; j++) {
+            float g;
+            if (act == PN_ACT_SOFTMAX)
+                g = yr[j] * (dyr[j] - dot);
+            else
+                g = dyr[j] * act_grad(act, xr ? xr[j] : 0.0f, yr ? yr[j] : 0.0f);
+            dxr[j] = beta == 0.0f ? g : beta * dxr[j] + g;
+        }
+    }
+    return PN_OK;
+}
+
+int pn_cpu_dropout_forward(const pn_matrix *x, float rate, uint64_t key, long row0,
+                           pn_matrix *mask, pn_matrix *y)
+{
+    float keep_scale = rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
+    for (int i = 0; i < y->rows; i++) {
+        uint64_t row_key = pn_hash_mix(key, (uint64_t)(row0 + i));
+        const float *xr = pn_cpu_row(x, i);
+        float *mr = pn_cpu_row(mask, i), *yr = pn_cpu_row(y, i);
+        for (int j = 0; j < y->cols; j++) {
+            float u = pn_hash_to_unit(pn_hash_mix(row_key, (uint64_t)j));
+            mr[j] = u >= rate ? keep_scale : 0.0f;
+            yr[j] = xr[j] * mr[j];
+        }
+    }
+    return PN_OK;
+}

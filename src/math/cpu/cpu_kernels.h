@@ -1,0 +1,41 @@
+/* Kernels of the CPU backend, shared between its files and its table. */
+#ifndef PN_CPU_KERNELS_H
+#define PN_CPU_KERNELS_H
+
+#include "math/backend.h"
+
+int pn_cpu_fill(pn_matrix *m, float value);
+int pn_cpu_copy(const pn_matrix *src, pn_matrix *dst);
+int pn_cpu_scale(pn_matrix *m, float alpha);
+int pn_cpu_axpy(float alpha, const pn_matrix *x, pn_matrix *y);
+int pn_cpu_mul(const pn_matrix *a, const pn_matrix *b, float beta, pn_matrix *c);
+int pn_cpu_act_forward(pn_act act, const pn_matrix *x, pn_matrix *y);
+int pn_cpu_act_backward(pn_act act, const pn_matrix *x, const pn_matrix *y,
+                        const pn_matrix *dy, float beta, pn_matrix *dx);
+int pn_cpu_dropout_forward(const pn_matrix *x, float rate, uint64_t key, long row0,
+                           pn_matrix *mask, pn_matrix *y);
+
+int pn_cpu_add_row_vector(const pn_matrix *v, pn_matrix *m);
+int pn_cpu_col_sums(const pn_matrix *m, float beta, pn_matrix *out);
+int pn_cpu_sum_squares(const pn_matrix *m, double *out);
+int pn_cpu_softmax_rows(const pn_matrix *x, float scale, int causal_period, pn_matrix *y);
+int pn_cpu_xent_forward(const pn_matrix *probs, const int *labels, pn_matrix *loss,
+                        double *correct);
+int pn_cpu_xent_backward(const pn_matrix *probs, const int *labels, const pn_matrix *dloss,
+                         float beta, pn_matrix *dlogits);
+int pn_cpu_mse_forward(const pn_matrix *p, const pn_matrix *t, pn_matrix *loss);
+int pn_cpu_mse_backward(const pn_matrix *p, const pn_matrix *t, const pn_matrix *dloss,
+                        pn_matrix *dp, pn_matrix *dt);
+int pn_cpu_layernorm_forward(const pn_matrix *x, const pn_matrix *gamma,
+                             const pn_matrix *beta, float eps, pn_matrix *y, pn_matrix *mean,
+                             pn_matrix *rstd);
+int pn_cpu_layernorm_backward(const pn_matrix *x, const pn_matrix *gamma,
+                              const pn_matrix *mean, const pn_matrix *rstd, const pn_matrix *dy,
+                              pn_matrix *dx, pn_matrix *dgamma, pn_matrix *dbeta);
+int pn_cpu_gather_rows(const pn_matrix *table, const int *ids, pn_matrix *out);
+int pn_cpu_scatter_add_rows(const pn_matrix *dout, const int *ids, pn_matrix *dtable);
+
+/* Row i of m. */
+static inline float *pn_cpu_row(const pn_matrix *m, int i) { return m->data + (size_t)i * (size_t)m->ld; }
+
+#endif

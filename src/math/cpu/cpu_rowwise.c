@@ -1,0 +1,209 @@
+/* Row-wise and reduction CPU kernels: bias, sums, softmax, losses, layer norm,
+ * row gathers for embeddings. Sums that decide a result accumulate in double. */
+#include <float.h>
+#include <math.h>
+
+#include "base/error.h"
+#include "math/cpu/cpu_kernels.h"
+
+int pn_cpu_add_row_vector(const pn_matrix *v, pn_matrix *m)
+{
+    const float *vr = v->data;
+    for (int i = 0; i < m->rows; i++) {
+        float *r = pn_cpu_row(m, i);
+        for (int j = 0; j < m->cols; j++) r[j] += vr[j];
+    }
+    return PN_OK;
+}
+
+int pn_cpu_col_sums(const pn_matrix *m, float beta, pn_matrix *out)
+{
+    float *o = out->data;
+    for (int j = 0; j < out->cols; j++) o[j] = beta == 0.0f ? 0.0f : beta * o[j];
+    for (int i = 0; i < m->rows; i++) {
+        const float *r = pn_cpu_row(m, i);
+        for (int j = 0; j < m->cols; j++) o[j] += r[j];
+    }
+    return PN_OK;
+}
+
+int pn_cpu_sum_squares(const pn_matrix *m, double *out)
+{
+    double total = 0.0;
+    for (int i = 0; i < m->rows; i++) {
+        const float *r = pn_cpu_row(m, i);
+        float part = 0.0f;
+        for (int j = 0; j < m->cols; j++) part += r[j] * r[j];
+        total += part;
+    }
+    *out = total;
+    return PN_OK;
+}
+
+int pn_cpu_softmax_rows(const pn_matrix *x, float scale, int causal_period, pn_matrix *y)
+{
+    for (int i = 0; i < y->rows; i++) {
+        const float *xr = pn_cpu_row(x, i);
+        float *yr = pn_cpu_row(y, i);
+        int n = causal_period > 0 ? i % causal_period + 1 : y->cols;
+        float max = -FLT_MAX;
+        for (int j = 0; j < n; j++) max = fmaxf(max, scale * xr[j]);
+        float sum = 0.0f;
+        for (int j = 0; j < n; j++) {
+            yr[j] = expf(scale * xr[j] - max);
+            sum += yr[j];
+        }
+        float inv = 1.0f / sum;
+        for (int j = 0; j < n; j++) yr[j] *= inv;
+        for (int j = n; j < y->cols; j++) yr[j] = 0.0f;
+    }
+    return PN_OK;
+}
+
+static int check_label(int label, int classes, int row)
+{
+    if (label < 0 || label >= classes)
+        return pn_error_set(PN_ERR_INVALID, "label %d at row %d is outside [0, %d)", label, row,
+                            classes);
+    return PN_OK;
+}
+
+int pn_cpu_xent_forward(const pn_matrix *probs, const int *labels, pn_matrix *loss,
+                        double *correct)
+{
+    double hits = 0.0;
+    for (int i = 0; i < probs->rows; i++) {
+        const float *p = pn_cpu_row(probs, i);
+        PN_TRY(check_label(labels[i], probs->cols, i));
+        int best = 0;
+        for (int j = 1; j < probs->cols; j++)
+            if (p[j] > p[best]) best = j;
+        hits += best == labels[i];
+        loss->data[(size_t)i * (size_t)loss->ld] = -logf(fmaxf(p[labels[i]], FLT_MIN));
+    }
+    *correct = hits;
+    return PN_OK;
+}
+
+int pn_cpu_xent_backward(const pn_matrix *probs, const int *labels, const pn_matrix *dloss,
+                         float beta, pn_matrix *dlogits)
+{
+    for (int i = 0; i < probs->rows; i++) {
+        const float *p = pn_cpu_row(probs, i);
+        float *d = pn_cpu_row(dlogits, i);
+        float g = dloss->data[(size_t)i * (size_t)dloss->ld];
+        PN_TRY(check_label(labels[i], probs->cols, i));
+        for (int j = 0; j < probs->cols; j++) {
+            float v = g * (p[j] - (j == labels[i] ? 1.0f : 0.0f));
+            d[j] = beta == 0.0f ? v : beta * d[j] + v;
+        }
+    }
+    return PN_OK;
+}
+
+int pn_cpu_mse_forward(const pn_matrix *p, const pn_matrix *t, pn_matrix *loss)
+{
+    for (int i = 0; i < p->rows; i++) {
+        const float *pr = pn_cpu_row(p, i), *tr = pn_cpu_row(t, i);
+        double s = 0.0;
+        for (int j = 0; j < p->cols; j++) {
+            double d = (double)pr[j] - tr[j];
+            s += d * d;
+        }
+        loss->data[(size_t)i * (size_t)loss->ld] = (float)(s / p->cols);
+    }
+    return PN_OK;
+}
+
+int pn_cpu_mse_backward(const pn_matrix *p, const pn_matrix *t, const pn_matrix *dloss,
+                        pn_matrix *dp, pn_matrix *dt)
+{
+    for (int i = 0; i < p->rows; i++) {
+        const float *pr = pn_cpu_row(p, i), *tr = pn_cpu_row(t, i);
+        float g = dloss->data[(size_t)i * (size_t)dloss->ld] * 2.0f / (float)p->cols;
+        float *dpr = dp ? pn_cpu_row(dp, i) : NULL, *dtr = dt ? pn_cpu_row(dt, i) : NULL;
+        for (int j = 0; j < p->cols; j++) {
+            float v = g * (pr[j] - tr[j]);
+            if (dpr) dpr[j] += v;
+            if (dtr) dtr[j] -= v;
+        }
+    }
+    return PN_OK;
+}
+
+int pn_cpu_layernorm_forward(const pn_matrix *x, const pn_matrix *gamma,
+                             const pn_matrix *beta, float eps, pn_matrix *y, pn_matrix *mean,
+                             pn_matrix *rstd)
+{
+    int n = x->cols;
+    for (int i = 0; i < x->rows; i++) {
+        const float *xr = pn_cpu_row(x, i);
+        float *yr = pn_cpu_row(y, i);
+        double s = 0.0, ss = 0.0;
+        for (int j = 0; j < n; j++) s += xr[j];
+        float mu = (float)(s / n);
+        for (int j = 0; j < n; j++) {
+            double d = xr[j] - mu;
+            ss += d * d;
+        }
+        float rs = (float)(1.0 / sqrt(ss / n + eps));
+        for (int j = 0; j < n; j++) yr[j] = (xr[j] - mu) * rs * gamma->data[j] + beta->data[j];
+        mean->data[(size_t)i * (size_t)mean->ld] = mu;
+        rstd->data[(size_t)i * (size_t)rstd->ld] = rs;
+    }
+    return PN_OK;
+}
+
+int pn_cpu_layernorm_backward(const pn_matrix *x, const pn_matrix *gamma,
+                              const pn_matrix *mean, const pn_matrix *rstd, const pn_matrix *dy,
+                              pn_matrix *dx, pn_matrix *dgamma, pn_matrix *dbeta)
+{
+    int n = x->cols;
+    for (int i = 0; i < x->rows; i++) {
+        const float *xr = pn_cpu_row(x, i), *dyr = pn_cpu_row(dy, i);
+        float mu = mean->data[(size_t)i * (size_t)mean->ld];
+        float rs = rstd->data[(size_t)i * (size_t)rstd->ld];
+        double sum_g = 0.0, sum_gx = 0.0; /* sums of dxhat and dxhat * xhat */
+        for (int j = 0; j < n; j++) {
+            float xhat = (xr[j] - mu) * rs, g = dyr[j] * gamma->data[j];
+            sum_g += g;
+            sum_gx += (double)g * xhat;
+            dgamma->data[j] += dyr[j] * xhat;
+            dbeta->data[j] += dyr[j];
+        }
+        if (!dx) continue;
+        float mg = (float)(sum_g / n), mgx = (float)(sum_gx / n);
+        float *dxr = pn_cpu_row(dx, i);
+        for (int j = 0; j < n; j++) {
+            float xhat = (xr[j] - mu) * rs, g = dyr[j] * gamma->data[j];
+            dxr[j] += rs * (g - mg - xhat * mgx);
+        }
+    }
+    return PN_OK;
+}
+
+int pn_cpu_gather_rows(const pn_matrix *table, const int *ids, pn_matrix *out)
+{
+    for (int i = 0; i < out->rows; i++) {
+        if (ids[i] < 0 || ids[i] >= table->rows)
+            return pn_error_set(PN_ERR_INVALID, "id %d at row %d is outside [0, %d)", ids[i], i,
+                                table->rows);
+        const float *src = pn_cpu_row(table, ids[i]);
+        float *dst = pn_cpu_row(out, i);
+        for (int j = 0; j < out->cols; j++) dst[j] = src[j];
+    }
+    return PN_OK;
+}
+
+int pn_cpu_scatter_add_rows(const pn_matrix *dout, const int *ids, pn_matrix *dtable)
+{
+    for (int i = 0; i < dout->rows; i++) {
+        if (ids[i] < 0 || ids[i] >= dtable->rows)
+            return pn_error_set(PN_ERR_INVALID, "id %d at row %d is outside [0, %d)", ids[i], i,
+                                dtable->rows);
+        const float *src = pn_cpu_row(dout, i);
+        float *dst = pn_cpu_row(dtable, ids[i]);
+        for (int j = 0; j < dout->cols; j++) dst[j] += src[j];
+    }
+    return PN_OK;
+}

@@ -1,0 +1,244 @@
+/* Dispatch of math ops: check shapes and devices, pick the backend, call its slot. */
+#include "config.h"
+
+#include "math/ops.h"
+
+#include <string.h>
+
+#include "base/error.h"
+#include "math/backend.h"
+
+static const char *const act_names[] = {"none", "relu", "tanh", "sigmoid", "gelu", "softmax"};
+
+int pn_act_from_name(const char *name)
+{
+    for (int i = 0; i < (int)(sizeof act_names / sizeof *act_names); i++)
+        if (!strcmp(name, act_names[i])) return i;
+    return -1;
+}
+
+const char *pn_act_name(pn_act act) { return act_names[act]; }
+
+int pn_backend_for(pn_device dev, const pn_backend **out)
+{
+    if (dev.kind == PN_DEVICE_HOST) {
+        *out = &pn_cpu_backend;
+        return PN_OK;
+    }
+#ifdef PN_HAVE_CUDA
+    *out = &pn_cuda_backend;
+    return PN_OK;
+#else
+    return pn_error_set(PN_ERR_UNSUPPORTED, "this pipenet was built without CUDA");
+#endif
+}
+
+/* Every operand of one op must live on the device of the first. */
+static int same_device(const char *op, pn_device dev, const pn_matrix *const *ms, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (ms[i] && !pn_device_equal(ms[i]->device, dev))
+            return pn_error_set(PN_ERR_INTERNAL, "%s: operands on different devices", op);
+    return PN_OK;
+}
+
+static int shape_error(const char *op, const pn_matrix *a, const pn_matrix *b)
+{
+    return pn_error_set(PN_ERR_INTERNAL, "%s: shape mismatch (%d x %d vs %d x %d)", op, a->rows,
+                        a->cols, b->rows, b->cols);
+}
+
+#define SAME_SHAPE(op, a, b)                                           \
+    do {                                                               \
+        if ((a)->rows != (b)->rows || (a)->cols != (b)->cols)          \
+            return shape_error(op, a, b);                              \
+    } while (0)
+
+/* Finds the backend of dev and the slot, or returns an error from the caller. */
+#define DISPATCH(op, dev, slot, ...)                                               \
+    do {                                                                           \
+        const pn_backend *be_;                                                     \
+        PN_TRY(pn_backend_for(dev, &be_));                                         \
+        if (!be_->slot)                                                            \
+            return pn_error_set(PN_ERR_UNSUPPORTED, "%s is not implemented on %s", \
+                                op, be_->name);                                    \
+        return be_->slot(__VA_ARGS__);                                             \
+    } while (0)
+
+#define DEVICES(op, dev, ...)                                          \
+    do {                                                               \
+        const pn_matrix *ms_[] = {__VA_ARGS__};                        \
+        PN_TRY(same_device(op, dev, ms_, (int)(sizeof ms_ / sizeof *ms_))); \
+    } while (0)
+
+int pn_gemm(bool trans_a, bool trans_b, float alpha, const pn_matrix *a, const pn_matrix *b,
+            float beta, pn_matrix *c)
+{
+    int m = trans_a ? a->cols : a->rows, k = trans_a ? a->rows : a->cols;
+    int kb = trans_b ? b->cols : b->rows, n = trans_b ? b->rows : b->cols;
+    if (k != kb || m != c->rows || n != c->cols)
+        return pn_error_set(PN_ERR_INTERNAL,
+                            "gemm: shape mismatch (%d x %d)%s * (%d x %d)%s -> %d x %d", a->rows,
+                            a->cols, trans_a ? "^T" : "", b->rows, b->cols, trans_b ? "^T" : "",
+                            c->rows, c->cols);
+    DEVICES("gemm", c->device, a, b);
+    DISPATCH("gemm", c->device, gemm, trans_a, trans_b, alpha, a, b, beta, c);
+}
+
+int pn_fill(pn_matrix *m, float value) { DISPATCH("fill", m->device, fill, m, value); }
+
+int pn_copy(const pn_matrix *src, pn_matrix *dst)
+{
+    SAME_SHAPE("copy", src, dst);
+    DEVICES("copy", dst->device, src);
+    DISPATCH("copy", dst->device, copy, src, dst);
+}
+
+int pn_scale(pn_matrix *m, float alpha) { DISPATCH("scale", m->device, scale, m, alpha); }
+
+int pn_axpy(float alpha, const pn_matrix *x, pn_matrix *y)
+{
+    SAME_SHAPE("axpy", x, y);
+    DEVICES("axpy", y->device, x);
+    DISPATCH("axpy", y->device, axpy, alpha, x, y);
+}
+
+int pn_mul(const pn_matrix *a, const pn_matrix *b, float beta, pn_matrix *c)
+{
+    SAME_SHAPE("mul", a, c);
+    SAME_SHAPE("mul", b, c);
+    DEVICES("mul", c->device, a, b);
+    DISPATCH("mul", c->device, mul, a, b, beta, c);
+}
+
+int pn_act_forward(pn_act act, const pn_matrix *x, pn_matrix *y)
+{
+    SAME_SHAPE("act_forward", x, y);
+    DEVICES("act_forward", y->device, x);
+    DISPATCH("act_forward", y->device, act_forward, act, x, y);
+}
+
+int pn_act_backward(pn_act act, const pn_matrix *x, const pn_matrix *y, const pn_matrix *dy,
+                    float beta, pn_matrix *dx)
+{
+    SAME_SHAPE("act_backward", dy, dx);
+    if (x) SAME_SHAPE("act_backward", x, dx);
+    if (y) SAME_SHAPE("act_backward", y, dx);
+    if ((act == PN_ACT_GELU && !x) || (act != PN_ACT_GELU && act != PN_ACT_NONE && !y))
+        return pn_error_set(PN_ERR_INTERNAL, "act_backward(%s): missing operand", pn_act_name(act));
+    DEVICES("act_backward", dx->device, x, y, dy);
+    DISPATCH("act_backward", dx->device, act_backward, act, x, y, dy, beta, dx);
+}
+
+int pn_dropout_forward(const pn_matrix *x, float rate, uint64_t key, long row0,
+                       pn_matrix *mask, pn_matrix *y)
+{
+    SAME_SHAPE("dropout", x, y);
+    SAME_SHAPE("dropout", mask, y);
+    DEVICES("dropout", y->device, x, mask);
+    DISPATCH("dropout", y->device, dropout_forward, x, rate, key, row0, mask, y);
+}
+
+int pn_add_row_vector(const pn_matrix *v, pn_matrix *m)
+{
+    if (v->rows != 1 || v->cols != m->cols) return shape_error("add_row_vector", v, m);
+    DEVICES("add_row_vector", m->device, v);
+    DISPATCH("add_row_vector", m->device, add_row_vector, v, m);
+}
+
+int pn_col_sums(const pn_matrix *m, float beta, pn_matrix *out)
+{
+    if (out->rows != 1 || out->cols != m->cols) return shape_error("col_sums", m, out);
+    DEVICES("col_sums", out->device, m);
+    DISPATCH("col_sums", out->device, col_sums, m, beta, out);
+}
+
+int pn_sum_squares(const pn_matrix *m, double *out)
+{
+    DISPATCH("sum_squares", m->device, sum_squares, m, out);
+}
+
+int pn_softmax_rows(const pn_matrix *x, float scale, int causal_period, pn_matrix *y)
+{
+    SAME_SHAPE("softmax", x, y);
+    if (causal_period > 0 && causal_period > x->cols)
+        return pn_error_set(PN_ERR_INTERNAL, "softmax: causal period %d > %d columns",
+                            causal_period, x->cols);
+    DEVICES("softmax", y->device, x);
+    DISPATCH("softmax", y->device, softmax_rows, x, scale, causal_period, y);
+}
+
+int pn_xent_forward(const pn_matrix *probs, const int *labels, pn_matrix *loss,
+                    double *correct)
+{
+    if (loss->rows != probs->rows || loss->cols != 1) return shape_error("xent", probs, loss);
+    DEVICES("xent", loss->device, probs);
+    DISPATCH("xent", loss->device, xent_forward, probs, labels, loss, correct);
+}
+
+int pn_xent_backward(const pn_matrix *probs, const int *labels, const pn_matrix *dloss,
+                     float beta, pn_matrix *dlogits)
+{
+    SAME_SHAPE("xent_backward", probs, dlogits);
+    if (dloss->rows != probs->rows || dloss->cols != 1)
+        return shape_error("xent_backward", probs, dloss);
+    DEVICES("xent_backward", dlogits->device, probs, dloss);
+    DISPATCH("xent_backward", dlogits->device, xent_backward, probs, labels, dloss, beta,
+             dlogits);
+}
+
+int pn_mse_forward(const pn_matrix *p, const pn_matrix *t, pn_matrix *loss)
+{
+    SAME_SHAPE("mse", p, t);
+    if (loss->rows != p->rows || loss->cols != 1) return shape_error("mse", p, loss);
+    DEVICES("mse", loss->device, p, t);
+    DISPATCH("mse", loss->device, mse_forward, p, t, loss);
+}
+
+int pn_mse_backward(const pn_matrix *p, const pn_matrix *t, const pn_matrix *dloss,
+                    pn_matrix *dp, pn_matrix *dt)
+{
+    SAME_SHAPE("mse_backward", p, t);
+    if (dp) SAME_SHAPE("mse_backward", p, dp);
+    if (dt) SAME_SHAPE("mse_backward", p, dt);
+    DEVICES("mse_backward", p->device, t, dloss, dp, dt);
+    DISPATCH("mse_backward", p->device, mse_backward, p, t, dloss, dp, dt);
+}
+
+int pn_layernorm_forward(const pn_matrix *x, const pn_matrix *gamma, const pn_matrix *beta,
+                         float eps, pn_matrix *y, pn_matrix *mean, pn_matrix *rstd)
+{
+    SAME_SHAPE("layernorm", x, y);
+    if (gamma->cols != x->cols || beta->cols != x->cols || mean->rows != x->rows ||
+        rstd->rows != x->rows)
+        return shape_error("layernorm", x, gamma);
+    DEVICES("layernorm", y->device, x, gamma, beta, mean, rstd);
+    DISPATCH("layernorm", y->device, layernorm_forward, x, gamma, beta, eps, y, mean, rstd);
+}
+
+int pn_layernorm_backward(const pn_matrix *x, const pn_matrix *gamma, const pn_matrix *mean,
+                          const pn_matrix *rstd, const pn_matrix *dy, pn_matrix *dx,
+                          pn_matrix *dgamma, pn_matrix *dbeta)
+{
+    SAME_SHAPE("layernorm_backward", x, dy);
+    if (dx) SAME_SHAPE("layernorm_backward", x, dx);
+    SAME_SHAPE("layernorm_backward", gamma, dgamma);
+    SAME_SHAPE("layernorm_backward", gamma, dbeta);
+    DEVICES("layernorm_backward", x->device, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+    DISPATCH("layernorm_backward", x->device, layernorm_backward, x, gamma, mean, rstd, dy, dx,
+             dgamma, dbeta);
+}
+
+int pn_gather_rows(const pn_matrix *table, const int *ids, pn_matrix *out)
+{
+    if (table->cols != out->cols) return shape_error("gather_rows", table, out);
+    DEVICES("gather_rows", out->device, table);
+    DISPATCH("gather_rows", out->device, gather_rows, table, ids, out);
+}
+
+int pn_scatter_add_rows(const pn_matrix *dout, const int *ids, pn_matrix *dtable)
+{
+    if (dtable->cols != dout->cols) return shape_error("scatter_add_rows", dout, dtable);
+    DEVICES("scatter_add_rows", dtable->device, dout);
+    DISPATCH("scatter_add_rows", dtable->device, scatter_add_rows, dout, ids, dtable);
+}

@@ -1,0 +1,266 @@
+/* Finite-difference gradient checks for every registered layer type.
+ * For each case and batch size (1 and 3), with random inputs, parameters and
+ * output gradient R, the objective is L = sum(R .* forward(inputs, params)); the
+ * analytic gradients from backward are compared with central differences of L for
+ * every input element and every parameter element. Input and parameter gradients
+ * start non-zero, so the check also proves that backward adds instead of
+ * overwriting. The suite enumerates the registry: a type without a case fails. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "layers/layer.h"
+#include "math/ops.h"
+#include "testutil.h"
+
+enum { MAX_IN = 3 };
+
+typedef struct grad_case {
+    const char *type;
+    const char *attrs;       /* the layer's JSON spec */
+    int n_inputs;
+    pn_shape in[MAX_IN];
+    int id_range[MAX_IN];    /* ids inputs draw from [0, id_range) */
+} grad_case;
+
+#define F(w, s) {(w), (s), false}
+#define IDS(s) {0, (s), true}
+
+static const grad_case cases[] = {
+    {"data", "{\"size\": 5}", 0, {{0}}, {0}},
+    {"fc", "{\"size\": 5}", 1, {F(7, 1)}, {0}},
+    {"fc", "{\"size\": 3, \"act\": \"relu\"}", 1, {F(6, 2)}, {0}},
+    {"fc", "{\"size\": 4, \"act\": \"tanh\", \"bias\": false}", 1, {F(5, 1)}, {0}},
+    {"fc", "{\"size\": 4, \"act\": \"sigmoid\"}", 1, {F(3, 1)}, {0}},
+    {"fc", "{\"size\": 3, \"act\": \"gelu\"}", 1, {F(5, 3)}, {0}},
+    {"fc", "{\"size\": 5, \"act\": \"softmax\"}", 1, {F(4, 1)}, {0}},
+    {"act", "{\"act\": \"relu\"}", 1, {F(9, 1)}, {0}},
+    {"act", "{\"act\": \"tanh\"}", 1, {F(7, 2)}, {0}},
+    {"act", "{\"act\": \"sigmoid\"}", 1, {F(7, 1)}, {0}},
+    {"act", "{\"act\": \"gelu\"}", 1, {F(7, 1)}, {0}},
+    {"act", "{\"act\": \"softmax\"}", 1, {F(5, 3)}, {0}},
+    {"embedding", "{\"vocab\": 5, \"size\": 4}", 1, {IDS(3)}, {5}},
+    {"layernorm", "{}", 1, {F(7, 2)}, {0}},
+    {"layernorm", "{\"eps\": 0.001}", 1, {F(3, 1)}, {0}},
+    {"add", "{}", 3, {F(5, 1), F(5, 1), F(5, 1)}, {0}},
+    {"add", "{}", 2, {F(3, 4), F(3, 4)}, {0}},
+    {"concat", "{}", 2, {F(3, 2), F(4, 2)}, {0}},
+    {"concat", "{}", 3, {F(1, 1), F(5, 1), F(2, 1)}, {0}},
+    {"dropout", "{\"rate\": 0.4}", 1, {F(9, 1)}, {0}},
+    {"attention", "{\"heads\": 3}", 1, {F(6, 5)}, {0}},
+    {"attention", "{\"heads\": 1}", 1, {F(4, 3)}, {0}},
+    {"attention", "{\"heads\": 2}", 1, {F(4, 1)}, {0}},
+    {"softmax_xent", "{}", 2, {F(7, 1), IDS(1)}, {0, 7}},
+    {"softmax_xent", "{}", 2, {F(3, 3), IDS(3)}, {0, 3}},
+    {"mse", "{}", 2, {F(5, 1), F(5, 1)}, {0}},
+    {"mse", "{}", 2, {F(2, 3), F(2, 3)}, {0}},
+};
+enum { N_CASES = sizeof cases / sizeof *cases };
+
+static const double EPS = 1e-2, RTOL = 2e-2, ATOL = 2e-3;
+static long checked_elements; /* reported at the end */
+
+/* A layer with its arena and arguments, ready to run on the host. */
+typedef struct harness {
+    pn_layer *layer;
+    pn_params *params;
+    pn_arg in[MAX_IN], out;
+    pn_arg *in_ptrs[MAX_IN];
+    pn_pass pass;
+} harness;
+
+static void harness_init(harness *h, const grad_case *c, int batch, uint64_t seed)
+{
+    memset(h, 0, sizeof *h);
+    json_error_t jerr;
+    json_t *spec = json_loads(c->attrs, 0, &jerr);
+    ck_assert_msg(spec != NULL, "bad case JSON %s", c->attrs);
+    int rc = pn_layer_create(&h->layer, "probe", c->type, spec, c->in, c->n_inputs);
+    json_decref(spec);
+    ck_assert_msg(rc == 0, "create %s: %s", c->type, pn_error_message());
+
+    pn_device host = pn_device_host();
+    ck_assert_int_eq(pn_params_create(&h->params, host), 0);
+    ck_assert_int_eq(pn_layer_bind(h->layer, h->params), 0);
+    ck_assert_int_eq(pn_params_finalize(h->params), 0);
+    pn_rng rng;
+    pn_rng_init(&rng, seed, 1);
+    pn_matrix all = pn_params_all_values(h->params);
+    tu_fill_uniform(&all, &rng, 0.8f); /* not the init: biases and gains should be generic */
+
+    for (int i = 0; i < c->n_inputs; i++) {
+        ck_assert_int_eq(pn_arg_reserve(&h->in[i], host, c->in[i], batch, true), 0);
+        if (c->in[i].ids)
+            for (int k = 0; k < pn_arg_rows(&h->in[i]); k++)
+                h->in[i].ids[k] = (int)(pn_rng_next(&rng) % (uint64_t)c->id_range[i]);
+        else
+            tu_fill_uniform(&h->in[i].value, &rng, 1.0f);
+        h->in_ptrs[i] = &h->in[i];
+    }
+    ck_assert_int_eq(pn_arg_reserve(&h->out, host, h->layer->out_shape, batch, true), 0);
+    h->pass = (pn_pass){.training = true, .seed = seed, .step = 5, .sample0 = 7};
+}
+
+static void harness_free(harness *h)
+{
+    for (int i = 0; i < MAX_IN; i++) pn_arg_release(&h->in[i]);
+    pn_arg_release(&h->out);
+    pn_params_free(h->params);
+    pn_layer_free(h->layer);
+}
+
+/* L = sum(R .* forward()) in double, R = the output gradient. */
+static double objective(harness *h)
+{
+    int rc = pn_layer_forward(h->layer, &h->pass, h->params, h->in_ptrs, &h->out);
+    ck_assert_msg(rc == 0, "forward: %s", pn_error_message());
+    double l = 0.0;
+    pn_matrix y = h->out.value, r = h->out.grad;
+    for (int i = 0; i < y.rows; i++)
+        for (int j = 0; j < y.cols; j++)
+            l += (double)y.data[(size_t)i * y.ld + j] * r.data[(size_t)i * r.ld + j];
+    return l;
+}
+
+/* Compares analytic (grad minus its starting value) with central differences of
+ * L over every element of value. */
+static void compare(harness *h, pn_matrix value, const float *grad, const float *start,
+                    const char *what, const char *label)
+{
+    for (size_t k = 0; k < pn_matrix_count(value); k++) {
+        float *v = &value.data[k], saved = *v;
+        *v = saved + (float)EPS;
+        double plus = objective(h);
+        *v = saved - (float)EPS;
+        double minus = objective(h);
+        *v = saved;
+        double numeric = (plus - minus) / (2.0 * EPS), analytic = (double)grad[k] - start[k];
+        ck_assert_msg(tu_close(analytic, numeric, RTOL, ATOL),
+                      "%s: d/d %s[%zu]: backward %.6g, finite difference %.6g", label, what, k,
+                      analytic, numeric);
+        checked_elements++;
+    }
+}
+
+static void check_case(const grad_case *c, int batch)
+{
+    char label[256];
+    snprintf(label, sizeof label, "%s %s batch %d", c->type, c->attrs, batch);
+    harness h;
+    harness_init(&h, c, batch, 1000 + (uint64_t)batch);
+    if (c->n_inputs == 0) { /* data: nothing differentiable, and it must declare nothing */
+        ck_assert_int_eq(h.layer->n_params, 0);
+        ck_assert_int_eq(pn_params_count(h.params), 0);
+        harness_free(&h);
+        return;
+    }
+    pn_rng rng;
+    pn_rng_init(&rng, 77, (uint64_t)batch);
+    tu_fill_uniform(&h.out.grad, &rng, 1.0f);
+
+    /* starting gradients, kept to subtract */
+    size_t n_par = pn_params_size(h.params);
+    float *par_start = malloc(n_par * sizeof(float) + 1), *in_start[MAX_IN] = {0};
+    pn_matrix pg = pn_params_all_grads(h.params);
+    tu_fill_uniform(&pg, &rng, 1.0f);
+    memcpy(par_start, pg.data, n_par * sizeof(float));
+    for (int i = 0; i < c->n_inputs; i++) {
+        if (c->in[i].ids) continue;
+        size_t n = pn_matrix_count(h.in[i].grad);
+        in_start[i] = malloc(n * sizeof(float));
+        tu_fill_uniform(&h.in[i].grad, &rng, 1.0f);
+        memcpy(in_start[i], h.in[i].grad.data, n * sizeof(float));
+    }
+
+    objective(&h);
+    int rc = pn_layer_backward(h.layer, &h.pass, h.params, h.in_ptrs, &h.out);
+    ck_assert_msg(rc == 0, "%s: backward: %s", label, pn_error_message());
+
+    for (int i = 0; i < c->n_inputs; i++) {
+        if (c->in[i].ids) continue;
+        char what[32];
+        snprintf(what, sizeof what, "input%d", i);
+        compare(&h, h.in[i].value, h.in[i].grad.data, in_start[i], what, label);
+        free(in_start[i]);
+    }
+    for (int p = 0; p < h.layer->n_params; p++) {
+        pn_matrix value = pn_layer_param(h.layer, h.params, p);
+        size_t off = pn_params_get(h.params, h.layer->param_index[p])->offset;
+        compare(&h, value, pn_layer_param_grad(h.layer, h.params, p).data, par_start + off,
+                h.layer->param_decls[p].suffix, label);
+    }
+    free(par_start);
+    harness_free(&h);
+}
+
+START_TEST(every_registered_type_has_a_case)
+{
+    char missing[512] = "";
+    for (int t = 0; t < pn_layer_type_count(); t++) {
+        const char *name = pn_layer_type_at(t)->name;
+        bool found = false;
+        for (int c = 0; c < N_CASES; c++) found |= !strcmp(cases[c].type, name);
+        if (!found) strncat(missing, name, sizeof missing - strlen(missing) - 2), strcat(missing, " ");
+    }
+    ck_assert_msg(missing[0] == '\0', "layer types without a gradient check: %s", missing);
+    for (int c = 0; c < N_CASES; c++)
+        ck_assert_msg(pn_layer_type_find(cases[c].type), "case for unregistered type %s",
+                      cases[c].type);
+}
+END_TEST
+
+START_TEST(gradients_match_finite_differences)
+{
+    const grad_case *c = &cases[_i];
+    check_case(c, 1);
+    check_case(c, 3);
+}
+END_TEST
+
+START_TEST(dropout_is_identity_in_evaluation)
+{
+    harness h;
+    harness_init(&h, &cases[19], 2, 5);
+    ck_assert_str_eq(h.layer->type->name, "dropout");
+    h.pass.training = false;
+    ck_assert_int_eq(pn_layer_forward(h.layer, &h.pass, h.params, h.in_ptrs, &h.out), 0);
+    ck_assert_mem_eq(h.out.value.data, h.in[0].value.data,
+                     pn_matrix_count(h.out.value) * sizeof(float));
+    harness_free(&h);
+}
+END_TEST
+
+START_TEST(estimates_are_reported)
+{
+    for (int c = 0; c < N_CASES; c++) {
+        harness h;
+        harness_init(&h, &cases[c], 1, 3);
+        double flops = pn_layer_flops(h.layer), bytes = pn_layer_activation_bytes(h.layer);
+        ck_assert_msg(bytes >= (double)pn_shape_bytes(h.layer->out_shape), "%s bytes",
+                      cases[c].type);
+        if (strcmp(cases[c].type, "data"))
+            ck_assert_msg(flops > 0.0, "%s reports no FLOPs", cases[c].type);
+        harness_free(&h);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    pn_math_set_threads(1);
+    Suite *s = suite_create("layer gradients");
+    TCase *tc = tcase_create("finite differences");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, every_registered_type_has_a_case);
+    tcase_add_loop_test(tc, gradients_match_finite_differences, 0, N_CASES);
+    tcase_add_test(tc, dropout_is_identity_in_evaluation);
+    tcase_add_test(tc, estimates_are_reported);
+    suite_add_tcase(s, tc);
+    int rc = tu_run_suite(s);
+    printf("gradient checks: %d cases x 2 batch sizes over %d layer types, %ld elements "
+           "compared with finite differences\n",
+           N_CASES, pn_layer_type_count(), checked_elements);
+    return rc;
+}

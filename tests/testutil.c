@@ -1,0 +1,54 @@
+/* Shared Check helpers (see testutil.h). */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "base/error.h"
+
+void tu_fill_uniform(pn_matrix *m, pn_rng *rng, float scale)
+{
+    for (int i = 0; i < m->rows; i++)
+        for (int j = 0; j < m->cols; j++)
+            m->data[(size_t)i * m->ld + j] = (float)((2.0 * pn_rng_uniform(rng) - 1.0) * scale);
+}
+
+pn_matrix tu_alloc(int rows, int cols, int pad)
+{
+    int ld = cols + pad;
+    float *data = calloc((size_t)(rows ? rows : 1) * (size_t)ld, sizeof *data);
+    ck_assert_ptr_nonnull(data);
+    return (pn_matrix){data, rows, cols, ld, pn_device_host()};
+}
+
+void tu_free(pn_matrix *m)
+{
+    free(m->data);
+    m->data = NULL;
+}
+
+bool tu_close(double a, double b, double rtol, double atol)
+{
+    double scale = fmax(fabs(a), fabs(b));
+    return fabs(a - b) <= atol + rtol * scale;
+}
+
+void tu_assert_matrix_near(const pn_matrix *a, const double *want, double rtol, double atol,
+                           const char *what)
+{
+    for (int i = 0; i < a->rows; i++)
+        for (int j = 0; j < a->cols; j++) {
+            double got = a->data[(size_t)i * a->ld + j], ref = want[(size_t)i * a->cols + j];
+            ck_assert_msg(tu_close(got, ref, rtol, atol), "%s[%d,%d]: got %.9g, want %.9g", what,
+                          i, j, got, ref);
+        }
+}
+
+int tu_run_suite(Suite *suite)
+{
+    SRunner *runner = srunner_create(suite);
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

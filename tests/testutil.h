@@ -1,0 +1,30 @@
+/* Helpers shared by the Check suites: random host data, tolerant comparison and
+ * a main() that runs one suite and maps the result to an exit status. */
+#ifndef PN_TESTUTIL_H
+#define PN_TESTUTIL_H
+
+#include <check.h>
+#include <stdbool.h>
+
+#include "base/rng.h"
+#include "math/matrix.h"
+
+/* Fills m (host) with uniform values in [-scale, scale]. */
+void tu_fill_uniform(pn_matrix *m, pn_rng *rng, float scale);
+
+/* A host matrix rows x cols inside a wider allocation (ld = cols + pad), so that
+ * kernels are exercised on strided views; free with tu_free. */
+pn_matrix tu_alloc(int rows, int cols, int pad);
+void tu_free(pn_matrix *m);
+
+/* |a - b| <= atol + rtol * max(|a|, |b|) */
+bool tu_close(double a, double b, double rtol, double atol);
+
+/* Asserts every element of a matches the double reference want (row-major rows x cols). */
+void tu_assert_matrix_near(const pn_matrix *a, const double *want, double rtol, double atol,
+                           const char *what);
+
+/* Runs suite and returns 0 when every test passed. */
+int tu_run_suite(Suite *suite);
+
+#endif
