@@ -59,6 +59,10 @@ typedef struct pn_backend {
                               pn_matrix *dbeta);
     int (*gather_rows)(const pn_matrix *table, const int *ids, pn_matrix *out);
     int (*scatter_add_rows)(const pn_matrix *dout, const int *ids, pn_matrix *dtable);
+
+    /* Optimizer: the fused parameter update (see pn_optimizer_update). */
+    int (*optimizer_update)(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
+                            pn_matrix *slot1, pn_matrix *slot2);
 } pn_backend;
 
 extern const pn_backend pn_cpu_backend;

@@ -87,4 +87,30 @@ int pn_gather_rows(const pn_matrix *table, const int *ids, pn_matrix *out);
 /* dtable[ids[i],:] += dout[i,:] */
 int pn_scatter_add_rows(const pn_matrix *dout, const int *ids, pn_matrix *dtable);
 
+/* The update rules of pn_optimizer_update (adamw is ADAM with decoupled decay). */
+typedef enum pn_update_rule {
+    PN_UPDATE_SGD = 0, /* no slot */
+    PN_UPDATE_MOMENTUM, /* slot1 = velocity */
+    PN_UPDATE_ADAM      /* slot1 = first moment, slot2 = second moment */
+} pn_update_rule;
+
+/* Hyper-parameters of one fused update, already resolved for this step. */
+typedef struct pn_update_hparams {
+    pn_update_rule rule;
+    float lr;           /* learning rate of this step (schedule applied) */
+    float momentum;     /* MOMENTUM: mu */
+    bool nesterov;      /* MOMENTUM: w -= lr * (g + mu * v) instead of lr * v */
+    float beta1, beta2, eps;
+    float bias1, bias2; /* ADAM: 1 - beta1^t and 1 - beta2^t, t = step + 1 (both > 0) */
+    float weight_decay; /* 0 for a parameter that does not decay */
+    bool decoupled;     /* decay as w -= lr * wd * w (adamw) instead of g += wd * w */
+    float grad_scale;   /* g is multiplied by this first (clipping) */
+} pn_update_hparams;
+
+/* One pass over w, g and the slots: g' = grad_scale * g (+ wd * w unless decoupled),
+ * then the rule updates the slots and w from g', and g is set to 0. slot2 is NULL
+ * unless the rule is ADAM; slot1 is NULL for SGD. Formulas: pipeline/optimizer.h. */
+int pn_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
+                        pn_matrix *slot1, pn_matrix *slot2);
+
 #endif

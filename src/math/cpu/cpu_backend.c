@@ -1,5 +1,5 @@
 /* The CPU backend's table: host memory for the pool, OpenBLAS for GEMM, and the
- * kernels of cpu_elementwise.c and cpu_rowwise.c. */
+ * kernels of cpu_elementwise.c, cpu_rowwise.c and cpu_optimizer.c. */
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,4 +76,5 @@ const pn_backend pn_cpu_backend = {
     .layernorm_backward = pn_cpu_layernorm_backward,
     .gather_rows = pn_cpu_gather_rows,
     .scatter_add_rows = pn_cpu_scatter_add_rows,
+    .optimizer_update = pn_cpu_optimizer_update,
 };

@@ -34,6 +34,8 @@ int pn_cpu_layernorm_backward(const pn_matrix *x, const pn_matrix *gamma,
                               pn_matrix *dx, pn_matrix *dgamma, pn_matrix *dbeta);
 int pn_cpu_gather_rows(const pn_matrix *table, const int *ids, pn_matrix *out);
 int pn_cpu_scatter_add_rows(const pn_matrix *dout, const int *ids, pn_matrix *dtable);
+int pn_cpu_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
+                            pn_matrix *slot1, pn_matrix *slot2);
 
 /* Row i of m. */
 static inline float *pn_cpu_row(const pn_matrix *m, int i) { return m->data + (size_t)i * (size_t)m->ld; }

@@ -1,0 +1,392 @@
+/* pn_optimizer: configuration (defaults, JSON, checks), learning-rate schedules,
+ * clipping factor, and the per-step update, which resolves this step's
+ * hyper-parameters once and calls the fused pn_optimizer_update op on each
+ * parameter's slice of the arena (weight decay only where the parameter decays). */
+#include "pipeline/optimizer.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "math/ops.h"
+
+struct pn_optimizer {
+    pn_optimizer_config cfg;
+    pn_params *params; /* the arena whose slots were added */
+    int slot1, slot2;  /* slot handles, -1 when unused */
+};
+
+static const char *const kind_names[] = {"sgd", "momentum", "adam", "adamw"};
+static const char *const schedule_names[] = {"constant", "step", "cosine"};
+enum { N_KINDS = 4, N_SCHEDULES = 3 };
+
+const char *pn_opt_kind_name(pn_opt_kind kind)
+{
+    return (int)kind >= 0 && (int)kind < N_KINDS ? kind_names[kind] : "?";
+}
+
+int pn_opt_kind_from_name(const char *name)
+{
+    for (int k = 0; k < N_KINDS; k++)
+        if (!strcmp(name, kind_names[k])) return k;
+    return -1;
+}
+
+void pn_optimizer_config_default(pn_optimizer_config *cfg, pn_opt_kind kind, double lr)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->kind = kind;
+    cfg->lr = lr;
+    cfg->momentum = 0.9;
+    cfg->beta1 = 0.9;
+    cfg->beta2 = 0.999;
+    cfg->eps = 1e-8;
+    cfg->schedule = PN_LR_CONSTANT;
+    cfg->gamma = 0.1;
+}
+
+/* ---- JSON -------------------------------------------------------------------------- */
+
+/* Where errors point: the file and the path of the object being read. */
+typedef struct where {
+    const char *file;
+    const char *path; /* "train.optimizer" or "train.optimizer.schedule" */
+} where;
+
+static int field_error(where at, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int field_error(where at, const char *key, const char *fmt, ...)
+{
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return pn_error_set(PN_ERR_INVALID, "%s: %s%s%s: %s", at.file, at.path, key ? "." : "",
+                        key ? key : "", what);
+}
+
+/* Short JSON rendering of a value for error messages. */
+static const char *show(const json_t *v, char *buf, size_t cap)
+{
+    char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    snprintf(buf, cap, "%s", text ? text : "?");
+    if (strlen(buf) == cap - 1 && cap > 4) strcpy(buf + cap - 4, "...");
+    free(text);
+    return buf;
+}
+
+/* Rejects keys outside allowed (a NULL-terminated list, also the message's list). */
+static int check_keys(const json_t *obj, where at, const char *const *allowed)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)obj, key, value) {
+        bool known = false;
+        (void)value;
+        for (const char *const *k = allowed; *k; k++) known |= !strcmp(*k, key);
+        if (known) continue;
+        char list[256] = "";
+        for (const char *const *k = allowed; *k; k++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                     k == allowed ? "" : ", ", *k);
+        return field_error(at, key, "unknown key (%s takes %s)", strrchr(at.path, '.') + 1,
+                           list);
+    }
+    return PN_OK;
+}
+
+/* A key that the chosen type does not use is an error, not silently ignored. */
+static int reject_unused(const json_t *obj, where at, const char *key, const char *kind,
+                         const char *users)
+{
+    if (json_object_get(obj, key))
+        return field_error(at, key, "not used by %s (only by %s)", kind, users);
+    return PN_OK;
+}
+
+/* Reads the number key into *out when present; it must lie in [lo, hi] where the
+ * open flags exclude an end, and hi = INFINITY means unbounded. */
+static int read_number(const json_t *obj, where at, const char *key, double lo, bool lo_open,
+                       double hi, bool hi_open, double *out)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v) return PN_OK;
+    double x = json_is_number(v) ? json_number_value(v) : NAN;
+    bool ok = isfinite(x) && (lo_open ? x > lo : x >= lo) && (hi_open ? x < hi : x <= hi);
+    if (ok) {
+        *out = x;
+        return PN_OK;
+    }
+    char buf[64], range[64];
+    if (isinf(hi))
+        snprintf(range, sizeof range, "a number %s %g", lo_open ? ">" : ">=", lo);
+    else
+        snprintf(range, sizeof range, "a number in %c%g, %g%c", lo_open ? '(' : '[', lo, hi,
+                 hi_open ? ')' : ']');
+    return field_error(at, key, "expected %s, got %s", range, show(v, buf, sizeof buf));
+}
+
+static int read_long(const json_t *obj, where at, const char *key, long min, long *out)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v) return PN_OK;
+    char buf[64];
+    if (!json_is_integer(v) || json_integer_value(v) < min ||
+        json_integer_value(v) > (json_int_t)1e15)
+        return field_error(at, key, "expected an integer >= %ld, got %s", min,
+                           show(v, buf, sizeof buf));
+    *out = (long)json_integer_value(v);
+    return PN_OK;
+}
+
+/* Reads a name from the list names[0..n) as its index. */
+static int read_choice(const json_t *obj, where at, const char *key, const char *what,
+                       const char *const *names, int n, int *out)
+{
+    const json_t *v = json_object_get(obj, key);
+    char list[128] = "", buf[64];
+    for (int i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                 names[i]);
+    if (!v) return field_error(at, key, "missing (required: %s)", list);
+    if (!json_is_string(v))
+        return field_error(at, key, "expected a string (%s), got %s", list,
+                           show(v, buf, sizeof buf));
+    for (int i = 0; i < n; i++)
+        if (!strcmp(json_string_value(v), names[i])) {
+            *out = i;
+            return PN_OK;
+        }
+    return field_error(at, key, "unknown %s %s (%s)", what, show(v, buf, sizeof buf), list);
+}
+
+static int read_schedule(const json_t *obj, where at, pn_optimizer_config *cfg)
+{
+    static const char *const keys[] = {"type",  "warmup_steps", "step_size", "gamma",
+                                       "total_steps", "min_lr", NULL};
+    PN_TRY(check_keys(obj, at, keys));
+    int type = PN_LR_CONSTANT;
+    if (json_object_get(obj, "type"))
+        PN_TRY(read_choice(obj, at, "type", "schedule", schedule_names, N_SCHEDULES, &type));
+    cfg->schedule = (pn_lr_kind)type;
+    const char *name = schedule_names[type];
+    if (type != PN_LR_STEP) {
+        PN_TRY(reject_unused(obj, at, "step_size", name, "the step schedule"));
+        PN_TRY(reject_unused(obj, at, "gamma", name, "the step schedule"));
+    }
+    if (type != PN_LR_COSINE) {
+        PN_TRY(reject_unused(obj, at, "total_steps", name, "the cosine schedule"));
+        PN_TRY(reject_unused(obj, at, "min_lr", name, "the cosine schedule"));
+    }
+    PN_TRY(read_long(obj, at, "warmup_steps", 0, &cfg->warmup_steps));
+    if (type == PN_LR_STEP) {
+        if (!json_object_get(obj, "step_size"))
+            return field_error(at, "step_size", "missing (required by the step schedule)");
+        PN_TRY(read_long(obj, at, "step_size", 1, &cfg->step_size));
+        PN_TRY(read_number(obj, at, "gamma", 0.0, true, 1.0, false, &cfg->gamma));
+    }
+    if (type == PN_LR_COSINE) {
+        char buf[64];
+        const json_t *total = json_object_get(obj, "total_steps");
+        if (!total)
+            return field_error(at, "total_steps", "missing (required by the cosine schedule)");
+        PN_TRY(read_long(obj, at, "total_steps", 1, &cfg->total_steps));
+        if (cfg->total_steps <= cfg->warmup_steps)
+            return field_error(at, "total_steps",
+                               "expected an integer > warmup_steps (%ld), got %s",
+                               cfg->warmup_steps, show(total, buf, sizeof buf));
+        PN_TRY(read_number(obj, at, "min_lr", 0.0, false, cfg->lr, false, &cfg->min_lr));
+    }
+    return PN_OK;
+}
+
+int pn_optimizer_config_from_json(const json_t *obj, const char *file,
+                                  pn_optimizer_config *cfg)
+{
+    static const char *const keys[] = {"type", "lr",           "momentum",  "nesterov",
+                                       "beta1", "beta2",       "eps",       "weight_decay",
+                                       "clip_norm", "schedule", NULL};
+    where at = {file, "train.optimizer"};
+    char buf[64];
+    if (!json_is_object(obj))
+        return field_error(at, NULL, "expected an object, got %s", show(obj, buf, sizeof buf));
+    PN_TRY(check_keys(obj, at, keys));
+    int kind;
+    PN_TRY(read_choice(obj, at, "type", "optimizer", kind_names, N_KINDS, &kind));
+    const char *name = kind_names[kind];
+    if (kind != PN_OPT_MOMENTUM) {
+        PN_TRY(reject_unused(obj, at, "momentum", name, "momentum"));
+        PN_TRY(reject_unused(obj, at, "nesterov", name, "momentum"));
+    }
+    if (kind != PN_OPT_ADAM && kind != PN_OPT_ADAMW) {
+        PN_TRY(reject_unused(obj, at, "beta1", name, "adam, adamw"));
+        PN_TRY(reject_unused(obj, at, "beta2", name, "adam, adamw"));
+        PN_TRY(reject_unused(obj, at, "eps", name, "adam, adamw"));
+    }
+    if (!json_object_get(obj, "lr")) return field_error(at, "lr", "missing (required)");
+
+    pn_optimizer_config c;
+    pn_optimizer_config_default(&c, (pn_opt_kind)kind, 0.0);
+    PN_TRY(read_number(obj, at, "lr", 0.0, true, INFINITY, false, &c.lr));
+    PN_TRY(read_number(obj, at, "momentum", 0.0, false, 1.0, true, &c.momentum));
+    const json_t *nesterov = json_object_get(obj, "nesterov");
+    if (nesterov && !json_is_boolean(nesterov))
+        return field_error(at, "nesterov", "expected true or false, got %s",
+                           show(nesterov, buf, sizeof buf));
+    c.nesterov = json_is_true(nesterov);
+    PN_TRY(read_number(obj, at, "beta1", 0.0, false, 1.0, true, &c.beta1));
+    PN_TRY(read_number(obj, at, "beta2", 0.0, false, 1.0, true, &c.beta2));
+    PN_TRY(read_number(obj, at, "eps", 0.0, true, INFINITY, false, &c.eps));
+    PN_TRY(read_number(obj, at, "weight_decay", 0.0, false, INFINITY, false, &c.weight_decay));
+    PN_TRY(read_number(obj, at, "clip_norm", 0.0, false, INFINITY, false, &c.clip_norm));
+    const json_t *schedule = json_object_get(obj, "schedule");
+    if (schedule) {
+        if (!json_is_object(schedule))
+            return field_error(at, "schedule", "expected an object, got %s",
+                               show(schedule, buf, sizeof buf));
+        PN_TRY(read_schedule(schedule, (where){file, "train.optimizer.schedule"}, &c));
+    }
+    *cfg = c;
+    return PN_OK;
+}
+
+/* ---- checks of a config however it was built ---------------------------------------- */
+
+static int config_error(const char *field, const char *fmt, double got)
+{
+    return pn_error_set(PN_ERR_INVALID, "optimizer: %s: expected %s, got %g", field, fmt, got);
+}
+
+static int check_config(const pn_optimizer_config *c)
+{
+    if ((int)c->kind < 0 || c->kind > PN_OPT_ADAMW)
+        return pn_error_set(PN_ERR_INVALID, "optimizer: unknown kind %d", (int)c->kind);
+    if (!(c->lr > 0.0) || !isfinite(c->lr)) return config_error("lr", "a number > 0", c->lr);
+    if (!(c->momentum >= 0.0 && c->momentum < 1.0))
+        return config_error("momentum", "a number in [0, 1)", c->momentum);
+    if (!(c->beta1 >= 0.0 && c->beta1 < 1.0))
+        return config_error("beta1", "a number in [0, 1)", c->beta1);
+    if (!(c->beta2 >= 0.0 && c->beta2 < 1.0))
+        return config_error("beta2", "a number in [0, 1)", c->beta2);
+    if (!(c->eps > 0.0) || !isfinite(c->eps)) return config_error("eps", "a number > 0", c->eps);
+    if (!(c->weight_decay >= 0.0) || !isfinite(c->weight_decay))
+        return config_error("weight_decay", "a number >= 0", c->weight_decay);
+    if (!(c->clip_norm >= 0.0) || !isfinite(c->clip_norm))
+        return config_error("clip_norm", "a number >= 0", c->clip_norm);
+    if ((int)c->schedule < 0 || c->schedule > PN_LR_COSINE)
+        return pn_error_set(PN_ERR_INVALID, "optimizer: unknown schedule %d", (int)c->schedule);
+    if (c->warmup_steps < 0)
+        return config_error("schedule.warmup_steps", "an integer >= 0", (double)c->warmup_steps);
+    if (c->schedule == PN_LR_STEP && c->step_size < 1)
+        return config_error("schedule.step_size", "an integer >= 1", (double)c->step_size);
+    if (c->schedule == PN_LR_STEP && !(c->gamma > 0.0 && c->gamma <= 1.0))
+        return config_error("schedule.gamma", "a number in (0, 1]", c->gamma);
+    if (c->schedule == PN_LR_COSINE && c->total_steps <= c->warmup_steps)
+        return config_error("schedule.total_steps", "an integer > warmup_steps",
+                            (double)c->total_steps);
+    if (c->schedule == PN_LR_COSINE && !(c->min_lr >= 0.0 && c->min_lr <= c->lr))
+        return config_error("schedule.min_lr", "a number in [0, lr]", c->min_lr);
+    return PN_OK;
+}
+
+/* ---- life cycle ----------------------------------------------------------------------- */
+
+int pn_optimizer_create(pn_optimizer **out, const pn_optimizer_config *cfg, pn_params *params)
+{
+    *out = NULL;
+    PN_TRY(check_config(cfg));
+    pn_optimizer *o = calloc(1, sizeof *o);
+    if (!o) return pn_error_set(PN_ERR_NOMEM, "out of memory creating the optimizer");
+    o->cfg = *cfg;
+    o->params = params;
+    o->slot1 = o->slot2 = -1;
+    int rc = PN_OK;
+    if (cfg->kind == PN_OPT_MOMENTUM) {
+        rc = pn_params_add_slot(params, "momentum", &o->slot1);
+    } else if (cfg->kind == PN_OPT_ADAM || cfg->kind == PN_OPT_ADAMW) {
+        rc = pn_params_add_slot(params, "adam_m", &o->slot1);
+        if (rc == PN_OK) rc = pn_params_add_slot(params, "adam_v", &o->slot2);
+    }
+    if (rc < 0) {
+        free(o);
+        return rc;
+    }
+    *out = o;
+    return PN_OK;
+}
+
+void pn_optimizer_free(pn_optimizer *o) { free(o); }
+
+const pn_optimizer_config *pn_optimizer_config_of(const pn_optimizer *o) { return &o->cfg; }
+
+/* ---- schedule, clipping, step --------------------------------------------------------- */
+
+double pn_optimizer_lr(const pn_optimizer_config *cfg, long step)
+{
+    if (step < 0) step = 0;
+    if (step < cfg->warmup_steps) return cfg->lr * (double)(step + 1) / (double)cfg->warmup_steps;
+    long after = step - cfg->warmup_steps;
+    switch (cfg->schedule) {
+    case PN_LR_STEP:
+        return cfg->step_size > 0 ? cfg->lr * pow(cfg->gamma, (double)(after / cfg->step_size))
+                                  : cfg->lr;
+    case PN_LR_COSINE: {
+        long span = cfg->total_steps - cfg->warmup_steps;
+        double p = span > 0 ? fmin(1.0, (double)after / (double)span) : 1.0;
+        return cfg->min_lr + 0.5 * (cfg->lr - cfg->min_lr) * (1.0 + cos(M_PI * p));
+    }
+    case PN_LR_CONSTANT:
+    default:
+        return cfg->lr;
+    }
+}
+
+double pn_optimizer_clip_scale(const pn_optimizer_config *cfg, double grad_sq_sum)
+{
+    if (!(cfg->clip_norm > 0.0) || !isfinite(grad_sq_sum)) return 1.0;
+    double norm = sqrt(grad_sq_sum);
+    return norm > cfg->clip_norm ? cfg->clip_norm / norm : 1.0;
+}
+
+int pn_optimizer_step(pn_optimizer *o, pn_params *params, long step, double grad_scale)
+{
+    const pn_optimizer_config *c = &o->cfg;
+    if (params != o->params)
+        return pn_error_set(PN_ERR_INTERNAL, "optimizer: stepped on another arena than its own");
+    if (step < 0) return pn_error_set(PN_ERR_INTERNAL, "optimizer: negative step %ld", step);
+    if (!isfinite(grad_scale))
+        return pn_error_set(PN_ERR_INTERNAL, "optimizer: gradient scale %g", grad_scale);
+    pn_update_hparams hp = {
+        .rule = c->kind == PN_OPT_SGD        ? PN_UPDATE_SGD
+                : c->kind == PN_OPT_MOMENTUM ? PN_UPDATE_MOMENTUM
+                                             : PN_UPDATE_ADAM,
+        .lr = (float)pn_optimizer_lr(c, step),
+        .momentum = (float)c->momentum,
+        .nesterov = c->nesterov,
+        .beta1 = (float)c->beta1,
+        .beta2 = (float)c->beta2,
+        .eps = (float)c->eps,
+        .decoupled = c->kind == PN_OPT_ADAMW,
+        .grad_scale = (float)grad_scale,
+    };
+    if (hp.rule == PN_UPDATE_ADAM) {
+        double t = (double)step + 1.0;
+        hp.bias1 = (float)(1.0 - pow(c->beta1, t));
+        hp.bias2 = (float)(1.0 - pow(c->beta2, t));
+    }
+    for (int i = 0; i < pn_params_count(params); i++) {
+        hp.weight_decay = pn_params_get(params, i)->decay ? (float)c->weight_decay : 0.0f;
+        pn_matrix w = pn_params_value(params, i), g = pn_params_grad(params, i);
+        pn_matrix s1 = {0}, s2 = {0};
+        if (o->slot1 >= 0) s1 = pn_params_slot(params, o->slot1, i);
+        if (o->slot2 >= 0) s2 = pn_params_slot(params, o->slot2, i);
+        PN_TRY(pn_optimizer_update(&hp, &w, &g, o->slot1 >= 0 ? &s1 : NULL,
+                                   o->slot2 >= 0 ? &s2 : NULL));
+    }
+    return PN_OK;
+}
