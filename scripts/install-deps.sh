@@ -5,7 +5,7 @@ set -eu
 
 PACKAGES="build-essential pkg-config autoconf automake libtool make
 openmpi-bin libopenmpi-dev libopenblas-dev libhdf5-openmpi-dev libjansson-dev
-check dataset-fashion-mnist"
+zlib1g-dev check dataset-fashion-mnist"
 
 missing=""
 for p in $PACKAGES; do

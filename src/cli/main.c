@@ -13,6 +13,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"layers", "list the layer types a model can use", pn_cmd_layers},
+    {"import", "convert a public dataset (Fashion-MNIST) into dataset HDF5", pn_cmd_import},
 };
 enum { N_COMMANDS = sizeof commands / sizeof *commands };
 

@@ -1,0 +1,66 @@
+/* pn_reader: batches from a dataset HDF5 file (DESIGN.md section 3), shuffled
+ * globally by (seed, epoch) and prefetched in a background thread.
+ *
+ * The reader knows the *global* batch: every step takes the next `global_batch`
+ * indices of the epoch's permutation; a caller that holds only part of the batch
+ * (a data-parallel replica) asks for rows [first, first + count) of it. With
+ * drop_last the last incomplete batch of an epoch is dropped, so every step has the
+ * same size; without it (evaluation) that batch comes short.
+ * Each field is one dataset of the file, checked at open against the shape and
+ * type the model expects: float32 [N, width*seq] (or [N, seq, width]) for float
+ * inputs, int32 [N] or [N, seq] for ids. Every error names the file and dataset. */
+#ifndef PN_READER_H
+#define PN_READER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "layers/arg.h"
+
+typedef struct pn_reader pn_reader;
+
+typedef struct pn_reader_field {
+    const char *dataset; /* dataset name in the file, without the leading '/' */
+    pn_shape shape;      /* per-sample shape the model expects */
+    const char *input;   /* model input that reads it, named in errors; may be NULL */
+} pn_reader_field;
+
+typedef struct pn_reader_options {
+    int global_batch;  /* samples per step, over all replicas */
+    int first, count;  /* this caller's rows of each global batch */
+    bool shuffle;      /* false: file order (evaluation) */
+    uint64_t seed;     /* permutation of epoch e depends on (seed, e) only */
+    bool drop_last;    /* drop the last incomplete batch (training); else keep it */
+} pn_reader_options;
+
+/* One batch in host memory: values[f] (floats) or ids[f] (int32) per field, rows
+ * = count * shape.seq, in the order of the epoch's permutation. */
+typedef struct pn_batch {
+    long epoch;
+    long index;       /* batch number within the epoch */
+    int rows;         /* samples in this batch for this caller (count, or fewer at the end) */
+    long sample0;     /* position of this caller's first sample in the global batch */
+    float **values;   /* [n_fields], NULL for id fields */
+    int **ids;        /* [n_fields], NULL for float fields */
+} pn_batch;
+
+/* Opens path, checks every field, and starts prefetching batch 0 of epoch 0. */
+int pn_reader_open(pn_reader **out, const char *path, const pn_reader_field *fields,
+                   int n_fields, const pn_reader_options *options);
+void pn_reader_close(pn_reader *r);
+
+/* Samples in the file, and full batches per epoch. */
+long pn_reader_samples(const pn_reader *r);
+long pn_reader_batches_per_epoch(const pn_reader *r);
+
+/* Positions the reader at batch `index` of `epoch` (resume), and starts prefetching. */
+int pn_reader_seek(pn_reader *r, long epoch, long index);
+
+/* The next batch; valid until the next call. At the end of an epoch it moves on to
+ * the next epoch (batch->epoch tells). */
+int pn_reader_next(pn_reader *r, const pn_batch **batch);
+
+/* The permutation of epoch (length pn_reader_samples), for tests and tools. */
+int pn_reader_permutation(const pn_reader *r, long epoch, long *out);
+
+#endif

@@ -1,0 +1,53 @@
+#!/bin/sh
+# `pipenet import fashion-mnist`: --help and misuse, then (only where Debian's
+# dataset-fashion-mnist package is installed; else skip) the real import of its
+# 60000 + 10000 samples, and a source directory with a truncated gzip file.
+set -u
+PIPENET=${PIPENET:-./pipenet}
+SRC=/usr/share/datasets/fashion-mnist
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$PIPENET" import --help | grep -q '^usage: pipenet import fashion-mnist' || fail "import --help"
+"$PIPENET" import fashion-mnist --help | grep -q -- '--src DIR' || fail "dataset --help"
+err=$("$PIPENET" import fashion-mnist 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "missing --out: exit $rc, expected 2"
+echo "$err" | grep -q '^pipenet: error: .*--out' || fail "missing --out message: $err"
+err=$("$PIPENET" import cifar --out /nonexistent 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "unknown dataset: exit $rc, expected 2"
+echo "$err" | grep -q "unknown dataset 'cifar'" || fail "unknown dataset message: $err"
+
+if [ ! -f "$SRC/train-images-idx3-ubyte.gz" ]; then
+    echo "SKIP: $SRC not installed (apt install dataset-fashion-mnist)"
+    exit 77
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/pn_test_import.XXXXXX") || fail "mktemp"
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+out=$("$PIPENET" import fashion-mnist --out "$tmp/fm" 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "import exited $rc: $out"
+echo "$out" | grep -qx "wrote $tmp/fm/train.h5: 60000 samples" || fail "no train summary: $out"
+echo "$out" | grep -qx "wrote $tmp/fm/test.h5: 10000 samples" || fail "no test summary: $out"
+[ "$(ls "$tmp/fm" | sort | tr '\n' ' ')" = "test.h5 train.h5 " ] ||
+    fail "out dir holds: $(ls "$tmp/fm")"
+# float32 features alone take N * 784 * 4 bytes (uncompressed chunks)
+[ "$(wc -c < "$tmp/fm/train.h5")" -ge 188160000 ] || fail "train.h5 too small"
+[ "$(wc -c < "$tmp/fm/test.h5")" -ge 31360000 ] || fail "test.h5 too small"
+head -c 8 "$tmp/fm/train.h5" | od -An -c | grep -q 'H   D   F' || fail "train.h5 is not HDF5"
+if command -v h5dump >/dev/null 2>&1; then
+    h5dump -H "$tmp/fm/train.h5" | grep -q '( 60000, 784 )' || fail "h5dump: features shape"
+    h5dump -H "$tmp/fm/test.h5" | grep -q '( 10000 )' || fail "h5dump: labels shape"
+fi
+
+# a truncated images file: exit 1, the file named, nothing left behind
+mkdir "$tmp/bad" || fail "mkdir"
+for f in train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
+    ln -s "$SRC/$f" "$tmp/bad/$f" || fail "ln"
+done
+head -c 1000000 "$SRC/train-images-idx3-ubyte.gz" > "$tmp/bad/train-images-idx3-ubyte.gz"
+err=$("$PIPENET" import fashion-mnist --src "$tmp/bad" --out "$tmp/out_bad" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] || fail "truncated source: exit $rc, expected 1"
+echo "$err" | grep -q "^pipenet: error: $tmp/bad/train-images-idx3-ubyte.gz: truncated" ||
+    fail "truncated source message: $err"
+[ -z "$(ls "$tmp/out_bad")" ] || fail "truncated source left: $(ls "$tmp/out_bad")"
+echo "PASS: import"

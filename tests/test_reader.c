@@ -1,0 +1,549 @@
+/* The dataset reader and the Fashion-MNIST importer on small files this test
+ * writes: permutations keyed by (seed, epoch) only, replica slices of the global
+ * batch, resume by seek, evaluation order with a short last batch, errors naming
+ * file and dataset; IDX import and its refusal of corrupt or truncated input. */
+#include <dirent.h>
+#include <ftw.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "base/error.h"
+#include "io/hdf5_util.h"
+#include "io/import_fashion.h"
+#include "io/reader.h"
+#include "testutil.h"
+
+enum { N = 103, WIDTH = 5, SEQ = 3, PIXELS = 784 };
+
+static char dir[PATH_MAX], data_path[PATH_MAX + 16];
+
+static float feature(long i, int j) { return (float)i + (float)j / 1000.0f; }
+
+static void write_float(hid_t f, const char *name, int rank, const hsize_t *dims,
+                        float (*value)(long i, int k))
+{
+    size_t per = 1;
+    for (int k = 1; k < rank; k++) per *= dims[k];
+    float *v = malloc(N * per * sizeof *v);
+    for (long i = 0; i < N; i++)
+        for (size_t k = 0; k < per; k++) v[i * per + k] = value(i, (int)k);
+    ck_assert_int_eq(pn_hdf5_write_dataset(f, data_path, name, PN_HDF5_FLOAT32, rank, dims, 16, v),
+                     0);
+    free(v);
+}
+
+static float seq_value(long i, int k) { return (float)(i * 100 + k); }
+
+/* data.h5: /features [N, 5], /labels [N], /tokens [N, 3], /seq2d [N, 6] and
+ * /seq3d [N, 2, 3] with the same values, /wide_int64 int64 [N, 5], /short [N-1]. */
+static void make_data_file(void)
+{
+    hid_t f;
+    ck_assert_int_eq(pn_hdf5_create_file(data_path, &f), 0);
+    hsize_t d2[2] = {N, WIDTH}, d3[3] = {N, 2, 3}, s2[2] = {N, 6}, t2[2] = {N, SEQ}, n1 = N;
+    write_float(f, "features", 2, d2, feature);
+    write_float(f, "seq2d", 2, s2, seq_value);
+    write_float(f, "seq3d", 3, d3, seq_value);
+    int labels[N], tokens[N * SEQ];
+    long long wide[N * WIDTH] = {0};
+    for (int i = 0; i < N; i++) {
+        labels[i] = i % 7;
+        for (int s = 0; s < SEQ; s++) tokens[i * SEQ + s] = i * 10 + s;
+    }
+    ck_assert_int_eq(
+        pn_hdf5_write_dataset(f, data_path, "labels", PN_HDF5_INT32, 1, &n1, 16, labels), 0);
+    ck_assert_int_eq(
+        pn_hdf5_write_dataset(f, data_path, "tokens", PN_HDF5_INT32, 2, t2, 16, tokens), 0);
+    hsize_t short_n = N - 1;
+    ck_assert_int_eq(
+        pn_hdf5_write_dataset(f, data_path, "short", PN_HDF5_INT32, 1, &short_n, 16, labels), 0);
+    pn_hdf5_lock();
+    hid_t space = H5Screate_simple(2, d2, NULL);
+    hid_t d = H5Dcreate2(f, "wide_int64", H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                         H5P_DEFAULT);
+    ck_assert(d >= 0 && H5Dwrite(d, H5T_NATIVE_LLONG, H5S_ALL, H5S_ALL, H5P_DEFAULT, wide) >= 0);
+    H5Dclose(d);
+    H5Sclose(space);
+    pn_hdf5_unlock();
+    ck_assert_int_eq(pn_hdf5_close(f, data_path), 0);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "%s/pn_test_reader.XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(data_path, sizeof data_path, "%s/data.h5", dir);
+    make_data_file();
+}
+
+static void teardown(void) { nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+static const pn_reader_field fields[] = {
+    {"features", {WIDTH, 1, false}, "x"},
+    {"labels", {0, 1, true}, "y"},
+    {"tokens", {0, SEQ, true}, "t"},
+};
+
+static pn_reader *open_train(int global_batch, int first, int count, uint64_t seed)
+{
+    pn_reader_options o = {.global_batch = global_batch, .first = first, .count = count,
+                           .shuffle = true, .seed = seed, .drop_last = true};
+    pn_reader *r;
+    ck_assert_msg(pn_reader_open(&r, data_path, fields, 3, &o) == 0, "%s", pn_error_message());
+    return r;
+}
+
+static const pn_batch *next_batch(pn_reader *r)
+{
+    const pn_batch *b;
+    ck_assert_msg(pn_reader_next(r, &b) == 0, "%s", pn_error_message());
+    return b;
+}
+
+/* The sample index held by row k of b, after checking every field of that row. */
+static long sample_of(const pn_batch *b, int k)
+{
+    long i = lroundf(b->values[0][k * WIDTH]);
+    ck_assert(i >= 0 && i < N);
+    for (int j = 0; j < WIDTH; j++) ck_assert_float_eq(b->values[0][k * WIDTH + j], feature(i, j));
+    ck_assert_int_eq(b->ids[1][k], i % 7);
+    for (int s = 0; s < SEQ; s++) ck_assert_int_eq(b->ids[2][k * SEQ + s], i * 10 + s);
+    ck_assert_ptr_null(b->ids[0]);
+    ck_assert_ptr_null(b->values[1]);
+    return i;
+}
+
+START_TEST(permutation_is_keyed_by_seed_and_epoch)
+{
+    pn_reader *r = open_train(10, 0, 10, 42), *other_batch = open_train(7, 0, 7, 42);
+    pn_reader *other_seed = open_train(10, 0, 10, 43);
+    ck_assert_int_eq(pn_reader_samples(r), N);
+    ck_assert_int_eq(pn_reader_batches_per_epoch(r), 10);
+    long p0[N], again[N], p1[N], q0[N], s0[N];
+    int seen[N] = {0}, fixed = 0;
+    ck_assert_int_eq(pn_reader_permutation(r, 0, p0), 0);
+    for (int i = 0; i < N; i++) {
+        ck_assert(p0[i] >= 0 && p0[i] < N);
+        seen[p0[i]]++;
+        fixed += p0[i] == i;
+    }
+    for (int i = 0; i < N; i++) ck_assert_int_eq(seen[i], 1);
+    ck_assert_int_lt(fixed, 10);
+    ck_assert_int_eq(pn_reader_permutation(r, 0, again), 0);
+    ck_assert_int_eq(pn_reader_permutation(r, 1, p1), 0);
+    ck_assert_int_eq(pn_reader_permutation(other_batch, 0, q0), 0);
+    ck_assert_int_eq(pn_reader_permutation(other_seed, 0, s0), 0);
+    ck_assert(memcmp(p0, again, sizeof p0) == 0);
+    ck_assert(memcmp(p0, q0, sizeof p0) == 0);
+    ck_assert(memcmp(p0, p1, sizeof p0) != 0);
+    ck_assert(memcmp(p0, s0, sizeof p0) != 0);
+    pn_reader_close(r), pn_reader_close(other_batch), pn_reader_close(other_seed);
+}
+END_TEST
+
+START_TEST(batches_follow_the_permutation_and_drop_the_tail)
+{
+    pn_reader *r = open_train(10, 0, 10, 42);
+    long p0[N], p1[N];
+    int seen[N] = {0};
+    pn_reader_permutation(r, 0, p0);
+    pn_reader_permutation(r, 1, p1);
+    for (int index = 0; index < 10; index++) {
+        const pn_batch *b = next_batch(r);
+        ck_assert_int_eq(b->epoch, 0);
+        ck_assert_int_eq(b->index, index);
+        ck_assert_int_eq(b->rows, 10);
+        ck_assert_int_eq(b->sample0, 0);
+        for (int k = 0; k < 10; k++) {
+            long i = sample_of(b, k);
+            ck_assert_int_eq(i, p0[index * 10 + k]);
+            seen[i]++;
+        }
+    }
+    for (int i = 0; i < N; i++) ck_assert_int_le(seen[i], 1);
+    for (int k = 100; k < N; k++) ck_assert_int_eq(seen[p0[k]], 0);
+    const pn_batch *b = next_batch(r);
+    ck_assert_int_eq(b->epoch, 1);
+    ck_assert_int_eq(b->index, 0);
+    for (int k = 0; k < 10; k++) ck_assert_int_eq(sample_of(b, k), p1[k]);
+    pn_reader_close(r);
+}
+END_TEST
+
+START_TEST(replicas_split_the_global_batch)
+{
+    pn_reader *whole = open_train(10, 0, 10, 7), *a = open_train(10, 0, 4, 7);
+    pn_reader *b = open_train(10, 4, 6, 7);
+    for (int step = 0; step < 12; step++) {
+        const pn_batch *w = next_batch(whole), *x = next_batch(a), *y = next_batch(b);
+        ck_assert_int_eq(x->rows, 4);
+        ck_assert_int_eq(y->rows, 6);
+        ck_assert_int_eq(x->sample0, 0);
+        ck_assert_int_eq(y->sample0, 4);
+        ck_assert_int_eq(x->epoch, w->epoch);
+        ck_assert_int_eq(y->index, w->index);
+        for (int k = 0; k < 4; k++) ck_assert_int_eq(sample_of(x, k), sample_of(w, k));
+        for (int k = 0; k < 6; k++) ck_assert_int_eq(sample_of(y, k), sample_of(w, 4 + k));
+    }
+    pn_reader_close(whole), pn_reader_close(a), pn_reader_close(b);
+}
+END_TEST
+
+START_TEST(seek_resumes_where_sequential_reading_is)
+{
+    pn_reader *seq = open_train(10, 0, 10, 5), *r = open_train(10, 0, 10, 5);
+    for (int step = 0; step < 23; step++) next_batch(seq);
+    next_batch(r);
+    ck_assert_int_eq(pn_reader_seek(r, 2, 3), 0);
+    for (int step = 0; step < 8; step++) {
+        const pn_batch *s = next_batch(seq), *b = next_batch(r);
+        ck_assert_int_eq(b->epoch, s->epoch);
+        ck_assert_int_eq(b->index, s->index);
+        for (int k = 0; k < 10; k++) ck_assert_int_eq(sample_of(b, k), sample_of(s, k));
+    }
+    ck_assert_int_eq(pn_reader_seek(r, 0, 10), PN_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(pn_error_message(), data_path));
+    ck_assert_int_eq(pn_reader_seek(r, -1, 0), PN_ERR_INVALID);
+    pn_reader_close(seq), pn_reader_close(r);
+}
+END_TEST
+
+START_TEST(eval_reads_file_order_and_keeps_the_short_batch)
+{
+    pn_reader_options o = {.global_batch = 10, .first = 0, .count = 10, .shuffle = false,
+                           .seed = 1, .drop_last = false};
+    pn_reader *r, *tail;
+    ck_assert_int_eq(pn_reader_open(&r, data_path, fields, 3, &o), 0);
+    ck_assert_int_eq(pn_reader_batches_per_epoch(r), 11);
+    for (int index = 0; index < 11; index++) {
+        const pn_batch *b = next_batch(r);
+        ck_assert_int_eq(b->index, index);
+        ck_assert_int_eq(b->rows, index < 10 ? 10 : 3);
+        for (int k = 0; k < b->rows; k++) ck_assert_int_eq(sample_of(b, k), index * 10 + k);
+    }
+    const pn_batch *b = next_batch(r);
+    ck_assert_int_eq(b->epoch, 1);
+    ck_assert_int_eq(sample_of(b, 0), 0);
+    /* a replica whose rows lie past the end of the short batch gets none */
+    o.first = 4, o.count = 6;
+    ck_assert_int_eq(pn_reader_open(&tail, data_path, fields, 3, &o), 0);
+    ck_assert_int_eq(pn_reader_seek(tail, 0, 10), 0);
+    ck_assert_int_eq(next_batch(tail)->rows, 0);
+    ck_assert_int_eq(next_batch(tail)->rows, 6);
+    pn_reader_close(r), pn_reader_close(tail);
+}
+END_TEST
+
+START_TEST(sequences_read_from_flat_or_3d_datasets)
+{
+    const pn_reader_field seq_fields[] = {{"seq2d", {3, 2, false}, NULL},
+                                          {"/seq3d", {3, 2, false}, NULL}};
+    pn_reader_options o = {.global_batch = 8, .first = 0, .count = 8, .shuffle = true,
+                           .seed = 3, .drop_last = true};
+    pn_reader *r;
+    ck_assert_msg(pn_reader_open(&r, data_path, seq_fields, 2, &o) == 0, "%s",
+                  pn_error_message());
+    long p[N];
+    pn_reader_permutation(r, 0, p);
+    const pn_batch *b = next_batch(r);
+    for (int k = 0; k < 8; k++)
+        for (int e = 0; e < 6; e++) {
+            ck_assert_float_eq(b->values[0][k * 6 + e], seq_value(p[k], e));
+            ck_assert_float_eq(b->values[1][k * 6 + e], seq_value(p[k], e));
+        }
+    pn_reader_close(r);
+}
+END_TEST
+
+/* Opens data_path (or path) with one field and expects failure code with message want. */
+static void expect_open_error(const char *path, pn_reader_field field, int code, const char *want)
+{
+    pn_reader_options o = {.global_batch = 10, .first = 0, .count = 10, .shuffle = true,
+                           .seed = 1, .drop_last = true};
+    pn_reader *r = NULL;
+    pn_error_clear();
+    ck_assert_int_eq(pn_reader_open(&r, path ? path : data_path, &field, 1, &o), code);
+    ck_assert_ptr_null(r);
+    ck_assert_str_eq(pn_error_message(), want);
+}
+
+START_TEST(errors_name_the_file_and_the_dataset)
+{
+    char missing[PATH_MAX + 16], text[PATH_MAX + 16], want[3 * PATH_MAX];
+    pn_reader_field x = {"features", {WIDTH, 1, false}, "x"};
+    snprintf(missing, sizeof missing, "%s/missing.h5", dir);
+    snprintf(want, sizeof want, "cannot open '%s': No such file or directory", missing);
+    expect_open_error(missing, x, PN_ERR_IO, want);
+
+    snprintf(text, sizeof text, "%s/notes.h5", dir);
+    FILE *f = fopen(text, "w");
+    fputs("not hdf5\n", f);
+    fclose(f);
+    snprintf(want, sizeof want, "cannot open '%s': not an HDF5 file", text);
+    expect_open_error(text, x, PN_ERR_IO, want);
+
+    snprintf(want, sizeof want, "%s: no dataset '/nope' (the model's input 'y' reads it)",
+             data_path);
+    expect_open_error(NULL, (pn_reader_field){"nope", {0, 1, true}, "y"}, PN_ERR_INVALID, want);
+
+    snprintf(want, sizeof want, "%s: dataset '/wide_int64': expected float32, found int64",
+             data_path);
+    expect_open_error(NULL, (pn_reader_field){"wide_int64", {WIDTH, 1, false}, "x"},
+                      PN_ERR_INVALID, want);
+
+    snprintf(want, sizeof want, "%s: dataset '/features': expected int32, found float32",
+             data_path);
+    expect_open_error(NULL, (pn_reader_field){"features", {0, 1, true}, "y"}, PN_ERR_INVALID,
+                      want);
+
+    snprintf(want, sizeof want, "%s: dataset '/features': expected shape [N, 6], found [103, 5]",
+             data_path);
+    expect_open_error(NULL, (pn_reader_field){"features", {6, 1, false}, "x"}, PN_ERR_INVALID,
+                      want);
+
+    snprintf(want, sizeof want, "%s: dataset '/seq3d': expected shape [N, 6], found [103, 2, 3]",
+             data_path);
+    expect_open_error(NULL, (pn_reader_field){"seq3d", {6, 1, false}, "x"}, PN_ERR_INVALID,
+                      want);
+
+    snprintf(want, sizeof want,
+             "%s: dataset '/tokens': expected shape [N] or [N, 1], found [103, 3]", data_path);
+    expect_open_error(NULL, (pn_reader_field){"tokens", {0, 1, true}, "y"}, PN_ERR_INVALID, want);
+
+    pn_reader_field two[] = {{"features", {WIDTH, 1, false}, "x"}, {"short", {0, 1, true}, "y"}};
+    pn_reader_options o = {.global_batch = 10, .first = 0, .count = 10, .drop_last = true};
+    pn_reader *r;
+    ck_assert_int_eq(pn_reader_open(&r, data_path, two, 2, &o), PN_ERR_INVALID);
+    snprintf(want, sizeof want, "%s: dataset '/short' holds 102 samples but '/features' holds 103",
+             data_path);
+    ck_assert_str_eq(pn_error_message(), want);
+
+    o.global_batch = 200, o.count = 200;
+    ck_assert_int_eq(pn_reader_open(&r, data_path, two, 1, &o), PN_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(pn_error_message(), "fewer than one batch"));
+    o.global_batch = 10, o.first = 5, o.count = 6;
+    ck_assert_int_eq(pn_reader_open(&r, data_path, two, 1, &o), PN_ERR_INVALID);
+}
+END_TEST
+
+/* --- the importer ------------------------------------------------------------------ */
+
+static unsigned char pixel(int k, int p) { return (unsigned char)((k * 37 + p * 11) % 256); }
+
+static int label(int k) { return (k * 3) % 10; }
+
+/* What to spoil in a source directory. */
+typedef enum spoil {
+    SPOIL_NONE,
+    SPOIL_TRUNCATE_GZIP,   /* train images: the gzip file cut in half */
+    SPOIL_SHORT_DATA,      /* train images: one image fewer than the header says */
+    SPOIL_CRC,             /* train images: gzip CRC trailer damaged */
+    SPOIL_MAGIC,           /* train images: magic 0x804 */
+    SPOIL_LABEL_12,        /* train labels: label 12 */
+    SPOIL_COUNT_MISMATCH   /* test labels: one label fewer than images */
+} spoil;
+
+static void put_be32(unsigned char *p, unsigned v)
+{
+    p[0] = (unsigned char)(v >> 24), p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
+}
+
+static void write_gz(const char *path, const unsigned char *bytes, size_t n)
+{
+    gzFile gz = gzopen(path, "wb");
+    ck_assert_ptr_nonnull(gz);
+    ck_assert_int_eq(gzwrite(gz, bytes, (unsigned)n), (int)n);
+    ck_assert_int_eq(gzclose(gz), Z_OK);
+}
+
+static void damage_crc(const char *path)
+{
+    FILE *f = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, -8, SEEK_END);
+    int c = fgetc(f);
+    fseek(f, -8, SEEK_END);
+    fputc(c ^ 0x5a, f);
+    fclose(f);
+}
+
+/* Writes the IDX pair prefix-{images,labels} with n samples into src. */
+static void write_split(const char *src, const char *prefix, int n, spoil s, bool train)
+{
+    char path[2 * PATH_MAX];
+    unsigned char *img = malloc(16 + (size_t)n * PIXELS), lab[8 + 16];
+    put_be32(img, train && s == SPOIL_MAGIC ? 0x804 : 0x803);
+    put_be32(img + 4, (unsigned)n);
+    put_be32(img + 8, 28), put_be32(img + 12, 28);
+    for (int k = 0; k < n; k++)
+        for (int p = 0; p < PIXELS; p++) img[16 + k * PIXELS + p] = pixel(k, p);
+    put_be32(lab, 0x801);
+    int labels = !train && s == SPOIL_COUNT_MISMATCH ? n - 1 : n;
+    put_be32(lab + 4, (unsigned)labels);
+    for (int k = 0; k < labels; k++) lab[8 + k] = (unsigned char)label(k);
+    if (train && s == SPOIL_LABEL_12) lab[8 + 2] = 12;
+    snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte.gz", src, prefix);
+    write_gz(path, img, 16 + (size_t)(train && s == SPOIL_SHORT_DATA ? n - 1 : n) * PIXELS);
+    if (train && s == SPOIL_TRUNCATE_GZIP) {
+        struct stat st;
+        stat(path, &st);
+        ck_assert_int_eq(truncate(path, st.st_size / 2), 0);
+    }
+    if (train && s == SPOIL_CRC) damage_crc(path);
+    snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte.gz", src, prefix);
+    write_gz(path, lab, 8 + (size_t)labels);
+    free(img);
+}
+
+static void make_source(const char *src, spoil s)
+{
+    ck_assert_int_eq(mkdir(src, 0777), 0);
+    write_split(src, "train", 5, s, true);
+    write_split(src, "t10k", 3, s, false);
+}
+
+typedef struct seen_files {
+    int calls;
+    long samples[2];
+} seen_files;
+
+static void count_files(const char *path, long samples, void *ctx)
+{
+    seen_files *seen = ctx;
+    ck_assert_ptr_nonnull(strstr(path, seen->calls == 0 ? "train.h5" : "test.h5"));
+    seen->samples[seen->calls++ % 2] = samples;
+}
+
+/* Reads all n samples of an imported file and checks pixels, labels and attributes. */
+static void check_imported(const char *path, int n)
+{
+    const pn_reader_field f[] = {{"features", {PIXELS, 1, false}, "x"},
+                                 {"labels", {0, 1, true}, "y"}};
+    pn_reader_options o = {.global_batch = n, .first = 0, .count = n, .drop_last = false};
+    pn_reader *r;
+    ck_assert_msg(pn_reader_open(&r, path, f, 2, &o) == 0, "%s", pn_error_message());
+    ck_assert_int_eq(pn_reader_samples(r), n);
+    const pn_batch *b = next_batch(r);
+    ck_assert_int_eq(b->rows, n);
+    for (int k = 0; k < n; k++) {
+        ck_assert_int_eq(b->ids[1][k], label(k));
+        for (int p = 0; p < PIXELS; p++) {
+            float v = b->values[0][k * PIXELS + p];
+            ck_assert_float_eq(v, pixel(k, p) / 255.0f);
+            ck_assert(v >= 0.0f && v <= 1.0f);
+        }
+    }
+    pn_reader_close(r);
+    hid_t file;
+    char source[1024];
+    long classes = 0;
+    ck_assert_int_eq(pn_hdf5_open_file(path, H5P_DEFAULT, &file), 0);
+    ck_assert_int_eq(pn_hdf5_read_attr_string(file, path, "source", source, sizeof source), 0);
+    ck_assert_int_eq(pn_hdf5_read_attr_int(file, path, "num_classes", &classes), 0);
+    ck_assert_int_eq(pn_hdf5_read_attr_int(file, path, "no_such", &classes), PN_ERR_INVALID);
+    ck_assert_int_eq(pn_hdf5_close(file, path), 0);
+    ck_assert_int_eq(classes, 10);
+    ck_assert_ptr_nonnull(strstr(source, "Fashion-MNIST IDX from "));
+    ck_assert_ptr_nonnull(strstr(source, n == 5 ? "/train-images-idx3-ubyte.gz" : "/t10k-"));
+}
+
+/* Names in directory path, newline-separated, sorted by readdir order. */
+static void list_dir(const char *path, char *out, size_t cap)
+{
+    out[0] = '\0';
+    DIR *d = opendir(path);
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.') strncat(out, e->d_name, cap - strlen(out) - 2), strcat(out, "\n");
+    closedir(d);
+}
+
+START_TEST(import_writes_scaled_features_labels_and_attributes)
+{
+    char src[PATH_MAX + 16], out[PATH_MAX + 16], path[2 * PATH_MAX], names[256];
+    snprintf(src, sizeof src, "%s/src_ok", dir);
+    snprintf(out, sizeof out, "%s/out/nested", dir);
+    make_source(src, SPOIL_NONE);
+    seen_files seen = {0};
+    ck_assert_msg(pn_import_fashion_mnist(src, out, count_files, &seen) == 0, "%s",
+                  pn_error_message());
+    ck_assert_int_eq(seen.calls, 2);
+    ck_assert_int_eq(seen.samples[0], 5);
+    ck_assert_int_eq(seen.samples[1], 3);
+    snprintf(path, sizeof path, "%s/train.h5", out);
+    check_imported(path, 5);
+    snprintf(path, sizeof path, "%s/test.h5", out);
+    check_imported(path, 3);
+    list_dir(out, names, sizeof names);
+    ck_assert_msg(!strcmp(names, "train.h5\ntest.h5\n") || !strcmp(names, "test.h5\ntrain.h5\n"),
+                  "out dir holds: %s", names);
+}
+END_TEST
+
+START_TEST(import_refuses_corrupt_input)
+{
+    static const struct {
+        spoil s;
+        const char *file, *words;
+    } cases[] = {
+        {SPOIL_TRUNCATE_GZIP, "train-images-idx3-ubyte.gz", "truncated"},
+        {SPOIL_SHORT_DATA, "train-images-idx3-ubyte.gz",
+         "truncated: the header announces 5 images of 28x28 but the data ends early"},
+        {SPOIL_CRC, "train-images-idx3-ubyte.gz", "corrupt gzip data (incorrect data check)"},
+        {SPOIL_MAGIC, "train-images-idx3-ubyte.gz", "bad magic 0x00000804, expected 0x00000803"},
+        {SPOIL_LABEL_12, "train-labels-idx1-ubyte.gz", "label 12 of sample 2 is outside 0..9"},
+        {SPOIL_COUNT_MISMATCH, "t10k-labels-idx1-ubyte.gz", "holds 3 images but"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char src[PATH_MAX + 16], out[PATH_MAX + 16], file[2 * PATH_MAX], names[256];
+        snprintf(src, sizeof src, "%s/src_bad%zu", dir, c);
+        snprintf(out, sizeof out, "%s/out_bad%zu", dir, c);
+        make_source(src, cases[c].s);
+        snprintf(file, sizeof file, "%s/%s", src, cases[c].file);
+        pn_error_clear();
+        ck_assert_int_lt(pn_import_fashion_mnist(src, out, NULL, NULL), 0);
+        const char *msg = pn_error_message();
+        ck_assert_msg(strstr(msg, file) && strstr(msg, cases[c].words),
+                      "case %zu: message '%s' lacks '%s' or '%s'", c, msg, file, cases[c].words);
+        list_dir(out, names, sizeof names);
+        ck_assert_msg(!strstr(names, ".tmp"), "case %zu left %s", c, names);
+        ck_assert_msg(cases[c].s == SPOIL_COUNT_MISMATCH ? !strcmp(names, "train.h5\n")
+                                                         : !names[0],
+                      "case %zu: out dir holds %s", c, names);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("reader");
+    TCase *tc = tcase_create("reader");
+    tcase_add_unchecked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, permutation_is_keyed_by_seed_and_epoch);
+    tcase_add_test(tc, batches_follow_the_permutation_and_drop_the_tail);
+    tcase_add_test(tc, replicas_split_the_global_batch);
+    tcase_add_test(tc, seek_resumes_where_sequential_reading_is);
+    tcase_add_test(tc, eval_reads_file_order_and_keeps_the_short_batch);
+    tcase_add_test(tc, sequences_read_from_flat_or_3d_datasets);
+    tcase_add_test(tc, errors_name_the_file_and_the_dataset);
+    suite_add_tcase(s, tc);
+    TCase *ti = tcase_create("import");
+    tcase_add_unchecked_fixture(ti, setup, teardown);
+    tcase_add_test(ti, import_writes_scaled_features_labels_and_attributes);
+    tcase_add_test(ti, import_refuses_corrupt_input);
+    suite_add_tcase(s, ti);
+    return tu_run_suite(s);
+}
