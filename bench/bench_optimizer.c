@@ -3,9 +3,7 @@
  * flushed before each run, the worst a real step can see) and warm (arrays left in
  * cache by the previous run, closer to a step whose backward just wrote them), and
  * prints median times and the memory rates they imply (GB/s of arrays read + written).
- * Not in Makefile.am yet; build by hand after `make` (libraries as in PN_LIBS):
- *   mpicc -O2 -std=c11 -D_GNU_SOURCE -I. -Isrc bench/bench_optimizer.c libpipenet.a \
- *     -lhdf5 -ljansson -lopenblas -lz [CUDA libs] -lm -o bench/bench_optimizer */
+ * Built and run by `make bench`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,6 +2,7 @@
  * fill on strided views, and the device pool. Skips (exit 77) without CUDA or GPU. */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -308,6 +308,13 @@ START_TEST(json_full_configs)
     ck_assert_double_eq(c.min_lr, 0.0001);
     json_decref(v);
 
+    /* cosine without total_steps: 0, replaced by the run's length by the trainer */
+    v = parse("{\"type\": \"adam\", \"lr\": 0.001, \"schedule\": {\"type\": \"cosine\"}}");
+    ck_assert_msg(pn_optimizer_config_from_json(v, "m.json", &c) == 0, "%s", pn_error_message());
+    ck_assert_int_eq(c.schedule, PN_LR_COSINE);
+    ck_assert_int_eq(c.total_steps, 0);
+    json_decref(v);
+
     v = parse("{\"type\": \"momentum\", \"lr\": 1, \"momentum\": 0.95, \"nesterov\": true,"
               " \"schedule\": {\"type\": \"step\", \"step_size\": 1000, \"gamma\": 0.5}}");
     ck_assert_msg(pn_optimizer_config_from_json(v, "m.json", &c) == 0, "%s", pn_error_message());
@@ -381,8 +388,6 @@ START_TEST(json_mistakes_name_file_and_field)
          "schedule.gamma", "expected a number in (0, 1], got 0"},
         {"{\"type\": \"sgd\", \"lr\": 0.1, \"schedule\": {\"type\": \"constant\", \"gamma\": 0.5}}",
          "schedule.gamma", "not used by constant"},
-        {"{\"type\": \"sgd\", \"lr\": 0.1, \"schedule\": {\"type\": \"cosine\"}}",
-         "schedule.total_steps", "missing"},
         {"{\"type\": \"sgd\", \"lr\": 0.1, \"schedule\": {\"type\": \"cosine\","
          " \"warmup_steps\": 100, \"total_steps\": 50}}",
          "schedule.total_steps", "expected an integer > warmup_steps (100), got 50"},

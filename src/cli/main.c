@@ -12,8 +12,9 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"layers", "list the layer types a model can use", pn_cmd_layers},
     {"import", "convert a public dataset (Fashion-MNIST) into dataset HDF5", pn_cmd_import},
+    {"train", "train a model JSON on a dataset HDF5 file", pn_cmd_train},
+    {"layers", "list the layer types a model can use", pn_cmd_layers},
 };
 enum { N_COMMANDS = sizeof commands / sizeof *commands };
 

@@ -193,10 +193,9 @@ static int read_schedule(const json_t *obj, where at, pn_optimizer_config *cfg)
     if (type == PN_LR_COSINE) {
         char buf[64];
         const json_t *total = json_object_get(obj, "total_steps");
-        if (!total)
-            return field_error(at, "total_steps", "missing (required by the cosine schedule)");
+        cfg->total_steps = 0; /* absent: the run's length, filled in by the trainer */
         PN_TRY(read_long(obj, at, "total_steps", 1, &cfg->total_steps));
-        if (cfg->total_steps <= cfg->warmup_steps)
+        if (total && cfg->total_steps <= cfg->warmup_steps)
             return field_error(at, "total_steps",
                                "expected an integer > warmup_steps (%ld), got %s",
                                cfg->warmup_steps, show(total, buf, sizeof buf));

@@ -56,7 +56,8 @@ void pn_optimizer_config_default(pn_optimizer_config *cfg, pn_opt_kind kind, dou
  * keys given (cfg is untouched on error). Unknown keys and keys the type does not
  * use (beta1 for sgd, gamma for cosine, ...) are errors. "schedule" takes "type"
  * (default "constant"), "warmup_steps"; "step_size" (required), "gamma" for step;
- * "total_steps" (required, > warmup_steps), "min_lr" (<= lr) for cosine.
+ * "total_steps" (> warmup_steps; absent: 0, which the trainer replaces by the
+ * run's length), "min_lr" (<= lr) for cosine.
  * Errors name file and the field ("models/x.json: train.optimizer.beta1: ..."). */
 int pn_optimizer_config_from_json(const json_t *obj, const char *file,
                                   pn_optimizer_config *cfg);

@@ -1,0 +1,209 @@
+/* Training-step benchmark: steady-state samples/s of a model (default
+ * models/fashion_mlp.json) at batch 128 with 1 and with 2 BLAS threads, and beside
+ * it, interleaved in the same run, the time of the step's GEMMs alone (same shapes,
+ * same library). Prints medians and the step/GEMM ratio (target: <= 1.15).
+ * Batches come from a dataset file when one is given (the reader prefetches in the
+ * background, as in training), otherwise from random data in memory.
+ *
+ * usage: bench_step [MODEL.json] [--data train.h5] [--batch B] [--steps N] [--rounds R] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/rng.h"
+#include "io/reader.h"
+#include "layers/layer_types.h"
+#include "math/ops.h"
+#include "pipeline/graph.h"
+#include "pipeline/network.h"
+#include "pipeline/optimizer.h"
+#include "pipeline/train_config.h"
+
+#define CHECK(call)                                                                    \
+    do {                                                                               \
+        if ((call) < 0) {                                                              \
+            fprintf(stderr, "bench_step: %s: %s\n", #call, pn_error_message());        \
+            exit(1);                                                                   \
+        }                                                                              \
+    } while (0)
+
+typedef struct gemm_call {
+    bool ta, tb;
+    float beta;
+    pn_matrix a, b, c;
+} gemm_call;
+
+typedef struct bench {
+    pn_graph *graph;
+    pn_train_config cfg;
+    pn_params *params;
+    pn_network *net;
+    pn_optimizer *opt;
+    pn_reader *reader;
+    int batch;
+    int n_fields, field_nodes[8];
+    gemm_call gemms[64];
+    int n_gemms;
+    pn_buffer gemm_bufs[192];
+    int n_bufs;
+} bench;
+
+static pn_matrix scratch(bench *b, int rows, int cols)
+{
+    pn_buffer *buf = &b->gemm_bufs[b->n_bufs++];
+    CHECK(pn_buffer_acquire(buf, pn_device_host(), (size_t)rows * cols * sizeof(float)));
+    pn_matrix m = pn_matrix_on(buf, rows, cols);
+    CHECK(pn_fill(&m, 0.01f));
+    return m;
+}
+
+/* The GEMMs a forward+backward of the fc layers performs, on separate buffers. */
+static void plan_gemms(bench *b)
+{
+    for (int i = 0; i < b->graph->n_nodes; i++) {
+        const pn_graph_node *n = &b->graph->nodes[i];
+        if (strcmp(n->layer->type->name, "fc")) continue;
+        int rows = b->batch * n->layer->in_shapes[0].seq, k = n->layer->in_shapes[0].width;
+        int m = n->layer->out_shape.width;
+        pn_matrix x = scratch(b, rows, k), w = scratch(b, k, m), y = scratch(b, rows, m);
+        pn_matrix dw = scratch(b, k, m), dy = scratch(b, rows, m), dx = scratch(b, rows, k);
+        b->gemms[b->n_gemms++] = (gemm_call){false, false, 0.0f, x, w, y};  /* forward */
+        b->gemms[b->n_gemms++] = (gemm_call){true, false, 1.0f, x, dy, dw}; /* weights */
+        if (b->graph->nodes[n->inputs[0]].needs_grad)
+            b->gemms[b->n_gemms++] = (gemm_call){false, true, 1.0f, dy, w, dx}; /* input */
+    }
+}
+
+static void setup(bench *b, const char *model, const char *data)
+{
+    CHECK(pn_graph_load(&b->graph, model));
+    pn_train_config_default(&b->cfg);
+    CHECK(pn_train_config_from_json(pn_graph_train_spec(b->graph), model, &b->cfg));
+    CHECK(pn_params_create(&b->params, pn_device_host()));
+    CHECK(pn_network_create(&b->net, b->graph, NULL, pn_device_host()));
+    CHECK(pn_network_bind(b->net, b->params));
+    CHECK(pn_params_finalize(b->params));
+    CHECK(pn_params_init_values(b->params, 1));
+    if (b->cfg.optimizer.schedule == PN_LR_COSINE && b->cfg.optimizer.total_steps == 0)
+        b->cfg.optimizer.total_steps = 1L << 30; /* the benchmark's run has no end */
+    CHECK(pn_optimizer_create(&b->opt, &b->cfg.optimizer, b->params));
+    CHECK(pn_network_plan(b->net, b->batch));
+    pn_reader_field fields[8];
+    pn_rng rng;
+    pn_rng_init(&rng, 5, 0);
+    for (int i = 0; i < b->graph->n_nodes; i++) {
+        if (!b->graph->nodes[i].is_input) continue;
+        pn_arg *a = pn_network_arg(b->net, i);
+        fields[b->n_fields] = (pn_reader_field){.dataset = pn_data_layer_dataset(b->graph->nodes[i].layer),
+                                                .shape = a->shape,
+                                                .input = b->graph->nodes[i].name};
+        b->field_nodes[b->n_fields++] = i;
+        if (a->shape.ids)
+            for (int k = 0; k < pn_arg_rows(a); k++) a->ids[k] = (int)(pn_rng_next(&rng) % 10);
+        else
+            for (size_t k = 0; k < pn_matrix_count(a->value); k++)
+                a->value.data[k] = (float)pn_rng_uniform(&rng);
+    }
+    if (data) {
+        pn_reader_options o = {b->batch, 0, b->batch, true, 1, true};
+        CHECK(pn_reader_open(&b->reader, data, fields, b->n_fields, &o));
+        CHECK(pn_reader_seek(b->reader, 0, 0));
+    }
+    plan_gemms(b);
+}
+
+static void feed(bench *b)
+{
+    if (!b->reader) return;
+    const pn_batch *batch;
+    CHECK(pn_reader_next(b->reader, &batch));
+    for (int f = 0; f < b->n_fields; f++) {
+        pn_arg *a = pn_network_arg(b->net, b->field_nodes[f]);
+        size_t rows = (size_t)pn_arg_rows(a);
+        if (a->shape.ids)
+            CHECK(pn_buffer_write(&a->ids_buf, 0, batch->ids[f], rows * sizeof(int)));
+        else
+            CHECK(pn_buffer_write(&a->value_buf, 0, batch->values[f],
+                                  rows * (size_t)a->shape.width * sizeof(float)));
+    }
+}
+
+static double time_steps(bench *b, int steps, long *step)
+{
+    double t0 = pn_now();
+    for (int s = 0; s < steps; s++, (*step)++) {
+        pn_pass pass = {true, 1, *step, 0};
+        feed(b);
+        pn_network_reset_stats(b->net);
+        CHECK(pn_network_forward(b->net, &pass, b->params));
+        CHECK(pn_network_backward(b->net, &pass, b->params, b->batch));
+        CHECK(pn_optimizer_step(b->opt, b->params, *step, 1.0));
+    }
+    return (pn_now() - t0) / steps;
+}
+
+static double time_gemms(bench *b, int steps)
+{
+    double t0 = pn_now();
+    for (int s = 0; s < steps; s++)
+        for (int g = 0; g < b->n_gemms; g++) {
+            gemm_call *c = &b->gemms[g];
+            CHECK(pn_gemm(c->ta, c->tb, 1.0f, &c->a, &c->b, c->beta, &c->c));
+        }
+    return (pn_now() - t0) / steps;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int main(int argc, char **argv)
+{
+    const char *model = "models/fashion_mlp.json", *data = NULL;
+    int batch = 128, steps = 20, rounds = 9;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+        else if (argv[i][0] != '-') model = argv[i];
+        else {
+            fprintf(stderr, "usage: bench_step [MODEL.json] [--data FILE] [--batch B] "
+                            "[--steps N] [--rounds R]\n");
+            return 2;
+        }
+    }
+    bench b = {.batch = batch};
+    setup(&b, model, data);
+    printf("model %s, batch %d, %s data, %d GEMMs per step, median of %d rounds x %d steps\n",
+           model, batch, data ? data : "in-memory random", b.n_gemms, rounds, steps);
+    printf("%-8s %12s %10s %10s %12s\n", "threads", "samples/s", "step ms", "GEMM ms",
+           "step/GEMM");
+    long step = 0;
+    for (int threads = 1; threads <= 2; threads++) {
+        pn_math_set_threads(threads);
+        time_steps(&b, 3, &step); /* warm-up: first-touch, thread start */
+        time_gemms(&b, 3);
+        double *st = calloc((size_t)rounds, sizeof *st), *gt = calloc((size_t)rounds, sizeof *gt);
+        double *ratio = calloc((size_t)rounds, sizeof *ratio);
+        for (int r = 0; r < rounds; r++) { /* interleaved, so noise hits both alike */
+            st[r] = time_steps(&b, steps, &step);
+            gt[r] = time_gemms(&b, steps);
+            ratio[r] = st[r] / gt[r];
+        }
+        double ms = median(st, rounds), mg = median(gt, rounds), mr = median(ratio, rounds);
+        printf("%-8d %12.0f %10.2f %10.2f %12.3f\n", threads, batch / ms, 1e3 * ms, 1e3 * mg, mr);
+        free(st), free(gt), free(ratio);
+    }
+    return 0;
+}

@@ -1,0 +1,131 @@
+/* `pipenet train MODEL.json`: training defaults from the model's "train" object,
+ * overridden by options, then the trainer. */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "pipeline/graph.h"
+#include "pipeline/trainer.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: pipenet train MODEL.json [options]\n"
+            "\n"
+            "Trains the model described by MODEL.json. Defaults come from the model's\n"
+            "\"train\" object; options override them.\n"
+            "\n"
+            "options:\n"
+            "  --data FILE      training set (dataset HDF5)           [train.data]\n"
+            "  --eval FILE      evaluated after every epoch           [train.eval]\n"
+            "  --epochs N       passes over the training set          [train.epochs, 1]\n"
+            "  --steps N        stop when the global step count reaches N (overrides\n"
+            "                   --epochs)                             [train.steps]\n"
+            "  --batch B        samples per step                      [train.batch, 64]\n"
+            "  --lr X           base learning rate                    [train.optimizer.lr]\n"
+            "  --seed S         seeds initialization, shuffling, dropout [train.seed, 1]\n"
+            "  --metrics FILE   write JSON lines: one per step, one per evaluation\n"
+            "  --threads N      BLAS threads (default: $OPENBLAS_NUM_THREADS or all cores)\n"
+            "  --log-every S    seconds between progress lines when not on a terminal [10]\n"
+            "  -h, --help       this text\n");
+}
+
+enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_SEED,
+       OPT_METRICS, OPT_THREADS, OPT_LOG_EVERY, N_OPTS };
+
+/* Option values, and which ones were given (they override the model's "train"). */
+typedef struct overrides {
+    pn_train_config v;
+    bool given[N_OPTS];
+} overrides;
+
+static const struct option longopts[] = {
+    {"data", required_argument, NULL, OPT_DATA},
+    {"eval", required_argument, NULL, OPT_EVAL},
+    {"epochs", required_argument, NULL, OPT_EPOCHS},
+    {"steps", required_argument, NULL, OPT_STEPS},
+    {"batch", required_argument, NULL, OPT_BATCH},
+    {"lr", required_argument, NULL, OPT_LR},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"metrics", required_argument, NULL, OPT_METRICS},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"log-every", required_argument, NULL, OPT_LOG_EVERY},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* Parses argv; returns 0, 1 for --help, -1 on misuse (already reported). */
+static int parse_options(int argc, char **argv, overrides *o)
+{
+    pn_train_config *v = &o->v;
+    int c, rc = 0;
+    optind = 1;
+    while (rc == 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_DATA: rc = pn_opt_path("data", optarg, v->data, PN_PATH_MAX); break;
+        case OPT_EVAL: rc = pn_opt_path("eval", optarg, v->eval, PN_PATH_MAX); break;
+        case OPT_METRICS: rc = pn_opt_path("metrics", optarg, v->metrics, PN_PATH_MAX); break;
+        case OPT_EPOCHS: rc = pn_opt_int("epochs", optarg, 1, 1 << 24, &v->epochs); break;
+        case OPT_STEPS: rc = pn_opt_long("steps", optarg, 1, 1L << 40, &v->steps); break;
+        case OPT_BATCH: rc = pn_opt_int("batch", optarg, 1, 1 << 24, &v->batch); break;
+        case OPT_LR: rc = pn_opt_double("lr", optarg, 1e-12, 1e6, &v->optimizer.lr); break;
+        case OPT_SEED: rc = pn_opt_u64("seed", optarg, &v->seed); break;
+        case OPT_THREADS: rc = pn_opt_int("threads", optarg, 1, 4096, &v->threads); break;
+        case OPT_LOG_EVERY:
+            rc = pn_opt_double("log-every", optarg, 0.0, 1e9, &v->log_every_s);
+            break;
+        case 'h': return 1;
+        default: return -1; /* getopt printed why */
+        }
+        if (c >= OPT_DATA && c < N_OPTS) o->given[c] = true;
+    }
+    return rc;
+}
+
+static void apply(const overrides *o, pn_train_config *cfg)
+{
+    const pn_train_config *v = &o->v;
+    if (o->given[OPT_DATA]) strcpy(cfg->data, v->data);
+    if (o->given[OPT_EVAL]) strcpy(cfg->eval, v->eval);
+    if (o->given[OPT_METRICS]) strcpy(cfg->metrics, v->metrics);
+    if (o->given[OPT_EPOCHS]) cfg->epochs = v->epochs;
+    if (o->given[OPT_STEPS]) cfg->steps = v->steps;
+    if (o->given[OPT_BATCH]) cfg->batch = v->batch;
+    if (o->given[OPT_LR]) cfg->optimizer.lr = v->optimizer.lr;
+    if (o->given[OPT_SEED]) cfg->seed = v->seed;
+    if (o->given[OPT_THREADS]) cfg->threads = v->threads;
+    if (o->given[OPT_LOG_EVERY]) cfg->log_every_s = v->log_every_s;
+}
+
+int pn_cmd_train(int argc, char **argv)
+{
+    overrides o = {0};
+    int parsed = parse_options(argc, argv, &o);
+    if (parsed > 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (parsed < 0) return 2;
+    if (optind != argc - 1) {
+        fprintf(stderr, "pipenet: error: train takes exactly one MODEL.json (got %d)\n\n",
+                argc - optind);
+        usage(stderr);
+        return 2;
+    }
+    const char *path = argv[optind];
+    pn_graph *g;
+    if (pn_graph_load(&g, path) < 0) return pn_cli_fail(pn_error_message());
+    pn_train_config cfg;
+    pn_train_config_default(&cfg);
+    int rc = pn_train_config_from_json(pn_graph_train_spec(g), path, &cfg);
+    if (rc == PN_OK) {
+        apply(&o, &cfg);
+        rc = pn_train(g, &cfg, NULL);
+    }
+    pn_graph_free(g);
+    return rc < 0 ? pn_cli_fail(pn_error_message()) : 0;
+}

@@ -1,0 +1,61 @@
+/* Strict number parsing for command-line options: the whole text must parse. */
+#include "cli/options.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int bad(const char *name, const char *what, const char *text)
+{
+    fprintf(stderr, "pipenet: error: --%s: expected %s, got '%s'\n", name, what, text);
+    return -1;
+}
+
+int pn_opt_long(const char *name, const char *text, long min, long max, long *out)
+{
+    char *end, what[96];
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    snprintf(what, sizeof what, "an integer in [%ld, %ld]", min, max);
+    if (errno || end == text || *end || v < min || v > max) return bad(name, what, text);
+    *out = v;
+    return 0;
+}
+
+int pn_opt_int(const char *name, const char *text, int min, int max, int *out)
+{
+    long v;
+    if (pn_opt_long(name, text, min, max, &v) < 0) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int pn_opt_double(const char *name, const char *text, double min, double max, double *out)
+{
+    char *end, what[96];
+    errno = 0;
+    double v = strtod(text, &end);
+    snprintf(what, sizeof what, "a number in [%g, %g]", min, max);
+    if (errno || end == text || *end || !(v >= min && v <= max)) return bad(name, what, text);
+    *out = v;
+    return 0;
+}
+
+int pn_opt_u64(const char *name, const char *text, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || end == text || *end || text[0] == '-')
+        return bad(name, "a non-negative integer", text);
+    *out = (uint64_t)v;
+    return 0;
+}
+
+int pn_opt_path(const char *name, const char *text, char *out, int cap)
+{
+    if ((int)strlen(text) >= cap) return bad(name, "a shorter path", text);
+    strcpy(out, text);
+    return 0;
+}

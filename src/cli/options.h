@@ -1,0 +1,15 @@
+/* Parsing of command-line option values with messages that name the option. */
+#ifndef PN_OPTIONS_H
+#define PN_OPTIONS_H
+
+#include <stdint.h>
+
+/* Each returns 0, or -1 after printing "pipenet: error: --name: ..." to stderr. */
+int pn_opt_long(const char *name, const char *text, long min, long max, long *out);
+int pn_opt_int(const char *name, const char *text, int min, int max, int *out);
+int pn_opt_double(const char *name, const char *text, double min, double max, double *out);
+int pn_opt_u64(const char *name, const char *text, uint64_t *out);
+/* Copies text into out (cap bytes) or reports that it is too long. */
+int pn_opt_path(const char *name, const char *text, char *out, int cap);
+
+#endif

@@ -1,0 +1,54 @@
+/* pn_graph: a model JSON file (DESIGN.md section 3) as a validated DAG of layers
+ * with inferred shapes, in topological order. The model's "inputs" become data
+ * nodes; each entry of "layers" becomes a node whose inputs name earlier or later
+ * entries (the order in the file does not matter, cycles are refused). Every
+ * mistake is reported with the file, the place and the field. */
+#ifndef PN_GRAPH_H
+#define PN_GRAPH_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "layers/layer.h"
+
+typedef struct pn_graph_node {
+    char *name;
+    pn_layer *layer;
+    int n_inputs;
+    int *inputs;      /* indices of the producing nodes, in the spec's order */
+    int stage;        /* the "stage" attribute, -1 when absent */
+    bool is_input;    /* one of the model's "inputs" (a data layer) */
+    bool needs_grad;  /* a gradient flows into this node's output */
+    int n_consumers;
+} pn_graph_node;
+
+typedef struct pn_graph {
+    char *file;             /* path for messages */
+    char *name;             /* the model's "name" (or the file's base name) */
+    json_t *root;           /* the parsed document (owned) */
+    int n_nodes;
+    pn_graph_node *nodes;   /* topological order: inputs of a node come before it */
+} pn_graph;
+
+/* Parses and validates a model file. */
+int pn_graph_load(pn_graph **out, const char *path);
+
+/* Validates an already-parsed document (root is borrowed and referenced); file is
+ * used in messages. */
+int pn_graph_from_json(pn_graph **out, json_t *root, const char *file);
+
+void pn_graph_free(pn_graph *g);
+
+/* Index of the node called name, or -1. */
+int pn_graph_find(const pn_graph *g, const char *name);
+
+/* The "train" object of the model, or NULL. */
+const json_t *pn_graph_train_spec(const pn_graph *g);
+
+/* Number of loss layers. */
+int pn_graph_loss_count(const pn_graph *g);
+
+/* Parameters the graph's layers declare, summed. */
+long pn_graph_param_count(const pn_graph *g);
+
+#endif

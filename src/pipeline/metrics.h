@@ -1,0 +1,17 @@
+/* Metrics file: one JSON object per line, per optimizer step and per evaluation.
+ * Floats are written with 17 significant digits, so they read back exactly. */
+#ifndef PN_METRICS_H
+#define PN_METRICS_H
+
+typedef struct pn_metrics pn_metrics;
+
+/* Creates (truncates) path; append keeps existing lines (resumed runs). */
+int pn_metrics_open(pn_metrics **out, const char *path, int append);
+void pn_metrics_close(pn_metrics *m);
+
+int pn_metrics_step(pn_metrics *m, long step, long epoch, double loss, double lr,
+                    double samples_per_s);
+int pn_metrics_eval(pn_metrics *m, long step, long epoch, double eval_loss,
+                    double eval_accuracy);
+
+#endif

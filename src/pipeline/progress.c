@@ -1,0 +1,58 @@
+/* Live or periodic progress lines. */
+#include "pipeline/progress.h"
+
+#include <stdarg.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+
+void pn_progress_start(pn_progress *p, FILE *out, long first_step, long total_steps,
+                       double every_s)
+{
+    *p = (pn_progress){out, isatty(fileno(out)) == 1, false, first_step, total_steps,
+                       pn_now(), pn_now(), every_s};
+}
+
+static void format_eta(double seconds, char *buf, size_t cap)
+{
+    long s = seconds > 0 && seconds < 1e8 ? (long)(seconds + 0.5) : 0;
+    if (s >= 3600)
+        snprintf(buf, cap, "%ldh%02ldm", s / 3600, s / 60 % 60);
+    else
+        snprintf(buf, cap, "%ldm%02lds", s / 60, s % 60);
+}
+
+void pn_progress_step(pn_progress *p, long step, long epoch, double loss, double samples_per_s)
+{
+    double now = pn_now();
+    bool last = step >= p->total_steps;
+    if (!last && now - p->last_print < (p->live ? 0.2 : p->every_s)) return;
+    p->last_print = now;
+    double done = (double)(step - p->first_step), left = (double)(p->total_steps - step);
+    char eta[32];
+    format_eta(done > 0 ? (now - p->start) / done * left : 0, eta, sizeof eta);
+    fprintf(p->out, "%sstep %ld/%ld  epoch %ld  loss %.4f  %.0f samples/s  ETA %s%s",
+            p->live ? "\r\033[K" : "", step, p->total_steps, epoch, loss, samples_per_s, eta,
+            p->live ? "" : "\n");
+    p->line_open = p->live;
+    fflush(p->out);
+}
+
+void pn_progress_print(pn_progress *p, const char *fmt, ...)
+{
+    if (p->line_open) fputs("\r\033[K", p->out);
+    p->line_open = false;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(p->out, fmt, ap);
+    va_end(ap);
+    fputc('\n', p->out);
+    fflush(p->out);
+}
+
+void pn_progress_finish(pn_progress *p)
+{
+    if (p->line_open) fputc('\n', p->out);
+    p->line_open = false;
+    fflush(p->out);
+}

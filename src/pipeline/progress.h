@@ -1,0 +1,33 @@
+/* Console progress of a training run: on a terminal, one live line rewritten in
+ * place (step, epoch, loss, samples/s, ETA); otherwise a plain line at most every
+ * few seconds, so batch-job logs stay readable. */
+#ifndef PN_PROGRESS_H
+#define PN_PROGRESS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef struct pn_progress {
+    FILE *out;
+    bool live;          /* out is a terminal */
+    bool line_open;     /* a live line is on screen */
+    long first_step, total_steps;
+    double start, last_print, every_s;
+} pn_progress;
+
+/* Starts reporting a run that goes from first_step to total_steps. */
+void pn_progress_start(pn_progress *p, FILE *out, long first_step, long total_steps,
+                       double every_s);
+
+/* Reports that `step` steps are done. */
+void pn_progress_step(pn_progress *p, long step, long epoch, double loss,
+                      double samples_per_s);
+
+/* Prints a whole line (clearing a live line first). */
+void pn_progress_print(pn_progress *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Ends the live line, if any. */
+void pn_progress_finish(pn_progress *p);
+
+#endif

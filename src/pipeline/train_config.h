@@ -1,0 +1,32 @@
+/* pn_train_config: how to train, from the model's "train" object with command-line
+ * overrides applied on top (the CLI does that part). */
+#ifndef PN_TRAIN_CONFIG_H
+#define PN_TRAIN_CONFIG_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "pipeline/optimizer.h"
+
+enum { PN_PATH_MAX = 1024 };
+
+typedef struct pn_train_config {
+    char data[PN_PATH_MAX];    /* training set (dataset HDF5) */
+    char eval[PN_PATH_MAX];    /* evaluation set, "" for none */
+    char metrics[PN_PATH_MAX]; /* JSON-lines metrics file, "" for none */
+    int batch;                 /* global batch */
+    int epochs;
+    long steps;                /* > 0: stop when the global step count reaches it */
+    uint64_t seed;
+    int threads;               /* BLAS threads per process, 0: automatic */
+    double log_every_s;        /* plain progress lines at most this often */
+    pn_optimizer_config optimizer;
+} pn_train_config;
+
+/* Defaults: batch 64, 1 epoch, seed 1, sgd with lr 0.01, progress every 10 s. */
+void pn_train_config_default(pn_train_config *cfg);
+
+/* Reads the model's "train" object (may be NULL) over cfg; errors name file and field. */
+int pn_train_config_from_json(const json_t *train, const char *file, pn_train_config *cfg);
+
+#endif

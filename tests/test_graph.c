@@ -1,0 +1,184 @@
+/* Model JSON -> pn_graph: valid models get a topological order, shapes and gradient
+ * flags; every mistake a person can make in the file is refused with a message
+ * naming the file, the place and the field. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "pipeline/graph.h"
+#include "pipeline/train_config.h"
+#include "testutil.h"
+
+static const char *const MLP =
+    "{\"name\": \"mlp\", \"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 784},"
+    " \"y\": {\"dataset\": \"labels\", \"ids\": true}},"
+    " \"layers\": ["
+    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]},"
+    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"fc2\", \"size\": 10},"
+    "  {\"name\": \"fc1\", \"type\": \"fc\", \"input\": \"x\", \"size\": 1024, \"act\": \"relu\"},"
+    "  {\"name\": \"fc2\", \"type\": \"fc\", \"input\": \"fc1\", \"size\": 1024, \"act\": \"relu\"}"
+    "]}";
+
+static int from_text(const char *text, pn_graph **g)
+{
+    json_error_t err;
+    json_t *root = json_loads(text, 0, &err);
+    ck_assert_msg(root != NULL, "test JSON does not parse: %s: %s", err.text, text);
+    pn_error_clear();
+    int rc = pn_graph_from_json(g, root, "models/bad.json");
+    json_decref(root);
+    return rc;
+}
+
+START_TEST(valid_model_is_ordered_and_shaped)
+{
+    pn_graph *g;
+    ck_assert_int_eq(from_text(MLP, &g), 0);
+    ck_assert_int_eq(g->n_nodes, 6);
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_inputs; k++)
+            ck_assert_int_lt(g->nodes[i].inputs[k], i); /* producers first */
+    int fc2 = pn_graph_find(g, "fc2"), loss = pn_graph_find(g, "loss"), x = pn_graph_find(g, "x");
+    ck_assert_int_lt(pn_graph_find(g, "fc1"), fc2);
+    ck_assert_int_eq(g->nodes[fc2].layer->out_shape.width, 1024);
+    ck_assert(g->nodes[x].is_input && !g->nodes[x].needs_grad);
+    ck_assert(g->nodes[fc2].needs_grad && g->nodes[loss].needs_grad);
+    ck_assert_int_eq(pn_graph_loss_count(g), 1);
+    ck_assert_int_eq(pn_graph_param_count(g), 784 * 1024 + 1024 + 1024 * 1024 + 1024 + 10250);
+    ck_assert_str_eq(g->name, "mlp");
+    pn_graph_free(g);
+}
+END_TEST
+
+typedef struct mistake {
+    const char *json;
+    const char *expect[3]; /* substrings of the message besides the file name */
+} mistake;
+
+#define IN "\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 4}, \"y\": {\"dataset\": \"l\", \"ids\": true}}"
+
+static const mistake mistakes[] = {
+    {"[1, 2]", {"top level", "object"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3}], \"optimiser\": {}}",
+     {"optimiser", "unknown key"}},
+    {"{\"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3}]}", {"inputs", "missing"}},
+    {"{" IN "}", {"layers", "missing"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"conv\", \"input\": \"x\"}]}",
+     {"layers[0]", "'a'", "unknown type 'conv'"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"fc9\", \"size\": 3}]}",
+     {"layers[0]", "'a'", "'fc9' names no layer"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3},"
+     " {\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3}]}",
+     {"layers[1]", "'a'", "already used by layers[0]"}},
+    {"{" IN ", \"layers\": [{\"name\": \"x\", \"type\": \"fc\", \"input\": \"y\", \"size\": 3}]}",
+     {"layers[0]", "'x'", "already used by inputs.x"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"b\", \"size\": 4},"
+     " {\"name\": \"b\", \"type\": \"fc\", \"input\": \"a\", \"size\": 4},"
+     " {\"name\": \"c\", \"type\": \"fc\", \"input\": \"x\", \"size\": 4}]}",
+     {"cycle", "'a'", "'b'"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"a\", \"size\": 4}]}",
+     {"layers[0]", "'a'", "cycle"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3},"
+     " {\"name\": \"sum\", \"type\": \"add\", \"input\": [\"a\", \"x\"]}]}",
+     {"layers[1]", "'sum'", "'input'"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\"}]}",
+     {"layers[0]", "'a'", "'size': missing"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": \"big\"}]}",
+     {"layers[0]", "'a'", "'size': expected an integer"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3, \"activation\": \"relu\"}]}",
+     {"layers[0]", "'a'", "'activation'"}},
+    {"{\"inputs\": {\"x\": {\"size\": 4}}, \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3}]}",
+     {"inputs.x", "names no dataset"}},
+    {"{" IN ", \"layers\": [{\"type\": \"fc\", \"input\": \"x\", \"size\": 3}]}", {"layers[0]", "'name'"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"input\": \"x\", \"size\": 3}]}", {"layers[0]", "'a'", "'type'"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"size\": 3}]}", {"layers[0]", "'a'", "'input'"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": [], \"size\": 3}]}", {"layers[0]", "'input'"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": [\"x\", 3], \"size\": 3}]}", {"layers[0]", "'input'[1]"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3, \"stage\": -1}]}",
+     {"layers[0]", "'stage'"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a/b\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3}]}", {"layers[0]", "'/'"}},
+    {"{" IN ", \"layers\": [{\"name\": \"e\", \"type\": \"embedding\", \"input\": \"x\", \"vocab\": 5, \"size\": 3}]}",
+     {"layers[0]", "'e'", "ids"}},
+    {"{" IN ", \"layers\": [{\"name\": \"l\", \"type\": \"softmax_xent\", \"input\": [\"x\", \"x\"]}]}",
+     {"layers[0]", "'l'", "labels"}},
+};
+enum { N_MISTAKES = sizeof mistakes / sizeof *mistakes };
+
+START_TEST(mistakes_name_file_place_and_field)
+{
+    const mistake *m = &mistakes[_i];
+    pn_graph *g = NULL;
+    ck_assert_int_eq(from_text(m->json, &g), PN_ERR_INVALID);
+    const char *msg = pn_error_message();
+    ck_assert_msg(strstr(msg, "models/bad.json: ") == msg, "message does not start with the file: %s", msg);
+    for (int k = 0; k < 3 && m->expect[k]; k++)
+        ck_assert_msg(strstr(msg, m->expect[k]), "case %d: no \"%s\" in: %s", _i, m->expect[k], msg);
+}
+END_TEST
+
+START_TEST(syntax_errors_give_line_and_column)
+{
+    char path[] = "/tmp/pipenet-graph-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    const char *text = "{\n  \"inputs\": {},\n  \"layers\": [\n    {\"name\": \"a\",}\n  ]\n}\n";
+    ck_assert_int_eq(write(fd, text, strlen(text)), (int)strlen(text));
+    close(fd);
+    pn_graph *g = NULL;
+    ck_assert_int_eq(pn_graph_load(&g, path), PN_ERR_INVALID);
+    char where[64];
+    snprintf(where, sizeof where, "%s:4:", path);
+    ck_assert_msg(strstr(pn_error_message(), where), "no %s in: %s", where, pn_error_message());
+    unlink(path);
+    ck_assert_int_eq(pn_graph_load(&g, "/nonexistent/model.json"), PN_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(pn_error_message(), "/nonexistent/model.json"));
+}
+END_TEST
+
+START_TEST(train_section_is_validated)
+{
+    static const char *const bad[][2] = {
+        {"{\"batch\": \"big\"}", "train.batch"},
+        {"{\"epochs\": 0}", "train.epochs"},
+        {"{\"data\": 5}", "train.data"},
+        {"{\"learning_rate\": 0.1}", "train.learning_rate"},
+        {"{\"optimizer\": {\"type\": \"adagrad\"}}", "train.optimizer.type"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        json_t *train = json_loads(bad[i][0], 0, NULL);
+        pn_train_config cfg;
+        pn_train_config_default(&cfg);
+        ck_assert_int_eq(pn_train_config_from_json(train, "models/bad.json", &cfg), PN_ERR_INVALID);
+        ck_assert_msg(strstr(pn_error_message(), bad[i][1]) &&
+                          strstr(pn_error_message(), "models/bad.json"),
+                      "no %s in: %s", bad[i][1], pn_error_message());
+        json_decref(train);
+    }
+    json_t *train = json_loads("{\"batch\": 32, \"epochs\": 3, \"seed\": 9, \"data\": \"t.h5\","
+                               " \"optimizer\": {\"type\": \"adam\", \"lr\": 0.002}}", 0, NULL);
+    pn_train_config cfg;
+    pn_train_config_default(&cfg);
+    ck_assert_int_eq(pn_train_config_from_json(train, "m.json", &cfg), 0);
+    ck_assert_int_eq(cfg.batch, 32);
+    ck_assert_int_eq(cfg.epochs, 3);
+    ck_assert_uint_eq(cfg.seed, 9);
+    ck_assert_str_eq(cfg.data, "t.h5");
+    ck_assert_int_eq(cfg.optimizer.kind, PN_OPT_ADAM);
+    ck_assert_double_eq_tol(cfg.optimizer.lr, 0.002, 1e-12);
+    json_decref(train);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("graph");
+    TCase *tc = tcase_create("model json");
+    tcase_add_test(tc, valid_model_is_ordered_and_shaped);
+    tcase_add_loop_test(tc, mistakes_name_file_place_and_field, 0, N_MISTAKES);
+    tcase_add_test(tc, syntax_errors_give_line_and_column);
+    tcase_add_test(tc, train_section_is_validated);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s);
+}

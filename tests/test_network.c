@@ -1,0 +1,240 @@
+/* pn_network: whole-network gradients against finite differences of the mean loss
+ * (an MLP with a skip connection, layer norm, dropout and concat; a small causal
+ * transformer block on token ids), batch changes within the plan, a stage subset
+ * with an input supplied from outside, and no allocation in steady-state steps. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "math/ops.h"
+#include "pipeline/graph.h"
+#include "pipeline/network.h"
+#include "testutil.h"
+
+static const char *const SKIP_MLP =
+    "{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 5}, \"y\": {\"dataset\": \"l\", \"ids\": true}},"
+    " \"layers\": ["
+    "  {\"name\": \"h1\", \"type\": \"fc\", \"input\": \"x\", \"size\": 6, \"act\": \"tanh\"},"
+    "  {\"name\": \"h2\", \"type\": \"fc\", \"input\": \"h1\", \"size\": 6, \"act\": \"gelu\"},"
+    "  {\"name\": \"sum\", \"type\": \"add\", \"input\": [\"h1\", \"h2\"]},"
+    "  {\"name\": \"norm\", \"type\": \"layernorm\", \"input\": \"sum\"},"
+    "  {\"name\": \"drop\", \"type\": \"dropout\", \"input\": \"norm\", \"rate\": 0.25},"
+    "  {\"name\": \"cat\", \"type\": \"concat\", \"input\": [\"drop\", \"x\"]},"
+    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"cat\", \"size\": 4},"
+    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}"
+    "]}";
+
+static const char *const TINY_TRANSFORMER =
+    "{\"inputs\": {\"tok\": {\"dataset\": \"t\", \"ids\": true, \"seq\": 4},"
+    "  \"next\": {\"dataset\": \"n\", \"ids\": true, \"seq\": 4}},"
+    " \"layers\": ["
+    "  {\"name\": \"emb\", \"type\": \"embedding\", \"input\": \"tok\", \"vocab\": 7, \"size\": 6},"
+    "  {\"name\": \"ln\", \"type\": \"layernorm\", \"input\": \"emb\"},"
+    "  {\"name\": \"att\", \"type\": \"attention\", \"input\": \"ln\", \"heads\": 2},"
+    "  {\"name\": \"res\", \"type\": \"add\", \"input\": [\"emb\", \"att\"]},"
+    "  {\"name\": \"head\", \"type\": \"fc\", \"input\": \"res\", \"size\": 7},"
+    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"head\", \"next\"]}"
+    "]}";
+
+typedef struct fixture {
+    pn_graph *graph;
+    pn_network *net;
+    pn_params *params;
+    pn_pass pass;
+    int batch;
+} fixture;
+
+static void fixture_init(fixture *f, const char *json, const bool *member, int batch)
+{
+    json_t *root = json_loads(json, 0, NULL);
+    ck_assert_ptr_nonnull(root);
+    int rc = pn_graph_from_json(&f->graph, root, "test.json");
+    json_decref(root);
+    ck_assert_msg(rc == 0, "%s", pn_error_message());
+    ck_assert_int_eq(pn_params_create(&f->params, pn_device_host()), 0);
+    ck_assert_int_eq(pn_network_create(&f->net, f->graph, member, pn_device_host()), 0);
+    ck_assert_int_eq(pn_network_bind(f->net, f->params), 0);
+    ck_assert_int_eq(pn_params_finalize(f->params), 0);
+    ck_assert_int_eq(pn_params_init_values(f->params, 3), 0);
+    ck_assert_int_eq(pn_network_plan(f->net, batch), 0);
+    f->batch = batch;
+    f->pass = (pn_pass){true, 3, 1, 0};
+
+    /* random data in every input the network holds */
+    pn_rng rng;
+    pn_rng_init(&rng, 17, 0);
+    for (int i = 0; i < f->graph->n_nodes; i++) {
+        pn_arg *a = pn_network_arg(f->net, i);
+        if (!a || !f->graph->nodes[i].is_input) continue;
+        if (a->shape.ids)
+            for (int k = 0; k < pn_arg_rows(a); k++) a->ids[k] = (int)(pn_rng_next(&rng) % 4);
+        else
+            tu_fill_uniform(&a->value, &rng, 1.0f);
+    }
+    pn_matrix all = pn_params_all_values(f->params);
+    pn_rng_init(&rng, 18, 0);
+    pn_matrix noise = tu_alloc(1, all.cols, 0);
+    tu_fill_uniform(&noise, &rng, 0.3f);
+    ck_assert_int_eq(pn_axpy(1.0f, &noise, &all), 0); /* move biases and gains off 0 / 1 */
+    tu_free(&noise);
+}
+
+static void fixture_free(fixture *f)
+{
+    pn_network_free(f->net);
+    pn_params_free(f->params);
+    pn_graph_free(f->graph);
+}
+
+static double mean_loss(fixture *f)
+{
+    pn_network_reset_stats(f->net);
+    int rc = pn_network_forward(f->net, &f->pass, f->params);
+    ck_assert_msg(rc == 0, "%s", pn_error_message());
+    pn_layer_stats s;
+    pn_network_stats(f->net, &s);
+    return s.loss_sum / s.rows;
+}
+
+/* Every parameter's gradient from backward against central differences. */
+static void check_param_gradients(fixture *f)
+{
+    ck_assert_int_eq(pn_params_zero_grads(f->params), 0);
+    mean_loss(f);
+    ck_assert_int_eq(pn_network_backward(f->net, &f->pass, f->params, f->batch), 0);
+    const double eps = 2e-3; /* layer norm over 6 values curves fast: 1e-2 is too coarse */
+    long compared = 0;
+    for (int p = 0; p < pn_params_count(f->params); p++) {
+        pn_matrix v = pn_params_value(f->params, p), g = pn_params_grad(f->params, p);
+        for (size_t k = 0; k < pn_matrix_count(v); k++) {
+            float saved = v.data[k];
+            v.data[k] = saved + (float)eps;
+            double plus = mean_loss(f);
+            v.data[k] = saved - (float)eps;
+            double minus = mean_loss(f);
+            v.data[k] = saved;
+            double numeric = (plus - minus) / (2 * eps);
+            ck_assert_msg(tu_close(g.data[k], numeric, 3e-2, 2e-4), "%s[%zu]: backward %.6g, "
+                          "finite difference %.6g", pn_params_get(f->params, p)->name, k,
+                          g.data[k], numeric);
+            compared++;
+        }
+    }
+    ck_assert_int_gt(compared, 50);
+}
+
+START_TEST(skip_mlp_gradients_match_finite_differences)
+{
+    fixture f;
+    fixture_init(&f, SKIP_MLP, NULL, 3);
+    check_param_gradients(&f);
+    fixture_free(&f);
+}
+END_TEST
+
+START_TEST(transformer_block_gradients_match_finite_differences)
+{
+    fixture f;
+    fixture_init(&f, TINY_TRANSFORMER, NULL, 2);
+    check_param_gradients(&f);
+    fixture_free(&f);
+}
+END_TEST
+
+START_TEST(steady_state_steps_allocate_nothing)
+{
+    fixture f;
+    fixture_init(&f, SKIP_MLP, NULL, 8);
+    pn_pool_stats before, after;
+    for (int step = 0; step < 6; step++) {
+        if (step == 1) pn_pool_stats_get(pn_device_host(), &before);
+        f.pass.step = step;
+        mean_loss(&f);
+        ck_assert_int_eq(pn_network_backward(f.net, &f.pass, f.params, f.batch), 0);
+        ck_assert_int_eq(pn_params_zero_grads(f.params), 0);
+    }
+    pn_pool_stats_get(pn_device_host(), &after);
+    ck_assert_uint_eq(after.system_allocs, before.system_allocs);
+    ck_assert_uint_eq(after.reuses, before.reuses); /* not even from the pool */
+    fixture_free(&f);
+}
+END_TEST
+
+START_TEST(smaller_batches_fit_the_plan)
+{
+    fixture f;
+    fixture_init(&f, SKIP_MLP, NULL, 5);
+    double full = mean_loss(&f);
+    ck_assert_int_eq(pn_network_set_batch(f.net, 2), 0);
+    double part = mean_loss(&f);
+    ck_assert(isfinite(full) && isfinite(part) && full != part);
+    pn_layer_stats s;
+    pn_network_stats(f.net, &s);
+    ck_assert_double_eq(s.rows, 2);
+    ck_assert_int_eq(pn_network_set_batch(f.net, 6), PN_ERR_INTERNAL);
+    fixture_free(&f);
+}
+END_TEST
+
+/* A network holding only the layers after h1 receives h1 from outside and sends its
+ * gradient back: the same numbers as the whole network computes. */
+START_TEST(stage_subset_matches_whole_network)
+{
+    fixture whole;
+    fixture_init(&whole, SKIP_MLP, NULL, 3);
+    ck_assert_int_eq(pn_params_zero_grads(whole.params), 0);
+    double loss = mean_loss(&whole);
+    ck_assert_int_eq(pn_network_backward(whole.net, &whole.pass, whole.params, 3), 0);
+
+    int h1 = pn_graph_find(whole.graph, "h1");
+    bool *member = calloc((size_t)whole.graph->n_nodes, sizeof *member);
+    for (int i = h1 + 1; i < whole.graph->n_nodes; i++) member[i] = true;
+    member[pn_graph_find(whole.graph, "x")] = member[pn_graph_find(whole.graph, "y")] = true;
+    member[h1] = false;
+    fixture tail;
+    fixture_init(&tail, SKIP_MLP, member, 3);
+    /* same data and parameters as the whole network */
+    for (int i = 0; i < whole.graph->n_nodes; i++) {
+        pn_arg *a = pn_network_arg(tail.net, i), *w = pn_network_arg(whole.net, i);
+        if (!a) continue;
+        if (a->shape.ids) memcpy(a->ids, w->ids, (size_t)pn_arg_rows(a) * sizeof(int));
+        else ck_assert_int_eq(pn_copy(&w->value, &a->value), 0);
+    }
+    for (int p = 0; p < pn_params_count(tail.params); p++) {
+        const char *name = pn_params_get(tail.params, p)->name;
+        pn_matrix dst = pn_params_value(tail.params, p);
+        pn_matrix src = pn_params_value(whole.params, pn_params_find(whole.params, name));
+        ck_assert_int_eq(pn_copy(&src, &dst), 0);
+    }
+    ck_assert_ptr_null(pn_network_arg(tail.net, pn_graph_find(tail.graph, "nothing")));
+    ck_assert_int_eq(pn_params_find(tail.params, "h1/w"), -1); /* not this stage's */
+    ck_assert_int_eq(pn_params_zero_grads(tail.params), 0);
+    ck_assert_double_eq_tol(mean_loss(&tail), loss, 1e-6);
+    ck_assert_int_eq(pn_network_backward(tail.net, &tail.pass, tail.params, 3), 0);
+    pn_arg *boundary = pn_network_arg(tail.net, h1);
+    ck_assert_ptr_nonnull(boundary->grad.data);
+    /* the boundary gradient equals what the whole network passed into h1 */
+    pn_arg *inner = pn_network_arg(whole.net, h1);
+    for (size_t k = 0; k < pn_matrix_count(boundary->grad); k++)
+        ck_assert(tu_close(boundary->grad.data[k], inner->grad.data[k], 1e-5, 1e-7));
+    free(member);
+    fixture_free(&tail);
+    fixture_free(&whole);
+}
+END_TEST
+
+int main(void)
+{
+    pn_math_set_threads(1);
+    Suite *s = suite_create("network");
+    TCase *tc = tcase_create("network");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, skip_mlp_gradients_match_finite_differences);
+    tcase_add_test(tc, transformer_block_gradients_match_finite_differences);
+    tcase_add_test(tc, steady_state_steps_allocate_nothing);
+    tcase_add_test(tc, smaller_batches_fit_the_plan);
+    tcase_add_test(tc, stage_subset_matches_whole_network);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s);
+}

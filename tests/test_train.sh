@@ -1,0 +1,53 @@
+#!/bin/sh
+# `pipenet train` end to end on a slice of Fashion-MNIST: runs, metrics lines,
+# identical losses for the same seed, different for another seed, --steps, and
+# clean errors for bad options, bad models and missing data. Skips (77) without the
+# Debian dataset package.
+set -u
+PIPENET=${PIPENET:-./pipenet}
+SRC=/usr/share/datasets/fashion-mnist
+[ -d "$SRC" ] || { echo "SKIP: $SRC not installed (dataset-fashion-mnist)"; exit 77; }
+here=$(cd "$(dirname "$0")/.." && pwd)
+model=$here/models/fashion_mlp.json
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$PIPENET" import fashion-mnist --src "$SRC" --out "$tmp/fm" >/dev/null || fail "import"
+run() { # run NAME SEED [extra args]: 25 steps of batch 64 with metrics
+    name=$1 seed=$2; shift 2
+    "$PIPENET" train "$model" --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" \
+        --steps 25 --batch 64 --seed "$seed" --threads 1 --metrics "$tmp/$name.jsonl" "$@" \
+        >"$tmp/$name.out" 2>&1 || { cat "$tmp/$name.out"; fail "train $name exited non-zero"; }
+}
+run a 7
+run b 7
+run c 8
+
+# metrics: 25 step lines with the promised fields, then one evaluation line
+[ "$(grep -c '"step"' "$tmp/a.jsonl")" -eq 26 ] || fail "expected 26 metrics lines"
+for key in '"step": 25' '"epoch": 0' '"loss":' '"lr":' '"samples_per_s":' '"eval_loss":' \
+           '"eval_accuracy":'; do
+    grep -q "$key" "$tmp/a.jsonl" || fail "metrics lack $key"
+done
+losses() { grep -o '"loss": [^,]*' "$1"; }
+[ "$(losses "$tmp/a.jsonl")" = "$(losses "$tmp/b.jsonl")" ] || fail "same seed, different losses"
+[ "$(losses "$tmp/a.jsonl")" != "$(losses "$tmp/c.jsonl")" ] || fail "other seed, same losses"
+first=$(losses "$tmp/a.jsonl" | head -1 | cut -d' ' -f2)
+last=$(losses "$tmp/a.jsonl" | tail -1 | cut -d' ' -f2)
+awk "BEGIN { exit !($last < $first) }" || fail "loss did not fall ($first -> $last)"
+grep -q 'eval accuracy' "$tmp/a.out" || fail "no evaluation line in the output"
+
+# errors: exit 2 for misuse, 1 for bad input, message names the culprit
+"$PIPENET" train "$model" --batch zero >"$tmp/e1" 2>&1; [ $? -eq 2 ] || fail "--batch zero"
+grep -q "pipenet: error: --batch" "$tmp/e1" || fail "--batch message: $(cat "$tmp/e1")"
+"$PIPENET" train >/dev/null 2>&1; [ $? -eq 2 ] || fail "no model accepted"
+"$PIPENET" train "$model" --data "$tmp/none.h5" >"$tmp/e2" 2>&1; [ $? -eq 1 ] || fail "missing data"
+grep -q "none.h5" "$tmp/e2" || fail "missing data message: $(cat "$tmp/e2")"
+printf '{"inputs": {"x": {"dataset": "features", "size": 784}},\n "layers": [{"name": "a", "type": "fc", "input": "x", "sise": 3}]}\n' >"$tmp/bad.json"
+"$PIPENET" train "$tmp/bad.json" >"$tmp/e3" 2>&1; [ $? -eq 1 ] || fail "bad model accepted"
+grep -q "bad.json: layers\[0\]: layer 'a'" "$tmp/e3" || fail "bad model message: $(cat "$tmp/e3")"
+printf '{"inputs": {"x": {"dataset": "features", "size": 100}, "y": {"dataset": "labels", "ids": true}},\n "layers": [{"name": "o", "type": "fc", "input": "x", "size": 10}, {"name": "l", "type": "softmax_xent", "input": ["o", "y"]}]}\n' >"$tmp/wide.json"
+"$PIPENET" train "$tmp/wide.json" --data "$tmp/fm/train.h5" >"$tmp/e4" 2>&1; [ $? -eq 1 ] || fail "size mismatch accepted"
+grep -q "train.h5" "$tmp/e4" && grep -q "features" "$tmp/e4" || fail "size mismatch message: $(cat "$tmp/e4")"
+echo "PASS: train"
