@@ -5,7 +5,8 @@
  * Batches come from a dataset file when one is given (the reader prefetches in the
  * background, as in training), otherwise from random data in memory.
  *
- * usage: bench_step [MODEL.json] [--data train.h5] [--batch B] [--steps N] [--rounds R] */
+ * usage: bench_step [MODEL.json] [--data train.h5] [--batch B] [--steps N] [--rounds R]
+ *                   [--threads 1|2] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,16 +131,26 @@ static void feed(bench *b)
     }
 }
 
-static double time_steps(bench *b, int steps, long *step)
+enum { PHASE_DATA, PHASE_FORWARD, PHASE_BACKWARD, PHASE_UPDATE, N_PHASES };
+static const char *const phase_names[N_PHASES] = {"data", "forward", "backward", "update"};
+
+/* Mean seconds per step, and per phase in phase[] (accumulated). */
+static double time_steps(bench *b, int steps, long *step, double *phase)
 {
-    double t0 = pn_now();
+    double t0 = pn_now(), t[N_PHASES + 1];
     for (int s = 0; s < steps; s++, (*step)++) {
         pn_pass pass = {true, 1, *step, 0};
+        t[0] = pn_now();
         feed(b);
         pn_network_reset_stats(b->net);
+        t[1] = pn_now();
         CHECK(pn_network_forward(b->net, &pass, b->params));
+        t[2] = pn_now();
         CHECK(pn_network_backward(b->net, &pass, b->params, b->batch));
+        t[3] = pn_now();
         CHECK(pn_optimizer_step(b->opt, b->params, *step, 1.0));
+        t[4] = pn_now();
+        for (int p = 0; phase && p < N_PHASES; p++) phase[p] += (t[p + 1] - t[p]) / steps;
     }
     return (pn_now() - t0) / steps;
 }
@@ -170,16 +181,17 @@ static double median(double *v, int n)
 int main(int argc, char **argv)
 {
     const char *model = "models/fashion_mlp.json", *data = NULL;
-    int batch = 128, steps = 20, rounds = 9;
+    int batch = 128, steps = 20, rounds = 9, only_threads = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) only_threads = atoi(argv[++i]);
         else if (argv[i][0] != '-') model = argv[i];
         else {
             fprintf(stderr, "usage: bench_step [MODEL.json] [--data FILE] [--batch B] "
-                            "[--steps N] [--rounds R]\n");
+                            "[--steps N] [--rounds R] [--threads 1|2]\n");
             return 2;
         }
     }
@@ -191,18 +203,22 @@ int main(int argc, char **argv)
            "step/GEMM");
     long step = 0;
     for (int threads = 1; threads <= 2; threads++) {
+        if (only_threads && threads != only_threads) continue;
         pn_math_set_threads(threads);
-        time_steps(&b, 3, &step); /* warm-up: first-touch, thread start */
+        time_steps(&b, 3, &step, NULL); /* warm-up: first-touch, thread start */
         time_gemms(&b, 3);
         double *st = calloc((size_t)rounds, sizeof *st), *gt = calloc((size_t)rounds, sizeof *gt);
-        double *ratio = calloc((size_t)rounds, sizeof *ratio);
+        double *ratio = calloc((size_t)rounds, sizeof *ratio), phase[N_PHASES] = {0};
         for (int r = 0; r < rounds; r++) { /* interleaved, so noise hits both alike */
-            st[r] = time_steps(&b, steps, &step);
+            st[r] = time_steps(&b, steps, &step, phase);
             gt[r] = time_gemms(&b, steps);
             ratio[r] = st[r] / gt[r];
         }
         double ms = median(st, rounds), mg = median(gt, rounds), mr = median(ratio, rounds);
-        printf("%-8d %12.0f %10.2f %10.2f %12.3f\n", threads, batch / ms, 1e3 * ms, 1e3 * mg, mr);
+        printf("%-8d %12.0f %10.2f %10.2f %12.3f   (mean ms:", threads, batch / ms, 1e3 * ms,
+               1e3 * mg, mr);
+        for (int p = 0; p < N_PHASES; p++) printf(" %s %.2f", phase_names[p], 1e3 * phase[p] / rounds);
+        printf(")\n");
         free(st), free(gt), free(ratio);
     }
     return 0;

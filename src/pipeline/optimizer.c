@@ -352,7 +352,8 @@ double pn_optimizer_clip_scale(const pn_optimizer_config *cfg, double grad_sq_su
     return norm > cfg->clip_norm ? cfg->clip_norm / norm : 1.0;
 }
 
-int pn_optimizer_step(pn_optimizer *o, pn_params *params, long step, double grad_scale)
+int pn_optimizer_update_params(pn_optimizer *o, pn_params *params, long step,
+                               double grad_scale, const int *indices, int n)
 {
     const pn_optimizer_config *c = &o->cfg;
     if (params != o->params)
@@ -378,7 +379,8 @@ int pn_optimizer_step(pn_optimizer *o, pn_params *params, long step, double grad
         hp.bias1 = (float)(1.0 - pow(c->beta1, t));
         hp.bias2 = (float)(1.0 - pow(c->beta2, t));
     }
-    for (int i = 0; i < pn_params_count(params); i++) {
+    for (int k = 0; k < n; k++) {
+        int i = indices ? indices[k] : k;
         hp.weight_decay = pn_params_get(params, i)->decay ? (float)c->weight_decay : 0.0f;
         pn_matrix w = pn_params_value(params, i), g = pn_params_grad(params, i);
         pn_matrix s1 = {0}, s2 = {0};
@@ -388,4 +390,9 @@ int pn_optimizer_step(pn_optimizer *o, pn_params *params, long step, double grad
                                    o->slot2 >= 0 ? &s2 : NULL));
     }
     return PN_OK;
+}
+
+int pn_optimizer_step(pn_optimizer *o, pn_params *params, long step, double grad_scale)
+{
+    return pn_optimizer_update_params(o, params, step, grad_scale, NULL, pn_params_count(params));
 }

@@ -84,6 +84,12 @@ double pn_optimizer_clip_scale(const pn_optimizer_config *cfg, double grad_sq_su
 int pn_optimizer_step(pn_optimizer *o, pn_params *params, long step, double grad_scale);
 
 /* The configuration o was created with. */
+/* The same update for the n parameters whose handles are in indices (NULL: the
+ * first n), so a layer's parameters can be updated as soon as their gradients are
+ * final, while they are still in cache. */
+int pn_optimizer_update_params(pn_optimizer *o, pn_params *params, long step,
+                               double grad_scale, const int *indices, int n);
+
 const pn_optimizer_config *pn_optimizer_config_of(const pn_optimizer *o);
 
 #endif

@@ -88,36 +88,36 @@ int pn_cpu_act_forward(pn_act act, const pn_matrix *x, pn_matrix *y)
     return PN_OK;
 }
 
-/* Local derivative of act at one element, from its input x and output y. */
-static inline float act_grad(pn_act act, float x, float y)
-{
-    switch (act) {
-    case PN_ACT_RELU: return y > 0.0f ? 1.0f : 0.0f;
-    case PN_ACT_TANH: return 1.0f - y * y;
-    case PN_ACT_SIGMOID: return y * (1.0f - y);
-    case PN_ACT_GELU: return gelu_grad(x);
-    default: return 1.0f;
-    }
-}
+/* dx = beta * dx + g with g the local gradient: one specialized loop per
+ * activation, so each vectorizes (no per-element switch). */
+#define BACKWARD_LOOP(expr)                                                        \
+    do {                                                                           \
+        if (beta == 0.0f)                                                          \
+            for (int j = 0; j < n; j++) dxr[j] = (expr);                           \
+        else                                                                       \
+            for (int j = 0; j < n; j++) dxr[j] = beta * dxr[j] + (expr);           \
+    } while (0)
 
 int pn_cpu_act_backward(pn_act act, const pn_matrix *x, const pn_matrix *y,
                         const pn_matrix *dy, float beta, pn_matrix *dx)
 {
+    int n = dx->cols;
     for (int i = 0; i < dx->rows; i++) {
         const float *xr = x ? pn_cpu_row(x, i) : NULL, *yr = y ? pn_cpu_row(y, i) : NULL;
         const float *dyr = pn_cpu_row(dy, i);
         float *dxr = pn_cpu_row(dx, i);
-        int n = dx->cols;
-        float dot = 0.0f; /* softmax: sum_j dy_j y_j */
-        if (act == PN_ACT_SOFTMAX)
+        switch (act) {
+        case PN_ACT_NONE: BACKWARD_LOOP(dyr[j]); break;
+        case PN_ACT_RELU: BACKWARD_LOOP(yr[j] > 0.0f ? dyr[j] : 0.0f); break;
+        case PN_ACT_TANH: BACKWARD_LOOP(dyr[j] * (1.0f - yr[j] * yr[j])); break;
+        case PN_ACT_SIGMOID: BACKWARD_LOOP(dyr[j] * yr[j] * (1.0f - yr[j])); break;
+        case PN_ACT_GELU: BACKWARD_LOOP(dyr[j] * gelu_grad(xr[j])); break;
+        case PN_ACT_SOFTMAX: {
+            float dot = 0.0f; /* sum_j dy_j y_j */
             for (int j = 0; j < n; j++) dot += dyr[j] * yr[j];
-        for (int j = 0; j < n; j++) {
-            float g;
-            if (act == PN_ACT_SOFTMAX)
-                g = yr[j] * (dyr[j] - dot);
-            else
-                g = dyr[j] * act_grad(act, xr ? xr[j] : 0.0f, yr ? yr[j] : 0.0f);
-            dxr[j] = beta == 0.0f ? g : beta * dxr[j] + g;
+            BACKWARD_LOOP(yr[j] * (dyr[j] - dot));
+            break;
+        }
         }
     }
     return PN_OK;

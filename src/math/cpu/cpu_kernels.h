@@ -37,6 +37,14 @@ int pn_cpu_scatter_add_rows(const pn_matrix *dout, const int *ids, pn_matrix *dt
 int pn_cpu_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
                             pn_matrix *slot1, pn_matrix *slot2);
 
+/* Hot loops get AVX2 and AVX-512 versions picked at load time (the build targets
+ * baseline x86-64, whose SSE loops leave half the vector unit idle). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PN_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define PN_VECTOR_CLONES
+#endif
+
 /* Row i of m. */
 static inline float *pn_cpu_row(const pn_matrix *m, int i) { return m->data + (size_t)i * (size_t)m->ld; }
 

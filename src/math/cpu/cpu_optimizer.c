@@ -1,18 +1,13 @@
 /* The fused optimizer update on the CPU (pn_optimizer_update): one pass over memory
  * that scales each gradient, adds L2 decay, updates the slots and the value, and
- * zeroes the gradient. Rows are cut into blocks of a fixed size so that GCC
- * vectorizes the inner loops at plain -O2 (its default cost model skips loops that
- * need a scalar epilogue); the rest of a row runs the same code with a short count. */
+ * zeroes the gradient. The pass is bound by memory bandwidth, so large parameters
+ * are cut into parts that run on the CPU worker pool (cpu_threads.h). */
 #include <math.h>
 #include <stddef.h>
-#if defined(__SSE__)
-#include <immintrin.h>
-#endif
 
 #include "base/error.h"
 #include "math/cpu/cpu_kernels.h"
-
-enum { BLOCK = 16 };
+#include "math/cpu/cpu_threads.h"
 
 /* Per-call constants, resolved once so the loops do arithmetic only. */
 typedef struct coefs {
@@ -48,19 +43,19 @@ static coefs coefs_of(const pn_update_hparams *hp)
     return c;
 }
 
-static inline void sgd_block(int n, coefs c, float *restrict w, float *restrict g)
+PN_VECTOR_CLONES static void sgd_run(size_t n, coefs c, float *restrict w, float *restrict g)
 {
-    for (int j = 0; j < n; j++) {
+    for (size_t j = 0; j < n; j++) {
         float gj = c.scale * g[j] + c.l2 * w[j];
         w[j] = c.keep * w[j] - c.lr * gj;
         g[j] = 0.0f;
     }
 }
 
-static inline void momentum_block(int n, coefs c, float *restrict w, float *restrict g,
-                                  float *restrict v)
+PN_VECTOR_CLONES static void momentum_run(size_t n, coefs c, float *restrict w, float *restrict g,
+                         float *restrict v)
 {
-    for (int j = 0; j < n; j++) {
+    for (size_t j = 0; j < n; j++) {
         float gj = c.scale * g[j] + c.l2 * w[j];
         float vj = c.mu * v[j] + gj;
         v[j] = vj;
@@ -69,39 +64,47 @@ static inline void momentum_block(int n, coefs c, float *restrict w, float *rest
     }
 }
 
-/* x[j] = sqrt(x[j]) for j < n. sqrtf may set errno, which keeps GCC from vectorizing
- * it without -fno-math-errno, so full blocks use the vector instruction directly
- * (AVX when the build targets it, e.g. CFLAGS=-march=native, else SSE). */
-static inline void sqrt_block(int n, float *x)
+PN_VECTOR_CLONES static void adam_run(size_t n, coefs c, float *restrict w, float *restrict g,
+                     float *restrict m, float *restrict v)
 {
-#if defined(__AVX__)
-    if (n == BLOCK) {
-        for (int j = 0; j < BLOCK; j += 8)
-            _mm256_storeu_ps(x + j, _mm256_sqrt_ps(_mm256_loadu_ps(x + j)));
-        return;
+    for (size_t j = 0; j < n; j++) {
+        float gj = c.scale * g[j] + c.l2 * w[j];
+        float mj = c.b1 * m[j] + c.c1 * gj, vj = c.b2 * v[j] + c.c2 * gj * gj;
+        m[j] = mj;
+        v[j] = vj;
+        g[j] = 0.0f;
+        w[j] = c.keep * w[j] - c.step * mj / (sqrtf(vj) * c.rs2 + c.eps);
     }
-#elif defined(__SSE__)
-    if (n == BLOCK) {
-        for (int j = 0; j < BLOCK; j += 4) _mm_storeu_ps(x + j, _mm_sqrt_ps(_mm_loadu_ps(x + j)));
-        return;
-    }
-#endif
-    for (int j = 0; j < n; j++) x[j] = sqrtf(x[j]);
 }
 
-static inline void adam_block(int n, coefs c, float *restrict w, float *restrict g,
-                              float *restrict m, float *restrict v)
+/* One contiguous run of a parameter: [w, g, s1, s2] + offset, n floats. */
+static void update_run(pn_update_rule rule, coefs c, size_t n, float *w, float *g, float *s1,
+                       float *s2)
 {
-    float s[BLOCK];
-    for (int j = 0; j < n; j++) {
-        float gj = c.scale * g[j] + c.l2 * w[j];
-        m[j] = c.b1 * m[j] + c.c1 * gj;
-        v[j] = c.b2 * v[j] + c.c2 * gj * gj;
-        s[j] = v[j];
-        g[j] = 0.0f;
+    switch (rule) {
+    case PN_UPDATE_SGD: sgd_run(n, c, w, g); break;
+    case PN_UPDATE_MOMENTUM: momentum_run(n, c, w, g, s1); break;
+    case PN_UPDATE_ADAM: adam_run(n, c, w, g, s1, s2); break;
     }
-    sqrt_block(n, s);
-    for (int j = 0; j < n; j++) w[j] = c.keep * w[j] - c.step * m[j] / (s[j] * c.rs2 + c.eps);
+}
+
+/* A dense update cut into parts for the pool. */
+typedef struct update_job {
+    pn_update_rule rule;
+    coefs c;
+    size_t n;
+    float *w, *g, *s1, *s2;
+} update_job;
+
+static void update_part(void *ctx, int part, int parts)
+{
+    const update_job *job = ctx;
+    size_t chunk = (job->n / (size_t)parts + 15) / 16 * 16; /* whole cache lines */
+    size_t first = (size_t)part * chunk;
+    if (first >= job->n) return;
+    size_t n = job->n - first < chunk ? job->n - first : chunk;
+    update_run(job->rule, job->c, n, job->w + first, job->g + first,
+               job->s1 ? job->s1 + first : NULL, job->s2 ? job->s2 + first : NULL);
 }
 
 /* Start of row i of m, or NULL for an absent slot. */
@@ -115,33 +118,17 @@ static bool dense(const pn_matrix *m) { return !m || pn_matrix_dense(*m); }
 int pn_cpu_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
                             pn_matrix *slot1, pn_matrix *slot2)
 {
+    if (hp->rule != PN_UPDATE_SGD && hp->rule != PN_UPDATE_MOMENTUM && hp->rule != PN_UPDATE_ADAM)
+        return pn_error_set(PN_ERR_INTERNAL, "optimizer_update: bad rule %d", (int)hp->rule);
     coefs c = coefs_of(hp);
-    size_t rows = (size_t)w->rows, len = (size_t)w->cols;
     if (dense(w) && dense(g) && dense(slot1) && dense(slot2)) {
-        len *= rows; /* one long row: blocks run across row ends */
-        rows = len ? 1 : 0;
+        update_job job = {hp->rule, c, pn_matrix_count(*w), w->data, g->data,
+                          row_of(slot1, 0), row_of(slot2, 0)};
+        pn_cpu_parallel(pn_cpu_parts_for(job.n), update_part, &job);
+        return PN_OK;
     }
-    for (size_t i = 0; i < rows; i++) {
-        float *wr = row_of(w, i), *gr = row_of(g, i);
-        float *s1 = row_of(slot1, i), *s2 = row_of(slot2, i);
-        size_t j = 0, full = len / BLOCK * BLOCK;
-        int rest = (int)(len - full);
-        switch (hp->rule) {
-        case PN_UPDATE_SGD:
-            for (; j < full; j += BLOCK) sgd_block(BLOCK, c, wr + j, gr + j);
-            sgd_block(rest, c, wr + j, gr + j);
-            break;
-        case PN_UPDATE_MOMENTUM:
-            for (; j < full; j += BLOCK) momentum_block(BLOCK, c, wr + j, gr + j, s1 + j);
-            momentum_block(rest, c, wr + j, gr + j, s1 + j);
-            break;
-        case PN_UPDATE_ADAM:
-            for (; j < full; j += BLOCK) adam_block(BLOCK, c, wr + j, gr + j, s1 + j, s2 + j);
-            adam_block(rest, c, wr + j, gr + j, s1 + j, s2 + j);
-            break;
-        default:
-            return pn_error_set(PN_ERR_INTERNAL, "optimizer_update: bad rule %d", (int)hp->rule);
-        }
-    }
+    for (size_t i = 0; i < (size_t)w->rows; i++)
+        update_run(hp->rule, c, (size_t)w->cols, row_of(w, i), row_of(g, i), row_of(slot1, i),
+                   row_of(slot2, i));
     return PN_OK;
 }
