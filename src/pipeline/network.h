@@ -41,13 +41,6 @@ int pn_network_forward(pn_network *net, const pn_pass *pass, pn_params *params);
 int pn_network_backward(pn_network *net, const pn_pass *pass, pn_params *params,
                         long global_batch);
 
-/* Called during backward right after a layer with parameters has run, when the
- * gradients of its parameters are complete for this pass. */
-typedef int (*pn_grads_ready_fn)(void *ctx, const pn_layer *layer);
-
-/* Installs (or, with fn NULL, removes) the callback. */
-void pn_network_on_grads_ready(pn_network *net, pn_grads_ready_fn fn, void *ctx);
-
 /* Loss statistics of the member loss layers since the last reset. */
 void pn_network_stats(const pn_network *net, pn_layer_stats *out);
 void pn_network_reset_stats(pn_network *net);
