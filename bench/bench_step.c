@@ -6,7 +6,7 @@
  * background, as in training), otherwise from random data in memory.
  *
  * usage: bench_step [MODEL.json] [--data train.h5] [--batch B] [--steps N] [--rounds R]
- *                   [--threads 1|2] */
+ *                   [--threads 1|2] [--data-cache MB] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +80,6 @@ static void plan_gemms(bench *b)
 static void setup(bench *b, const char *model, const char *data)
 {
     CHECK(pn_graph_load(&b->graph, model));
-    pn_train_config_default(&b->cfg);
     CHECK(pn_train_config_from_json(pn_graph_train_spec(b->graph), model, &b->cfg));
     CHECK(pn_params_create(&b->params, pn_device_host()));
     CHECK(pn_network_create(&b->net, b->graph, NULL, pn_device_host()));
@@ -108,7 +107,9 @@ static void setup(bench *b, const char *model, const char *data)
                 a->value.data[k] = (float)pn_rng_uniform(&rng);
     }
     if (data) {
-        pn_reader_options o = {b->batch, 0, b->batch, true, 1, true};
+        pn_reader_options o = {.global_batch = b->batch, .first = 0, .count = b->batch,
+                               .shuffle = true, .seed = 1, .drop_last = true,
+                               .cache_bytes = (size_t)b->cfg.data_cache_mb << 20};
         CHECK(pn_reader_open(&b->reader, data, fields, b->n_fields, &o));
         CHECK(pn_reader_seek(b->reader, 0, 0));
     }
@@ -182,23 +183,29 @@ int main(int argc, char **argv)
 {
     const char *model = "models/fashion_mlp.json", *data = NULL;
     int batch = 128, steps = 20, rounds = 9, only_threads = 0;
+    long data_cache_mb = -1; /* -1: the training default */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) only_threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--data-cache") && i + 1 < argc) data_cache_mb = atol(argv[++i]);
         else if (argv[i][0] != '-') model = argv[i];
         else {
             fprintf(stderr, "usage: bench_step [MODEL.json] [--data FILE] [--batch B] "
-                            "[--steps N] [--rounds R] [--threads 1|2]\n");
+                            "[--steps N] [--rounds R] [--threads 1|2] [--data-cache MB]\n");
             return 2;
         }
     }
     bench b = {.batch = batch};
+    pn_train_config_default(&b.cfg);
+    if (data_cache_mb >= 0) b.cfg.data_cache_mb = data_cache_mb;
     setup(&b, model, data);
-    printf("model %s, batch %d, %s data, %d GEMMs per step, median of %d rounds x %d steps\n",
-           model, batch, data ? data : "in-memory random", b.n_gemms, rounds, steps);
+    printf("model %s, batch %d, %s data%s, %d GEMMs per step, median of %d rounds x %d steps\n",
+           model, batch, data ? data : "in-memory random",
+           data ? (b.cfg.data_cache_mb > 0 ? " (cached in memory when it fits)" : " (read per batch)") : "",
+           b.n_gemms, rounds, steps);
     printf("%-8s %12s %10s %10s %12s\n", "threads", "samples/s", "step ms", "GEMM ms",
            "step/GEMM");
     long step = 0;

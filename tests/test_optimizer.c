@@ -533,43 +533,6 @@ START_TEST(step_allocates_nothing)
 }
 END_TEST
 
-/* A parameter large enough to be cut into parts for the worker pool gets exactly the
- * update that one thread computes (same per-element arithmetic, any split). */
-START_TEST(pooled_update_equals_single_thread)
-{
-    enum { ROWS = 700, COLS = 1001 }; /* 700700 floats: several parts, ragged tail */
-    pn_params *p[2];
-    pn_optimizer *o[2];
-    for (int t = 0; t < 2; t++) {
-        int index;
-        ck_assert_int_eq(pn_params_create(&p[t], pn_device_host()), 0);
-        ck_assert_int_eq(pn_params_declare(p[t], "big/w", ROWS, COLS,
-                                           (pn_init){PN_INIT_UNIFORM, 1.0f}, true, &index), 0);
-        ck_assert_int_eq(pn_params_finalize(p[t]), 0);
-        ck_assert_int_eq(pn_params_init_values(p[t], 4), 0);
-        pn_optimizer_config c;
-        pn_optimizer_config_default(&c, PN_OPT_ADAM, 0.01);
-        c.weight_decay = 0.05;
-        ck_assert_int_eq(pn_optimizer_create(&o[t], &c, p[t]), 0);
-        pn_math_set_threads(t + 1);
-        for (long s = 0; s < 3; s++) {
-            pn_matrix g = pn_params_grad(p[t], index), w = pn_params_value(p[t], index);
-            for (size_t k = 0; k < pn_matrix_count(g); k++) g.data[k] = w.data[k] * 0.5f - 0.1f;
-            ck_assert_int_eq(pn_optimizer_step(o[t], p[t], s, 1.0), 0);
-        }
-    }
-    pn_math_set_threads(1);
-    pn_matrix a = pn_params_all_values(p[0]), b = pn_params_all_values(p[1]);
-    ck_assert_mem_eq(a.data, b.data, (size_t)ROWS * COLS * sizeof(float));
-    pn_matrix ma = pn_params_all_slot(p[0], 0), mb = pn_params_all_slot(p[1], 0);
-    ck_assert_mem_eq(ma.data, mb.data, (size_t)ROWS * COLS * sizeof(float));
-    for (int t = 0; t < 2; t++) {
-        pn_optimizer_free(o[t]);
-        pn_params_free(p[t]);
-    }
-}
-END_TEST
-
 int main(void)
 {
     Suite *s = suite_create("optimizer");
@@ -579,7 +542,6 @@ int main(void)
     tcase_add_test(rules, nesterov_matches_reference);
     tcase_add_test(rules, adam_matches_reference);
     tcase_add_test(rules, adamw_matches_reference);
-    tcase_add_test(rules, pooled_update_equals_single_thread);
     tcase_add_test(rules, hyperparameters_reach_the_update);
     tcase_add_test(rules, grad_scale_scales_the_gradient);
     tcase_add_test(rules, op_checks_and_strided_views);

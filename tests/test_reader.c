@@ -96,10 +96,14 @@ static const pn_reader_field fields[] = {
     {"tokens", {0, SEQ, true}, "t"},
 };
 
+/* Training readers of the current test read from the file (0) or from memory. */
+static size_t cache_bytes;
+
 static pn_reader *open_train(int global_batch, int first, int count, uint64_t seed)
 {
     pn_reader_options o = {.global_batch = global_batch, .first = first, .count = count,
-                           .shuffle = true, .seed = seed, .drop_last = true};
+                           .shuffle = true, .seed = seed, .drop_last = true,
+                           .cache_bytes = cache_bytes};
     pn_reader *r;
     ck_assert_msg(pn_reader_open(&r, data_path, fields, 3, &o) == 0, "%s", pn_error_message());
     return r;
@@ -155,6 +159,7 @@ END_TEST
 
 START_TEST(batches_follow_the_permutation_and_drop_the_tail)
 {
+    cache_bytes = _i ? (size_t)1 << 30 : 0; /* both ways of reading */
     pn_reader *r = open_train(10, 0, 10, 42);
     long p0[N], p1[N];
     int seen[N] = {0};
@@ -184,6 +189,7 @@ END_TEST
 
 START_TEST(replicas_split_the_global_batch)
 {
+    cache_bytes = _i ? (size_t)1 << 30 : 0; /* both ways of reading */
     pn_reader *whole = open_train(10, 0, 10, 7), *a = open_train(10, 0, 4, 7);
     pn_reader *b = open_train(10, 4, 6, 7);
     for (int step = 0; step < 12; step++) {
@@ -203,6 +209,7 @@ END_TEST
 
 START_TEST(seek_resumes_where_sequential_reading_is)
 {
+    cache_bytes = _i ? (size_t)1 << 30 : 0; /* both ways of reading */
     pn_reader *seq = open_train(10, 0, 10, 5), *r = open_train(10, 0, 10, 5);
     for (int step = 0; step < 23; step++) next_batch(seq);
     next_batch(r);
@@ -533,9 +540,9 @@ int main(void)
     TCase *tc = tcase_create("reader");
     tcase_add_unchecked_fixture(tc, setup, teardown);
     tcase_add_test(tc, permutation_is_keyed_by_seed_and_epoch);
-    tcase_add_test(tc, batches_follow_the_permutation_and_drop_the_tail);
-    tcase_add_test(tc, replicas_split_the_global_batch);
-    tcase_add_test(tc, seek_resumes_where_sequential_reading_is);
+    tcase_add_loop_test(tc, batches_follow_the_permutation_and_drop_the_tail, 0, 2);
+    tcase_add_loop_test(tc, replicas_split_the_global_batch, 0, 2);
+    tcase_add_loop_test(tc, seek_resumes_where_sequential_reading_is, 0, 2);
     tcase_add_test(tc, eval_reads_file_order_and_keeps_the_short_batch);
     tcase_add_test(tc, sequences_read_from_flat_or_3d_datasets);
     tcase_add_test(tc, errors_name_the_file_and_the_dataset);

@@ -31,11 +31,13 @@ static void usage(FILE *out)
             "  --metrics FILE   write JSON lines: one per step, one per evaluation\n"
             "  --threads N      BLAS threads (default: $OPENBLAS_NUM_THREADS or all cores)\n"
             "  --log-every S    seconds between progress lines when not on a terminal [10]\n"
+            "  --data-cache MB  read a dataset file into memory when it fits in MB [1024];\n"
+            "                   0 reads every batch from the file\n"
             "  -h, --help       this text\n");
 }
 
 enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_SEED,
-       OPT_METRICS, OPT_THREADS, OPT_LOG_EVERY, N_OPTS };
+       OPT_METRICS, OPT_THREADS, OPT_LOG_EVERY, OPT_DATA_CACHE, N_OPTS };
 
 /* Option values, and which ones were given (they override the model's "train"). */
 typedef struct overrides {
@@ -54,6 +56,7 @@ static const struct option longopts[] = {
     {"metrics", required_argument, NULL, OPT_METRICS},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"log-every", required_argument, NULL, OPT_LOG_EVERY},
+    {"data-cache", required_argument, NULL, OPT_DATA_CACHE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -78,6 +81,9 @@ static int parse_options(int argc, char **argv, overrides *o)
         case OPT_LOG_EVERY:
             rc = pn_opt_double("log-every", optarg, 0.0, 1e9, &v->log_every_s);
             break;
+        case OPT_DATA_CACHE:
+            rc = pn_opt_long("data-cache", optarg, 0, 1L << 30, &v->data_cache_mb);
+            break;
         case 'h': return 1;
         default: return -1; /* getopt printed why */
         }
@@ -99,6 +105,7 @@ static void apply(const overrides *o, pn_train_config *cfg)
     if (o->given[OPT_SEED]) cfg->seed = v->seed;
     if (o->given[OPT_THREADS]) cfg->threads = v->threads;
     if (o->given[OPT_LOG_EVERY]) cfg->log_every_s = v->log_every_s;
+    if (o->given[OPT_DATA_CACHE]) cfg->data_cache_mb = v->data_cache_mb;
 }
 
 int pn_cmd_train(int argc, char **argv)

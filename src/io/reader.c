@@ -3,6 +3,9 @@
  * thread reads the next batch into one of two buffers while the caller uses the
  * other; the batch's rows are read in file order, each straight into its place.
  * Unfiltered chunks get no chunk cache, so HDF5 reads just the rows asked for.
+ * A file whose fields fit the caller's cache budget is read whole at open, and its
+ * batches are then copied from memory in the caller's thread (no HDF5 call, no
+ * lock, no thread competing with BLAS for a core).
  * Everything is allocated at open. */
 #include "io/reader.h"
 
@@ -28,6 +31,7 @@ typedef struct field {
     hsize_t dims[PN_HDF5_MAX_RANK];
     bool ids;
     size_t elems;       /* values per sample: width * seq, or seq ids */
+    char *cache;        /* the whole dataset in memory, or NULL */
 } field;
 
 /* One buffer of the double buffer: a batch and the outcome of loading it. */
@@ -130,6 +134,13 @@ static void sort_rows(row_ref *a, size_t n)
 static int read_field(pn_reader *r, field *f, long rows, void *out)
 {
     const row_ref *order = r->order;
+    if (f->cache) {
+        size_t bytes = f->elems * 4;
+        for (long k = 0; k < rows; k++)
+            memcpy((char *)out + (size_t)order[k].pos * bytes,
+                   f->cache + (size_t)order[k].row * bytes, bytes);
+        return 0;
+    }
     hsize_t fstart[PN_HDF5_MAX_RANK] = {0}, mstart[PN_HDF5_MAX_RANK] = {0};
     hsize_t count[PN_HDF5_MAX_RANK];
     for (int k = 1; k < f->rank; k++) count[k] = f->dims[k];
@@ -216,6 +227,13 @@ static void request(pn_reader *r, long epoch, long index)
 {
     r->epoch = epoch;
     r->index = index;
+    if (r->fields[0].cache) { /* a memory copy: cheaper inline than waking a thread */
+        slot *s = &r->slots[r->current];
+        s->rc = load_batch(r, s, epoch, index);
+        if (s->rc < 0) snprintf(s->message, sizeof s->message, "%s", pn_error_message());
+        s->ready = true;
+        return;
+    }
     pthread_mutex_lock(&r->mu);
     r->slots[r->current].ready = false;
     r->job_slot = r->current;
@@ -366,6 +384,29 @@ static int allocate_buffers(pn_reader *r)
     return ok ? 0 : pn_error_set(PN_ERR_NOMEM, "%s: out of memory for reader buffers", r->path);
 }
 
+/* Reads every field whole into memory when together they fit opt.cache_bytes. */
+static int load_cache(pn_reader *r)
+{
+    size_t total = 0;
+    for (int f = 0; f < r->n_fields; f++) total += (size_t)r->samples * r->fields[f].elems * 4;
+    if (total > r->opt.cache_bytes) return 0;
+    char why[256];
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < r->n_fields; i++) {
+        field *f = &r->fields[i];
+        if (!(f->cache = malloc((size_t)r->samples * f->elems * 4 + 1)))
+            return pn_error_set(PN_ERR_NOMEM, "%s: out of memory caching dataset '/%s'",
+                                r->path, f->name);
+        pn_hdf5_lock();
+        if (H5Dread(f->dset, f->ids ? H5T_NATIVE_INT : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL,
+                    H5P_DEFAULT, f->cache) < 0)
+            rc = pn_error_set(PN_ERR_IO, "%s: cannot read dataset '/%s'%s", r->path, f->name,
+                              pn_hdf5_reason(why));
+        pn_hdf5_unlock();
+    }
+    return rc;
+}
+
 /* Checks that all fields hold the same number of samples and sets the batch count. */
 static int count_samples(pn_reader *r)
 {
@@ -422,6 +463,7 @@ int pn_reader_open(pn_reader **out, const char *path, const pn_reader_field *fie
     pn_hdf5_unlock();
     for (int f = 0; rc == 0 && f < n_fields; f++) rc = open_field(r, f, &fields[f]);
     if (rc == 0) rc = count_samples(r);
+    if (rc == 0) rc = load_cache(r);
     if (rc == 0) rc = allocate_buffers(r);
     if (rc == 0) {
         if (pthread_create(&r->thread, NULL, worker_main, r) != 0)
@@ -448,6 +490,7 @@ void pn_reader_close(pn_reader *r)
         pthread_join(r->thread, NULL);
     }
     for (int f = 0; f < r->n_fields; f++) {
+        free(r->fields[f].cache);
         pn_hdf5_close(r->fields[f].mspace, r->path);
         pn_hdf5_close(r->fields[f].fspace, r->path);
         pn_hdf5_close(r->fields[f].dset, r->path);

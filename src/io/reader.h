@@ -31,6 +31,8 @@ typedef struct pn_reader_options {
     bool shuffle;      /* false: file order (evaluation) */
     uint64_t seed;     /* permutation of epoch e depends on (seed, e) only */
     bool drop_last;    /* drop the last incomplete batch (training); else keep it */
+    size_t cache_bytes; /* when all fields fit in this many bytes, read them into memory
+                           once at open and serve batches from there (0: never) */
 } pn_reader_options;
 
 /* One batch in host memory: values[f] (floats) or ids[f] (int32) per field, rows

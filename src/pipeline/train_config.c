@@ -13,6 +13,7 @@ void pn_train_config_default(pn_train_config *cfg)
     cfg->epochs = 1;
     cfg->seed = 1;
     cfg->log_every_s = 10.0;
+    cfg->data_cache_mb = 1024;
     pn_optimizer_config_default(&cfg->optimizer, PN_OPT_SGD, 0.01);
 }
 

@@ -20,10 +20,12 @@ typedef struct pn_train_config {
     uint64_t seed;
     int threads;               /* BLAS threads per process, 0: automatic */
     double log_every_s;        /* plain progress lines at most this often */
+    long data_cache_mb;        /* hold a dataset file in memory up to this size (0: never) */
     pn_optimizer_config optimizer;
 } pn_train_config;
 
-/* Defaults: batch 64, 1 epoch, seed 1, sgd with lr 0.01, progress every 10 s. */
+/* Defaults: batch 64, 1 epoch, seed 1, sgd with lr 0.01, progress every 10 s,
+ * datasets up to 1024 MiB cached in memory. */
 void pn_train_config_default(pn_train_config *cfg);
 
 /* Reads the model's "train" object (may be NULL) over cfg; errors name file and field. */

@@ -65,13 +65,17 @@ static int open_data(trainer *t)
     if (!cfg->data[0])
         return pn_error_set(PN_ERR_INVALID, "%s: no training data: give --data FILE or "
                                             "\"train\": {\"data\": ...}", t->graph->file);
-    pn_reader_options train_opts = {cfg->batch, 0, cfg->batch, true, cfg->seed, true};
+    size_t cache = (size_t)cfg->data_cache_mb << 20;
+    pn_reader_options train_opts = {.global_batch = cfg->batch, .first = 0, .count = cfg->batch,
+                                    .shuffle = true, .seed = cfg->seed, .drop_last = true,
+                                    .cache_bytes = cache};
     PN_TRY(pn_reader_open(&t->train_data, cfg->data, t->fields, t->n_fields, &train_opts));
     if (pn_reader_batches_per_epoch(t->train_data) < 1)
         return pn_error_set(PN_ERR_INVALID, "%s: %ld samples, fewer than one batch of %d",
                             cfg->data, pn_reader_samples(t->train_data), cfg->batch);
     if (cfg->eval[0]) {
-        pn_reader_options eval_opts = {cfg->batch, 0, cfg->batch, false, cfg->seed, false};
+        pn_reader_options eval_opts = train_opts;
+        eval_opts.shuffle = eval_opts.drop_last = false;
         PN_TRY(pn_reader_open(&t->eval_data, cfg->eval, t->fields, t->n_fields, &eval_opts));
     }
     return PN_OK;

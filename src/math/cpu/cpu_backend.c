@@ -6,7 +6,6 @@
 
 #include "base/error.h"
 #include "math/cpu/cpu_kernels.h"
-#include "math/cpu/cpu_threads.h"
 
 enum { HOST_ALIGN = 64 };
 
@@ -47,11 +46,7 @@ static int cpu_gemm(bool trans_a, bool trans_b, float alpha, const pn_matrix *a,
     return PN_OK;
 }
 
-void pn_math_set_threads(int threads)
-{
-    openblas_set_num_threads(threads > 0 ? threads : 1);
-    pn_cpu_threads_set(threads);
-}
+void pn_math_set_threads(int threads) { openblas_set_num_threads(threads > 0 ? threads : 1); }
 
 const pn_backend pn_cpu_backend = {
     .name = "cpu",

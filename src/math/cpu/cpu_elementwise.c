@@ -7,7 +7,7 @@
 #include "base/rng.h"
 #include "math/cpu/cpu_kernels.h"
 
-int pn_cpu_fill(pn_matrix *m, float value)
+PN_VECTOR_CLONES int pn_cpu_fill(pn_matrix *m, float value)
 {
     for (int i = 0; i < m->rows; i++) {
         float *r = pn_cpu_row(m, i);
@@ -32,7 +32,7 @@ int pn_cpu_scale(pn_matrix *m, float alpha)
     return PN_OK;
 }
 
-int pn_cpu_axpy(float alpha, const pn_matrix *x, pn_matrix *y)
+PN_VECTOR_CLONES int pn_cpu_axpy(float alpha, const pn_matrix *x, pn_matrix *y)
 {
     for (int i = 0; i < y->rows; i++) {
         const float *xr = pn_cpu_row(x, i);
@@ -42,7 +42,7 @@ int pn_cpu_axpy(float alpha, const pn_matrix *x, pn_matrix *y)
     return PN_OK;
 }
 
-int pn_cpu_mul(const pn_matrix *a, const pn_matrix *b, float beta, pn_matrix *c)
+PN_VECTOR_CLONES int pn_cpu_mul(const pn_matrix *a, const pn_matrix *b, float beta, pn_matrix *c)
 {
     for (int i = 0; i < c->rows; i++) {
         const float *ar = pn_cpu_row(a, i), *br = pn_cpu_row(b, i);
@@ -69,7 +69,7 @@ static float gelu_grad(float x)
     return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_C * (1.0f + 3.0f * GELU_A * x * x);
 }
 
-int pn_cpu_act_forward(pn_act act, const pn_matrix *x, pn_matrix *y)
+PN_VECTOR_CLONES int pn_cpu_act_forward(pn_act act, const pn_matrix *x, pn_matrix *y)
 {
     if (act == PN_ACT_SOFTMAX) return pn_cpu_softmax_rows(x, 1.0f, 0, y);
     for (int i = 0; i < y->rows; i++) {
@@ -98,7 +98,7 @@ int pn_cpu_act_forward(pn_act act, const pn_matrix *x, pn_matrix *y)
             for (int j = 0; j < n; j++) dxr[j] = beta * dxr[j] + (expr);           \
     } while (0)
 
-int pn_cpu_act_backward(pn_act act, const pn_matrix *x, const pn_matrix *y,
+PN_VECTOR_CLONES int pn_cpu_act_backward(pn_act act, const pn_matrix *x, const pn_matrix *y,
                         const pn_matrix *dy, float beta, pn_matrix *dx)
 {
     int n = dx->cols;

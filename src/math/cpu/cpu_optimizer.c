@@ -1,13 +1,12 @@
 /* The fused optimizer update on the CPU (pn_optimizer_update): one pass over memory
  * that scales each gradient, adds L2 decay, updates the slots and the value, and
- * zeroes the gradient. The pass is bound by memory bandwidth, so large parameters
- * are cut into parts that run on the CPU worker pool (cpu_threads.h). */
+ * zeroes the gradient. The pass is bound by memory bandwidth: its loops get AVX
+ * clones, and a second thread measured no faster on a 2-core node (see bench/). */
 #include <math.h>
 #include <stddef.h>
 
 #include "base/error.h"
 #include "math/cpu/cpu_kernels.h"
-#include "math/cpu/cpu_threads.h"
 
 /* Per-call constants, resolved once so the loops do arithmetic only. */
 typedef struct coefs {
@@ -88,25 +87,6 @@ static void update_run(pn_update_rule rule, coefs c, size_t n, float *w, float *
     }
 }
 
-/* A dense update cut into parts for the pool. */
-typedef struct update_job {
-    pn_update_rule rule;
-    coefs c;
-    size_t n;
-    float *w, *g, *s1, *s2;
-} update_job;
-
-static void update_part(void *ctx, int part, int parts)
-{
-    const update_job *job = ctx;
-    size_t chunk = (job->n / (size_t)parts + 15) / 16 * 16; /* whole cache lines */
-    size_t first = (size_t)part * chunk;
-    if (first >= job->n) return;
-    size_t n = job->n - first < chunk ? job->n - first : chunk;
-    update_run(job->rule, job->c, n, job->w + first, job->g + first,
-               job->s1 ? job->s1 + first : NULL, job->s2 ? job->s2 + first : NULL);
-}
-
 /* Start of row i of m, or NULL for an absent slot. */
 static float *row_of(const pn_matrix *m, size_t i)
 {
@@ -121,10 +101,9 @@ int pn_cpu_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix
     if (hp->rule != PN_UPDATE_SGD && hp->rule != PN_UPDATE_MOMENTUM && hp->rule != PN_UPDATE_ADAM)
         return pn_error_set(PN_ERR_INTERNAL, "optimizer_update: bad rule %d", (int)hp->rule);
     coefs c = coefs_of(hp);
-    if (dense(w) && dense(g) && dense(slot1) && dense(slot2)) {
-        update_job job = {hp->rule, c, pn_matrix_count(*w), w->data, g->data,
-                          row_of(slot1, 0), row_of(slot2, 0)};
-        pn_cpu_parallel(pn_cpu_parts_for(job.n), update_part, &job);
+    if (dense(w) && dense(g) && dense(slot1) && dense(slot2)) { /* one run, no row ends */
+        update_run(hp->rule, c, pn_matrix_count(*w), w->data, g->data, row_of(slot1, 0),
+                   row_of(slot2, 0));
         return PN_OK;
     }
     for (size_t i = 0; i < (size_t)w->rows; i++)

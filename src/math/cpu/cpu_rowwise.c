@@ -6,7 +6,7 @@
 #include "base/error.h"
 #include "math/cpu/cpu_kernels.h"
 
-int pn_cpu_add_row_vector(const pn_matrix *v, pn_matrix *m)
+PN_VECTOR_CLONES int pn_cpu_add_row_vector(const pn_matrix *v, pn_matrix *m)
 {
     const float *vr = v->data;
     for (int i = 0; i < m->rows; i++) {
@@ -16,7 +16,7 @@ int pn_cpu_add_row_vector(const pn_matrix *v, pn_matrix *m)
     return PN_OK;
 }
 
-int pn_cpu_col_sums(const pn_matrix *m, float beta, pn_matrix *out)
+PN_VECTOR_CLONES int pn_cpu_col_sums(const pn_matrix *m, float beta, pn_matrix *out)
 {
     float *o = out->data;
     for (int j = 0; j < out->cols; j++) o[j] = beta == 0.0f ? 0.0f : beta * o[j];
@@ -27,7 +27,7 @@ int pn_cpu_col_sums(const pn_matrix *m, float beta, pn_matrix *out)
     return PN_OK;
 }
 
-int pn_cpu_sum_squares(const pn_matrix *m, double *out)
+PN_VECTOR_CLONES int pn_cpu_sum_squares(const pn_matrix *m, double *out)
 {
     double total = 0.0;
     for (int i = 0; i < m->rows; i++) {
