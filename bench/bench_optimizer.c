@@ -11,7 +11,6 @@
 
 #include "base/error.h"
 #include "layers/params.h"
-#include "math/ops.h"
 #include "pipeline/optimizer.h"
 
 enum { RUNS = 41, FLUSH_BYTES = 64 << 20 };
@@ -88,18 +87,16 @@ int main(void)
     } kinds[] = {{PN_OPT_SGD, 4}, {PN_OPT_MOMENTUM, 6}, {PN_OPT_ADAM, 8}};
     char *flush = calloc(FLUSH_BYTES, 1);
     if (!flush) return 1;
-    for (int threads = 1; threads <= 2; threads++)
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
-        pn_math_set_threads(threads);
         double cold, warm;
         size_t n;
         if (time_kind(kinds[i].kind, flush, &cold, &n) < 0 ||
             time_kind(kinds[i].kind, NULL, &warm, &n) < 0)
             return die();
         double bytes = (double)kinds[i].streams * sizeof(float) * (double)n;
-        printf("%-9s %zu floats, %d thread(s): cold %6.3f ms %5.1f GB/s   warm %6.3f ms %5.1f GB/s"
+        printf("%-9s %zu floats: cold %6.3f ms %5.1f GB/s   warm %6.3f ms %5.1f GB/s"
                "  (medians of %d)\n",
-               pn_opt_kind_name(kinds[i].kind), n, threads, cold * 1e3, bytes / cold / 1e9, warm * 1e3,
+               pn_opt_kind_name(kinds[i].kind), n, cold * 1e3, bytes / cold / 1e9, warm * 1e3,
                bytes / warm / 1e9, RUNS);
     }
     free(flush);
