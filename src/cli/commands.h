@@ -5,6 +5,7 @@
 int pn_cmd_layers(int argc, char **argv);
 int pn_cmd_import(int argc, char **argv);
 int pn_cmd_train(int argc, char **argv);
+int pn_cmd_plan(int argc, char **argv);
 
 /* Prints "pipenet: error: <message>" to stderr and returns 1. */
 int pn_cli_fail(const char *message);
