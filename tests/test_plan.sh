@@ -15,7 +15,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 cat "$tmp/p2"
 head -1 "$tmp/p2" | grep -q "^fashion_mlp: P=2 stages x D=1 replica" || fail "header: $(head -1 "$tmp/p2")"
 head -1 "$tmp/p2" | grep -q "M=4 micro-batches of 32 " || fail "micro-batch of 128 / 4 = 32 not in the header"
-head -1 "$tmp/p2" | grep -q "schedule gpipe, predicted bubble 20.0%" || fail "bubble (P-1)/(M+P-1) = 20.0% not in the header"
+head -1 "$tmp/p2" | grep -q "schedule 1f1b, predicted bubble 20.0%" || fail "bubble (P-1)/(M+P-1) = 20.0% not in the header"
 [ "$(grep -c '^[0-9] ' "$tmp/p2")" -eq 2 ] || fail "expected 2 stage rows"
 grep -q '^0 .*fc1' "$tmp/p2" && grep -q '^1 .*loss' "$tmp/p2" || fail "fc1 on stage 0 and loss on stage 1"
 # every layer once; parameters add up to fashion_mlp's 1,863,690

@@ -195,7 +195,7 @@ START_TEST(exact_lists_for_small_pipelines)
         "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5",
     };
     assert_lists(PN_SCHEDULE_1F1B, 4, 6, one_f_one_b_p4_m6);
-    static const char *const gpipe_p2_m3[] = {"F0 F1 F2 B2 B1 B0", "F0 F1 F2 B2 B1 B0"};
+    static const char *const gpipe_p2_m3[] = {"F0 F1 F2 B0 B1 B2", "F0 F1 F2 B0 B1 B2"};
     assert_lists(PN_SCHEDULE_GPIPE, 2, 3, gpipe_p2_m3);
     static const char *const one_f_one_b_p3_m2[] = {"F0 F1 B0 B1", "F0 F1 B0 B1", "F0 B0 F1 B1"};
     assert_lists(PN_SCHEDULE_1F1B, 3, 2, one_f_one_b_p3_m2);

@@ -46,6 +46,7 @@ const char *pn_status_name(int code)
     case PN_ERR_INTERNAL: return "internal error";
     case PN_ERR_MPI: return "MPI error";
     case PN_ERR_DEVICE: return "device error";
+    case PN_ERR_PEER: return "failed on another rank";
     default: return "unknown error";
     }
 }

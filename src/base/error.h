@@ -14,7 +14,8 @@ typedef enum pn_status {
     PN_ERR_UNSUPPORTED = -4, /* valid request this build or device cannot do */
     PN_ERR_INTERNAL = -5,    /* a bug: an impossible state was reached */
     PN_ERR_MPI = -6,         /* an MPI call failed or a peer misbehaved */
-    PN_ERR_DEVICE = -7       /* a CUDA, cuBLAS or NCCL call failed */
+    PN_ERR_DEVICE = -7,      /* a CUDA, cuBLAS or NCCL call failed */
+    PN_ERR_PEER = -8         /* another rank failed and reports why */
 } pn_status;
 
 /* Records a printf-style message for the calling thread and returns code. */

@@ -29,7 +29,7 @@ static void usage(FILE *out)
             "  --replicas D       data-parallel copies of the pipeline                 [1]\n"
             "  --micro-batches M  micro-batches per step and replica  [as `pipenet train`:\n"
             "                     the largest divisor of B / D up to 4 P]\n"
-            "  --schedule NAME    gpipe or 1f1b                                    [gpipe]\n"
+            "  --schedule NAME    gpipe or 1f1b                                     [1f1b]\n"
             "  --batch B          global batch; B / (D M) samples per micro-batch\n"
             "                                                          [train.batch, 64]\n"
             "  -h, --help         this text\n");
@@ -82,16 +82,6 @@ static int parse_options(int argc, char **argv, plan_options *o)
     return rc;
 }
 
-/* M as `pipenet train` picks it when not given: the largest divisor of a replica's
- * samples up to 4 P. */
-static int default_micro(int replica_rows, int stages)
-{
-    int best = 1;
-    for (int m = 1; m <= 4 * stages && m <= replica_rows; m++)
-        if (replica_rows % m == 0) best = m;
-    return best;
-}
-
 /* Fills in the batch and M; fails when B / (D M) is not a whole number, naming
  * where B came from. */
 static int resolve_layout(const pn_graph *g, const char *path, int stages, plan_options *o)
@@ -114,7 +104,7 @@ static int resolve_layout(const pn_graph *g, const char *path, int stages, plan_
                             "the batch %d (%s) does not split into %d replicas (choose a "
                             "batch that %d divides)",
                             o->batch, from, o->replicas, o->replicas);
-    if (!o->micro) o->micro = default_micro(o->batch / o->replicas, stages);
+    if (!o->micro) o->micro = pn_default_micro_batches(o->batch / o->replicas, stages);
     long parts = (long)o->replicas * o->micro;
     if (o->batch % parts)
         return pn_error_set(PN_ERR_INVALID,
@@ -127,7 +117,7 @@ static int resolve_layout(const pn_graph *g, const char *path, int stages, plan_
 
 int pn_cmd_plan(int argc, char **argv)
 {
-    plan_options o = {.replicas = 1, .schedule = PN_SCHEDULE_GPIPE};
+    plan_options o = {.replicas = 1, .schedule = PN_SCHEDULE_1F1B};
     int parsed = parse_options(argc, argv, &o);
     if (parsed > 0) {
         usage(stdout);

@@ -1,6 +1,7 @@
 /* `pipenet train MODEL.json`: training defaults from the model's "train" object,
  * overridden by options, then the trainer. */
 #include <getopt.h>
+#include <mpi.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "pipeline/graph.h"
+#include "pipeline/schedule.h"
 #include "pipeline/trainer.h"
 
 static void usage(FILE *out)
@@ -33,11 +35,18 @@ static void usage(FILE *out)
             "  --log-every S    seconds between progress lines when not on a terminal [10]\n"
             "  --data-cache MB  read a dataset file into memory when it fits in MB [1024];\n"
             "                   0 reads every batch from the file\n"
+            "\n"
+            "pipeline and data parallelism (under mpirun or srun; D = ranks / P):\n"
+            "  --stages P       pipeline stages (default: the layers' \"stage\" attributes, else 1)\n"
+            "  --micro-batches M  micro-batches per step and replica (default: the largest\n"
+            "                   divisor of the replica's batch up to 4 P)\n"
+            "  --schedule S     gpipe or 1f1b [1f1b]\n"
             "  -h, --help       this text\n");
 }
 
 enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_SEED,
-       OPT_METRICS, OPT_THREADS, OPT_LOG_EVERY, OPT_DATA_CACHE, N_OPTS };
+       OPT_METRICS, OPT_THREADS, OPT_LOG_EVERY, OPT_DATA_CACHE, OPT_STAGES, OPT_MICRO,
+       OPT_SCHEDULE, N_OPTS };
 
 /* Option values, and which ones were given (they override the model's "train"). */
 typedef struct overrides {
@@ -57,6 +66,9 @@ static const struct option longopts[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"log-every", required_argument, NULL, OPT_LOG_EVERY},
     {"data-cache", required_argument, NULL, OPT_DATA_CACHE},
+    {"stages", required_argument, NULL, OPT_STAGES},
+    {"micro-batches", required_argument, NULL, OPT_MICRO},
+    {"schedule", required_argument, NULL, OPT_SCHEDULE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -84,6 +96,16 @@ static int parse_options(int argc, char **argv, overrides *o)
         case OPT_DATA_CACHE:
             rc = pn_opt_long("data-cache", optarg, 0, 1L << 30, &v->data_cache_mb);
             break;
+        case OPT_STAGES: rc = pn_opt_int("stages", optarg, 1, 1 << 16, &v->stages); break;
+        case OPT_MICRO: rc = pn_opt_int("micro-batches", optarg, 1, 1 << 20, &v->micro_batches); break;
+        case OPT_SCHEDULE:
+            v->schedule = pn_schedule_kind_from_name(optarg);
+            if (v->schedule < 0) {
+                fprintf(stderr, "pipenet: error: --schedule: expected gpipe or 1f1b, got '%s'\n",
+                        optarg);
+                rc = -1;
+            }
+            break;
         case 'h': return 1;
         default: return -1; /* getopt printed why */
         }
@@ -106,6 +128,26 @@ static void apply(const overrides *o, pn_train_config *cfg)
     if (o->given[OPT_THREADS]) cfg->threads = v->threads;
     if (o->given[OPT_LOG_EVERY]) cfg->log_every_s = v->log_every_s;
     if (o->given[OPT_DATA_CACHE]) cfg->data_cache_mb = v->data_cache_mb;
+    if (o->given[OPT_STAGES]) cfg->stages = v->stages;
+    if (o->given[OPT_MICRO]) cfg->micro_batches = v->micro_batches;
+    if (o->given[OPT_SCHEDULE]) cfg->schedule = v->schedule;
+}
+
+/* Ends the job after a failure: the rank that owns the error prints it once; under
+ * MPI it then aborts the job, since its peers may be waiting on it. */
+static int fail_job(int rc)
+{
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (rc == PN_ERR_PEER) { /* another rank prints and aborts */
+        MPI_Finalize();
+        return 1;
+    }
+    pn_cli_fail(pn_error_message());
+    fflush(stderr);
+    if (size > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Finalize();
+    return 1;
 }
 
 int pn_cmd_train(int argc, char **argv)
@@ -124,15 +166,19 @@ int pn_cmd_train(int argc, char **argv)
         return 2;
     }
     const char *path = argv[optind];
+    if (MPI_Init(NULL, NULL) != MPI_SUCCESS) return pn_cli_fail("MPI_Init failed");
     pn_graph *g;
-    if (pn_graph_load(&g, path) < 0) return pn_cli_fail(pn_error_message());
+    int rc = pn_graph_load(&g, path);
+    if (rc < 0) return fail_job(rc);
     pn_train_config cfg;
     pn_train_config_default(&cfg);
-    int rc = pn_train_config_from_json(pn_graph_train_spec(g), path, &cfg);
+    rc = pn_train_config_from_json(pn_graph_train_spec(g), path, &cfg);
     if (rc == PN_OK) {
         apply(&o, &cfg);
-        rc = pn_train(g, &cfg, NULL);
+        rc = pn_train(g, &cfg, MPI_COMM_WORLD, NULL, NULL);
     }
     pn_graph_free(g);
-    return rc < 0 ? pn_cli_fail(pn_error_message()) : 0;
+    if (rc < 0) return fail_job(rc);
+    MPI_Finalize();
+    return 0;
 }

@@ -134,8 +134,7 @@ int pn_network_forward(pn_network *net, const pn_pass *pass, pn_params *params)
     return PN_OK;
 }
 
-int pn_network_backward(pn_network *net, const pn_pass *pass, pn_params *params,
-                        long global_batch)
+int pn_network_backward_begin(pn_network *net, long global_batch)
 {
     for (int i = 0; i < net->n; i++) {
         int gi = net->nodes[i].node;
@@ -147,6 +146,11 @@ int pn_network_backward(pn_network *net, const pn_pass *pass, pn_params *params,
             seed = 1.0f / (float)((double)global_batch * a->shape.seq);
         PN_TRY(pn_fill(&a->grad, seed));
     }
+    return PN_OK;
+}
+
+int pn_network_backward_run(pn_network *net, const pn_pass *pass, pn_params *params)
+{
     for (int i = net->n - 1; i >= 0; i--) {
         int gi = net->nodes[i].node;
         if (!net->nodes[i].computed || !net->graph->nodes[gi].needs_grad) continue;
@@ -154,6 +158,13 @@ int pn_network_backward(pn_network *net, const pn_pass *pass, pn_params *params,
                                  &net->args[gi]));
     }
     return PN_OK;
+}
+
+int pn_network_backward(pn_network *net, const pn_pass *pass, pn_params *params,
+                        long global_batch)
+{
+    PN_TRY(pn_network_backward_begin(net, global_batch));
+    return pn_network_backward_run(net, pass, params);
 }
 
 void pn_network_stats(const pn_network *net, pn_layer_stats *out)

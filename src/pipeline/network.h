@@ -34,12 +34,18 @@ int pn_network_set_batch(pn_network *net, int batch);
  * arguments must hold their values for the current batch. */
 int pn_network_forward(pn_network *net, const pn_pass *pass, pn_params *params);
 
-/* Runs backward: clears argument gradients, seeds every loss output with
- * 1 / (global_batch * rows per sample) so losses are means over the global batch,
- * then runs the member layers in reverse. Gradients of external arguments and of
- * parameters accumulate. */
+/* Runs backward: pn_network_backward_begin, then pn_network_backward_run. */
 int pn_network_backward(pn_network *net, const pn_pass *pass, pn_params *params,
                         long global_batch);
+
+/* Clears argument gradients and seeds every loss output with 1 / (global_batch *
+ * rows per sample), so losses are means over the global batch. Between begin and
+ * run, a pipeline stage adds the gradients that later stages sent for its outputs. */
+int pn_network_backward_begin(pn_network *net, long global_batch);
+
+/* Runs the member layers backward in reverse topological order. Gradients of
+ * supplied arguments and of parameters accumulate. */
+int pn_network_backward_run(pn_network *net, const pn_pass *pass, pn_params *params);
 
 /* Loss statistics of the member loss layers since the last reset. */
 void pn_network_stats(const pn_network *net, pn_layer_stats *out);

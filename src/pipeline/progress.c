@@ -7,10 +7,10 @@
 #include "base/clock.h"
 
 void pn_progress_start(pn_progress *p, FILE *out, long first_step, long total_steps,
-                       double every_s)
+                       double every_s, bool allow_live)
 {
-    *p = (pn_progress){out, isatty(fileno(out)) == 1, false, first_step, total_steps,
-                       pn_now(), pn_now(), every_s};
+    *p = (pn_progress){out, allow_live && isatty(fileno(out)) == 1, false, first_step,
+                       total_steps, pn_now(), pn_now(), every_s};
 }
 
 static void format_eta(double seconds, char *buf, size_t cap)

@@ -15,9 +15,11 @@ typedef struct pn_progress {
     double start, last_print, every_s;
 } pn_progress;
 
-/* Starts reporting a run that goes from first_step to total_steps. */
+/* Starts reporting a run that goes from first_step to total_steps; live only when
+ * allowed and out is a terminal (MPI launchers give every rank a terminal, so a
+ * multi-rank job reports in plain lines). */
 void pn_progress_start(pn_progress *p, FILE *out, long first_step, long total_steps,
-                       double every_s);
+                       double every_s, bool allow_live);
 
 /* Reports that `step` steps are done. */
 void pn_progress_step(pn_progress *p, long step, long epoch, double loss,

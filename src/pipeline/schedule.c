@@ -47,12 +47,15 @@ static pn_action act(pn_pass_kind pass, int micro)
     return a;
 }
 
-/* gpipe: F0 .. F(M-1), then B(M-1) .. B0. */
+/* gpipe: F0 .. F(M-1), then B0 .. B(M-1). Backwards run in micro-batch order, as
+ * under 1f1b, so both schedules add the micro-batches' gradients in one order and
+ * follow the same trajectory (adam turns a different rounding of a near-zero
+ * gradient into a full-size step of the other sign). */
 static void build_gpipe(pn_action *a, int micro)
 {
     int n = 0;
     for (int m = 0; m < micro; m++) a[n++] = act(PN_PASS_FORWARD, m);
-    for (int m = micro - 1; m >= 0; m--) a[n++] = act(PN_PASS_BACKWARD, m);
+    for (int m = 0; m < micro; m++) a[n++] = act(PN_PASS_BACKWARD, m);
 }
 
 /* 1f1b at stage s: w = min(P - s, M) warm-up forwards, then B(i) F(i + w) pairs, then

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "pipeline/schedule.h"
 
 void pn_train_config_default(pn_train_config *cfg)
 {
@@ -14,6 +15,7 @@ void pn_train_config_default(pn_train_config *cfg)
     cfg->seed = 1;
     cfg->log_every_s = 10.0;
     cfg->data_cache_mb = 1024;
+    cfg->schedule = PN_SCHEDULE_1F1B;
     pn_optimizer_config_default(&cfg->optimizer, PN_OPT_SGD, 0.01);
 }
 
@@ -78,4 +80,12 @@ int pn_train_config_from_json(const json_t *train, const char *file, pn_train_co
     const json_t *opt = json_object_get(train, "optimizer");
     if (opt) PN_TRY(pn_optimizer_config_from_json(opt, file, &cfg->optimizer));
     return PN_OK;
+}
+
+int pn_default_micro_batches(int replica_rows, int stages)
+{
+    int best = 1;
+    for (int m = 1; m <= 4 * stages && m <= replica_rows; m++)
+        if (replica_rows % m == 0) best = m;
+    return best;
 }

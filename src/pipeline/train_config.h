@@ -21,12 +21,19 @@ typedef struct pn_train_config {
     int threads;               /* BLAS threads per process, 0: automatic */
     double log_every_s;        /* plain progress lines at most this often */
     long data_cache_mb;        /* hold a dataset file in memory up to this size (0: never) */
+    int stages;                /* pipeline stages P (0: from the layers' "stage" attributes) */
+    int micro_batches;         /* M per step and replica (0: automatic) */
+    int schedule;              /* pn_schedule_kind */
     pn_optimizer_config optimizer;
 } pn_train_config;
 
 /* Defaults: batch 64, 1 epoch, seed 1, sgd with lr 0.01, progress every 10 s,
  * datasets up to 1024 MiB cached in memory. */
 void pn_train_config_default(pn_train_config *cfg);
+
+/* M when none is given: the largest divisor of a replica's samples up to 4 P (enough
+ * micro-batches to keep the bubble near 20% without making them tiny). */
+int pn_default_micro_batches(int replica_rows, int stages);
 
 /* Reads the model's "train" object (may be NULL) over cfg; errors name file and field. */
 int pn_train_config_from_json(const json_t *train, const char *file, pn_train_config *cfg);

@@ -1,7 +1,10 @@
-/* The single-process training loop: setup, steps, per-epoch evaluation. */
+/* The training loop of one rank: setup (grid, placement, schedule, per-slot
+ * networks, arena, links, readers), steps that run this stage's schedule, the
+ * reductions across replicas and stages, and per-epoch evaluation. */
 #include "pipeline/trainer.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,53 +12,183 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/log.h"
 #include "io/reader.h"
 #include "layers/layer_types.h"
 #include "math/ops.h"
+#include "mpi/grid.h"
+#include "mpi/link.h"
+#include "mpi/mpi_check.h"
 #include "pipeline/metrics.h"
 #include "pipeline/network.h"
 #include "pipeline/optimizer.h"
+#include "pipeline/plan.h"
 #include "pipeline/progress.h"
+#include "pipeline/schedule.h"
+
+/* The layers of this stage for one micro-batch in flight: a graph copy (its own
+ * layer state) and its network, bound to the shared parameter arena. */
+typedef struct slot {
+    pn_graph *graph;
+    pn_network *net;
+} slot;
 
 typedef struct trainer {
     const pn_graph *graph;
     const pn_train_config *cfg;
+    const pn_train_hooks *hooks;
+    pn_grid *grid;
+    pn_plan *plan;
+    pn_schedule *sched;
+    int micro, micro_rows, replica_rows; /* M, samples per micro-batch, per replica */
+    int n_slots;
+    slot *slots;
+    bool *member;                        /* [n_nodes] layers computed on this stage */
     pn_params *params;
-    pn_network *net;
     pn_optimizer *opt;
+    pn_optimizer_config opt_cfg;          /* with the run's length filled in */
     pn_reader *train_data, *eval_data;
     pn_reader_field *fields;
-    int *field_nodes; /* graph node fed by each field */
-    int n_fields;
+    int *field_nodes, n_fields;
+    bool fields_used;                    /* false: the stage reads only to count rows */
+    pn_link *links;
+    int n_links;
     pn_metrics *metrics;
     pn_progress progress;
-    pn_optimizer_config opt_cfg; /* cfg->optimizer with the run's length filled in */
     long total_steps;
+    long fault_step;                     /* PIPENET_FAULT for this rank, or -1 */
+    bool fault_kill;
 } trainer;
 
-/* Threads for BLAS: the setting, else $OPENBLAS_NUM_THREADS, else every core. */
-static int blas_threads(const pn_train_config *cfg)
+static bool is_root(const trainer *t) { return t->grid->rank == 0; }
+
+/* --- setup ------------------------------------------------------------------------ */
+
+/* Threads for BLAS: the setting, else $OPENBLAS_NUM_THREADS, else the node's cores
+ * shared among this job's ranks on the node. */
+static int blas_threads(const trainer *t)
 {
-    if (cfg->threads > 0) return cfg->threads;
+    if (t->cfg->threads > 0) return t->cfg->threads;
     const char *env = getenv("OPENBLAS_NUM_THREADS");
     if (env && atoi(env) > 0) return atoi(env);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    return cores > 0 ? (int)cores : 1;
+    long per_rank = cores / (t->grid->local_ranks > 0 ? t->grid->local_ranks : 1);
+    return per_rank > 0 ? (int)per_rank : 1;
 }
 
+/* PIPENET_FAULT=rank:step[:kill] makes that rank fail (or die) at that step: the
+ * failure tests use it. */
+static void read_fault(trainer *t)
+{
+    t->fault_step = -1;
+    const char *v = getenv("PIPENET_FAULT");
+    int rank;
+    long step;
+    char how[16] = "";
+    if (v && sscanf(v, "%d:%ld:%15s", &rank, &step, how) >= 2 && rank == t->grid->rank) {
+        t->fault_step = step;
+        t->fault_kill = !strcmp(how, "kill");
+    }
+}
+
+
+static int check_layout(trainer *t)
+{
+    const pn_train_config *cfg = t->cfg;
+    int d = t->grid->replicas;
+    if (cfg->batch % d)
+        return pn_error_set(PN_ERR_INVALID, "the global batch %d does not split into %d replicas "
+                                            "(choose a batch that %d divides)",
+                            cfg->batch, d, d);
+    t->replica_rows = cfg->batch / d;
+    t->micro = cfg->micro_batches > 0 ? cfg->micro_batches
+                                      : pn_default_micro_batches(t->replica_rows, t->grid->stages);
+    if (t->micro < 1 || t->replica_rows % t->micro)
+        return pn_error_set(PN_ERR_INVALID,
+                            "%d micro-batches do not divide a replica's %d samples (global "
+                            "batch %d over %d replicas)",
+                            t->micro, t->replica_rows, cfg->batch, d);
+    t->micro_rows = t->replica_rows / t->micro;
+    return PN_OK;
+}
+
+static int build_slots(trainer *t)
+{
+    const pn_graph *g = t->graph;
+    int stage = t->grid->stage;
+    t->member = calloc((size_t)g->n_nodes, sizeof *t->member);
+    if (!t->member) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < g->n_nodes; i++) t->member[i] = t->plan->stage_of[i] == stage;
+    t->n_slots = pn_schedule_peak_in_flight(t->sched, stage);
+    t->slots = calloc((size_t)t->n_slots, sizeof *t->slots);
+    if (!t->slots) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    PN_TRY(pn_params_create(&t->params, pn_device_host()));
+    for (int k = 0; k < t->n_slots; k++) {
+        slot *s = &t->slots[k];
+        PN_TRY(pn_graph_from_json(&s->graph, g->root, g->file));
+        PN_TRY(pn_network_create(&s->net, s->graph, t->member, pn_device_host()));
+        PN_TRY(pn_network_bind(s->net, t->params));
+    }
+    PN_TRY(pn_params_finalize(t->params));
+    PN_TRY(pn_params_init_values(t->params, t->cfg->seed));
+    /* slot 0 also runs evaluation, a replica's whole slice at once */
+    for (int k = 0; k < t->n_slots; k++)
+        PN_TRY(pn_network_plan(t->slots[k].net, k == 0 ? t->replica_rows : t->micro_rows));
+    return PN_OK;
+}
+
+/* One link per direction and neighbour for every Argument that crosses stages. */
+static int build_links(trainer *t)
+{
+    const pn_graph *g = t->graph;
+    const int *stage_of = t->plan->stage_of;
+    int self = t->grid->stage, cap = 0;
+    for (int p = 0; p < g->n_nodes; p++) cap += 2 * g->nodes[p].n_consumers;
+    t->links = calloc((size_t)(cap ? cap : 1), sizeof *t->links);
+    if (!t->links) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    for (int p = 0; p < g->n_nodes; p++) {
+        if (g->nodes[p].is_input) continue;
+        int sp = stage_of[p];
+        bool seen[4096] = {false};
+        for (int c = 0; c < g->n_nodes; c++)
+            for (int k = 0; k < g->nodes[c].n_inputs; k++) {
+                int sc = stage_of[c];
+                if (g->nodes[c].inputs[k] != p || sc == sp || sc >= 4096 || seen[sc]) continue;
+                seen[sc] = true;
+                if (self != sp && self != sc) continue;
+                pn_shape shape = g->nodes[p].layer->out_shape;
+                int rows = t->replica_rows * shape.seq, peer = self == sp ? sc : sp;
+                bool producer = self == sp;
+                PN_TRY(pn_link_init(&t->links[t->n_links++], PN_LINK_VALUE, producer, p,
+                                    g->nodes[p].name, self, peer, shape.width, rows, t->micro));
+                if (g->nodes[p].needs_grad)
+                    PN_TRY(pn_link_init(&t->links[t->n_links++], PN_LINK_GRAD, !producer, p,
+                                        g->nodes[p].name, self, peer, shape.width, rows,
+                                        t->micro));
+            }
+    }
+    return PN_OK;
+}
+
+/* The data inputs this stage consumes; a stage that consumes none still reads the
+ * first one, so that every stage of a replica sees the same batch sizes. */
 static int collect_fields(trainer *t)
 {
     const pn_graph *g = t->graph;
+    pn_network *net = t->slots[0].net;
     t->fields = calloc((size_t)g->n_nodes, sizeof *t->fields);
     t->field_nodes = calloc((size_t)g->n_nodes, sizeof *t->field_nodes);
     if (!t->fields || !t->field_nodes) return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < g->n_nodes; i++) {
-        if (!g->nodes[i].is_input || !pn_network_arg(t->net, i)) continue;
-        t->fields[t->n_fields] = (pn_reader_field){.dataset = pn_data_layer_dataset(g->nodes[i].layer),
-                                                   .shape = g->nodes[i].layer->out_shape,
-                                                   .input = g->nodes[i].name};
-        t->field_nodes[t->n_fields++] = i;
-    }
+    for (int pass = 0; pass < 2 && t->n_fields == 0; pass++)
+        for (int i = 0; i < g->n_nodes; i++) {
+            if (!g->nodes[i].is_input || (pass == 0 && !pn_network_arg(net, i))) continue;
+            t->fields[t->n_fields] = (pn_reader_field){
+                .dataset = pn_data_layer_dataset(g->nodes[i].layer),
+                .shape = g->nodes[i].layer->out_shape, .input = g->nodes[i].name};
+            t->field_nodes[t->n_fields++] = i;
+            t->fields_used = pass == 0;
+            if (pass == 1) break;
+        }
     return PN_OK;
 }
 
@@ -65,123 +198,249 @@ static int open_data(trainer *t)
     if (!cfg->data[0])
         return pn_error_set(PN_ERR_INVALID, "%s: no training data: give --data FILE or "
                                             "\"train\": {\"data\": ...}", t->graph->file);
-    size_t cache = (size_t)cfg->data_cache_mb << 20;
-    pn_reader_options train_opts = {.global_batch = cfg->batch, .first = 0, .count = cfg->batch,
-                                    .shuffle = true, .seed = cfg->seed, .drop_last = true,
-                                    .cache_bytes = cache};
-    PN_TRY(pn_reader_open(&t->train_data, cfg->data, t->fields, t->n_fields, &train_opts));
-    if (pn_reader_batches_per_epoch(t->train_data) < 1)
-        return pn_error_set(PN_ERR_INVALID, "%s: %ld samples, fewer than one batch of %d",
-                            cfg->data, pn_reader_samples(t->train_data), cfg->batch);
+    pn_reader_options opts = {.global_batch = cfg->batch,
+                              .first = t->grid->replica * t->replica_rows,
+                              .count = t->replica_rows,
+                              .shuffle = true,
+                              .seed = cfg->seed,
+                              .drop_last = true,
+                              .cache_bytes = (size_t)cfg->data_cache_mb << 20};
+    PN_TRY(pn_reader_open(&t->train_data, cfg->data, t->fields, t->n_fields, &opts));
     if (cfg->eval[0]) {
-        pn_reader_options eval_opts = train_opts;
-        eval_opts.shuffle = eval_opts.drop_last = false;
-        PN_TRY(pn_reader_open(&t->eval_data, cfg->eval, t->fields, t->n_fields, &eval_opts));
+        opts.shuffle = opts.drop_last = false;
+        PN_TRY(pn_reader_open(&t->eval_data, cfg->eval, t->fields, t->n_fields, &opts));
     }
     return PN_OK;
 }
 
-static int setup(trainer *t)
+static int setup(trainer *t, MPI_Comm comm)
 {
     const pn_graph *g = t->graph;
+    const pn_train_config *cfg = t->cfg;
     if (pn_graph_loss_count(g) != 1)
         return pn_error_set(PN_ERR_INVALID, "%s: layers: training needs exactly one loss layer "
                                             "(softmax_xent or mse), found %d",
                             g->file, pn_graph_loss_count(g));
-    pn_math_set_threads(blas_threads(t->cfg));
-    pn_device host = pn_device_host();
-    PN_TRY(pn_params_create(&t->params, host));
-    PN_TRY(pn_network_create(&t->net, g, NULL, host));
-    PN_TRY(pn_network_bind(t->net, t->params));
-    PN_TRY(pn_params_finalize(t->params));
-    PN_TRY(pn_params_init_values(t->params, t->cfg->seed));
-    PN_TRY(pn_network_plan(t->net, t->cfg->batch));
+    PN_TRY(pn_plan_build(&t->plan, g, cfg->stages));
+    PN_TRY(pn_grid_create(&t->grid, comm, t->plan->stages));
+    if (t->grid->size > 1) pn_log_set_rank(t->grid->rank);
+    read_fault(t);
+    pn_math_set_threads(blas_threads(t));
+    PN_TRY(check_layout(t));
+    PN_TRY(pn_schedule_build(&t->sched, (pn_schedule_kind)cfg->schedule, t->plan->stages,
+                             t->micro));
+    PN_TRY(pn_schedule_check(t->sched));
+    PN_TRY(build_slots(t));
+    PN_TRY(build_links(t));
     PN_TRY(collect_fields(t));
     PN_TRY(open_data(t));
     long per_epoch = pn_reader_batches_per_epoch(t->train_data);
-    t->total_steps = t->cfg->steps > 0 ? t->cfg->steps : (long)t->cfg->epochs * per_epoch;
-    t->opt_cfg = t->cfg->optimizer;
+    t->total_steps = cfg->steps > 0 ? cfg->steps : (long)cfg->epochs * per_epoch;
+    t->opt_cfg = cfg->optimizer;
     if (t->opt_cfg.schedule == PN_LR_COSINE && t->opt_cfg.total_steps == 0)
         t->opt_cfg.total_steps = t->total_steps;
     PN_TRY(pn_optimizer_create(&t->opt, &t->opt_cfg, t->params));
-    if (t->cfg->metrics[0]) PN_TRY(pn_metrics_open(&t->metrics, t->cfg->metrics, 0));
+    if (cfg->metrics[0] && is_root(t)) PN_TRY(pn_metrics_open(&t->metrics, cfg->metrics, 0));
     return PN_OK;
 }
 
 static void teardown(trainer *t)
 {
     pn_metrics_close(t->metrics);
+    for (int i = 0; i < t->n_links; i++) pn_link_free(&t->links[i]);
+    free(t->links);
     if (t->eval_data) pn_reader_close(t->eval_data);
     if (t->train_data) pn_reader_close(t->train_data);
     pn_optimizer_free(t->opt);
-    pn_network_free(t->net);
+    for (int k = 0; t->slots && k < t->n_slots; k++) {
+        pn_network_free(t->slots[k].net);
+        pn_graph_free(t->slots[k].graph);
+    }
+    free(t->slots);
     pn_params_free(t->params);
+    free(t->member);
     free(t->fields);
     free(t->field_nodes);
+    pn_schedule_free(t->sched);
+    pn_plan_free(t->plan);
+    pn_grid_free(t->grid);
 }
 
-/* Copies a batch into the network's data arguments. */
-static int feed(trainer *t, const pn_batch *b)
+/* --- one micro-batch ---------------------------------------------------------------- */
+
+/* Copies rows [first, first + rows) of the batch into the slot's data arguments. */
+static int feed(trainer *t, pn_network *net, const pn_batch *b, int first, int rows)
 {
-    PN_TRY(pn_network_set_batch(t->net, b->rows));
+    PN_TRY(pn_network_set_batch(net, rows));
+    if (!t->fields_used) return PN_OK;
     for (int f = 0; f < t->n_fields; f++) {
-        pn_arg *a = pn_network_arg(t->net, t->field_nodes[f]);
-        size_t rows = (size_t)pn_arg_rows(a);
+        pn_arg *a = pn_network_arg(net, t->field_nodes[f]);
+        size_t per = (size_t)a->shape.seq * (a->shape.ids ? 1 : (size_t)a->shape.width);
+        size_t bytes = (size_t)rows * per * 4;
         if (a->shape.ids)
-            PN_TRY(pn_buffer_write(&a->ids_buf, 0, b->ids[f], rows * sizeof(int)));
+            PN_TRY(pn_buffer_write(&a->ids_buf, 0, b->ids[f] + (size_t)first * per, bytes));
         else
-            PN_TRY(pn_buffer_write(&a->value_buf, 0, b->values[f],
-                                   rows * (size_t)a->shape.width * sizeof(float)));
+            PN_TRY(pn_buffer_write(&a->value_buf, 0, b->values[f] + (size_t)first * per, bytes));
     }
     return PN_OK;
 }
 
-/* Runs the evaluation set through the network; returns mean loss and accuracy. */
+static int forward_micro(trainer *t, const pn_batch *b, long step, int micro, int rows,
+                         bool training)
+{
+    pn_network *net = t->slots[micro % t->n_slots].net;
+    PN_TRY(feed(t, net, b, micro * t->micro_rows, rows));
+    for (int i = 0; i < t->n_links; i++) {
+        pn_link *l = &t->links[i];
+        if (l->kind != PN_LINK_VALUE || l->sends) continue;
+        pn_arg *a = pn_network_arg(net, l->node);
+        pn_matrix payload;
+        PN_TRY(pn_link_wait_recv(l, step, micro, pn_arg_rows(a), &payload));
+        PN_TRY(pn_copy(&payload, &a->value));
+    }
+    pn_pass pass = {training, t->cfg->seed, step, b->sample0 + (long)micro * t->micro_rows};
+    PN_TRY(pn_network_forward(net, &pass, t->params));
+    for (int i = 0; i < t->n_links; i++) {
+        pn_link *l = &t->links[i];
+        if (l->kind == PN_LINK_VALUE && l->sends)
+            PN_TRY(pn_link_send(l, t->grid->pipe, step, micro, &pn_network_arg(net, l->node)->value));
+    }
+    return PN_OK;
+}
+
+static int backward_micro(trainer *t, const pn_batch *b, long step, int micro)
+{
+    pn_network *net = t->slots[micro % t->n_slots].net;
+    PN_TRY(pn_network_backward_begin(net, t->cfg->batch));
+    for (int i = 0; i < t->n_links; i++) {
+        pn_link *l = &t->links[i];
+        if (l->kind != PN_LINK_GRAD || l->sends) continue;
+        pn_arg *a = pn_network_arg(net, l->node);
+        pn_matrix payload;
+        PN_TRY(pn_link_wait_recv(l, step, micro, pn_arg_rows(a), &payload));
+        PN_TRY(pn_axpy(1.0f, &payload, &a->grad));
+    }
+    pn_pass pass = {true, t->cfg->seed, step, b->sample0 + (long)micro * t->micro_rows};
+    PN_TRY(pn_network_backward_run(net, &pass, t->params));
+    for (int i = 0; i < t->n_links; i++) {
+        pn_link *l = &t->links[i];
+        if (l->kind == PN_LINK_GRAD && l->sends)
+            PN_TRY(pn_link_send(l, t->grid->pipe, step, micro, &pn_network_arg(net, l->node)->grad));
+    }
+    return PN_OK;
+}
+
+/* Posts the receives of a step on every incoming link. MPI matches messages of one
+ * sender and tag to receives in posting order, so each link's receives are posted
+ * in the order the peer sends: its schedule's forwards (values) or backwards
+ * (gradients); each lands in its micro-batch's buffer. */
+static int post_step_receives(trainer *t)
+{
+    for (int i = 0; i < t->n_links; i++) {
+        pn_link *l = &t->links[i];
+        if (l->sends) continue;
+        pn_pass_kind sent_in = l->kind == PN_LINK_VALUE ? PN_PASS_FORWARD : PN_PASS_BACKWARD;
+        for (int k = 0; k < t->sched->count[l->peer]; k++) {
+            pn_action a = t->sched->actions[l->peer][k];
+            if (a.pass == sent_in) PN_TRY(pn_link_post_recv(l, t->grid->pipe, a.micro));
+        }
+    }
+    return PN_OK;
+}
+
+/* Posts the receive of one evaluation batch (micro-batch slot 0) on value links. */
+static int post_eval_receives(trainer *t)
+{
+    for (int i = 0; i < t->n_links; i++) {
+        pn_link *l = &t->links[i];
+        if (!l->sends && l->kind == PN_LINK_VALUE) PN_TRY(pn_link_post_recv(l, t->grid->pipe, 0));
+    }
+    return PN_OK;
+}
+
+static int wait_sends(trainer *t)
+{
+    for (int i = 0; i < t->n_links; i++)
+        if (t->links[i].sends) PN_TRY(pn_link_wait_sends(&t->links[i]));
+    return PN_OK;
+}
+
+/* Sums the loss statistics of every slot into s[3] = {loss sum, correct, rows},
+ * resets them, and sums over all ranks. */
+static int reduce_stats(trainer *t, double s[3])
+{
+    s[0] = s[1] = s[2] = 0.0;
+    for (int k = 0; k < t->n_slots; k++) {
+        pn_layer_stats st;
+        pn_network_stats(t->slots[k].net, &st);
+        pn_network_reset_stats(t->slots[k].net);
+        s[0] += st.loss_sum, s[1] += st.correct, s[2] += st.rows;
+    }
+    PN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, s, 3, MPI_DOUBLE, MPI_SUM, t->grid->world));
+    return PN_OK;
+}
+
+/* --- a step, an evaluation ----------------------------------------------------------- */
+
+static int train_step(trainer *t, const pn_batch *b, long step, double *loss)
+{
+    if (step == t->fault_step) {
+        if (t->fault_kill) raise(SIGKILL);
+        return pn_error_set(PN_ERR_INTERNAL, "step %ld: fault injected by PIPENET_FAULT", step);
+    }
+    PN_TRY(post_step_receives(t));
+    int stage = t->grid->stage;
+    for (int i = 0; i < t->sched->count[stage]; i++) {
+        pn_action a = t->sched->actions[stage][i];
+        if (a.pass == PN_PASS_FORWARD)
+            PN_TRY(forward_micro(t, b, step, a.micro, t->micro_rows, true));
+        else
+            PN_TRY(backward_micro(t, b, step, a.micro));
+    }
+    PN_TRY(wait_sends(t));
+    pn_matrix grads = pn_params_all_grads(t->params);
+    if (t->grid->replicas > 1 && grads.cols > 0)
+        PN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, grads.data, grads.cols, MPI_FLOAT, MPI_SUM,
+                                   t->grid->data));
+    double scale = 1.0;
+    if (t->opt_cfg.clip_norm > 0) {
+        double sq;
+        PN_TRY(pn_sum_squares(&grads, &sq));
+        PN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sq, 1, MPI_DOUBLE, MPI_SUM, t->grid->pipe));
+        scale = pn_optimizer_clip_scale(&t->opt_cfg, sq);
+    }
+    PN_TRY(pn_optimizer_step(t->opt, t->params, step, scale));
+    double s[3];
+    PN_TRY(reduce_stats(t, s));
+    *loss = s[0] / s[2];
+    return PN_OK;
+}
+
+/* Runs the evaluation set forward through the pipeline, a replica's slice of each
+ * batch at once; returns mean loss and accuracy over the whole set. */
 static int evaluate(trainer *t, long step, double *loss, double *accuracy)
 {
     long samples = pn_reader_samples(t->eval_data);
     long batches = (samples + t->cfg->batch - 1) / t->cfg->batch;
     PN_TRY(pn_reader_seek(t->eval_data, 0, 0));
-    pn_network_reset_stats(t->net);
-    pn_pass pass = {false, t->cfg->seed, step, 0};
+    int saved_rows = t->micro_rows;
     for (long i = 0; i < batches; i++) {
         const pn_batch *b;
         PN_TRY(pn_reader_next(t->eval_data, &b));
-        PN_TRY(feed(t, b));
-        pass.sample0 = b->sample0;
-        PN_TRY(pn_network_forward(t->net, &pass, t->params));
+        if (b->rows == 0) continue; /* a short last batch that ends before this replica */
+        long tag = -(i + 1);        /* evaluation messages never match a step's */
+        PN_TRY(post_eval_receives(t));
+        t->micro_rows = b->rows;
+        int rc = forward_micro(t, b, tag, 0, b->rows, false);
+        t->micro_rows = saved_rows;
+        PN_TRY(rc);
+        PN_TRY(wait_sends(t));
     }
-    pn_layer_stats s;
-    pn_network_stats(t->net, &s);
-    pn_network_reset_stats(t->net);
-    *loss = s.rows > 0 ? s.loss_sum / s.rows : NAN;
-    *accuracy = s.rows > 0 ? s.correct / s.rows : NAN;
-    return PN_OK;
-}
-
-/* One optimizer step on batch b; returns its mean loss. */
-static int train_step(trainer *t, const pn_batch *b, long step, double *loss)
-{
-    PN_TRY(feed(t, b));
-    pn_pass pass = {true, t->cfg->seed, step, b->sample0};
-    pn_network_reset_stats(t->net);
-    PN_TRY(pn_network_forward(t->net, &pass, t->params));
-    PN_TRY(pn_network_backward(t->net, &pass, t->params, t->cfg->batch));
-    double scale = 1.0;
-    if (t->opt_cfg.clip_norm > 0) {
-        double sq;
-        pn_matrix grads = pn_params_all_grads(t->params);
-        PN_TRY(pn_sum_squares(&grads, &sq));
-        scale = pn_optimizer_clip_scale(&t->opt_cfg, sq);
-    }
-    PN_TRY(pn_optimizer_step(t->opt, t->params, step, scale));
-    pn_layer_stats s;
-    pn_network_stats(t->net, &s);
-    *loss = s.loss_sum / s.rows;
-    if (!isfinite(*loss))
-        return pn_error_set(PN_ERR_INVALID, "step %ld: the loss is %g: training diverged "
-                                            "(lower the learning rate or set clip_norm)",
-                            step, *loss);
+    double s[3];
+    PN_TRY(reduce_stats(t, s));
+    *loss = s[2] > 0 ? s[0] / s[2] : NAN;
+    *accuracy = s[2] > 0 ? s[1] / s[2] : NAN;
+    (void)step;
     return PN_OK;
 }
 
@@ -193,35 +452,59 @@ static int end_of_epoch(trainer *t, long step, long epoch, double epoch_loss, do
         PN_TRY(evaluate(t, step, &r->eval_loss, &r->eval_accuracy));
         snprintf(eval_text, sizeof eval_text, "  eval loss %.4f  eval accuracy %.2f%%",
                  r->eval_loss, 100.0 * r->eval_accuracy);
-        if (t->metrics) PN_TRY(pn_metrics_eval(t->metrics, step, epoch, r->eval_loss, r->eval_accuracy));
+        if (t->metrics)
+            PN_TRY(pn_metrics_eval(t->metrics, step, epoch, r->eval_loss, r->eval_accuracy));
     }
-    pn_progress_print(&t->progress, "epoch %ld: train loss %.4f%s  (%.1f s, %.0f samples/s)",
-                      epoch + 1, epoch_loss, eval_text, seconds, samples / seconds);
+    if (is_root(t))
+        pn_progress_print(&t->progress, "epoch %ld: train loss %.4f%s  (%.1f s, %.0f samples/s)",
+                          epoch + 1, epoch_loss, eval_text, seconds, samples / seconds);
     return PN_OK;
+}
+
+static void announce(trainer *t)
+{
+    const pn_train_config *cfg = t->cfg;
+    if (!is_root(t)) return;
+    pn_progress_print(&t->progress,
+                      "training %s: %ld parameters, %ld samples, batch %d, %ld steps/epoch, "
+                      "%ld steps, %d BLAS thread(s) per rank",
+                      t->graph->name, pn_graph_param_count(t->graph),
+                      pn_reader_samples(t->train_data), cfg->batch,
+                      pn_reader_batches_per_epoch(t->train_data), t->total_steps,
+                      blas_threads(t));
+    if (t->grid->size > 1)
+        pn_progress_print(&t->progress,
+                          "layout: %d replica(s) x %d stage(s), %d micro-batches of %d, %s",
+                          t->grid->replicas, t->grid->stages, t->micro, t->micro_rows,
+                          pn_schedule_kind_name(t->sched->kind));
 }
 
 static int run(trainer *t, pn_train_result *r)
 {
     const pn_train_config *cfg = t->cfg;
-    long per_epoch = pn_reader_batches_per_epoch(t->train_data);
-    long total = t->total_steps;
-    pn_progress_start(&t->progress, stdout, 0, total, cfg->log_every_s);
-    pn_progress_print(&t->progress,
-                      "training %s: %ld parameters, %ld samples, batch %d, %ld steps/epoch, "
-                      "%ld steps, %d BLAS thread(s)",
-                      t->graph->name, (long)pn_params_elements(t->params),
-                      pn_reader_samples(t->train_data), cfg->batch, per_epoch, total,
-                      blas_threads(cfg));
+    long per_epoch = pn_reader_batches_per_epoch(t->train_data), total = t->total_steps;
+    pn_progress_start(&t->progress, stdout, 0, total, cfg->log_every_s, t->grid->size == 1);
+    announce(t);
+    if (t->hooks && t->hooks->collect_losses &&
+        !(r->losses = calloc((size_t)(total ? total : 1), sizeof *r->losses)))
+        return pn_error_set(PN_ERR_NOMEM, "out of memory");
     PN_TRY(pn_reader_seek(t->train_data, 0, 0));
     double start = pn_now(), epoch_start = start, epoch_loss = 0.0;
-    long epoch_steps = 0, step = 0, epoch = 0;
+    long epoch_steps = 0, step = 0;
     while (step < total) {
         const pn_batch *b;
         double t0 = pn_now();
         PN_TRY(pn_reader_next(t->train_data, &b));
-        epoch = b->epoch;
-        double loss;
+        long epoch = b->epoch;
+        double loss = NAN;
         PN_TRY(train_step(t, b, step, &loss));
+        if (!isfinite(loss)) /* every rank sees the reduced loss: rank 0 reports */
+            return is_root(t) ? pn_error_set(PN_ERR_INVALID,
+                                             "step %ld: the loss is %g: training diverged "
+                                             "(lower the learning rate or set clip_norm)",
+                                             step, loss)
+                              : pn_error_set(PN_ERR_PEER, "rank 0 reports a diverged loss");
+        if (r->losses) r->losses[step] = loss;
         double lr = pn_optimizer_lr(&t->opt_cfg, step), dt = pn_now() - t0;
         step++;
         epoch_loss += loss;
@@ -229,8 +512,9 @@ static int run(trainer *t, pn_train_result *r)
         r->last_loss = loss;
         if (t->metrics)
             PN_TRY(pn_metrics_step(t->metrics, step, epoch, loss, lr, cfg->batch / dt));
-        pn_progress_step(&t->progress, step, epoch + 1, loss,
-                         (double)step * cfg->batch / (pn_now() - start));
+        if (is_root(t))
+            pn_progress_step(&t->progress, step, epoch + 1, loss,
+                             (double)step * cfg->batch / (pn_now() - start));
         if (b->index == per_epoch - 1 || step == total) {
             double now = pn_now();
             PN_TRY(end_of_epoch(t, step, epoch, epoch_loss / epoch_steps, now - epoch_start,
@@ -241,20 +525,37 @@ static int run(trainer *t, pn_train_result *r)
             epoch_steps = 0;
         }
     }
-    pn_progress_finish(&t->progress);
+    if (is_root(t)) pn_progress_finish(&t->progress);
     r->steps = step;
     r->seconds = pn_now() - start;
     r->samples_per_s = r->seconds > 0 ? (double)step * cfg->batch / r->seconds : 0.0;
+    if (t->hooks && t->hooks->on_params) PN_TRY(t->hooks->on_params(t->hooks->ctx, t->params));
     return PN_OK;
 }
 
-int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_train_result *result)
+int pn_train(const pn_graph *g, const pn_train_config *cfg, MPI_Comm comm,
+             const pn_train_hooks *hooks, pn_train_result *result)
 {
-    trainer t = {.graph = g, .cfg = cfg};
-    pn_train_result r = {0, NAN, NAN, NAN, 0, 0};
-    int rc = setup(&t);
-    if (rc == PN_OK) rc = run(&t, &r);
+    trainer t = {.graph = g, .cfg = cfg, .hooks = hooks};
+    pn_train_result r = {0, NAN, NAN, NAN, 0, 0, NULL};
+    int rc = setup(&t, comm);
+    if (t.grid) {
+        rc = pn_grid_agree(t.grid, rc);
+    } else if (rc < 0) { /* no grid yet: every rank failed the same way */
+        int rank = 0;
+        MPI_Comm_rank(comm, &rank);
+        if (rank != 0) rc = pn_error_set(PN_ERR_PEER, "rank 0 failed");
+    }
+    if (rc == PN_OK) {
+        rc = run(&t, &r);
+        if (rc < 0 && rc != PN_ERR_PEER && t.grid->size > 1)
+            rc = pn_error_wrap(rc, "rank %d (stage %d, replica %d)", t.grid->rank, t.grid->stage,
+                               t.grid->replica);
+    }
     teardown(&t);
-    if (result) *result = r;
+    if (result)
+        *result = r;
+    else
+        free(r.losses);
     return rc;
 }

@@ -1,9 +1,15 @@
-/* pn_train: Paddle's Trainer for one process. Builds the network, its parameter
- * arena and optimizer, streams shuffled batches from the dataset file, runs
- * forward, backward and the update each step, evaluates after every epoch, and
- * reports progress and metrics. */
+/* pn_train: Paddle's Trainer over ParallelNeuralNetwork. The ranks of a
+ * communicator form D replicas of a P-stage pipeline (mpi/grid.h). Each rank
+ * builds the layers of its stage (pipeline/plan.h) once per micro-batch it may hold
+ * at a time, streams its replica's slice of every global batch, runs its stage's
+ * schedule (pipeline/schedule.h) exchanging Arguments with the other stages
+ * (mpi/link.h), all-reduces its gradients over the replicas, and updates its own
+ * parameters. Loss and accuracy reduce to every rank; rank 0 reports progress and
+ * metrics. One process is the case P = D = 1. */
 #ifndef PN_TRAINER_H
 #define PN_TRAINER_H
+
+#include <mpi.h>
 
 #include "pipeline/graph.h"
 #include "pipeline/train_config.h"
@@ -15,9 +21,22 @@ typedef struct pn_train_result {
     double eval_accuracy;  /* fraction in [0, 1] */
     double seconds;        /* wall time of the training steps */
     double samples_per_s;  /* training throughput over the run */
+    double *losses;        /* [steps] when collect_losses was set; caller frees */
 } pn_train_result;
 
-/* Trains g as cfg says; result may be NULL. */
-int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_train_result *result);
+typedef struct pn_train_hooks {
+    int collect_losses;    /* fill result->losses */
+    /* Called on every rank after training with its stage's parameters. */
+    int (*on_params)(void *ctx, const pn_params *params);
+    void *ctx;
+} pn_train_hooks;
+
+/* Trains g as cfg says over the ranks of comm; result and hooks may be NULL.
+ * A failure during setup is agreed on by all ranks: the lowest failing rank returns
+ * its error, the others PN_ERR_PEER. A failure during a step returns on the rank
+ * where it happened (its message names the rank and stage); its peers may be left
+ * waiting, so the program must then abort the job. */
+int pn_train(const pn_graph *g, const pn_train_config *cfg, MPI_Comm comm,
+             const pn_train_hooks *hooks, pn_train_result *result);
 
 #endif

@@ -1,0 +1,52 @@
+/* pn_plan: which pipeline stage runs each layer (Paddle's per-layer device), and
+ * what each stage costs. Placement is manual, from the layers' "stage" attributes
+ * (a layer without one takes the stage of the layer before it in topological order,
+ * the first layer stage 0), or automatic for a requested number of stages: a
+ * partitioner cuts the topological order into contiguous runs that balance the
+ * estimated time per stage (layer FLOP and byte estimates) and, among balanced
+ * cuts, prefers those that send fewer bytes. Data inputs are not placed: every
+ * stage that consumes one reads it itself. Stages are non-decreasing along the
+ * topological order, so every edge goes forward; a placement with a backward edge
+ * or an empty stage is refused with a message naming the layers. */
+#ifndef PN_PLAN_H
+#define PN_PLAN_H
+
+#include <stdio.h>
+
+#include "pipeline/graph.h"
+#include "pipeline/schedule.h"
+
+typedef struct pn_stage_cost {
+    int layers;                /* layers placed here */
+    long params;               /* parameter floats */
+    double flops;              /* forward + backward FLOPs per sample */
+    double activation_bytes;   /* kept from forward to backward, per sample */
+    double send_bytes;         /* per sample, forward values to later stages */
+    double recv_bytes;         /* per sample, forward values from earlier stages */
+} pn_stage_cost;
+
+typedef struct pn_plan {
+    int stages;
+    int *stage_of;        /* [graph->n_nodes]: stage of each layer; -1 for data inputs */
+    pn_stage_cost *cost;  /* [stages] */
+} pn_plan;
+
+/* Places g's layers. stages > 0: that many stages (automatic unless the model has
+ * "stage" attributes, which must then use exactly stages stages); stages == 0: from
+ * the attributes (one stage when there are none). Errors: more stages than layers,
+ * a backward edge, an empty stage, attributes that disagree with stages. */
+int pn_plan_build(pn_plan **out, const pn_graph *g, int stages);
+void pn_plan_free(pn_plan *p);
+
+/* Estimated seconds per sample of a stage with cost c: the measure the partitioner
+ * balances (its FLOPs and activation bytes at fixed device rates). */
+double pn_plan_stage_time(const pn_stage_cost *c);
+
+/* Prints the per-stage table of `pipenet plan` for a layout of `replicas` copies of
+ * the pipeline with `micro` micro-batches of `micro_batch` samples under schedule s:
+ * layers, parameters, FLOPs per sample, activation bytes at the schedule's peak,
+ * bytes sent and received per micro-batch, and the predicted bubble fraction. */
+void pn_plan_print(const pn_plan *p, const pn_graph *g, const pn_schedule *s, int replicas,
+                   int micro_batch, FILE *out);
+
+#endif

@@ -1,0 +1,286 @@
+/* Layout invariance, run under mpirun with 4 ranks (tests/test_layouts.sh): a small
+ * MLP and a network whose skip connection crosses stages train for 20 steps under
+ * every layout (replicas D, stages P, micro-batches M) of the list and both
+ * schedules, on sub-communicators of the world; every step's loss must equal the
+ * one-process run's within a relative 1e-5 and every final parameter within 1e-4.
+ * Prints a table of the largest differences and "N passed, N failed". */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "base/rng.h"
+#include "io/hdf5_util.h"
+#include "pipeline/graph.h"
+#include "pipeline/schedule.h"
+#include "pipeline/trainer.h"
+
+enum { SAMPLES = 320, WIDTH = 12, CLASSES = 5, STEPS = 20, MAX_PARAMS = 64 };
+
+static const char *const MLP =
+    "{\"name\": \"mlp\", \"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 12},"
+    " \"y\": {\"dataset\": \"labels\", \"ids\": true}}, \"layers\": ["
+    " {\"name\": \"h1\", \"type\": \"fc\", \"input\": \"x\", \"size\": 16, \"act\": \"tanh\"},"
+    " {\"name\": \"h2\", \"type\": \"fc\", \"input\": \"h1\", \"size\": 16, \"act\": \"relu\"},"
+    " {\"name\": \"h3\", \"type\": \"fc\", \"input\": \"h2\", \"size\": 16, \"act\": \"gelu\"},"
+    " {\"name\": \"out\", \"type\": \"fc\", \"input\": \"h3\", \"size\": 5},"
+    " {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}],"
+    " \"train\": {\"batch\": 32, \"optimizer\": {\"type\": \"momentum\", \"lr\": 0.1}}}";
+
+/* h1 feeds the add three layers later: with 4 stages it crosses two boundaries. */
+static const char *const SKIP =
+    "{\"name\": \"skip\", \"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 12},"
+    " \"y\": {\"dataset\": \"labels\", \"ids\": true}}, \"layers\": ["
+    " {\"name\": \"h1\", \"type\": \"fc\", \"input\": \"x\", \"size\": 16, \"act\": \"tanh\"},"
+    " {\"name\": \"h2\", \"type\": \"fc\", \"input\": \"h1\", \"size\": 16, \"act\": \"relu\"},"
+    " {\"name\": \"h3\", \"type\": \"fc\", \"input\": \"h2\", \"size\": 16},"
+    " {\"name\": \"sum\", \"type\": \"add\", \"input\": [\"h1\", \"h3\"]},"
+    " {\"name\": \"norm\", \"type\": \"layernorm\", \"input\": \"sum\"},"
+    " {\"name\": \"out\", \"type\": \"fc\", \"input\": \"norm\", \"size\": 5},"
+    " {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}],"
+    " \"train\": {\"batch\": 32, \"optimizer\": {\"type\": \"momentum\", \"lr\": 0.1}}}";
+
+typedef struct layout {
+    int replicas, stages, micro;
+} layout;
+
+static const layout layouts[] = {{1, 1, 1}, {1, 2, 4}, {2, 1, 2}, {2, 2, 4}, {1, 4, 8}};
+enum { N_LAYOUTS = sizeof layouts / sizeof *layouts };
+
+/* Parameters of a whole model gathered by name on rank 0 of a run. */
+typedef struct param_set {
+    int n;
+    char names[MAX_PARAMS][64];
+    float *values[MAX_PARAMS];
+    int counts[MAX_PARAMS];
+} param_set;
+
+typedef struct gather_ctx {
+    MPI_Comm comm;
+    param_set *out; /* filled on rank 0 */
+} gather_ctx;
+
+static void keep(param_set *set, const char *name, const float *v, int count)
+{
+    if (set->n >= MAX_PARAMS) return;
+    snprintf(set->names[set->n], sizeof set->names[0], "%s", name);
+    set->values[set->n] = malloc((size_t)count * sizeof(float));
+    memcpy(set->values[set->n], v, (size_t)count * sizeof(float));
+    set->counts[set->n++] = count;
+}
+
+/* Every rank sends (name, values) of each parameter of its stage to rank 0; a
+ * replica other than the first holds copies, which rank 0 also compares. */
+static int gather_params(void *arg, const pn_params *params)
+{
+    gather_ctx *g = arg;
+    int rank, size;
+    MPI_Comm_rank(g->comm, &rank);
+    MPI_Comm_size(g->comm, &size);
+    int n = pn_params_count(params);
+    if (rank != 0) {
+        MPI_Send(&n, 1, MPI_INT, 0, 1, g->comm);
+        for (int i = 0; i < n; i++) {
+            const pn_param *p = pn_params_get(params, i);
+            char name[64];
+            snprintf(name, sizeof name, "%s", p->name);
+            int count = p->rows * p->cols;
+            MPI_Send(name, 64, MPI_CHAR, 0, 2, g->comm);
+            MPI_Send(&count, 1, MPI_INT, 0, 3, g->comm);
+            MPI_Send(pn_params_value(params, i).data, count, MPI_FLOAT, 0, 4, g->comm);
+        }
+        return PN_OK;
+    }
+    for (int i = 0; i < n; i++) {
+        const pn_param *p = pn_params_get(params, i);
+        keep(g->out, p->name, pn_params_value(params, i).data, p->rows * p->cols);
+    }
+    for (int r = 1; r < size; r++) {
+        int m;
+        MPI_Recv(&m, 1, MPI_INT, r, 1, g->comm, MPI_STATUS_IGNORE);
+        for (int i = 0; i < m; i++) {
+            char name[64];
+            int count;
+            MPI_Recv(name, 64, MPI_CHAR, r, 2, g->comm, MPI_STATUS_IGNORE);
+            MPI_Recv(&count, 1, MPI_INT, r, 3, g->comm, MPI_STATUS_IGNORE);
+            float *v = malloc((size_t)count * sizeof(float));
+            MPI_Recv(v, count, MPI_FLOAT, r, 4, g->comm, MPI_STATUS_IGNORE);
+            keep(g->out, name, v, count);
+            free(v);
+        }
+    }
+    return PN_OK;
+}
+
+static void free_set(param_set *set)
+{
+    for (int i = 0; i < set->n; i++) free(set->values[i]);
+    set->n = 0;
+}
+
+/* Writes the dataset on rank 0: features uniform in [-1, 1], labels from a fixed
+ * random linear map, so that the task is learnable. */
+static int write_data(const char *path)
+{
+    float *x = malloc(sizeof(float) * SAMPLES * WIDTH);
+    int *y = malloc(sizeof(int) * SAMPLES);
+    pn_rng rng;
+    pn_rng_init(&rng, 99, 1);
+    float w[WIDTH][CLASSES];
+    for (int i = 0; i < WIDTH; i++)
+        for (int c = 0; c < CLASSES; c++) w[i][c] = (float)pn_rng_normal(&rng);
+    for (int s = 0; s < SAMPLES; s++) {
+        int best = 0;
+        float score[CLASSES] = {0};
+        for (int i = 0; i < WIDTH; i++) {
+            x[s * WIDTH + i] = (float)(2 * pn_rng_uniform(&rng) - 1);
+            for (int c = 0; c < CLASSES; c++) score[c] += x[s * WIDTH + i] * w[i][c];
+        }
+        for (int c = 1; c < CLASSES; c++)
+            if (score[c] > score[best]) best = c;
+        y[s] = best;
+    }
+    hid_t file;
+    hsize_t dx[2] = {SAMPLES, WIDTH}, dy[1] = {SAMPLES};
+    int rc = pn_hdf5_create_file(path, &file);
+    if (rc == 0) rc = pn_hdf5_write_dataset(file, path, "features", PN_HDF5_FLOAT32, 2, dx, 64, x);
+    if (rc == 0) rc = pn_hdf5_write_dataset(file, path, "labels", PN_HDF5_INT32, 1, dy, 64, y);
+    if (rc == 0) rc = pn_hdf5_close(file, path);
+    free(x);
+    free(y);
+    return rc;
+}
+
+typedef struct outcome {
+    double losses[STEPS];
+    param_set params;
+} outcome;
+
+/* Trains model under one layout on the first D*P ranks; fills out on world rank 0. */
+static int run_layout(const char *model, const char *data, layout l, int schedule, outcome *out)
+{
+    int rank, ranks = l.replicas * l.stages;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm comm;
+    MPI_Comm_split(MPI_COMM_WORLD, rank < ranks ? 0 : MPI_UNDEFINED, rank, &comm);
+    int rc = PN_OK;
+    if (comm != MPI_COMM_NULL) {
+        json_t *root = json_loads(model, 0, NULL);
+        pn_graph *g = NULL;
+        rc = pn_graph_from_json(&g, root, "test.json");
+        json_decref(root);
+        pn_train_config cfg;
+        pn_train_config_default(&cfg);
+        if (rc == PN_OK) rc = pn_train_config_from_json(pn_graph_train_spec(g), "test.json", &cfg);
+        snprintf(cfg.data, sizeof cfg.data, "%s", data);
+        cfg.steps = STEPS;
+        cfg.seed = 5;
+        cfg.threads = 1;
+        cfg.stages = l.stages;
+        cfg.micro_batches = l.micro;
+        cfg.schedule = schedule;
+        cfg.log_every_s = 1e9;
+        gather_ctx ctx = {comm, &out->params};
+        pn_train_hooks hooks = {1, gather_params, &ctx};
+        pn_train_result result = {0};
+        if (rc == PN_OK) rc = pn_train(g, &cfg, comm, &hooks, &result);
+        if (rc < 0 && rc != PN_ERR_PEER) fprintf(stderr, "rank %d: %s\n", rank, pn_error_message());
+        for (int s = 0; result.losses && s < STEPS; s++) out->losses[s] = result.losses[s];
+        free(result.losses);
+        pn_graph_free(g);
+        MPI_Comm_free(&comm);
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &rc, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return rc;
+}
+
+static double loss_diff(const outcome *a, const outcome *b)
+{
+    double worst = 0;
+    for (int s = 0; s < STEPS; s++)
+        worst = fmax(worst, fabs(a->losses[s] - b->losses[s]) / fabs(a->losses[s]));
+    return worst;
+}
+
+/* Largest relative difference over every parameter of b against a (by name);
+ * infinity when a parameter is missing. */
+static double param_diff(const param_set *a, const param_set *b)
+{
+    double worst = 0;
+    for (int j = 0; j < b->n; j++) {
+        int i = 0;
+        while (i < a->n && strcmp(a->names[i], b->names[j])) i++;
+        if (i == a->n || a->counts[i] != b->counts[j]) return INFINITY;
+        for (int k = 0; k < a->counts[i]; k++) {
+            double x = a->values[i][k], y = b->values[j][k];
+            worst = fmax(worst, fabs(x - y) / fmax(fmax(fabs(x), fabs(y)), 1e-2));
+        }
+    }
+    for (int i = 0; i < a->n; i++) { /* and b lacks none of a's */
+        int j = 0;
+        while (j < b->n && strcmp(a->names[i], b->names[j])) j++;
+        if (j == b->n) return INFINITY;
+    }
+    return worst;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size < 4) {
+        if (rank == 0) puts("SKIP: run with 4 ranks (mpirun -np 4)");
+        MPI_Finalize();
+        return 77;
+    }
+    char dir[64] = "/tmp/pipenet-layouts-XXXXXX", data[128];
+    int rc = 0;
+    if (rank == 0) rc = mkdtemp(dir) ? 0 : -1;
+    MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+    snprintf(data, sizeof data, "%s/train.h5", dir);
+    if (rank == 0 && rc == 0) rc = write_data(data);
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rc < 0) {
+        if (rank == 0) fprintf(stderr, "cannot write %s: %s\n", data, pn_error_message());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    const char *const models[] = {MLP, SKIP};
+    const char *const names[] = {"mlp", "skip"};
+    int passed = 0, failed = 0;
+    if (rank == 0)
+        printf("%-5s %-9s %-6s %14s %14s\n", "model", "(D,P,M)", "sched", "max loss diff",
+               "max param diff");
+    for (int m = 0; m < 2; m++) {
+        outcome *ref = calloc(1, sizeof *ref), *got = calloc(1, sizeof *got);
+        if (run_layout(models[m], data, layouts[0], PN_SCHEDULE_1F1B, ref) < 0) failed++;
+        for (int l = 1; l < N_LAYOUTS; l++)
+            for (int sched = 0; sched < 2; sched++) {
+                free_set(&got->params);
+                int r = run_layout(models[m], data, layouts[l], sched, got);
+                if (rank != 0) continue;
+                double dl = r < 0 ? INFINITY : loss_diff(ref, got);
+                double dp = r < 0 ? INFINITY : param_diff(&ref->params, &got->params);
+                bool ok = dl <= 1e-5 && dp <= 1e-4;
+                printf("%-5s (%d,%d,%d)   %-6s %14.3g %14.3g  %s\n", names[m], layouts[l].replicas,
+                       layouts[l].stages, layouts[l].micro,
+                       pn_schedule_kind_name((pn_schedule_kind)sched), dl, dp, ok ? "ok" : "FAIL");
+                ok ? passed++ : failed++;
+            }
+        free_set(&got->params);
+        free_set(&ref->params);
+        free(ref);
+        free(got);
+    }
+    if (rank == 0) {
+        remove(data);
+        rmdir(dir);
+        printf("%d passed, %d failed\n", passed, failed);
+    }
+    MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return failed ? 1 : 0;
+}
