@@ -22,6 +22,8 @@ struct pn_network {
     int *slot;          /* graph index -> position in nodes, or -1 */
     pn_arg **in_ptrs;   /* scratch for a layer's input list */
     int batch, max_batch;
+    pn_grads_ready_fn grads_ready;
+    void *grads_ready_ctx;
 };
 
 int pn_network_create(pn_network **out, const pn_graph *g, const bool *member, pn_device dev)
@@ -154,10 +156,17 @@ int pn_network_backward_run(pn_network *net, const pn_pass *pass, pn_params *par
     for (int i = net->n - 1; i >= 0; i--) {
         int gi = net->nodes[i].node;
         if (!net->nodes[i].computed || !net->graph->nodes[gi].needs_grad) continue;
-        PN_TRY(pn_layer_backward(net->graph->nodes[gi].layer, pass, params, inputs_of(net, gi),
-                                 &net->args[gi]));
+        pn_layer *l = net->graph->nodes[gi].layer;
+        PN_TRY(pn_layer_backward(l, pass, params, inputs_of(net, gi), &net->args[gi]));
+        if (net->grads_ready && l->n_params > 0) PN_TRY(net->grads_ready(net->grads_ready_ctx, l));
     }
     return PN_OK;
+}
+
+void pn_network_on_grads_ready(pn_network *net, pn_grads_ready_fn fn, void *ctx)
+{
+    net->grads_ready = fn;
+    net->grads_ready_ctx = ctx;
 }
 
 int pn_network_backward(pn_network *net, const pn_pass *pass, pn_params *params,

@@ -47,6 +47,14 @@ int pn_network_backward_begin(pn_network *net, long global_batch);
  * supplied arguments and of parameters accumulate. */
 int pn_network_backward_run(pn_network *net, const pn_pass *pass, pn_params *params);
 
+/* Called during pn_network_backward_run right after a layer with parameters has
+ * run (a trainer starts reducing that layer's gradients while earlier layers are
+ * still computing theirs). */
+typedef int (*pn_grads_ready_fn)(void *ctx, const pn_layer *layer);
+
+/* Installs the callback; fn NULL removes it. */
+void pn_network_on_grads_ready(pn_network *net, pn_grads_ready_fn fn, void *ctx);
+
 /* Loss statistics of the member loss layers since the last reset. */
 void pn_network_stats(const pn_network *net, pn_layer_stats *out);
 void pn_network_reset_stats(pn_network *net);

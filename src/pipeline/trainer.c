@@ -4,6 +4,7 @@
 #include "pipeline/trainer.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,8 @@ typedef struct trainer {
     long total_steps;
     long fault_step;                     /* PIPENET_FAULT for this rank, or -1 */
     bool fault_kill;
+    MPI_Request *buckets;                /* gradient all-reduces in flight, one per layer */
+    int n_buckets;
 } trainer;
 
 static bool is_root(const trainer *t) { return t->grid->rank == 0; }
@@ -131,6 +134,8 @@ static int build_slots(trainer *t)
     }
     PN_TRY(pn_params_finalize(t->params));
     PN_TRY(pn_params_init_values(t->params, t->cfg->seed));
+    t->buckets = malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *t->buckets);
+    if (!t->buckets) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     /* slot 0 also runs evaluation, a replica's whole slice at once */
     for (int k = 0; k < t->n_slots; k++)
         PN_TRY(pn_network_plan(t->slots[k].net, k == 0 ? t->replica_rows : t->micro_rows));
@@ -259,6 +264,7 @@ static void teardown(trainer *t)
     free(t->slots);
     pn_params_free(t->params);
     free(t->member);
+    free(t->buckets);
     free(t->fields);
     free(t->field_nodes);
     pn_schedule_free(t->sched);
@@ -308,9 +314,30 @@ static int forward_micro(trainer *t, const pn_batch *b, long step, int micro, in
     return PN_OK;
 }
 
-static int backward_micro(trainer *t, const pn_batch *b, long step, int micro)
+/* A layer's gradients are final for the step: start summing them over the replicas
+ * (its parameters are one contiguous run of the arena), and push the reductions
+ * already in flight along. */
+static int start_bucket(void *ctx, const pn_layer *l)
+{
+    trainer *t = ctx;
+    size_t first = SIZE_MAX, end = 0;
+    for (int i = 0; i < l->n_params; i++) {
+        const pn_param *p = pn_params_get(t->params, l->param_index[i]);
+        if (p->offset < first) first = p->offset;
+        if (p->offset + (size_t)p->rows * p->cols > end) end = p->offset + (size_t)p->rows * p->cols;
+    }
+    float *grads = pn_params_all_grads(t->params).data;
+    PN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, grads + first, (int)(end - first), MPI_FLOAT,
+                                MPI_SUM, t->grid->data, &t->buckets[t->n_buckets++]));
+    int done;
+    PN_MPI_CHECK(MPI_Testall(t->n_buckets, t->buckets, &done, MPI_STATUSES_IGNORE));
+    return PN_OK;
+}
+
+static int backward_micro(trainer *t, const pn_batch *b, long step, int micro, bool last)
 {
     pn_network *net = t->slots[micro % t->n_slots].net;
+    pn_network_on_grads_ready(net, last && t->grid->replicas > 1 ? start_bucket : NULL, t);
     PN_TRY(pn_network_backward_begin(net, t->cfg->batch));
     for (int i = 0; i < t->n_links; i++) {
         pn_link *l = &t->links[i];
@@ -321,7 +348,9 @@ static int backward_micro(trainer *t, const pn_batch *b, long step, int micro)
         PN_TRY(pn_axpy(1.0f, &payload, &a->grad));
     }
     pn_pass pass = {true, t->cfg->seed, step, b->sample0 + (long)micro * t->micro_rows};
-    PN_TRY(pn_network_backward_run(net, &pass, t->params));
+    int rc = pn_network_backward_run(net, &pass, t->params);
+    pn_network_on_grads_ready(net, NULL, NULL);
+    PN_TRY(rc);
     for (int i = 0; i < t->n_links; i++) {
         pn_link *l = &t->links[i];
         if (l->kind == PN_LINK_GRAD && l->sends)
@@ -389,19 +418,18 @@ static int train_step(trainer *t, const pn_batch *b, long step, double *loss)
         return pn_error_set(PN_ERR_INTERNAL, "step %ld: fault injected by PIPENET_FAULT", step);
     }
     PN_TRY(post_step_receives(t));
-    int stage = t->grid->stage;
-    for (int i = 0; i < t->sched->count[stage]; i++) {
+    int stage = t->grid->stage, n = t->sched->count[stage];
+    t->n_buckets = 0;
+    for (int i = 0; i < n; i++) {
         pn_action a = t->sched->actions[stage][i];
         if (a.pass == PN_PASS_FORWARD)
             PN_TRY(forward_micro(t, b, step, a.micro, t->micro_rows, true));
-        else
-            PN_TRY(backward_micro(t, b, step, a.micro));
+        else /* every schedule ends with the step's last backward */
+            PN_TRY(backward_micro(t, b, step, a.micro, i == n - 1));
     }
     PN_TRY(wait_sends(t));
+    PN_MPI_CHECK(MPI_Waitall(t->n_buckets, t->buckets, MPI_STATUSES_IGNORE));
     pn_matrix grads = pn_params_all_grads(t->params);
-    if (t->grid->replicas > 1 && grads.cols > 0)
-        PN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, grads.data, grads.cols, MPI_FLOAT, MPI_SUM,
-                                   t->grid->data));
     double scale = 1.0;
     if (t->opt_cfg.clip_norm > 0) {
         double sq;

@@ -1,0 +1,44 @@
+#!/bin/sh
+# A failing rank ends the whole job: an error injected on the first stage, on the
+# last stage, and a rank killed with SIGKILL must each make mpirun exit non-zero
+# within 10 seconds, with an injected error printed once, naming rank and stage.
+# Skips (77) without the Debian Fashion-MNIST package.
+set -u
+PIPENET=${PIPENET:-./pipenet}
+SRC=/usr/share/datasets/fashion-mnist
+[ -d "$SRC" ] || { echo "SKIP: $SRC not installed (dataset-fashion-mnist)"; exit 77; }
+here=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+"$PIPENET" import fashion-mnist --src "$SRC" --out "$tmp/fm" >/dev/null || fail "import"
+
+# run FAULT: a 4-stage job of 30 steps with PIPENET_FAULT=FAULT; sets rc and secs
+run() {
+    start=$(date +%s)
+    PIPENET_FAULT=$1 timeout 60 mpirun --oversubscribe -np 4 "$PIPENET" train \
+        "$here/models/fashion_mlp.json" --data "$tmp/fm/train.h5" --stages 4 --steps 30 \
+        --batch 64 --threads 1 >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    secs=$(($(date +%s) - start))
+}
+
+for case in "0:5 0 0" "3:5 3 3"; do
+    set -- $case
+    run "$1"
+    [ $rc -ne 0 ] || fail "fault on rank $2: exit status 0"
+    [ $rc -ne 124 ] || fail "fault on rank $2: the job hung"
+    [ $secs -le 10 ] || fail "fault on rank $2: the job took $secs s to end"
+    n=$(grep -c "pipenet: error: rank $2 (stage $3, replica 0): step 5: fault injected" "$tmp/err")
+    [ "$n" -eq 1 ] || { cat "$tmp/err"; fail "fault on rank $2: error printed $n times"; }
+    [ "$(grep -c 'pipenet: error' "$tmp/err")" -eq 1 ] || fail "fault on rank $2: other ranks printed errors too"
+    echo "ok: error on stage $3 ended the job in $secs s (exit $rc)"
+done
+
+run "2:5:kill"
+[ $rc -ne 0 ] || fail "killed rank: exit status 0"
+[ $rc -ne 124 ] || fail "killed rank: the job hung"
+[ $secs -le 10 ] || fail "killed rank: the job took $secs s to end"
+echo "ok: SIGKILL of rank 2 ended the job in $secs s (exit $rc)"
+echo "PASS: failure"
