@@ -3,7 +3,9 @@
  * every layout (replicas D, stages P, micro-batches M) of the list and both
  * schedules, on sub-communicators of the world; every step's loss must equal the
  * one-process run's within a relative 1e-5 and every final parameter within 1e-4.
- * Prints a table of the largest differences and "N passed, N failed". */
+ * Then with --deterministic, 50 steps under every layout with micro-batches of 4
+ * samples, both schedules and a repeated run must give one parameter hash.
+ * Prints a table of the largest differences, the hashes, and "N passed, N failed". */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +19,7 @@
 #include "pipeline/schedule.h"
 #include "pipeline/trainer.h"
 
-enum { SAMPLES = 320, WIDTH = 12, CLASSES = 5, STEPS = 20, MAX_PARAMS = 64 };
+enum { SAMPLES = 320, WIDTH = 12, CLASSES = 5, STEPS = 20, DET_STEPS = 50, MAX_PARAMS = 64 };
 
 static const char *const MLP =
     "{\"name\": \"mlp\", \"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 12},"
@@ -48,6 +50,10 @@ typedef struct layout {
 
 static const layout layouts[] = {{1, 1, 1}, {1, 2, 4}, {2, 1, 2}, {2, 2, 4}, {1, 4, 8}};
 enum { N_LAYOUTS = sizeof layouts / sizeof *layouts };
+
+/* Layouts whose micro-batches hold 4 of the batch's 32 samples. */
+static const layout det_layouts[] = {{1, 1, 8}, {1, 2, 8}, {2, 1, 4}, {2, 2, 4}, {1, 4, 8}};
+enum { N_DET = sizeof det_layouts / sizeof *det_layouts };
 
 /* Parameters of a whole model gathered by name on rank 0 of a run. */
 typedef struct param_set {
@@ -154,12 +160,14 @@ static int write_data(const char *path)
 }
 
 typedef struct outcome {
-    double losses[STEPS];
+    double losses[DET_STEPS];
     param_set params;
+    unsigned long long hash;
 } outcome;
 
 /* Trains model under one layout on the first D*P ranks; fills out on world rank 0. */
-static int run_layout(const char *model, const char *data, layout l, int schedule, outcome *out)
+static int run_layout(const char *model, const char *data, layout l, int schedule,
+                      bool deterministic, outcome *out)
 {
     int rank, ranks = l.replicas * l.stages;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -175,7 +183,8 @@ static int run_layout(const char *model, const char *data, layout l, int schedul
         pn_train_config_default(&cfg);
         if (rc == PN_OK) rc = pn_train_config_from_json(pn_graph_train_spec(g), "test.json", &cfg);
         snprintf(cfg.data, sizeof cfg.data, "%s", data);
-        cfg.steps = STEPS;
+        cfg.steps = deterministic ? DET_STEPS : STEPS;
+        cfg.deterministic = deterministic;
         cfg.seed = 5;
         cfg.threads = 1;
         cfg.stages = l.stages;
@@ -187,7 +196,8 @@ static int run_layout(const char *model, const char *data, layout l, int schedul
         pn_train_result result = {0};
         if (rc == PN_OK) rc = pn_train(g, &cfg, comm, &hooks, &result);
         if (rc < 0 && rc != PN_ERR_PEER) fprintf(stderr, "rank %d: %s\n", rank, pn_error_message());
-        for (int s = 0; result.losses && s < STEPS; s++) out->losses[s] = result.losses[s];
+        for (int s = 0; result.losses && s < cfg.steps; s++) out->losses[s] = result.losses[s];
+        out->hash = result.param_hash;
         free(result.losses);
         pn_graph_free(g);
         MPI_Comm_free(&comm);
@@ -256,11 +266,11 @@ int main(int argc, char **argv)
                "max param diff");
     for (int m = 0; m < 2; m++) {
         outcome *ref = calloc(1, sizeof *ref), *got = calloc(1, sizeof *got);
-        if (run_layout(models[m], data, layouts[0], PN_SCHEDULE_1F1B, ref) < 0) failed++;
+        if (run_layout(models[m], data, layouts[0], PN_SCHEDULE_1F1B, false, ref) < 0) failed++;
         for (int l = 1; l < N_LAYOUTS; l++)
             for (int sched = 0; sched < 2; sched++) {
                 free_set(&got->params);
-                int r = run_layout(models[m], data, layouts[l], sched, got);
+                int r = run_layout(models[m], data, layouts[l], sched, false, got);
                 if (rank != 0) continue;
                 double dl = r < 0 ? INFINITY : loss_diff(ref, got);
                 double dp = r < 0 ? INFINITY : param_diff(&ref->params, &got->params);
@@ -274,6 +284,26 @@ int main(int argc, char **argv)
         free_set(&ref->params);
         free(ref);
         free(got);
+    }
+    /* bit-exact layouts under --deterministic */
+    for (int m = 0; m < 2; m++) {
+        outcome *o = calloc(1, sizeof *o);
+        unsigned long long first = 0;
+        for (int l = 0; l <= N_DET; l++)
+            for (int sched = 0; sched < 2; sched++) {
+                layout lay = l < N_DET ? det_layouts[l] : det_layouts[0]; /* then a repeat */
+                int r = run_layout(models[m], data, lay, sched, true, o);
+                free_set(&o->params);
+                if (rank != 0) continue;
+                if (l == 0 && sched == 0) first = o->hash;
+                bool ok = r == 0 && o->hash == first;
+                printf("%-5s (%d,%d,%d)   %-6s deterministic, hash %016llx  %s%s\n", names[m],
+                       lay.replicas, lay.stages, lay.micro,
+                       pn_schedule_kind_name((pn_schedule_kind)sched), o->hash,
+                       l == N_DET ? "(repeat) " : "", ok ? "ok" : "FAIL");
+                ok ? passed++ : failed++;
+            }
+        free(o);
     }
     if (rank == 0) {
         remove(data);

@@ -42,12 +42,15 @@ static void usage(FILE *out)
             "  --micro-batches M  micro-batches per step and replica (default: the largest\n"
             "                   divisor of the replica's batch up to 4 P)\n"
             "  --schedule S     gpipe or 1f1b [1f1b]\n"
+            "  --deterministic  add gradients in a fixed tree over micro-batches of a fixed\n"
+            "                   size: every layout with that size gives identical bits\n"
+            "                   (M must be a power of two)\n"
             "  -h, --help       this text\n");
 }
 
 enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_SEED,
        OPT_METRICS, OPT_THREADS, OPT_LOG_EVERY, OPT_DATA_CACHE, OPT_STAGES, OPT_MICRO,
-       OPT_SCHEDULE, N_OPTS };
+       OPT_SCHEDULE, OPT_DETERMINISTIC, N_OPTS };
 
 /* Option values, and which ones were given (they override the model's "train"). */
 typedef struct overrides {
@@ -70,6 +73,7 @@ static const struct option longopts[] = {
     {"stages", required_argument, NULL, OPT_STAGES},
     {"micro-batches", required_argument, NULL, OPT_MICRO},
     {"schedule", required_argument, NULL, OPT_SCHEDULE},
+    {"deterministic", no_argument, NULL, OPT_DETERMINISTIC},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -107,6 +111,7 @@ static int parse_options(int argc, char **argv, overrides *o)
                 rc = -1;
             }
             break;
+        case OPT_DETERMINISTIC: v->deterministic = true; break;
         case 'h': return 1;
         default: return -1; /* getopt printed why */
         }
@@ -132,6 +137,7 @@ static void apply(const overrides *o, pn_train_config *cfg)
     if (o->given[OPT_STAGES]) cfg->stages = v->stages;
     if (o->given[OPT_MICRO]) cfg->micro_batches = v->micro_batches;
     if (o->given[OPT_SCHEDULE]) cfg->schedule = v->schedule;
+    if (o->given[OPT_DETERMINISTIC]) cfg->deterministic = true;
 }
 
 /* Ends the job after a failure: the rank that owns the error prints it once; under

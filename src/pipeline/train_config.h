@@ -4,6 +4,7 @@
 #define PN_TRAIN_CONFIG_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "pipeline/optimizer.h"
@@ -24,6 +25,7 @@ typedef struct pn_train_config {
     int stages;                /* pipeline stages P (0: from the layers' "stage" attributes) */
     int micro_batches;         /* M per step and replica (0: automatic) */
     int schedule;              /* pn_schedule_kind */
+    bool deterministic;        /* sum gradients in a fixed tree: bit-identical layouts */
     pn_optimizer_config optimizer;
 } pn_train_config;
 

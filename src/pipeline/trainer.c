@@ -14,12 +14,14 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/rng.h"
 #include "io/reader.h"
 #include "layers/layer_types.h"
 #include "math/ops.h"
 #include "mpi/grid.h"
 #include "mpi/link.h"
 #include "mpi/mpi_check.h"
+#include "pipeline/grad_tree.h"
 #include "pipeline/metrics.h"
 #include "pipeline/network.h"
 #include "pipeline/optimizer.h"
@@ -61,6 +63,9 @@ typedef struct trainer {
     bool fault_kill;
     MPI_Request *buckets;                /* gradient all-reduces in flight, one per layer */
     int n_buckets;
+    pn_grad_tree tree;                   /* --deterministic: this step's micro-batch sums */
+    float *replica_sums;                 /* --deterministic, D > 1: every replica's sum */
+    int n_global_params;                 /* parameters of the whole graph */
 } trainer;
 
 static bool is_root(const trainer *t) { return t->grid->rank == 0; }
@@ -245,6 +250,14 @@ static int setup(trainer *t, MPI_Comm comm)
     if (t->opt_cfg.schedule == PN_LR_COSINE && t->opt_cfg.total_steps == 0)
         t->opt_cfg.total_steps = t->total_steps;
     PN_TRY(pn_optimizer_create(&t->opt, &t->opt_cfg, t->params));
+    for (int i = 0; i < g->n_nodes; i++) t->n_global_params += g->nodes[i].layer->n_params;
+    if (cfg->deterministic) {
+        size_t n = pn_params_size(t->params);
+        PN_TRY(pn_grad_tree_init(&t->tree, n, t->micro));
+        if (t->grid->replicas > 1 &&
+            !(t->replica_sums = malloc((size_t)t->grid->replicas * (n ? n : 1) * sizeof(float))))
+            return pn_error_set(PN_ERR_NOMEM, "out of memory for deterministic gradient sums");
+    }
     if (cfg->metrics[0] && is_root(t)) PN_TRY(pn_metrics_open(&t->metrics, cfg->metrics, 0));
     return PN_OK;
 }
@@ -265,6 +278,8 @@ static void teardown(trainer *t)
     pn_params_free(t->params);
     free(t->member);
     free(t->buckets);
+    pn_grad_tree_free(&t->tree);
+    free(t->replica_sums);
     free(t->fields);
     free(t->field_nodes);
     pn_schedule_free(t->sched);
@@ -337,7 +352,9 @@ static int start_bucket(void *ctx, const pn_layer *l)
 static int backward_micro(trainer *t, const pn_batch *b, long step, int micro, bool last)
 {
     pn_network *net = t->slots[micro % t->n_slots].net;
-    pn_network_on_grads_ready(net, last && t->grid->replicas > 1 ? start_bucket : NULL, t);
+    bool bucketed = last && t->grid->replicas > 1 && !t->cfg->deterministic;
+    pn_network_on_grads_ready(net, bucketed ? start_bucket : NULL, t);
+    if (t->cfg->deterministic) PN_TRY(pn_params_zero_grads(t->params)); /* one leaf each */
     PN_TRY(pn_network_backward_begin(net, t->cfg->batch));
     for (int i = 0; i < t->n_links; i++) {
         pn_link *l = &t->links[i];
@@ -351,6 +368,7 @@ static int backward_micro(trainer *t, const pn_batch *b, long step, int micro, b
     int rc = pn_network_backward_run(net, &pass, t->params);
     pn_network_on_grads_ready(net, NULL, NULL);
     PN_TRY(rc);
+    if (t->cfg->deterministic) pn_grad_tree_push(&t->tree, pn_params_all_grads(t->params).data);
     for (int i = 0; i < t->n_links; i++) {
         pn_link *l = &t->links[i];
         if (l->kind == PN_LINK_GRAD && l->sends)
@@ -409,6 +427,100 @@ static int reduce_stats(trainer *t, double s[3])
     return PN_OK;
 }
 
+/* --- reductions that do not depend on the layout -------------------------------------- */
+
+/* grads = the tree sum of every micro-batch of the step over all replicas. */
+static int deterministic_sum(trainer *t, float *grads)
+{
+    size_t n = pn_params_size(t->params);
+    const float *mine = pn_grad_tree_result(&t->tree);
+    if (!mine || n == 0) return PN_OK;
+    if (t->grid->replicas == 1) {
+        memcpy(grads, mine, n * sizeof(float));
+        return PN_OK;
+    }
+    PN_MPI_CHECK(MPI_Allgather(mine, (int)n, MPI_FLOAT, t->replica_sums, (int)n, MPI_FLOAT,
+                               t->grid->data));
+    pn_grad_tree_sum_blocks(t->replica_sums, t->grid->replicas, n, grads);
+    return PN_OK;
+}
+
+/* Calls fn(ctx, k, p) for the k-th parameter of the whole graph (graph order) when
+ * this stage holds it, p its handle here. */
+static void for_each_global_param(trainer *t, void (*fn)(void *, int, int), void *ctx)
+{
+    int k = 0;
+    for (int i = 0; i < t->graph->n_nodes; i++) {
+        const pn_layer *l = t->graph->nodes[i].layer;
+        for (int j = 0; j < l->n_params; j++, k++) {
+            char name[512];
+            snprintf(name, sizeof name, "%s/%s", t->graph->nodes[i].name, l->param_decls[j].suffix);
+            int p = pn_params_find(t->params, name);
+            if (p >= 0) fn(ctx, k, p);
+        }
+    }
+}
+
+typedef struct per_param {
+    trainer *t;
+    double *sq;
+    unsigned long long *hash;
+} per_param;
+
+static void param_sum_squares(void *arg, int k, int p)
+{
+    per_param *pp = arg;
+    pn_matrix g = pn_params_grad(pp->t->params, p);
+    double s = 0.0;
+    for (size_t i = 0; i < pn_matrix_count(g); i++) s += (double)g.data[i] * g.data[i];
+    pp->sq[k] = s;
+}
+
+static void param_hash(void *arg, int k, int p)
+{
+    per_param *pp = arg;
+    const pn_param *q = pn_params_get(pp->t->params, p);
+    pn_matrix v = pn_params_value(pp->t->params, p);
+    uint64_t h = pn_hash_string(q->name);
+    const unsigned char *bytes = (const unsigned char *)v.data;
+    for (size_t i = 0; i < pn_matrix_count(v) * sizeof(float); i++) h = (h ^ bytes[i]) * 1099511628211ULL;
+    pp->hash[k] = h;
+}
+
+/* The squared norm of all gradients: per parameter, then added in graph order, so
+ * the same bits come out of every placement. */
+static int global_sum_squares(trainer *t, double *out)
+{
+    double *sq = calloc((size_t)(t->n_global_params ? t->n_global_params : 1), sizeof *sq);
+    if (!sq) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    per_param pp = {t, sq, NULL};
+    for_each_global_param(t, param_sum_squares, &pp);
+    int rc = MPI_Allreduce(MPI_IN_PLACE, sq, t->n_global_params, MPI_DOUBLE, MPI_SUM, t->grid->pipe);
+    double total = 0.0;
+    for (int k = 0; k < t->n_global_params; k++) total += sq[k];
+    free(sq);
+    if (rc != MPI_SUCCESS) return pn_mpi_fail(rc, "MPI_Allreduce (gradient norm)", __FILE__, __LINE__);
+    *out = total;
+    return PN_OK;
+}
+
+/* A hash of every parameter's bits and name, combined in graph order (same on all ranks). */
+static int parameter_hash(trainer *t, unsigned long long *out)
+{
+    unsigned long long *h = calloc((size_t)(t->n_global_params ? t->n_global_params : 1), sizeof *h);
+    if (!h) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    per_param pp = {t, NULL, h};
+    for_each_global_param(t, param_hash, &pp);
+    int rc = MPI_Allreduce(MPI_IN_PLACE, h, t->n_global_params, MPI_UNSIGNED_LONG_LONG, MPI_BXOR,
+                           t->grid->pipe);
+    uint64_t total = 0;
+    for (int k = 0; k < t->n_global_params; k++) total = pn_hash_mix(total, h[k]);
+    free(h);
+    if (rc != MPI_SUCCESS) return pn_mpi_fail(rc, "MPI_Allreduce (parameter hash)", __FILE__, __LINE__);
+    *out = total;
+    return PN_OK;
+}
+
 /* --- a step, an evaluation ----------------------------------------------------------- */
 
 static int train_step(trainer *t, const pn_batch *b, long step, double *loss)
@@ -420,6 +532,7 @@ static int train_step(trainer *t, const pn_batch *b, long step, double *loss)
     PN_TRY(post_step_receives(t));
     int stage = t->grid->stage, n = t->sched->count[stage];
     t->n_buckets = 0;
+    pn_grad_tree_reset(&t->tree);
     for (int i = 0; i < n; i++) {
         pn_action a = t->sched->actions[stage][i];
         if (a.pass == PN_PASS_FORWARD)
@@ -430,11 +543,11 @@ static int train_step(trainer *t, const pn_batch *b, long step, double *loss)
     PN_TRY(wait_sends(t));
     PN_MPI_CHECK(MPI_Waitall(t->n_buckets, t->buckets, MPI_STATUSES_IGNORE));
     pn_matrix grads = pn_params_all_grads(t->params);
+    if (t->cfg->deterministic) PN_TRY(deterministic_sum(t, grads.data));
     double scale = 1.0;
     if (t->opt_cfg.clip_norm > 0) {
-        double sq;
-        PN_TRY(pn_sum_squares(&grads, &sq));
-        PN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sq, 1, MPI_DOUBLE, MPI_SUM, t->grid->pipe));
+        double sq = 0.0;
+        PN_TRY(global_sum_squares(t, &sq));
         scale = pn_optimizer_clip_scale(&t->opt_cfg, sq);
     }
     PN_TRY(pn_optimizer_step(t->opt, t->params, step, scale));
@@ -554,6 +667,8 @@ static int run(trainer *t, pn_train_result *r)
         }
     }
     if (is_root(t)) pn_progress_finish(&t->progress);
+    PN_TRY(parameter_hash(t, &r->param_hash));
+    if (is_root(t)) pn_progress_print(&t->progress, "parameter hash after %ld steps: %016llx", step, r->param_hash);
     r->steps = step;
     r->seconds = pn_now() - start;
     r->samples_per_s = r->seconds > 0 ? (double)step * cfg->batch / r->seconds : 0.0;
@@ -565,7 +680,7 @@ int pn_train(const pn_graph *g, const pn_train_config *cfg, MPI_Comm comm,
              const pn_train_hooks *hooks, pn_train_result *result)
 {
     trainer t = {.graph = g, .cfg = cfg, .hooks = hooks};
-    pn_train_result r = {0, NAN, NAN, NAN, 0, 0, NULL};
+    pn_train_result r = {0, NAN, NAN, NAN, 0, 0, NULL, 0};
     int rc = setup(&t, comm);
     if (t.grid) {
         rc = pn_grid_agree(t.grid, rc);

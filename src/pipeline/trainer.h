@@ -22,6 +22,7 @@ typedef struct pn_train_result {
     double seconds;        /* wall time of the training steps */
     double samples_per_s;  /* training throughput over the run */
     double *losses;        /* [steps] when collect_losses was set; caller frees */
+    unsigned long long param_hash; /* of every parameter, by name, in graph order */
 } pn_train_result;
 
 typedef struct pn_train_hooks {
