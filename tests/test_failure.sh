@@ -41,4 +41,16 @@ run "2:5:kill"
 [ $rc -ne 124 ] || fail "killed rank: the job hung"
 [ $secs -le 10 ] || fail "killed rank: the job took $secs s to end"
 echo "ok: SIGKILL of rank 2 ended the job in $secs s (exit $rc)"
+# errors every rank sees before any work: reported once, clean exit, no abort
+mpirun --oversubscribe -np 3 "$PIPENET" train "$here/models/fashion_mlp.json" --stages 2 \
+    --data "$tmp/fm/train.h5" >"$tmp/out" 2>"$tmp/err"
+[ $? -ne 0 ] || fail "3 ranks for 2 stages: exit status 0"
+[ "$(grep -c 'pipenet: error: 3 ranks cannot hold replicas of a 2-stage pipeline' "$tmp/err")" -eq 1 ] ||
+    { cat "$tmp/err"; fail "3 ranks for 2 stages: not reported exactly once"; }
+mpirun --oversubscribe -np 2 "$PIPENET" train "$here/models/fashion_mlp.json" --stages 2 \
+    --data "$tmp/none.h5" >"$tmp/out" 2>"$tmp/err"
+[ $? -ne 0 ] || fail "missing data: exit status 0"
+[ "$(grep -c "pipenet: error: rank 0 (stage 0, replica 0): cannot open '$tmp/none.h5'" "$tmp/err")" -eq 1 ] ||
+    { cat "$tmp/err"; fail "missing data: not reported exactly once with rank and stage"; }
+echo "ok: a bad layout and a missing file are reported once before any work"
 echo "PASS: failure"

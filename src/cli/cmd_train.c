@@ -140,19 +140,18 @@ static void apply(const overrides *o, pn_train_config *cfg)
     if (o->given[OPT_DETERMINISTIC]) cfg->deterministic = true;
 }
 
-/* Ends the job after a failure: the rank that owns the error prints it once; under
- * MPI it then aborts the job, since its peers may be waiting on it. */
-static int fail_job(int rc)
+/* Ends the job after a failure: the rank that owns the error prints it once. When
+ * every rank knows of the failure (model, options, setup) they all leave cleanly;
+ * otherwise peers may be waiting on this rank, so it aborts the job. */
+static int fail_job(int rc, bool together)
 {
     int size = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (rc == PN_ERR_PEER) { /* another rank prints and aborts */
-        MPI_Finalize();
-        return 1;
+    if (rc != PN_ERR_PEER) {
+        pn_cli_fail(pn_error_message());
+        fflush(stderr);
+        if (size > 1 && !together) MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    pn_cli_fail(pn_error_message());
-    fflush(stderr);
-    if (size > 1) MPI_Abort(MPI_COMM_WORLD, 1);
     MPI_Finalize();
     return 1;
 }
@@ -174,18 +173,23 @@ int pn_cmd_train(int argc, char **argv)
     }
     const char *path = argv[optind];
     if (MPI_Init(NULL, NULL) != MPI_SUCCESS) return pn_cli_fail("MPI_Init failed");
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     pn_graph *g;
-    int rc = pn_graph_load(&g, path);
-    if (rc < 0) return fail_job(rc);
+    int rc = pn_graph_load(&g, path); /* the same file, so the same outcome on every rank */
+    if (rc < 0) return fail_job(rank == 0 ? rc : PN_ERR_PEER, true);
     pn_train_config cfg;
     pn_train_config_default(&cfg);
     rc = pn_train_config_from_json(pn_graph_train_spec(g), path, &cfg);
+    pn_train_result result = {.failed_together = 1};
+    if (rc < 0 && rank != 0) rc = PN_ERR_PEER;
     if (rc == PN_OK) {
         apply(&o, &cfg);
-        rc = pn_train(g, &cfg, MPI_COMM_WORLD, NULL, NULL);
+        rc = pn_train(g, &cfg, MPI_COMM_WORLD, NULL, &result);
+        free(result.losses);
     }
     pn_graph_free(g);
-    if (rc < 0) return fail_job(rc);
+    if (rc < 0) return fail_job(rc, result.failed_together);
     MPI_Finalize();
     return 0;
 }

@@ -680,7 +680,7 @@ int pn_train(const pn_graph *g, const pn_train_config *cfg, MPI_Comm comm,
              const pn_train_hooks *hooks, pn_train_result *result)
 {
     trainer t = {.graph = g, .cfg = cfg, .hooks = hooks};
-    pn_train_result r = {0, NAN, NAN, NAN, 0, 0, NULL, 0};
+    pn_train_result r = {0, NAN, NAN, NAN, 0, 0, NULL, 0, 0};
     int rc = setup(&t, comm);
     if (t.grid) {
         rc = pn_grid_agree(t.grid, rc);
@@ -689,12 +689,11 @@ int pn_train(const pn_graph *g, const pn_train_config *cfg, MPI_Comm comm,
         MPI_Comm_rank(comm, &rank);
         if (rank != 0) rc = pn_error_set(PN_ERR_PEER, "rank 0 failed");
     }
-    if (rc == PN_OK) {
-        rc = run(&t, &r);
-        if (rc < 0 && rc != PN_ERR_PEER && t.grid->size > 1)
-            rc = pn_error_wrap(rc, "rank %d (stage %d, replica %d)", t.grid->rank, t.grid->stage,
-                               t.grid->replica);
-    }
+    r.failed_together = rc < 0;
+    if (rc == PN_OK) rc = run(&t, &r);
+    if (rc < 0 && rc != PN_ERR_PEER && t.grid && t.grid->size > 1)
+        rc = pn_error_wrap(rc, "rank %d (stage %d, replica %d)", t.grid->rank, t.grid->stage,
+                           t.grid->replica);
     teardown(&t);
     if (result)
         *result = r;

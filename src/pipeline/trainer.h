@@ -23,6 +23,7 @@ typedef struct pn_train_result {
     double samples_per_s;  /* training throughput over the run */
     double *losses;        /* [steps] when collect_losses was set; caller frees */
     unsigned long long param_hash; /* of every parameter, by name, in graph order */
+    int failed_together;   /* the failure is known to every rank (setup): no abort needed */
 } pn_train_result;
 
 typedef struct pn_train_hooks {
