@@ -18,7 +18,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 run() {
     start=$(date +%s)
     PIPENET_FAULT=$1 timeout 60 mpirun --oversubscribe -np 4 "$PIPENET" train \
-        "$here/models/fashion_mlp.json" --data "$tmp/fm/train.h5" --stages 4 --steps 30 \
+        "$here/models/fashion_mlp.json" --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" \
+        --stages 4 --steps 30 \
         --batch 64 --threads 1 >"$tmp/out" 2>"$tmp/err"
     rc=$?
     secs=$(($(date +%s) - start))
@@ -43,7 +44,7 @@ run "2:5:kill"
 echo "ok: SIGKILL of rank 2 ended the job in $secs s (exit $rc)"
 # errors every rank sees before any work: reported once, clean exit, no abort
 mpirun --oversubscribe -np 3 "$PIPENET" train "$here/models/fashion_mlp.json" --stages 2 \
-    --data "$tmp/fm/train.h5" >"$tmp/out" 2>"$tmp/err"
+    --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" >"$tmp/out" 2>"$tmp/err"
 [ $? -ne 0 ] || fail "3 ranks for 2 stages: exit status 0"
 [ "$(grep -c 'pipenet: error: 3 ranks cannot hold replicas of a 2-stage pipeline' "$tmp/err")" -eq 1 ] ||
     { cat "$tmp/err"; fail "3 ranks for 2 stages: not reported exactly once"; }
