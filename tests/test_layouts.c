@@ -42,7 +42,8 @@ static const char *const SKIP =
     " {\"name\": \"norm\", \"type\": \"layernorm\", \"input\": \"sum\"},"
     " {\"name\": \"out\", \"type\": \"fc\", \"input\": \"norm\", \"size\": 5},"
     " {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}],"
-    " \"train\": {\"batch\": 32, \"optimizer\": {\"type\": \"momentum\", \"lr\": 0.1}}}";
+    " \"train\": {\"batch\": 32, \"optimizer\": {\"type\": \"momentum\", \"lr\": 0.1,"
+    " \"clip_norm\": 0.3}}}";
 
 typedef struct layout {
     int replicas, stages, micro;
