@@ -124,13 +124,8 @@ int pn_cmd_plan(int argc, char **argv)
         return 0;
     }
     if (parsed < 0) return 2;
-    if (optind != argc - 1) {
-        fprintf(stderr, "pipenet: error: plan takes exactly one MODEL.json (got %d)\n\n",
-                argc - optind);
-        usage(stderr);
-        return 2;
-    }
-    const char *path = argv[optind];
+    const char *path;
+    if (pn_opt_model_argument(argc, argv, "plan", usage, &path)) return 2;
     pn_graph *g = NULL;
     pn_plan *plan = NULL;
     pn_schedule *sched = NULL;

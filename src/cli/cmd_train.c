@@ -165,13 +165,8 @@ int pn_cmd_train(int argc, char **argv)
         return 0;
     }
     if (parsed < 0) return 2;
-    if (optind != argc - 1) {
-        fprintf(stderr, "pipenet: error: train takes exactly one MODEL.json (got %d)\n\n",
-                argc - optind);
-        usage(stderr);
-        return 2;
-    }
-    const char *path = argv[optind];
+    const char *path;
+    if (pn_opt_model_argument(argc, argv, "train", usage, &path)) return 2;
     if (MPI_Init(NULL, NULL) != MPI_SUCCESS) return pn_cli_fail("MPI_Init failed");
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -59,3 +59,17 @@ int pn_opt_path(const char *name, const char *text, char *out, int cap)
     strcpy(out, text);
     return 0;
 }
+
+int pn_opt_model_argument(int argc, char **argv, const char *command,
+                          void (*usage)(FILE *out), const char **path)
+{
+    extern int optind;
+    if (optind != argc - 1) {
+        fprintf(stderr, "pipenet: error: %s takes exactly one MODEL.json (got %d)\n\n", command,
+                argc - optind);
+        usage(stderr);
+        return 2;
+    }
+    *path = argv[optind];
+    return 0;
+}

@@ -3,6 +3,7 @@
 #define PN_OPTIONS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 /* Each returns 0, or -1 after printing "pipenet: error: --name: ..." to stderr. */
 int pn_opt_long(const char *name, const char *text, long min, long max, long *out);
@@ -11,5 +12,10 @@ int pn_opt_double(const char *name, const char *text, double min, double max, do
 int pn_opt_u64(const char *name, const char *text, uint64_t *out);
 /* Copies text into out (cap bytes) or reports that it is too long. */
 int pn_opt_path(const char *name, const char *text, char *out, int cap);
+
+/* After getopt: the one MODEL.json argument of command in *path, or (after printing
+ * why and the usage) the exit status 2. */
+int pn_opt_model_argument(int argc, char **argv, const char *command,
+                          void (*usage)(FILE *out), const char **path);
 
 #endif

@@ -29,8 +29,7 @@ int pn_attr_error(const pn_layer *l, const char *key, const char *fmt, ...)
                         l->type->name, key, what);
 }
 
-/* Short JSON rendering of a value for error messages. */
-static const char *show(const json_t *v, char *buf, size_t cap)
+const char *pn_json_show(const json_t *v, char *buf, size_t cap)
 {
     char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
     snprintf(buf, cap, "%s", text ? text : "?");
@@ -60,7 +59,7 @@ int pn_attr_int(const pn_layer *l, const json_t *spec, const char *key, bool req
     }
     if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > 1 << 30)
         return pn_attr_error(l, key, "expected an integer >= %d, got %s", min,
-                             show(v, buf, sizeof buf));
+                             pn_json_show(v, buf, sizeof buf));
     *out = (int)json_integer_value(v);
     return PN_OK;
 }
@@ -78,7 +77,7 @@ int pn_attr_float(const pn_layer *l, const json_t *spec, const char *key, bool r
     double x = json_is_number(v) ? json_number_value(v) : 0.0;
     if (!json_is_number(v) || x < min || x > max || (max_open && x == max))
         return pn_attr_error(l, key, "expected a number in [%g, %g%c, got %s", min, max,
-                             max_open ? ')' : ']', show(v, buf, sizeof buf));
+                             max_open ? ')' : ']', pn_json_show(v, buf, sizeof buf));
     *out = (float)x;
     return PN_OK;
 }
@@ -93,7 +92,7 @@ int pn_attr_bool(const pn_layer *l, const json_t *spec, const char *key, bool de
         return PN_OK;
     }
     if (!json_is_boolean(v))
-        return pn_attr_error(l, key, "expected true or false, got %s", show(v, buf, sizeof buf));
+        return pn_attr_error(l, key, "expected true or false, got %s", pn_json_show(v, buf, sizeof buf));
     *out = json_is_true(v);
     return PN_OK;
 }
@@ -113,7 +112,7 @@ int pn_attr_act(const pn_layer *l, const json_t *spec, const char *key, pn_act d
         return pn_attr_error(l, key,
                              "expected one of \"none\", \"relu\", \"tanh\", \"sigmoid\", "
                              "\"gelu\", \"softmax\", got %s",
-                             show(v, buf, sizeof buf));
+                             pn_json_show(v, buf, sizeof buf));
     *out = (pn_act)act;
     return PN_OK;
 }
@@ -130,7 +129,7 @@ int pn_attr_string(const pn_layer *l, const json_t *spec, const char *key, bool 
     }
     if (!json_is_string(v) || !json_string_length(v))
         return pn_attr_error(l, key, "expected a non-empty string, got %s",
-                             show(v, buf, sizeof buf));
+                             pn_json_show(v, buf, sizeof buf));
     *out = json_string_value(v);
     return PN_OK;
 }

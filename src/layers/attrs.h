@@ -25,6 +25,10 @@ int pn_attr_act(const pn_layer *l, const json_t *spec, const char *key, pn_act d
 int pn_attr_string(const pn_layer *l, const json_t *spec, const char *key, bool required,
                    const char *def, const char **out);
 
+/* A short JSON rendering of v for error messages ("wide", 2.5, [1, 2], cut with
+ * "..." to fit cap bytes). */
+const char *pn_json_show(const json_t *v, char *buf, size_t cap);
+
 /* An error about attribute key of layer l. */
 int pn_attr_error(const pn_layer *l, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -4,6 +4,8 @@
  * parameter's slice of the arena (weight decay only where the parameter decays). */
 #include "pipeline/optimizer.h"
 
+#include "layers/attrs.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -70,16 +72,6 @@ static int field_error(where at, const char *key, const char *fmt, ...)
                         key ? key : "", what);
 }
 
-/* Short JSON rendering of a value for error messages. */
-static const char *show(const json_t *v, char *buf, size_t cap)
-{
-    char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-    snprintf(buf, cap, "%s", text ? text : "?");
-    if (strlen(buf) == cap - 1 && cap > 4) strcpy(buf + cap - 4, "...");
-    free(text);
-    return buf;
-}
-
 /* Rejects keys outside allowed (a NULL-terminated list, also the message's list). */
 static int check_keys(const json_t *obj, where at, const char *const *allowed)
 {
@@ -128,7 +120,7 @@ static int read_number(const json_t *obj, where at, const char *key, double lo, 
     else
         snprintf(range, sizeof range, "a number in %c%g, %g%c", lo_open ? '(' : '[', lo, hi,
                  hi_open ? ')' : ']');
-    return field_error(at, key, "expected %s, got %s", range, show(v, buf, sizeof buf));
+    return field_error(at, key, "expected %s, got %s", range, pn_json_show(v, buf, sizeof buf));
 }
 
 static int read_long(const json_t *obj, where at, const char *key, long min, long *out)
@@ -139,7 +131,7 @@ static int read_long(const json_t *obj, where at, const char *key, long min, lon
     if (!json_is_integer(v) || json_integer_value(v) < min ||
         json_integer_value(v) > (json_int_t)1e15)
         return field_error(at, key, "expected an integer >= %ld, got %s", min,
-                           show(v, buf, sizeof buf));
+                           pn_json_show(v, buf, sizeof buf));
     *out = (long)json_integer_value(v);
     return PN_OK;
 }
@@ -156,13 +148,13 @@ static int read_choice(const json_t *obj, where at, const char *key, const char 
     if (!v) return field_error(at, key, "missing (required: %s)", list);
     if (!json_is_string(v))
         return field_error(at, key, "expected a string (%s), got %s", list,
-                           show(v, buf, sizeof buf));
+                           pn_json_show(v, buf, sizeof buf));
     for (int i = 0; i < n; i++)
         if (!strcmp(json_string_value(v), names[i])) {
             *out = i;
             return PN_OK;
         }
-    return field_error(at, key, "unknown %s %s (%s)", what, show(v, buf, sizeof buf), list);
+    return field_error(at, key, "unknown %s %s (%s)", what, pn_json_show(v, buf, sizeof buf), list);
 }
 
 static int read_schedule(const json_t *obj, where at, pn_optimizer_config *cfg)
@@ -198,7 +190,7 @@ static int read_schedule(const json_t *obj, where at, pn_optimizer_config *cfg)
         if (total && cfg->total_steps <= cfg->warmup_steps)
             return field_error(at, "total_steps",
                                "expected an integer > warmup_steps (%ld), got %s",
-                               cfg->warmup_steps, show(total, buf, sizeof buf));
+                               cfg->warmup_steps, pn_json_show(total, buf, sizeof buf));
         PN_TRY(read_number(obj, at, "min_lr", 0.0, false, cfg->lr, false, &cfg->min_lr));
     }
     return PN_OK;
@@ -213,7 +205,7 @@ int pn_optimizer_config_from_json(const json_t *obj, const char *file,
     where at = {file, "train.optimizer"};
     char buf[64];
     if (!json_is_object(obj))
-        return field_error(at, NULL, "expected an object, got %s", show(obj, buf, sizeof buf));
+        return field_error(at, NULL, "expected an object, got %s", pn_json_show(obj, buf, sizeof buf));
     PN_TRY(check_keys(obj, at, keys));
     int kind;
     PN_TRY(read_choice(obj, at, "type", "optimizer", kind_names, N_KINDS, &kind));
@@ -236,7 +228,7 @@ int pn_optimizer_config_from_json(const json_t *obj, const char *file,
     const json_t *nesterov = json_object_get(obj, "nesterov");
     if (nesterov && !json_is_boolean(nesterov))
         return field_error(at, "nesterov", "expected true or false, got %s",
-                           show(nesterov, buf, sizeof buf));
+                           pn_json_show(nesterov, buf, sizeof buf));
     c.nesterov = json_is_true(nesterov);
     PN_TRY(read_number(obj, at, "beta1", 0.0, false, 1.0, true, &c.beta1));
     PN_TRY(read_number(obj, at, "beta2", 0.0, false, 1.0, true, &c.beta2));
@@ -247,7 +239,7 @@ int pn_optimizer_config_from_json(const json_t *obj, const char *file,
     if (schedule) {
         if (!json_is_object(schedule))
             return field_error(at, "schedule", "expected an object, got %s",
-                               show(schedule, buf, sizeof buf));
+                               pn_json_show(schedule, buf, sizeof buf));
         PN_TRY(read_schedule(schedule, (where){file, "train.optimizer.schedule"}, &c));
     }
     *cfg = c;
