@@ -12,6 +12,8 @@
 #   TRAIN_ARGS  more `pipenet train` options, split on spaces (e.g. "--steps 1000")
 #   PIPENET     the program [./pipenet in the submit directory, else pipenet on PATH]
 #   MPIRUN      the launcher [mpirun]; MPIRUN="echo mpirun" prints only
+#   SNAPSHOT_DIR  snapshots, resumed from when present [snapshots/<job name>]
+#   STOP_BEFORE seconds before the wall time to stop with a snapshot [300]
 # Torque has no select: there, use "#PBS -l nodes=1:ppn=8" and set OMP_NUM_THREADS.
 #
 #PBS -N pipenet
@@ -63,6 +65,20 @@ echo "pipenet: job ${PBS_JOBID:-?}: $ranks ranks = $((ranks / stages)) replica(s
      "$stages stage(s), $threads BLAS thread(s) per rank"
 echo "+ $mpirun -np $ranks --hostfile $nodefile --bind-to none -x OPENBLAS_NUM_THREADS" \
      "$pipenet train $model --stages $stages ${TRAIN_ARGS:-} $*"
-# shellcheck disable=SC2086 # MPIRUN and TRAIN_ARGS are lists of words
-exec $mpirun -np "$ranks" --hostfile "$nodefile" --bind-to none -x OPENBLAS_NUM_THREADS \
-    "$pipenet" train "$model" --stages "$stages" ${TRAIN_ARGS:-} "$@"
+# Snapshots, resumed from when present; PBS has no signal ahead of the wall time, so
+# a timer sends SIGUSR1 to mpirun (which forwards it to every rank) STOP_BEFORE
+# seconds before the limit: pipenet finishes the step, writes a snapshot, exits 0.
+snapdir=${SNAPSHOT_DIR:-snapshots/${PBS_JOBNAME:-pipenet}}
+resume=""
+ls "$snapdir"/snapshot-*.h5 >/dev/null 2>&1 && resume="--resume auto"
+# shellcheck disable=SC2086 # MPIRUN, resume and TRAIN_ARGS are lists of words
+$mpirun -np "$ranks" --hostfile "$nodefile" --bind-to none -x OPENBLAS_NUM_THREADS \
+    "$pipenet" train "$model" --stages "$stages" --snapshot-dir "$snapdir" $resume \
+    ${TRAIN_ARGS:-} "$@" &
+job=$!
+walltime=$(qstat -f "${PBS_JOBID:-none}" 2>/dev/null | sed -n 's/.*Resource_List.walltime = //p')
+if [ -n "$walltime" ]; then
+    limit=$(echo "$walltime" | awk -F: '{ print $1 * 3600 + $2 * 60 + $3 }')
+    (sleep $((limit - ${STOP_BEFORE:-300})) && kill -USR1 "$job") 2>/dev/null &
+fi
+wait "$job"

@@ -19,4 +19,10 @@ err=$("$PIPENET" frobnicate 2>&1); rc=$?
 echo "$err" | grep -q "pipenet: error: unknown command 'frobnicate'" || fail "unknown command message: $err"
 err=$("$PIPENET" layers extra 2>&1) && fail "layers accepted an argument"
 echo "$err" | grep -q "pipenet: error:" || fail "layers misuse message: $err"
+
+"$PIPENET" inspect --help | grep -q 'usage: pipenet inspect' || fail "inspect --help"
+missing=./no-such-dir-$$/missing.h5
+err=$("$PIPENET" inspect "$missing" 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "inspect of a missing file exit $rc, expected 1"
+echo "$err" | grep -q "pipenet: error: .*$missing" || fail "inspect message does not name the file: $err"
 echo "PASS: cli"

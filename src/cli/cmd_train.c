@@ -42,6 +42,15 @@ static void usage(FILE *out)
             "  --micro-batches M  micro-batches per step and replica (default: the largest\n"
             "                   divisor of the replica's batch up to 4 P)\n"
             "  --schedule S     gpipe or 1f1b [1f1b]\n"
+            "\n"
+            "snapshots (HDF5, one file per snapshot, layout independent):\n"
+            "  --snapshot-dir DIR  write DIR/snapshot-<step>.h5 at the end, every\n"
+            "                   --snapshot-every steps, and on SIGTERM or SIGUSR1 (then exit 0)\n"
+            "  --snapshot-every N  steps between snapshots [0: end and signals only]\n"
+            "  --keep K         snapshots kept in DIR [3]\n"
+            "  --resume PATH    continue from a snapshot file, or `auto`: the newest valid\n"
+            "                   one in --snapshot-dir (any layout can resume any other's)\n"
+            "\n"
             "  --deterministic  add gradients in a fixed tree over micro-batches of a fixed\n"
             "                   size: every layout with that size gives identical bits\n"
             "                   (M must be a power of two)\n"
@@ -50,7 +59,8 @@ static void usage(FILE *out)
 
 enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_SEED,
        OPT_METRICS, OPT_THREADS, OPT_LOG_EVERY, OPT_DATA_CACHE, OPT_STAGES, OPT_MICRO,
-       OPT_SCHEDULE, OPT_DETERMINISTIC, N_OPTS };
+       OPT_SCHEDULE, OPT_DETERMINISTIC, OPT_SNAPSHOT_DIR, OPT_SNAPSHOT_EVERY, OPT_KEEP,
+       OPT_RESUME, N_OPTS };
 
 /* Option values, and which ones were given (they override the model's "train"). */
 typedef struct overrides {
@@ -74,6 +84,10 @@ static const struct option longopts[] = {
     {"micro-batches", required_argument, NULL, OPT_MICRO},
     {"schedule", required_argument, NULL, OPT_SCHEDULE},
     {"deterministic", no_argument, NULL, OPT_DETERMINISTIC},
+    {"snapshot-dir", required_argument, NULL, OPT_SNAPSHOT_DIR},
+    {"snapshot-every", required_argument, NULL, OPT_SNAPSHOT_EVERY},
+    {"keep", required_argument, NULL, OPT_KEEP},
+    {"resume", required_argument, NULL, OPT_RESUME},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -112,6 +126,14 @@ static int parse_options(int argc, char **argv, overrides *o)
             }
             break;
         case OPT_DETERMINISTIC: v->deterministic = true; break;
+        case OPT_SNAPSHOT_DIR:
+            rc = pn_opt_path("snapshot-dir", optarg, v->snapshot_dir, PN_PATH_MAX);
+            break;
+        case OPT_SNAPSHOT_EVERY:
+            rc = pn_opt_long("snapshot-every", optarg, 0, 1L << 40, &v->snapshot_every);
+            break;
+        case OPT_KEEP: rc = pn_opt_int("keep", optarg, 1, 1 << 20, &v->keep); break;
+        case OPT_RESUME: rc = pn_opt_path("resume", optarg, v->resume, PN_PATH_MAX); break;
         case 'h': return 1;
         default: return -1; /* getopt printed why */
         }
@@ -138,6 +160,10 @@ static void apply(const overrides *o, pn_train_config *cfg)
     if (o->given[OPT_MICRO]) cfg->micro_batches = v->micro_batches;
     if (o->given[OPT_SCHEDULE]) cfg->schedule = v->schedule;
     if (o->given[OPT_DETERMINISTIC]) cfg->deterministic = true;
+    if (o->given[OPT_SNAPSHOT_DIR]) strcpy(cfg->snapshot_dir, v->snapshot_dir);
+    if (o->given[OPT_SNAPSHOT_EVERY]) cfg->snapshot_every = v->snapshot_every;
+    if (o->given[OPT_KEEP]) cfg->keep = v->keep;
+    if (o->given[OPT_RESUME]) strcpy(cfg->resume, v->resume);
 }
 
 /* Ends the job after a failure: the rank that owns the error prints it once. When

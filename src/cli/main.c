@@ -16,6 +16,9 @@ static const command commands[] = {
     {"train", "train a model JSON on a dataset HDF5 file", pn_cmd_train},
     {"plan", "place a model's layers on pipeline stages and show their costs", pn_cmd_plan},
     {"layers", "list the layer types a model can use", pn_cmd_layers},
+    {"inspect", "show what a dataset, snapshot or model file holds", pn_cmd_inspect},
+    {"export", "write a snapshot's model (config and values) as a model file", pn_cmd_export},
+    {"infer", "run a model file over a dataset file: accuracy and predictions", pn_cmd_infer},
 };
 enum { N_COMMANDS = sizeof commands / sizeof *commands };
 

@@ -16,6 +16,7 @@ void pn_train_config_default(pn_train_config *cfg)
     cfg->log_every_s = 10.0;
     cfg->data_cache_mb = 1024;
     cfg->schedule = PN_SCHEDULE_1F1B;
+    cfg->keep = 3;
     pn_optimizer_config_default(&cfg->optimizer, PN_OPT_SGD, 0.01);
 }
 

@@ -26,11 +26,15 @@ typedef struct pn_train_config {
     int micro_batches;         /* M per step and replica (0: automatic) */
     int schedule;              /* pn_schedule_kind */
     bool deterministic;        /* sum gradients in a fixed tree: bit-identical layouts */
+    char snapshot_dir[PN_PATH_MAX]; /* "" for none */
+    long snapshot_every;       /* steps between snapshots (0: only at the end and on signals) */
+    int keep;                  /* snapshots kept in snapshot_dir */
+    char resume[PN_PATH_MAX];  /* a snapshot file, "auto" (newest in snapshot_dir) or "" */
     pn_optimizer_config optimizer;
 } pn_train_config;
 
 /* Defaults: batch 64, 1 epoch, seed 1, sgd with lr 0.01, progress every 10 s,
- * datasets up to 1024 MiB cached in memory. */
+ * datasets up to 1024 MiB cached in memory, 1f1b, the last 3 snapshots kept. */
 void pn_train_config_default(pn_train_config *cfg);
 
 /* M when none is given: the largest divisor of a replica's samples up to 4 P (enough

@@ -21,6 +21,7 @@
 #include "mpi/grid.h"
 #include "mpi/link.h"
 #include "mpi/mpi_check.h"
+#include "pipeline/checkpoint.h"
 #include "pipeline/grad_tree.h"
 #include "pipeline/metrics.h"
 #include "pipeline/network.h"
@@ -63,6 +64,8 @@ typedef struct trainer {
     bool fault_kill;
     MPI_Request *buckets;                /* gradient all-reduces in flight, one per layer */
     int n_buckets;
+    pn_progress_mark start;              /* where the run starts (a resumed snapshot) */
+    char *config;                        /* the model's JSON text, for snapshots */
     pn_grad_tree tree;                   /* --deterministic: this step's micro-batch sums */
     float *replica_sums;                 /* --deterministic, D > 1: every replica's sum */
     int n_global_params;                 /* parameters of the whole graph */
@@ -258,7 +261,10 @@ static int setup(trainer *t, MPI_Comm comm)
             !(t->replica_sums = malloc((size_t)t->grid->replicas * (n ? n : 1) * sizeof(float))))
             return pn_error_set(PN_ERR_NOMEM, "out of memory for deterministic gradient sums");
     }
-    if (cfg->metrics[0] && is_root(t)) PN_TRY(pn_metrics_open(&t->metrics, cfg->metrics, 0));
+    if (cfg->metrics[0] && is_root(t))
+        PN_TRY(pn_metrics_open(&t->metrics, cfg->metrics, cfg->resume[0] != '\0'));
+    if (!(t->config = json_dumps(g->root, JSON_INDENT(2) | JSON_PRESERVE_ORDER)))
+        return pn_error_set(PN_ERR_NOMEM, "out of memory");
     return PN_OK;
 }
 
@@ -277,6 +283,7 @@ static void teardown(trainer *t)
     free(t->slots);
     pn_params_free(t->params);
     free(t->member);
+    free(t->config);
     free(t->buckets);
     pn_grad_tree_free(&t->tree);
     free(t->replica_sums);
@@ -602,6 +609,54 @@ static int end_of_epoch(trainer *t, long step, long epoch, double epoch_loss, do
     return PN_OK;
 }
 
+/* SIGTERM and SIGUSR1 ask for a snapshot and a clean exit after the current step
+ * (schedulers send them ahead of the wall-time limit). */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+static void catch_stop_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* True on every rank when any rank has received a stop signal. */
+static int stop_requested(trainer *t, bool *stop)
+{
+    int mine = stop_signal != 0, any = 0;
+    PN_MPI_CHECK(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, t->grid->world));
+    *stop = any != 0;
+    return PN_OK;
+}
+
+static int snapshot(trainer *t, pn_progress_mark mark)
+{
+    char path[PN_PATH_MAX + 32] = "";
+    double t0 = pn_now();
+    PN_TRY(pn_checkpoint_save(t->grid, t->params, t->config, t->cfg->seed, mark,
+                              t->cfg->snapshot_dir, t->cfg->keep, path, sizeof path));
+    if (is_root(t))
+        pn_progress_print(&t->progress, "snapshot at step %ld: %s (%.2f s)", mark.step, path,
+                          pn_now() - t0);
+    return PN_OK;
+}
+
+static int resume(trainer *t)
+{
+    char path[PN_PATH_MAX + 32];
+    PN_TRY(pn_checkpoint_load(t->grid, t->params, t->cfg->resume, t->cfg->snapshot_dir,
+                              &t->start, path, sizeof path));
+    if (is_root(t))
+        printf("resuming from %s: step %ld, epoch %ld, batch %ld\n", path, t->start.step,
+               t->start.epoch + 1, t->start.batch_index);
+    return PN_OK;
+}
+
 static void announce(trainer *t)
 {
     const pn_train_config *cfg = t->cfg;
@@ -624,14 +679,20 @@ static int run(trainer *t, pn_train_result *r)
 {
     const pn_train_config *cfg = t->cfg;
     long per_epoch = pn_reader_batches_per_epoch(t->train_data), total = t->total_steps;
-    pn_progress_start(&t->progress, stdout, 0, total, cfg->log_every_s, t->grid->size == 1);
+    long step = t->start.step;
+    pn_progress_start(&t->progress, stdout, step, total, cfg->log_every_s, t->grid->size == 1);
     announce(t);
     if (t->hooks && t->hooks->collect_losses &&
         !(r->losses = calloc((size_t)(total ? total : 1), sizeof *r->losses)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    PN_TRY(pn_reader_seek(t->train_data, 0, 0));
+    if (step >= total && is_root(t))
+        pn_progress_print(&t->progress, "already at step %ld of %ld: nothing to train", step, total);
+    PN_TRY(pn_reader_seek(t->train_data, t->start.epoch,
+                          t->start.batch_index < per_epoch ? t->start.batch_index : 0));
+    catch_stop_signals();
     double start = pn_now(), epoch_start = start, epoch_loss = 0.0;
-    long epoch_steps = 0, step = 0;
+    long epoch_steps = 0;
+    pn_progress_mark next = t->start; /* the batch after the last one trained */
     while (step < total) {
         const pn_batch *b;
         double t0 = pn_now();
@@ -646,6 +707,8 @@ static int run(trainer *t, pn_train_result *r)
                                              step, loss)
                               : pn_error_set(PN_ERR_PEER, "rank 0 reports a diverged loss");
         if (r->losses) r->losses[step] = loss;
+        next = (pn_progress_mark){step + 1, b->index + 1 < per_epoch ? b->epoch : b->epoch + 1,
+                                  b->index + 1 < per_epoch ? b->index + 1 : 0};
         double lr = pn_optimizer_lr(&t->opt_cfg, step), dt = pn_now() - t0;
         step++;
         epoch_loss += loss;
@@ -665,7 +728,22 @@ static int run(trainer *t, pn_train_result *r)
             epoch_loss = 0.0;
             epoch_steps = 0;
         }
+        bool stop = false;
+        PN_TRY(stop_requested(t, &stop));
+        if (cfg->snapshot_dir[0] && (stop || (cfg->snapshot_every > 0 &&
+                                              step % cfg->snapshot_every == 0 && step < total)))
+            PN_TRY(snapshot(t, next));
+        if (stop) {
+            r->stopped_by_signal = 1;
+            if (is_root(t))
+                pn_progress_print(&t->progress, "stopping at step %ld on %s%s", step,
+                                  stop_signal == SIGUSR1 ? "SIGUSR1" : "a signal",
+                                  cfg->snapshot_dir[0] ? " after writing a snapshot" : "");
+            break;
+        }
     }
+    if (cfg->snapshot_dir[0] && !r->stopped_by_signal && step > t->start.step)
+        PN_TRY(snapshot(t, next));
     if (is_root(t)) pn_progress_finish(&t->progress);
     PN_TRY(parameter_hash(t, &r->param_hash));
     if (is_root(t)) pn_progress_print(&t->progress, "parameter hash after %ld steps: %016llx", step, r->param_hash);
@@ -680,7 +758,7 @@ int pn_train(const pn_graph *g, const pn_train_config *cfg, MPI_Comm comm,
              const pn_train_hooks *hooks, pn_train_result *result)
 {
     trainer t = {.graph = g, .cfg = cfg, .hooks = hooks};
-    pn_train_result r = {0, NAN, NAN, NAN, 0, 0, NULL, 0, 0};
+    pn_train_result r = {0, NAN, NAN, NAN, 0, 0, NULL, 0, 0, 0};
     int rc = setup(&t, comm);
     if (t.grid) {
         rc = pn_grid_agree(t.grid, rc);
@@ -689,6 +767,7 @@ int pn_train(const pn_graph *g, const pn_train_config *cfg, MPI_Comm comm,
         MPI_Comm_rank(comm, &rank);
         if (rank != 0) rc = pn_error_set(PN_ERR_PEER, "rank 0 failed");
     }
+    if (rc == PN_OK && cfg->resume[0]) rc = pn_grid_agree(t.grid, resume(&t));
     r.failed_together = rc < 0;
     if (rc == PN_OK) rc = run(&t, &r);
     if (rc < 0 && rc != PN_ERR_PEER && t.grid && t.grid->size > 1)

@@ -24,6 +24,7 @@ typedef struct pn_train_result {
     double *losses;        /* [steps] when collect_losses was set; caller frees */
     unsigned long long param_hash; /* of every parameter, by name, in graph order */
     int failed_together;   /* the failure is known to every rank (setup): no abort needed */
+    int stopped_by_signal; /* SIGTERM or SIGUSR1: stopped after a step and a snapshot */
 } pn_train_result;
 
 typedef struct pn_train_hooks {

@@ -1,0 +1,119 @@
+/* `pipenet export SNAPSHOT --out MODEL.h5`: a training snapshot (or the newest one
+ * of a snapshot directory) as a pipenet-model file, the config and the parameter
+ * values without optimizer state, for `pipenet infer` and the C API (pipenet.h).
+ * The snapshot is checked first: its config must build and every parameter fit. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/error.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "io/snapshot.h"
+#include "model/model.h"
+#include "pipeline/train_config.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: pipenet export SNAPSHOT --out MODEL.h5\n"
+            "\n"
+            "Writes the model of a training snapshot (`pipenet train --snapshot-dir`) as a\n"
+            "pipenet-model file: the model's JSON config and every parameter's values,\n"
+            "without optimizer state. SNAPSHOT is a snapshot file, or a snapshot directory\n"
+            "whose newest valid snapshot is taken. `pipenet infer` and programs using\n"
+            "pipenet.h load the result (docs/inference.md). Runs on one process.\n"
+            "\n"
+            "options:\n"
+            "  --out FILE   the model file to write (required)\n"
+            "  -h, --help   this text\n");
+}
+
+enum { OPT_OUT = 256 };
+
+static const struct option longopts[] = {
+    {"out", required_argument, NULL, OPT_OUT},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* A state holding st's config, counters and values, without slots, in *out. */
+static int model_state(const pn_train_state *st, pn_train_state **out, long *floats)
+{
+    pn_train_state *m;
+    PN_TRY(pn_train_state_create(&m, PN_FORMAT_MODEL));
+    m->step = st->step;
+    m->epoch = st->epoch;
+    m->batch_index = st->batch_index;
+    m->seed = st->seed;
+    int rc = pn_train_state_set_config(m, st->config);
+    *floats = 0;
+    for (int i = 0; rc == PN_OK && i < st->n_params; i++) {
+        const pn_state_param *p = &st->params[i];
+        rc = pn_train_state_add(m, p->name, p->rows, p->cols, p->value, NULL);
+        *floats += (long)p->rows * p->cols;
+    }
+    if (rc < 0) {
+        pn_train_state_free(m);
+        return rc;
+    }
+    *out = m;
+    return PN_OK;
+}
+
+/* Reads arg (a snapshot or model file, or a directory's newest snapshot), checks that
+ * it makes a model, and writes that model to out. */
+static int export_model(const char *arg, const char *out)
+{
+    char src[PN_PATH_MAX + 64];
+    struct stat sb;
+    if (stat(arg, &sb) == 0 && S_ISDIR(sb.st_mode))
+        PN_TRY(pn_snapshot_latest(arg, src, sizeof src));
+    else
+        snprintf(src, sizeof src, "%s", arg);
+    pn_train_state *st, *m = NULL;
+    PN_TRY(pn_snapshot_read(src, NULL, &st));
+    pn_model *check = NULL;
+    long floats = 0;
+    int rc = pn_model_from_state(&check, st, src);
+    pn_model_free(check);
+    if (rc == PN_OK) rc = model_state(st, &m, &floats);
+    if (rc == PN_OK) rc = pn_snapshot_write(out, m);
+    if (rc == PN_OK && stat(out, &sb) != 0)
+        rc = pn_error_set(PN_ERR_IO, "cannot stat '%s' after writing it", out);
+    if (rc == PN_OK)
+        printf("exported %s (%s, step %ld) to %s: %d parameters, %ld floats, %lld bytes\n",
+               src, st->format, st->step, out, m->n_params, floats, (long long)sb.st_size);
+    pn_train_state_free(m);
+    pn_train_state_free(st);
+    return rc;
+}
+
+int pn_cmd_export(int argc, char **argv)
+{
+    const char *out = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_OUT: out = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: return 2; /* getopt printed why */
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "pipenet: error: export takes exactly one SNAPSHOT (got %d)\n\n",
+                argc - optind);
+        usage(stderr);
+        return 2;
+    }
+    if (!out) {
+        fprintf(stderr, "pipenet: error: export needs --out FILE\n\n");
+        usage(stderr);
+        return 2;
+    }
+    if (export_model(argv[optind], out) < 0) return pn_cli_fail(pn_error_message());
+    return 0;
+}

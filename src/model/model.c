@@ -1,0 +1,342 @@
+/* The embedding API (include/pipenet.h): a graph from the file's config, a host
+ * arena holding the file's values, and a forward-only network over the layers that
+ * the requested output (and any loss whose inputs are given) needs. It has a folder
+ * of its own because it sits above io and pipeline and below cli: it is the part of
+ * libpipenet that programs using an exported model call, and `pipenet infer` too. */
+#include "model/model.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "layers/layer_types.h"
+#include "pipeline/network.h"
+
+/* Activation bytes one chunk of a forward may hold; larger batches run in chunks. */
+enum { CHUNK_BYTES = 256 << 20 };
+
+struct pn_model {
+    char *path;          /* for messages */
+    pn_graph *graph;     /* every node's needs_grad cleared: no gradient buffers */
+    pn_params *params;   /* host arena with the file's values */
+    int n_inputs;
+    int *input_nodes;    /* [n_inputs] graph index of input i */
+    int *input_of;       /* [n_nodes] input index of a node, or -1 */
+    int output_node;     /* the default output */
+    pn_network *net;     /* the last forward's network over `member`, or NULL */
+    bool *member;        /* [n_nodes] */
+    bool *want;          /* [n_nodes] the members a forward asks for */
+    bool *avail;         /* [n_nodes] computable from the given inputs */
+    int planned;         /* samples net is planned for */
+};
+
+const char *pn_model_error(void) { return pn_error_message(); }
+
+/* The node feeding the first loss layer, else the last node nothing consumes. */
+static int default_output(const pn_graph *g)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].layer->type->is_loss) return g->nodes[i].inputs[0];
+    for (int i = g->n_nodes - 1; i >= 0; i--)
+        if (!g->nodes[i].is_input && g->nodes[i].n_consumers == 0) return i;
+    return g->n_nodes - 1;
+}
+
+/* Copies every parameter the layers declare from st; refuses missing, misshapen
+ * and unknown ones. */
+static int load_values(pn_model *m, const pn_train_state *st, const char *path)
+{
+    for (int k = 0; k < pn_params_count(m->params); k++) {
+        const pn_param *p = pn_params_get(m->params, k);
+        const pn_state_param *sp = pn_train_state_find(st, p->name);
+        if (!sp)
+            return pn_error_set(PN_ERR_INVALID, "%s: parameter '%s' (%dx%d) is missing from "
+                                                "the file", path, p->name, p->rows, p->cols);
+        if (sp->rows != p->rows || sp->cols != p->cols)
+            return pn_error_set(PN_ERR_INVALID, "%s: parameter '%s' is %dx%d in the file, "
+                                                "but the config declares %dx%d",
+                                path, p->name, sp->rows, sp->cols, p->rows, p->cols);
+        pn_matrix v = pn_params_value(m->params, k);
+        for (int r = 0; r < v.rows; r++)
+            memcpy(v.data + (size_t)r * (size_t)v.ld, sp->value + (size_t)r * (size_t)v.cols,
+                   (size_t)v.cols * sizeof(float));
+    }
+    for (int k = 0; k < st->n_params; k++)
+        if (pn_params_find(m->params, st->params[k].name) < 0)
+            return pn_error_set(PN_ERR_INVALID, "%s: parameter '%s' belongs to no layer of the "
+                                                "file's config", path, st->params[k].name);
+    return PN_OK;
+}
+
+/* Everything after the graph: inputs, default output, the arena and its values. */
+static int setup(pn_model *m, const pn_train_state *st, const char *path)
+{
+    pn_graph *g = m->graph;
+    size_t n = (size_t)g->n_nodes;
+    m->path = strdup(path);
+    m->input_nodes = calloc(n, sizeof *m->input_nodes);
+    m->input_of = calloc(n, sizeof *m->input_of);
+    m->member = calloc(n, sizeof *m->member);
+    m->want = calloc(n, sizeof *m->want);
+    m->avail = calloc(n, sizeof *m->avail);
+    if (!m->path || !m->input_nodes || !m->input_of || !m->member || !m->want || !m->avail)
+        return pn_error_set(PN_ERR_NOMEM, "%s: out of memory", path);
+    for (int i = 0; i < g->n_nodes; i++) {
+        g->nodes[i].needs_grad = false; /* forward only */
+        m->input_of[i] = -1;
+        if (g->nodes[i].is_input) {
+            m->input_of[i] = m->n_inputs;
+            m->input_nodes[m->n_inputs++] = i;
+        }
+    }
+    m->output_node = default_output(g);
+    PN_TRY(pn_params_create(&m->params, pn_device_host()));
+    pn_network *all;
+    PN_TRY(pn_network_create(&all, g, NULL, pn_device_host()));
+    int rc = pn_network_bind(all, m->params);
+    pn_network_free(all);
+    PN_TRY(rc);
+    PN_TRY(pn_params_finalize(m->params));
+    return load_values(m, st, path);
+}
+
+int pn_model_from_state(pn_model **out, const pn_train_state *st, const char *path)
+{
+    *out = NULL;
+    if (!st->config || !st->config[0])
+        return pn_error_set(PN_ERR_INVALID, "%s: holds no model config", path);
+    json_error_t err;
+    json_t *root = json_loads(st->config, JSON_REJECT_DUPLICATES, &err);
+    if (!root)
+        return pn_error_set(PN_ERR_INVALID, "%s: config:%d:%d: invalid JSON: %s", path,
+                            err.line, err.column, err.text);
+    pn_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        json_decref(root);
+        return pn_error_set(PN_ERR_NOMEM, "%s: out of memory", path);
+    }
+    int rc = pn_graph_from_json(&m->graph, root, path);
+    json_decref(root);
+    if (rc == PN_OK) rc = setup(m, st, path);
+    if (rc < 0) {
+        pn_model_free(m);
+        return rc;
+    }
+    *out = m;
+    return PN_OK;
+}
+
+int pn_model_load(pn_model **out, const char *path)
+{
+    if (!out || !path)
+        return pn_error_set(PN_ERR_INVALID, "pn_model_load: out and path must not be NULL");
+    *out = NULL;
+    pn_train_state *st;
+    PN_TRY(pn_snapshot_read(path, NULL, &st));
+    int rc = pn_model_from_state(out, st, path);
+    pn_train_state_free(st);
+    return rc;
+}
+
+void pn_model_free(pn_model *m)
+{
+    if (!m) return;
+    pn_network_free(m->net);
+    pn_params_free(m->params);
+    pn_graph_free(m->graph);
+    free(m->path);
+    free(m->input_nodes);
+    free(m->input_of);
+    free(m->member);
+    free(m->want);
+    free(m->avail);
+    free(m);
+}
+
+const pn_graph *pn_model_graph(const pn_model *m) { return m->graph; }
+
+const char *pn_model_name(const pn_model *m) { return m ? m->graph->name : NULL; }
+
+int pn_model_input_count(const pn_model *m) { return m ? m->n_inputs : -1; }
+
+/* The data layer of input i, or NULL when i is out of range. */
+static const pn_layer *input_layer(const pn_model *m, int i)
+{
+    return m && i >= 0 && i < m->n_inputs ? m->graph->nodes[m->input_nodes[i]].layer : NULL;
+}
+
+const char *pn_model_input_name(const pn_model *m, int i)
+{
+    return input_layer(m, i) ? m->graph->nodes[m->input_nodes[i]].name : NULL;
+}
+
+const char *pn_model_input_dataset(const pn_model *m, int i)
+{
+    const pn_layer *l = input_layer(m, i);
+    return l ? pn_data_layer_dataset(l) : NULL;
+}
+
+int pn_model_input_size(const pn_model *m, int i)
+{
+    const pn_layer *l = input_layer(m, i);
+    if (!l) return -1;
+    return l->out_shape.ids ? l->out_shape.seq : l->out_shape.width * l->out_shape.seq;
+}
+
+int pn_model_input_is_ids(const pn_model *m, int i)
+{
+    const pn_layer *l = input_layer(m, i);
+    return l ? l->out_shape.ids : -1;
+}
+
+const char *pn_model_output_name(const pn_model *m)
+{
+    return m ? m->graph->nodes[m->output_node].name : NULL;
+}
+
+/* Graph index of output (NULL: the default), or -1. */
+static int output_index(const pn_model *m, const char *output)
+{
+    return output ? pn_graph_find(m->graph, output) : m->output_node;
+}
+
+int pn_model_output_size(const pn_model *m, const char *output)
+{
+    int node = m ? output_index(m, output) : -1;
+    if (node < 0) return -1;
+    pn_shape s = m->graph->nodes[node].layer->out_shape;
+    return s.ids ? -1 : s.width * s.seq;
+}
+
+/* Sets m->want to the nodes a forward of node computes: its ancestors, and every
+ * loss layer whose inputs are all given, with theirs. Refuses a missing input. */
+static int select_members(pn_model *m, int node, const void *const *inputs)
+{
+    const pn_graph *g = m->graph;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pn_graph_node *gn = &g->nodes[i];
+        if (gn->is_input) {
+            m->avail[i] = inputs && inputs[m->input_of[i]];
+        } else {
+            m->avail[i] = true;
+            for (int k = 0; k < gn->n_inputs; k++) m->avail[i] &= m->avail[gn->inputs[k]];
+        }
+        m->want[i] = i == node || (gn->layer->type->is_loss && m->avail[i]);
+    }
+    for (int i = g->n_nodes - 1; i >= 0; i--)
+        if (m->want[i])
+            for (int k = 0; k < g->nodes[i].n_inputs; k++) m->want[g->nodes[i].inputs[k]] = true;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (m->want[i] && g->nodes[i].is_input && !m->avail[i])
+            return pn_error_set(PN_ERR_INVALID, "%s: output '%s' needs input '%s' (index %d), "
+                                                "which was not given", m->path,
+                                g->nodes[node].name, g->nodes[i].name, m->input_of[i]);
+    return PN_OK;
+}
+
+/* Samples per chunk of a forward of batch samples over m->want. */
+static int chunk_size(const pn_model *m, int batch)
+{
+    size_t per_sample = 0;
+    for (int i = 0; i < m->graph->n_nodes; i++)
+        if (m->want[i]) per_sample += pn_shape_bytes(m->graph->nodes[i].layer->out_shape);
+    size_t fit = per_sample ? CHUNK_BYTES / per_sample : (size_t)batch;
+    if (fit < 1) fit = 1;
+    return fit < (size_t)batch ? (int)fit : batch;
+}
+
+/* A network over m->want planned for chunk samples, reusing the last one. */
+static int prepare(pn_model *m, int chunk)
+{
+    size_t n = (size_t)m->graph->n_nodes;
+    if (!m->net || memcmp(m->want, m->member, n * sizeof *m->want) != 0) {
+        pn_network_free(m->net);
+        m->net = NULL;
+        m->planned = 0;
+        PN_TRY(pn_network_create(&m->net, m->graph, m->want, pn_device_host()));
+        memcpy(m->member, m->want, n * sizeof *m->want);
+    }
+    if (chunk > m->planned) {
+        PN_TRY(pn_network_plan(m->net, chunk));
+        m->planned = chunk;
+    }
+    return PN_OK;
+}
+
+/* Copies samples [first, first + n) of every held input into the network. */
+static void copy_inputs(pn_model *m, const void *const *inputs, int first, int n)
+{
+    for (int i = 0; i < m->n_inputs; i++) {
+        pn_arg *a = pn_network_arg(m->net, m->input_nodes[i]);
+        if (!a) continue;
+        size_t seq = (size_t)a->shape.seq, rows = (size_t)n * seq;
+        if (a->shape.ids) {
+            memcpy(a->ids, (const int *)inputs[i] + (size_t)first * seq, rows * sizeof(int));
+            continue;
+        }
+        size_t width = (size_t)a->shape.width;
+        const float *src = (const float *)inputs[i] + (size_t)first * seq * width;
+        for (size_t r = 0; r < rows; r++)
+            memcpy(a->value.data + r * (size_t)a->value.ld, src + r * width, width * sizeof(float));
+    }
+}
+
+int pn_model_forward(pn_model *m, int batch, const void *const *inputs, const char *output,
+                     float *out)
+{
+    if (!m || !out || batch < 0)
+        return pn_error_set(PN_ERR_INVALID, "pn_model_forward: %s", !m ? "no model"
+                                                                   : !out ? "out is NULL"
+                                                                          : "negative batch");
+    int node = output_index(m, output);
+    if (node < 0)
+        return pn_error_set(PN_ERR_INVALID, "%s: the model has no layer or input '%s'", m->path,
+                            output);
+    const pn_graph_node *gn = &m->graph->nodes[node];
+    if (gn->layer->out_shape.ids)
+        return pn_error_set(PN_ERR_INVALID, "%s: output '%s' holds ids, not floats", m->path,
+                            gn->name);
+    if (batch == 0) return PN_OK;
+    PN_TRY(select_members(m, node, inputs));
+    int chunk = chunk_size(m, batch);
+    PN_TRY(prepare(m, chunk));
+    size_t width = (size_t)gn->layer->out_shape.width, seq = (size_t)gn->layer->out_shape.seq;
+    const pn_pass pass = {.training = false};
+    for (int first = 0; first < batch; first += chunk) {
+        int n = batch - first < chunk ? batch - first : chunk;
+        PN_TRY(pn_network_set_batch(m->net, n));
+        copy_inputs(m, inputs, first, n);
+        int rc = pn_network_forward(m->net, &pass, m->params);
+        if (rc < 0) return pn_error_wrap(rc, "%s: samples %d..%d", m->path, first, first + n - 1);
+        const pn_matrix *v = &pn_network_arg(m->net, node)->value;
+        float *dst = out + (size_t)first * seq * width;
+        for (size_t r = 0; r < (size_t)n * seq; r++)
+            memcpy(dst + r * width, v->data + r * (size_t)v->ld, width * sizeof(float));
+    }
+    return PN_OK;
+}
+
+long pn_model_loss(const pn_model *m, double *mean_loss, double *accuracy)
+{
+    double loss = 0.0, correct = 0.0, rows = 0.0;
+    bool classify = true;
+    for (int i = 0; m && i < m->graph->n_nodes; i++) {
+        const pn_layer *l = m->graph->nodes[i].layer;
+        if (!l->type->is_loss || l->stats.rows == 0) continue;
+        loss += l->stats.loss_sum;
+        correct += l->stats.correct;
+        rows += l->stats.rows;
+        classify &= l->type == &pn_layer_softmax_xent;
+    }
+    if (mean_loss) *mean_loss = rows > 0 ? loss / rows : NAN;
+    if (accuracy) *accuracy = rows > 0 && classify ? correct / rows : NAN;
+    return (long)rows;
+}
+
+void pn_model_reset_loss(pn_model *m)
+{
+    for (int i = 0; m && i < m->graph->n_nodes; i++)
+        m->graph->nodes[i].layer->stats = (pn_layer_stats){0};
+}

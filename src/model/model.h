@@ -1,0 +1,17 @@
+/* What the pipenet program needs of a pn_model beyond the public include/pipenet.h:
+ * building one from a state already read (export checks a snapshot before writing
+ * it) and the graph behind it (infer shapes its dataset reader from it). */
+#ifndef PN_MODEL_H
+#define PN_MODEL_H
+
+#include "io/snapshot.h"
+#include "pipeline/graph.h"
+#include "pipenet.h"
+
+/* A model from st's config and values; path names the file in messages. */
+int pn_model_from_state(pn_model **out, const pn_train_state *st, const char *path);
+
+/* The model's graph (owned by the model). */
+const pn_graph *pn_model_graph(const pn_model *m);
+
+#endif

@@ -1,0 +1,363 @@
+/* The embedding API (pipenet.h) against the engine it wraps: a model file written
+ * from an arena with known values loads and gives bit for bit the outputs, loss and
+ * accuracy of a pn_network over the same values; labels are optional; a snapshot
+ * loads too; inputs and outputs are described; a batch larger than the last one
+ * re-plans; errors name the file, the parameter and the missing input. */
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "io/snapshot.h"
+#include "pipeline/graph.h"
+#include "pipeline/network.h"
+#include "pipenet.h"
+#include "testutil.h"
+
+static const char *const SKIP_MLP =
+    "{\"name\": \"skip\", \"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 5},"
+    "  \"y\": {\"dataset\": \"labels\", \"ids\": true}},"
+    " \"layers\": ["
+    "  {\"name\": \"h1\", \"type\": \"fc\", \"input\": \"x\", \"size\": 6, \"act\": \"tanh\"},"
+    "  {\"name\": \"h2\", \"type\": \"fc\", \"input\": \"h1\", \"size\": 6, \"act\": \"gelu\"},"
+    "  {\"name\": \"sum\", \"type\": \"add\", \"input\": [\"h1\", \"h2\"]},"
+    "  {\"name\": \"norm\", \"type\": \"layernorm\", \"input\": \"sum\"},"
+    "  {\"name\": \"drop\", \"type\": \"dropout\", \"input\": \"norm\", \"rate\": 0.25},"
+    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"drop\", \"size\": 4},"
+    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}"
+    "]}";
+
+static const char *const TINY_TRANSFORMER =
+    "{\"inputs\": {\"tok\": {\"dataset\": \"tokens\", \"ids\": true, \"seq\": 4},"
+    "  \"next\": {\"dataset\": \"next\", \"ids\": true, \"seq\": 4}},"
+    " \"layers\": ["
+    "  {\"name\": \"emb\", \"type\": \"embedding\", \"input\": \"tok\", \"vocab\": 7, \"size\": 6},"
+    "  {\"name\": \"ln\", \"type\": \"layernorm\", \"input\": \"emb\"},"
+    "  {\"name\": \"att\", \"type\": \"attention\", \"input\": \"ln\", \"heads\": 2},"
+    "  {\"name\": \"res\", \"type\": \"add\", \"input\": [\"emb\", \"att\"]},"
+    "  {\"name\": \"head\", \"type\": \"fc\", \"input\": \"res\", \"size\": 7},"
+    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"head\", \"next\"]}"
+    "]}";
+
+enum { MAX_INPUTS = 4 };
+
+/* A network over json run directly on random values and inputs. */
+typedef struct direct {
+    pn_graph *graph;
+    pn_network *net;
+    pn_params *params;
+    int batch;
+    int n_inputs;
+    void *inputs[MAX_INPUTS]; /* host data of each graph input, in graph order */
+    pn_layer_stats stats;     /* of the loss layer after the forward */
+} direct;
+
+static char dir[512], path[600];
+
+static int remove_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+    return remove(p);
+}
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "%s/pn_test_model.XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/model.h5", dir);
+}
+
+static void teardown(void) { nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+/* Builds json's network for batch samples with random values (not the init's) and
+ * random inputs, and runs it forward. */
+static void direct_init(direct *d, const char *json, int batch)
+{
+    *d = (direct){.batch = batch};
+    json_t *root = json_loads(json, 0, NULL);
+    ck_assert_ptr_nonnull(root);
+    int rc = pn_graph_from_json(&d->graph, root, "test.json");
+    json_decref(root);
+    ck_assert_msg(rc == 0, "%s", pn_error_message());
+    ck_assert_int_eq(pn_params_create(&d->params, pn_device_host()), 0);
+    ck_assert_int_eq(pn_network_create(&d->net, d->graph, NULL, pn_device_host()), 0);
+    ck_assert_int_eq(pn_network_bind(d->net, d->params), 0);
+    ck_assert_int_eq(pn_params_finalize(d->params), 0);
+    pn_rng rng;
+    pn_rng_init(&rng, 41, 0);
+    pn_matrix all = pn_params_all_values(d->params);
+    tu_fill_uniform(&all, &rng, 0.7f);
+    ck_assert_int_eq(pn_network_plan(d->net, batch), 0);
+    for (int i = 0; i < d->graph->n_nodes; i++) {
+        if (!d->graph->nodes[i].is_input) continue;
+        pn_arg *a = pn_network_arg(d->net, i);
+        int rows = pn_arg_rows(a);
+        ck_assert_int_lt(d->n_inputs, MAX_INPUTS);
+        if (a->shape.ids) {
+            int *ids = malloc((size_t)rows * sizeof *ids);
+            for (int k = 0; k < rows; k++) ids[k] = a->ids[k] = (int)(pn_rng_next(&rng) % 4);
+            d->inputs[d->n_inputs++] = ids;
+        } else {
+            tu_fill_uniform(&a->value, &rng, 1.0f);
+            float *v = malloc((size_t)rows * (size_t)a->shape.width * sizeof *v);
+            memcpy(v, a->value.data, (size_t)rows * (size_t)a->shape.width * sizeof *v);
+            d->inputs[d->n_inputs++] = v;
+        }
+    }
+    pn_pass pass = {.training = false};
+    pn_network_reset_stats(d->net);
+    rc = pn_network_forward(d->net, &pass, d->params);
+    ck_assert_msg(rc == 0, "%s", pn_error_message());
+    pn_network_stats(d->net, &d->stats);
+}
+
+static void direct_free(direct *d)
+{
+    for (int i = 0; i < d->n_inputs; i++) free(d->inputs[i]);
+    pn_network_free(d->net);
+    pn_params_free(d->params);
+    pn_graph_free(d->graph);
+}
+
+/* The direct network's output of layer name, [batch * seq, width] dense. */
+static const float *direct_output(direct *d, const char *name)
+{
+    pn_arg *a = pn_network_arg(d->net, pn_graph_find(d->graph, name));
+    ck_assert_ptr_nonnull(a);
+    ck_assert_int_eq(a->value.ld, a->value.cols);
+    return a->value.data;
+}
+
+/* Writes d's parameters (all but skip; bad_shape one of them transposed, extra adds
+ * one more) to path as a model, or as a snapshot with one zero optimizer slot. */
+static void write_file(const direct *d, const char *json, const char *format, const char *skip,
+                       const char *bad_shape, const char *extra)
+{
+    pn_train_state *st;
+    ck_assert_int_eq(pn_train_state_create(&st, format), 0);
+    ck_assert_int_eq(pn_train_state_set_config(st, json), 0);
+    const char *slot = "m";
+    bool snapshot = !strcmp(format, PN_FORMAT_SNAPSHOT);
+    if (snapshot) ck_assert_int_eq(pn_train_state_set_slots(st, 1, &slot), 0);
+    for (int k = 0; k < pn_params_count(d->params); k++) {
+        const pn_param *p = pn_params_get(d->params, k);
+        if (skip && !strcmp(p->name, skip)) continue;
+        pn_matrix v = pn_params_value(d->params, k);
+        ck_assert_int_eq(v.ld, v.cols);
+        float *zeros = calloc(pn_matrix_count(v), sizeof *zeros);
+        const float *const slots[1] = {zeros};
+        bool transpose = bad_shape && !strcmp(p->name, bad_shape);
+        int rc = pn_train_state_add(st, p->name, transpose ? v.cols : v.rows,
+                                    transpose ? v.rows : v.cols, v.data,
+                                    snapshot ? slots : NULL);
+        free(zeros);
+        ck_assert_msg(rc == 0, "%s", pn_error_message());
+    }
+    if (extra) {
+        float one = 1.0f;
+        const float *const slots[1] = {&one};
+        ck_assert_int_eq(pn_train_state_add(st, extra, 1, 1, &one, snapshot ? slots : NULL), 0);
+    }
+    int rc = pn_snapshot_write(path, st);
+    ck_assert_msg(rc == 0, "%s", pn_error_message());
+    pn_train_state_free(st);
+}
+
+static pn_model *load_ok(void)
+{
+    pn_model *m = NULL;
+    int rc = pn_model_load(&m, path);
+    ck_assert_msg(rc == 0, "%s", pn_model_error());
+    return m;
+}
+
+/* pn_model_load fails and its message holds want (and the file's path). */
+static void assert_load_fails(const char *want)
+{
+    pn_model *m = (pn_model *)1;
+    ck_assert_int_lt(pn_model_load(&m, path), 0);
+    ck_assert_ptr_null(m);
+    ck_assert_msg(strstr(pn_model_error(), want) && strstr(pn_model_error(), path),
+                  "message '%s' lacks '%s' or the path", pn_model_error(), want);
+}
+
+START_TEST(forward_matches_the_network_bit_for_bit)
+{
+    direct d;
+    direct_init(&d, SKIP_MLP, 5);
+    write_file(&d, SKIP_MLP, PN_FORMAT_MODEL, NULL, NULL, NULL);
+    pn_model *m = load_ok();
+    float out[5 * 4];
+    const void *inputs[2] = {d.inputs[0], d.inputs[1]};
+    int rc = pn_model_forward(m, 5, inputs, NULL, out);
+    ck_assert_msg(rc == 0, "%s", pn_model_error());
+    ck_assert_int_eq(memcmp(out, direct_output(&d, "out"), sizeof out), 0);
+
+    /* with labels, the loss layer ran: the network's loss and accuracy */
+    double loss, accuracy;
+    ck_assert_int_eq(pn_model_loss(m, &loss, &accuracy), 5);
+    ck_assert(loss == d.stats.loss_sum / d.stats.rows);
+    ck_assert(accuracy == d.stats.correct / d.stats.rows);
+    pn_model_reset_loss(m);
+    ck_assert_int_eq(pn_model_loss(m, &loss, &accuracy), 0);
+    ck_assert(isnan(loss) && isnan(accuracy));
+
+    /* without labels: the same prediction, no loss */
+    memset(out, 0, sizeof out);
+    const void *features_only[2] = {d.inputs[0], NULL};
+    rc = pn_model_forward(m, 5, features_only, NULL, out);
+    ck_assert_msg(rc == 0, "%s", pn_model_error());
+    ck_assert_int_eq(memcmp(out, direct_output(&d, "out"), sizeof out), 0);
+    ck_assert_int_eq(pn_model_loss(m, NULL, NULL), 0);
+
+    /* any layer by name */
+    float h1[5 * 6];
+    ck_assert_int_eq(pn_model_forward(m, 5, features_only, "h1", h1), 0);
+    ck_assert_int_eq(memcmp(h1, direct_output(&d, "h1"), sizeof h1), 0);
+    pn_model_free(m);
+    direct_free(&d);
+}
+END_TEST
+
+START_TEST(sequence_model_predicts_from_tokens_alone)
+{
+    direct d;
+    direct_init(&d, TINY_TRANSFORMER, 3);
+    write_file(&d, TINY_TRANSFORMER, PN_FORMAT_MODEL, NULL, NULL, NULL);
+    pn_model *m = load_ok();
+    ck_assert_str_eq(pn_model_output_name(m), "head");
+    ck_assert_int_eq(pn_model_output_size(m, NULL), 4 * 7);
+    ck_assert_int_eq(pn_model_input_size(m, 0), 4);
+    ck_assert_int_eq(pn_model_input_is_ids(m, 0), 1);
+    float out[3 * 4 * 7];
+    const void *inputs[2] = {d.inputs[0], NULL};
+    int rc = pn_model_forward(m, 3, inputs, NULL, out);
+    ck_assert_msg(rc == 0, "%s", pn_model_error());
+    ck_assert_int_eq(memcmp(out, direct_output(&d, "head"), sizeof out), 0);
+    pn_model_free(m);
+    direct_free(&d);
+}
+END_TEST
+
+START_TEST(inputs_and_outputs_are_described)
+{
+    direct d;
+    direct_init(&d, SKIP_MLP, 2);
+    write_file(&d, SKIP_MLP, PN_FORMAT_MODEL, NULL, NULL, NULL);
+    pn_model *m = load_ok();
+    ck_assert_str_eq(pn_model_name(m), "skip");
+    ck_assert_int_eq(pn_model_input_count(m), 2);
+    ck_assert_str_eq(pn_model_input_name(m, 0), "x");
+    ck_assert_str_eq(pn_model_input_dataset(m, 0), "features");
+    ck_assert_int_eq(pn_model_input_size(m, 0), 5);
+    ck_assert_int_eq(pn_model_input_is_ids(m, 0), 0);
+    ck_assert_str_eq(pn_model_input_name(m, 1), "y");
+    ck_assert_str_eq(pn_model_input_dataset(m, 1), "labels");
+    ck_assert_int_eq(pn_model_input_size(m, 1), 1);
+    ck_assert_int_eq(pn_model_input_is_ids(m, 1), 1);
+    ck_assert_ptr_null(pn_model_input_name(m, 2));
+    ck_assert_int_eq(pn_model_input_size(m, -1), -1);
+    ck_assert_int_eq(pn_model_input_is_ids(m, 2), -1);
+    ck_assert_str_eq(pn_model_output_name(m), "out");
+    ck_assert_int_eq(pn_model_output_size(m, NULL), 4);
+    ck_assert_int_eq(pn_model_output_size(m, "h2"), 6);
+    ck_assert_int_eq(pn_model_output_size(m, "loss"), 1);
+    ck_assert_int_eq(pn_model_output_size(m, "y"), -1);
+    ck_assert_int_eq(pn_model_output_size(m, "nope"), -1);
+    pn_model_free(m);
+    direct_free(&d);
+}
+END_TEST
+
+START_TEST(a_larger_batch_replans)
+{
+    direct d;
+    direct_init(&d, SKIP_MLP, 7);
+    write_file(&d, SKIP_MLP, PN_FORMAT_MODEL, NULL, NULL, NULL);
+    pn_model *m = load_ok();
+    float small[2 * 4], out[7 * 4];
+    const void *inputs[2] = {d.inputs[0], d.inputs[1]};
+    ck_assert_int_eq(pn_model_forward(m, 2, inputs, NULL, small), 0);
+    int rc = pn_model_forward(m, 7, inputs, NULL, out);
+    ck_assert_msg(rc == 0, "%s", pn_model_error());
+    ck_assert_int_eq(memcmp(out, direct_output(&d, "out"), sizeof out), 0);
+    for (int k = 0; k < 2 * 4; k++) ck_assert(tu_close(small[k], out[k], 1e-5, 1e-6));
+    ck_assert_int_eq(pn_model_loss(m, NULL, NULL), 2 + 7);
+    ck_assert_int_eq(pn_model_forward(m, 0, inputs, NULL, out), 0);
+    pn_model_free(m);
+    direct_free(&d);
+}
+END_TEST
+
+START_TEST(a_snapshot_loads_as_a_model)
+{
+    direct d;
+    direct_init(&d, SKIP_MLP, 4);
+    write_file(&d, SKIP_MLP, PN_FORMAT_SNAPSHOT, NULL, NULL, NULL);
+    pn_model *m = load_ok();
+    float out[4 * 4];
+    const void *inputs[2] = {d.inputs[0], NULL};
+    ck_assert_int_eq(pn_model_forward(m, 4, inputs, NULL, out), 0);
+    ck_assert_int_eq(memcmp(out, direct_output(&d, "out"), sizeof out), 0);
+    pn_model_free(m);
+    direct_free(&d);
+}
+END_TEST
+
+START_TEST(errors_name_the_file_the_parameter_and_the_input)
+{
+    pn_model *m = (pn_model *)1;
+    snprintf(path, sizeof path, "%s/none.h5", dir);
+    ck_assert_int_lt(pn_model_load(&m, path), 0);
+    ck_assert_ptr_null(m);
+    ck_assert_msg(strstr(pn_model_error(), "none.h5"), "%s", pn_model_error());
+    snprintf(path, sizeof path, "%s/model.h5", dir);
+
+    direct d;
+    direct_init(&d, SKIP_MLP, 2);
+    write_file(&d, SKIP_MLP, PN_FORMAT_MODEL, "h2/b", NULL, NULL);
+    assert_load_fails("parameter 'h2/b'");
+    write_file(&d, SKIP_MLP, PN_FORMAT_MODEL, NULL, "h1/w", NULL);
+    assert_load_fails("parameter 'h1/w' is 6x5 in the file");
+    write_file(&d, SKIP_MLP, PN_FORMAT_MODEL, NULL, NULL, "ghost/w");
+    assert_load_fails("parameter 'ghost/w' belongs to no layer");
+    write_file(&d, "{\"inputs\": ", PN_FORMAT_MODEL, NULL, NULL, NULL);
+    assert_load_fails("invalid JSON");
+
+    write_file(&d, SKIP_MLP, PN_FORMAT_MODEL, NULL, NULL, NULL);
+    m = load_ok();
+    float out[2 * 4];
+    const void *none[2] = {NULL, d.inputs[1]};
+    ck_assert_int_lt(pn_model_forward(m, 2, none, NULL, out), 0);
+    ck_assert_msg(strstr(pn_model_error(), "needs input 'x'"), "%s", pn_model_error());
+    const void *features_only[2] = {d.inputs[0], NULL};
+    ck_assert_int_lt(pn_model_forward(m, 2, features_only, "loss", out), 0);
+    ck_assert_msg(strstr(pn_model_error(), "output 'loss' needs input 'y'"), "%s",
+                  pn_model_error());
+    ck_assert_int_lt(pn_model_forward(m, 2, features_only, "nope", out), 0);
+    ck_assert_msg(strstr(pn_model_error(), "no layer or input 'nope'"), "%s", pn_model_error());
+    int bad_labels[2] = {0, 9};
+    const void *with_bad_labels[2] = {d.inputs[0], bad_labels};
+    ck_assert_int_lt(pn_model_forward(m, 2, with_bad_labels, NULL, out), 0);
+    ck_assert_msg(strstr(pn_model_error(), "outside [0, 4)"), "%s", pn_model_error());
+    pn_model_free(m);
+    direct_free(&d);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("model");
+    TCase *tc = tcase_create("model");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, forward_matches_the_network_bit_for_bit);
+    tcase_add_test(tc, sequence_model_predicts_from_tokens_alone);
+    tcase_add_test(tc, inputs_and_outputs_are_described);
+    tcase_add_test(tc, a_larger_batch_replans);
+    tcase_add_test(tc, a_snapshot_loads_as_a_model);
+    tcase_add_test(tc, errors_name_the_file_the_parameter_and_the_input);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s);
+}
