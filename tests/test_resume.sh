@@ -62,7 +62,7 @@ done
 echo "ok: --deterministic resume on P=1 and D=2,P=2: hash $(hash_of dstraight) in all three"
 
 # 4. SIGUSR1 through mpirun: snapshot, exit 0; then resume auto finishes the run
-mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/fm/train.h5" --stages 2 \
+mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" --stages 2 \
     --steps 100000 --batch 64 --threads 1 --log-every 1000 --snapshot-dir "$tmp/sig" \
     >"$tmp/sig.out" 2>&1 &
 pid=$!
@@ -78,18 +78,18 @@ stopped=$(grep -o 'stopping at step [0-9]*' "$tmp/sig.out" | cut -d' ' -f4)
 echo "ok: SIGUSR1 stopped the run at step $stopped with a snapshot, exit 0"
 
 # 5. a corrupted newest snapshot: resume auto takes the one before, naming it
-mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/fm/train.h5" --stages 2 \
+mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" --stages 2 \
     --steps 30 --batch 64 --threads 1 --log-every 1000 --snapshot-dir "$tmp/corrupt" \
     --snapshot-every 10 >/dev/null 2>&1 || fail "corrupt: first run"
 newest=$tmp/corrupt/snapshot-0000000030.h5
 size=$(wc -c <"$newest")
 printf 'garbage!garbage!' | dd of="$newest" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
-mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/fm/train.h5" --stages 2 \
+mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" --stages 2 \
     --steps 40 --batch 64 --threads 1 --log-every 1000 --snapshot-dir "$tmp/corrupt" \
     --resume auto >"$tmp/auto.out" 2>&1 || { cat "$tmp/auto.out"; fail "resume auto exited non-zero"; }
 grep -q "resuming from $tmp/corrupt/snapshot-0000000020.h5: step 20" "$tmp/auto.out" ||
     { cat "$tmp/auto.out"; fail "resume auto did not fall back to step 20"; }
-"$PIPENET" train "$model" --data "$tmp/fm/train.h5" --steps 40 --resume "$newest" >"$tmp/bad.out" 2>&1 &&
+"$PIPENET" train "$model" --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" --steps 40 --resume "$newest" >"$tmp/bad.out" 2>&1 &&
     fail "a corrupted snapshot was accepted"
 grep -q "snapshot-0000000030.h5" "$tmp/bad.out" || fail "the corrupted snapshot is not named: $(cat "$tmp/bad.out")"
 echo "ok: resume auto skipped the corrupted newest snapshot; resuming it directly is refused"

@@ -1,7 +1,8 @@
 /* Snapshot and model files (snapshot.h, docs/formats.md): a pn_train_state written
  * as HDF5 under "<path>.tmp-<pid>", fsynced and renamed over path; read back with
- * every dataset's fletcher32 checksum verified; the newest good snapshot of a
- * directory found by step, and old snapshots and dead writers' temporaries pruned. */
+ * every dataset's fletcher32 checksum and the config's CRC-32 verified; the newest
+ * good snapshot of a directory found by step; old snapshots and dead writers'
+ * temporaries pruned. */
 #include "io/snapshot.h"
 
 #include <dirent.h>
@@ -15,7 +16,6 @@
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
-
 #include <zlib.h>
 
 #include "base/error.h"
@@ -39,7 +39,10 @@ static bool known_format(const char *format)
     return !strcmp(format, PN_FORMAT_SNAPSHOT) || !strcmp(format, PN_FORMAT_MODEL);
 }
 
-static bool is_snapshot(const pn_train_state *st) { return !strcmp(st->format, PN_FORMAT_SNAPSHOT); }
+static bool is_snapshot(const pn_train_state *st)
+{
+    return !strcmp(st->format, PN_FORMAT_SNAPSHOT);
+}
 
 int pn_train_state_create(pn_train_state **out, const char *format)
 {
@@ -393,6 +396,10 @@ static int check_state(const char *path, const pn_train_state *st)
     if (!is_snapshot(st) && st->n_slot_names > 0)
         return pn_error_set(PN_ERR_INVALID, "%s: a %s holds no optimizer slots", path,
                             st->format);
+    for (int s = 0; s < st->n_slot_names; s++)
+        if (!valid_slot_name(st->slot_names[s]))
+            return pn_error_set(PN_ERR_INVALID, "%s: bad optimizer slot name '%s'", path,
+                                st->slot_names[s]);
     if (st->step < 0 || st->epoch < 0 || st->batch_index < 0)
         return pn_error_set(PN_ERR_INVALID, "%s: negative counter (step %ld, epoch %ld, "
                             "batch_index %ld)", path, st->step, st->epoch, st->batch_index);

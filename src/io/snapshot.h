@@ -4,13 +4,14 @@
  * Snapshots (format "pipenet-snapshot") hold all of it; model exports
  * ("pipenet-model") hold the config and the values only. Files are written under a
  * temporary name, fsynced and renamed, so a crash never leaves a half file under
- * the final name; datasets are chunked with HDF5's fletcher32 checksum, and reading
- * verifies every one: a truncated or corrupted file is refused, naming it.
+ * the final name; datasets are chunked with HDF5's fletcher32 checksum, the config
+ * text carries a CRC-32, and reading verifies all of it: a truncated or corrupted
+ * file is refused, naming it.
  *
  * HDF5 layout (docs/formats.md): root attributes format, version, step, epoch,
- * batch_index, seed (uint64), config, slots (snapshots: the slot names joined by
- * commas); /params/<layer>/<param> float32 [rows, cols] ([cols] when rows is 1);
- * /optimizer/<layer>/<param>/<slot> the same shape (snapshots only). */
+ * batch_index, seed (uint64), config, config_crc32, slots (snapshots: the slot names
+ * joined by commas); /params/<layer>/<param> float32 [rows, cols] ([cols] when rows
+ * is 1); /optimizer/<layer>/<param>/<slot> the same shape (snapshots only). */
 #ifndef PN_SNAPSHOT_H
 #define PN_SNAPSHOT_H
 
