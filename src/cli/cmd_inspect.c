@@ -155,20 +155,6 @@ static int inspect_state(const char *path, long version)
     return 0;
 }
 
-/* "float32", "int64", "string", ... for a file datatype. */
-static void describe_type(hid_t t, char *buf, size_t cap)
-{
-    size_t bits = H5Tget_size(t) * 8;
-    switch (H5Tget_class(t)) {
-    case H5T_INTEGER:
-        snprintf(buf, cap, "%sint%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "u" : "", bits);
-        break;
-    case H5T_FLOAT: snprintf(buf, cap, "float%zu", bits); break;
-    case H5T_STRING: snprintf(buf, cap, "string"); break;
-    default: snprintf(buf, cap, "other"); break;
-    }
-}
-
 /* "[60000, 784]" from a dataspace (NULL: scalar). */
 static void describe_space(hid_t space, char *buf, size_t cap)
 {
@@ -234,7 +220,7 @@ static herr_t print_attr(hid_t loc, const char *name, const H5A_info_t *info, vo
     hid_t attr = H5Aopen(loc, name, H5P_DEFAULT);
     hid_t t = attr < 0 ? H5I_INVALID_HID : H5Aget_type(attr);
     if (t >= 0) {
-        describe_type(t, type, sizeof type);
+        pn_hdf5_type_name(t, type, sizeof type);
         describe_value(attr, t, value, sizeof value);
         H5Tclose(t);
     }
@@ -249,7 +235,7 @@ static void print_dataset(hid_t dset, const char *name)
 {
     char type[32] = "?", shape[96] = "?", chunks[96] = "contiguous";
     hid_t t = H5Dget_type(dset), space = H5Dget_space(dset), dcpl = H5Dget_create_plist(dset);
-    if (t >= 0) describe_type(t, type, sizeof type);
+    if (t >= 0) pn_hdf5_type_name(t, type, sizeof type);
     if (space >= 0) describe_space(space, shape, sizeof shape);
     bool checksum = false;
     if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED) {

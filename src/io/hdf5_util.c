@@ -384,8 +384,7 @@ int pn_hdf5_open_dataset(hid_t file, const char *fname, const char *name, const 
     return rc;
 }
 
-/* "float32", "uint8", "string", ... for a file datatype. */
-static void describe_type(hid_t t, char *buf, size_t cap)
+void pn_hdf5_type_name(hid_t t, char *buf, size_t cap)
 {
     size_t bits = H5Tget_size(t) * 8;
     switch (H5Tget_class(t)) {
@@ -470,7 +469,7 @@ int pn_hdf5_check_dataset(hid_t dset, const char *fname, const char *name, pn_hd
         rc = pn_error_set(PN_ERR_IO, "%s: dataset '%s%s': cannot read its type%s", fname,
                           slash(name), name, pn_hdf5_reason(why));
     } else if (!type_matches(t, type)) {
-        describe_type(t, found, sizeof found);
+        pn_hdf5_type_name(t, found, sizeof found);
         rc = pn_error_set(PN_ERR_INVALID, "%s: dataset '%s%s': expected %s, found %s", fname,
                           slash(name), name, type_name(type), found);
     } else {

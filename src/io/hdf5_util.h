@@ -84,4 +84,8 @@ int pn_hdf5_open_dataset(hid_t file, const char *fname, const char *name, const 
 int pn_hdf5_check_dataset(hid_t dset, const char *fname, const char *name, pn_hdf5_type type,
                           const pn_hdf5_shape *shapes, int n_shapes, int *which, hsize_t *dims);
 
+/* "float32", "uint8", "string", "a compound type", ... for a file datatype (the
+ * caller holds the lock). */
+void pn_hdf5_type_name(hid_t t, char *buf, size_t cap);
+
 #endif
