@@ -566,7 +566,7 @@ static int train_step(trainer *t, const pn_batch *b, long step, double *loss)
 
 /* Runs the evaluation set forward through the pipeline, a replica's slice of each
  * batch at once; returns mean loss and accuracy over the whole set. */
-static int evaluate(trainer *t, long step, double *loss, double *accuracy)
+static int evaluate(trainer *t, double *loss, double *accuracy)
 {
     long samples = pn_reader_samples(t->eval_data);
     long batches = (samples + t->cfg->batch - 1) / t->cfg->batch;
@@ -588,7 +588,6 @@ static int evaluate(trainer *t, long step, double *loss, double *accuracy)
     PN_TRY(reduce_stats(t, s));
     *loss = s[2] > 0 ? s[0] / s[2] : NAN;
     *accuracy = s[2] > 0 ? s[1] / s[2] : NAN;
-    (void)step;
     return PN_OK;
 }
 
@@ -597,7 +596,7 @@ static int end_of_epoch(trainer *t, long step, long epoch, double epoch_loss, do
 {
     char eval_text[96] = "";
     if (t->eval_data) {
-        PN_TRY(evaluate(t, step, &r->eval_loss, &r->eval_accuracy));
+        PN_TRY(evaluate(t, &r->eval_loss, &r->eval_accuracy));
         snprintf(eval_text, sizeof eval_text, "  eval loss %.4f  eval accuracy %.2f%%",
                  r->eval_loss, 100.0 * r->eval_accuracy);
         if (t->metrics)
