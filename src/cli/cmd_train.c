@@ -98,6 +98,7 @@ static int parse_options(int argc, char **argv, overrides *o)
     pn_train_config *v = &o->v;
     int c, rc = 0;
     optind = 1;
+    pn_opt_quiet_unless_first_rank();
     while (rc == 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_DATA: rc = pn_opt_path("data", optarg, v->data, PN_PATH_MAX); break;
@@ -119,11 +120,8 @@ static int parse_options(int argc, char **argv, overrides *o)
         case OPT_MICRO: rc = pn_opt_int("micro-batches", optarg, 1, 1 << 20, &v->micro_batches); break;
         case OPT_SCHEDULE:
             v->schedule = pn_schedule_kind_from_name(optarg);
-            if (v->schedule < 0) {
-                fprintf(stderr, "pipenet: error: --schedule: expected gpipe or 1f1b, got '%s'\n",
-                        optarg);
-                rc = -1;
-            }
+            if (v->schedule < 0)
+                rc = pn_opt_report("--schedule: expected gpipe or 1f1b, got '%s'", optarg);
             break;
         case OPT_DETERMINISTIC: v->deterministic = true; break;
         case OPT_SNAPSHOT_DIR:

@@ -2,14 +2,44 @@
 #include "cli/options.h"
 
 #include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+static bool quiet; /* another rank of the same job reports command-line mistakes */
+
+void pn_opt_quiet_unless_first_rank(void)
+{
+    static const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                                            "SLURM_PROCID", NULL};
+    for (const char *const *v = rank_vars; *v; v++) {
+        const char *r = getenv(*v);
+        if (r) {
+            quiet = atoi(r) != 0;
+            break;
+        }
+    }
+    opterr = !quiet;
+}
+
+int pn_opt_report(const char *fmt, ...)
+{
+    if (quiet) return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("pipenet: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return -1;
+}
+
 static int bad(const char *name, const char *what, const char *text)
 {
-    fprintf(stderr, "pipenet: error: --%s: expected %s, got '%s'\n", name, what, text);
-    return -1;
+    return pn_opt_report("--%s: expected %s, got '%s'", name, what, text);
 }
 
 int pn_opt_long(const char *name, const char *text, long min, long max, long *out)
@@ -65,9 +95,8 @@ int pn_opt_model_argument(int argc, char **argv, const char *command,
 {
     extern int optind;
     if (optind != argc - 1) {
-        fprintf(stderr, "pipenet: error: %s takes exactly one MODEL.json (got %d)\n\n", command,
-                argc - optind);
-        usage(stderr);
+        pn_opt_report("%s takes exactly one MODEL.json (got %d)\n", command, argc - optind);
+        if (!quiet) usage(stderr);
         return 2;
     }
     *path = argv[optind];

@@ -5,6 +5,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Under an MPI launcher, leaves command-line mistakes to rank 0 to report (every rank
+ * parses the same command line before MPI starts). */
+void pn_opt_quiet_unless_first_rank(void);
+
+/* Prints "pipenet: error: <message>" unless another rank reports; returns -1. */
+int pn_opt_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Each returns 0, or -1 after printing "pipenet: error: --name: ..." to stderr. */
 int pn_opt_long(const char *name, const char *text, long min, long max, long *out);
 int pn_opt_int(const char *name, const char *text, int min, int max, int *out);
