@@ -69,6 +69,8 @@ typedef struct trainer {
     pn_grad_tree tree;                   /* --deterministic: this step's micro-batch sums */
     float *replica_sums;                 /* --deterministic, D > 1: every replica's sum */
     int n_global_params;                 /* parameters of the whole graph */
+    int *local_param;                    /* [n_global_params]: handle here, or -1 */
+    double *norm_parts;                  /* [n_global_params]: per-parameter squared norms */
 } trainer;
 
 static bool is_root(const trainer *t) { return t->grid->rank == 0; }
@@ -226,6 +228,28 @@ static int open_data(trainer *t)
     return PN_OK;
 }
 
+/* Numbers the whole graph's parameters in graph order and records which this stage
+ * holds, once, for the per-parameter reductions of every step. */
+static int map_global_params(trainer *t)
+{
+    const pn_graph *g = t->graph;
+    for (int i = 0; i < g->n_nodes; i++) t->n_global_params += g->nodes[i].layer->n_params;
+    size_t n = (size_t)(t->n_global_params ? t->n_global_params : 1);
+    t->local_param = malloc(n * sizeof *t->local_param);
+    t->norm_parts = malloc(n * sizeof *t->norm_parts);
+    if (!t->local_param || !t->norm_parts) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    int k = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pn_layer *l = g->nodes[i].layer;
+        for (int j = 0; j < l->n_params; j++) {
+            char name[512];
+            snprintf(name, sizeof name, "%s/%s", g->nodes[i].name, l->param_decls[j].suffix);
+            t->local_param[k++] = pn_params_find(t->params, name);
+        }
+    }
+    return PN_OK;
+}
+
 static int setup(trainer *t, MPI_Comm comm)
 {
     const pn_graph *g = t->graph;
@@ -253,7 +277,7 @@ static int setup(trainer *t, MPI_Comm comm)
     if (t->opt_cfg.schedule == PN_LR_COSINE && t->opt_cfg.total_steps == 0)
         t->opt_cfg.total_steps = t->total_steps;
     PN_TRY(pn_optimizer_create(&t->opt, &t->opt_cfg, t->params));
-    for (int i = 0; i < g->n_nodes; i++) t->n_global_params += g->nodes[i].layer->n_params;
+    PN_TRY(map_global_params(t));
     if (cfg->deterministic) {
         size_t n = pn_params_size(t->params);
         PN_TRY(pn_grad_tree_init(&t->tree, n, t->micro));
@@ -283,6 +307,8 @@ static void teardown(trainer *t)
     free(t->slots);
     pn_params_free(t->params);
     free(t->member);
+    free(t->local_param);
+    free(t->norm_parts);
     free(t->config);
     free(t->buckets);
     pn_grad_tree_free(&t->tree);
@@ -456,16 +482,8 @@ static int deterministic_sum(trainer *t, float *grads)
  * this stage holds it, p its handle here. */
 static void for_each_global_param(trainer *t, void (*fn)(void *, int, int), void *ctx)
 {
-    int k = 0;
-    for (int i = 0; i < t->graph->n_nodes; i++) {
-        const pn_layer *l = t->graph->nodes[i].layer;
-        for (int j = 0; j < l->n_params; j++, k++) {
-            char name[512];
-            snprintf(name, sizeof name, "%s/%s", t->graph->nodes[i].name, l->param_decls[j].suffix);
-            int p = pn_params_find(t->params, name);
-            if (p >= 0) fn(ctx, k, p);
-        }
-    }
+    for (int k = 0; k < t->n_global_params; k++)
+        if (t->local_param[k] >= 0) fn(ctx, k, t->local_param[k]);
 }
 
 typedef struct per_param {
@@ -498,14 +516,13 @@ static void param_hash(void *arg, int k, int p)
  * the same bits come out of every placement. */
 static int global_sum_squares(trainer *t, double *out)
 {
-    double *sq = calloc((size_t)(t->n_global_params ? t->n_global_params : 1), sizeof *sq);
-    if (!sq) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    double *sq = t->norm_parts;
+    memset(sq, 0, (size_t)t->n_global_params * sizeof *sq);
     per_param pp = {t, sq, NULL};
     for_each_global_param(t, param_sum_squares, &pp);
     int rc = MPI_Allreduce(MPI_IN_PLACE, sq, t->n_global_params, MPI_DOUBLE, MPI_SUM, t->grid->pipe);
     double total = 0.0;
     for (int k = 0; k < t->n_global_params; k++) total += sq[k];
-    free(sq);
     if (rc != MPI_SUCCESS) return pn_mpi_fail(rc, "MPI_Allreduce (gradient norm)", __FILE__, __LINE__);
     *out = total;
     return PN_OK;
