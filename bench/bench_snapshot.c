@@ -1,0 +1,140 @@
+/* Snapshot benchmark: the time to save (gather to rank 0, write, fsync, rename) and
+ * to load (read, verify, give every rank its parameters) the training state of a
+ * model, default models/fashion_mlp.json with adam (values and two slots, 3 x 1.86M
+ * floats). Under `mpirun -np P` the model is cut into P stages, so rank 0 gathers
+ * the other stages' state; with one rank nothing is sent. Prints medians of several
+ * rounds; the directory (default /dev/shm, where the file system costs little and
+ * the gather shows) decides what the write costs.
+ *
+ * usage: [mpirun -np P] bench_snapshot [MODEL.json] [--dir DIR] [--rounds R] */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "io/snapshot.h"
+#include "mpi/grid.h"
+#include "pipeline/checkpoint.h"
+#include "pipeline/graph.h"
+#include "pipeline/network.h"
+#include "pipeline/optimizer.h"
+#include "pipeline/plan.h"
+#include "pipeline/train_config.h"
+
+#define CHECK(call)                                                                       \
+    do {                                                                                  \
+        if ((call) < 0) {                                                                 \
+            fprintf(stderr, "bench_snapshot: %s: %s\n", #call, pn_error_message());       \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                 \
+        }                                                                                 \
+    } while (0)
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    const char *model = "models/fashion_mlp.json", *base = "/dev/shm";
+    int rounds = 9, rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--dir") && i + 1 < argc) base = argv[++i];
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+        else if (argv[i][0] != '-') model = argv[i];
+        else {
+            if (rank == 0)
+                fprintf(stderr, "usage: bench_snapshot [MODEL.json] [--dir DIR] [--rounds R]\n");
+            MPI_Finalize();
+            return 2;
+        }
+    }
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/pipenet-bench-snapshot-%d", base, (int)getppid());
+
+    pn_graph *g;
+    pn_train_config cfg;
+    pn_train_config_default(&cfg);
+    CHECK(pn_graph_load(&g, model));
+    CHECK(pn_train_config_from_json(pn_graph_train_spec(g), model, &cfg));
+    cfg.optimizer.total_steps = 1000;
+    pn_plan *plan;
+    pn_grid *grid;
+    CHECK(pn_plan_build(&plan, g, size));
+    CHECK(pn_grid_create(&grid, MPI_COMM_WORLD, size));
+
+    /* This rank's stage: its layers over one arena, with the optimizer's slots. */
+    bool *member = calloc((size_t)g->n_nodes, sizeof *member);
+    for (int i = 0; i < g->n_nodes; i++) member[i] = plan->stage_of[i] == grid->stage;
+    pn_params *params;
+    pn_network *net;
+    pn_optimizer *opt;
+    CHECK(pn_params_create(&params, pn_device_host()));
+    CHECK(pn_network_create(&net, g, member, pn_device_host()));
+    CHECK(pn_network_bind(net, params));
+    CHECK(pn_params_finalize(params));
+    CHECK(pn_params_init_values(params, 1));
+    CHECK(pn_optimizer_create(&opt, &cfg.optimizer, params));
+    long floats = (long)pn_params_elements(params), total = 0;
+    MPI_Allreduce(&floats, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+
+    char *config = json_dumps(g->root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    double *save = calloc((size_t)rounds, sizeof *save), *load = calloc((size_t)rounds, sizeof *load);
+    char path[1200] = "";
+    for (int r = 0; r < rounds; r++) {
+        pn_progress_mark mark = {r + 1, 0, 0}, got;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = pn_now();
+        CHECK(pn_checkpoint_save(grid, params, config, 1, mark, dir, 2, path, sizeof path));
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t1 = pn_now();
+        char used[1200];
+        CHECK(pn_checkpoint_load(grid, params, "auto", dir, &got, used, sizeof used));
+        MPI_Barrier(MPI_COMM_WORLD);
+        save[r] = t1 - t0;
+        load[r] = pn_now() - t1;
+    }
+    if (rank == 0) {
+        printf("snapshot of %s: %ld parameters x %d arrays (values + %d slots) = %.1f MB, "
+               "%d stage(s) on %d rank(s), %s, median of %d rounds\n",
+               model, total, 1 + pn_params_n_slots(params), pn_params_n_slots(params),
+               (double)total * (1 + pn_params_n_slots(params)) * 4 / 1e6, size, size, base,
+               rounds);
+        double save_min = save[0], load_min = load[0];
+        for (int r = 1; r < rounds; r++) {
+            if (save[r] < save_min) save_min = save[r];
+            if (load[r] < load_min) load_min = load[r];
+        }
+        printf("save (gather + write): median %.1f ms (min %.1f)\n", 1e3 * median(save, rounds),
+               1e3 * save_min);
+        printf("load (read + verify + set): median %.1f ms (min %.1f)\n",
+               1e3 * median(load, rounds), 1e3 * load_min);
+        CHECK(pn_snapshot_prune(dir, 0));
+        rmdir(dir);
+    }
+    free(save);
+    free(load);
+    free(config);
+    free(member);
+    pn_optimizer_free(opt);
+    pn_network_free(net);
+    pn_params_free(params);
+    pn_plan_free(plan);
+    pn_grid_free(grid);
+    pn_graph_free(g);
+    MPI_Finalize();
+    return 0;
+}
