@@ -82,11 +82,8 @@ int main(int argc, char **argv)
     pn_params *params;
     pn_network *net;
     pn_optimizer *opt;
-    CHECK(pn_params_create(&params, pn_device_host()));
-    CHECK(pn_network_create(&net, g, member, pn_device_host()));
-    CHECK(pn_network_bind(net, params));
-    CHECK(pn_params_finalize(params));
-    CHECK(pn_params_init_values(params, 1));
+    pn_network_options o = {.member = member, .device = pn_device_host(), .init = true, .seed = 1};
+    CHECK(pn_network_build(g, &o, &params, &net));
     CHECK(pn_optimizer_create(&opt, &cfg.optimizer, params));
     long floats = (long)pn_params_elements(params), total = 0;
     MPI_Allreduce(&floats, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);

@@ -81,11 +81,8 @@ static void setup(bench *b, const char *model, const char *data)
 {
     CHECK(pn_graph_load(&b->graph, model));
     CHECK(pn_train_config_from_json(pn_graph_train_spec(b->graph), model, &b->cfg));
-    CHECK(pn_params_create(&b->params, pn_device_host()));
-    CHECK(pn_network_create(&b->net, b->graph, NULL, pn_device_host()));
-    CHECK(pn_network_bind(b->net, b->params));
-    CHECK(pn_params_finalize(b->params));
-    CHECK(pn_params_init_values(b->params, 1));
+    pn_network_options o = {.device = pn_device_host(), .init = true, .seed = 1};
+    CHECK(pn_network_build(b->graph, &o, &b->params, &b->net));
     if (b->cfg.optimizer.schedule == PN_LR_COSINE && b->cfg.optimizer.total_steps == 0)
         b->cfg.optimizer.total_steps = 1L << 30; /* the benchmark's run has no end */
     CHECK(pn_optimizer_create(&b->opt, &b->cfg.optimizer, b->params));
@@ -145,9 +142,9 @@ static double time_steps(bench *b, int steps, long *step, double *phase)
         feed(b);
         pn_network_reset_stats(b->net);
         t[1] = pn_now();
-        CHECK(pn_network_forward(b->net, &pass, b->params));
+        CHECK(pn_network_forward(b->net, &pass));
         t[2] = pn_now();
-        CHECK(pn_network_backward(b->net, &pass, b->params, b->batch));
+        CHECK(pn_network_backward(b->net, &pass, b->batch));
         t[3] = pn_now();
         CHECK(pn_optimizer_step(b->opt, b->params, *step, 1.0));
         t[4] = pn_now();

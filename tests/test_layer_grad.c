@@ -65,6 +65,7 @@ static long checked_elements; /* reported at the end */
 /* A layer with its arena and arguments, ready to run on the host. */
 typedef struct harness {
     pn_layer *layer;
+    pn_layer_inst inst;
     pn_params *params;
     pn_arg in[MAX_IN], out;
     pn_arg *in_ptrs[MAX_IN];
@@ -83,7 +84,7 @@ static void harness_init(harness *h, const grad_case *c, int batch, uint64_t see
 
     pn_device host = pn_device_host();
     ck_assert_int_eq(pn_params_create(&h->params, host), 0);
-    ck_assert_int_eq(pn_layer_bind(h->layer, h->params), 0);
+    ck_assert_int_eq(pn_layer_inst_init(&h->inst, h->layer, h->params), 0);
     ck_assert_int_eq(pn_params_finalize(h->params), 0);
     pn_rng rng;
     pn_rng_init(&rng, seed, 1);
@@ -107,6 +108,7 @@ static void harness_free(harness *h)
 {
     for (int i = 0; i < MAX_IN; i++) pn_arg_release(&h->in[i]);
     pn_arg_release(&h->out);
+    pn_layer_inst_release(&h->inst);
     pn_params_free(h->params);
     pn_layer_free(h->layer);
 }
@@ -114,7 +116,7 @@ static void harness_free(harness *h)
 /* L = sum(R .* forward()) in double, R = the output gradient. */
 static double objective(harness *h)
 {
-    int rc = pn_layer_forward(h->layer, &h->pass, h->params, h->in_ptrs, &h->out);
+    int rc = pn_layer_forward(&h->inst, &h->pass, h->in_ptrs, &h->out);
     ck_assert_msg(rc == 0, "forward: %s", pn_error_message());
     double l = 0.0;
     pn_matrix y = h->out.value, r = h->out.grad;
@@ -175,7 +177,7 @@ static void check_case(const grad_case *c, int batch)
     }
 
     objective(&h);
-    int rc = pn_layer_backward(h.layer, &h.pass, h.params, h.in_ptrs, &h.out);
+    int rc = pn_layer_backward(&h.inst, &h.pass, h.in_ptrs, &h.out);
     ck_assert_msg(rc == 0, "%s: backward: %s", label, pn_error_message());
 
     for (int i = 0; i < c->n_inputs; i++) {
@@ -186,9 +188,9 @@ static void check_case(const grad_case *c, int batch)
         free(in_start[i]);
     }
     for (int p = 0; p < h.layer->n_params; p++) {
-        pn_matrix value = pn_layer_param(h.layer, h.params, p);
-        size_t off = pn_params_get(h.params, h.layer->param_index[p])->offset;
-        compare(&h, value, pn_layer_param_grad(h.layer, h.params, p).data, par_start + off,
+        pn_matrix value = pn_layer_param(&h.inst, p);
+        size_t off = pn_params_get(h.params, h.inst.param_index[p])->offset;
+        compare(&h, value, pn_layer_param_grad(&h.inst, p).data, par_start + off,
                 h.layer->param_decls[p].suffix, label);
     }
     free(par_start);
@@ -225,7 +227,7 @@ START_TEST(dropout_is_identity_in_evaluation)
     harness_init(&h, &cases[19], 2, 5);
     ck_assert_str_eq(h.layer->type->name, "dropout");
     h.pass.training = false;
-    ck_assert_int_eq(pn_layer_forward(h.layer, &h.pass, h.params, h.in_ptrs, &h.out), 0);
+    ck_assert_int_eq(pn_layer_forward(&h.inst, &h.pass, h.in_ptrs, &h.out), 0);
     ck_assert_mem_eq(h.out.value.data, h.in[0].value.data,
                      pn_matrix_count(h.out.value) * sizeof(float));
     harness_free(&h);

@@ -81,10 +81,8 @@ static void direct_init(direct *d, const char *json, int batch)
     int rc = pn_graph_from_json(&d->graph, root, "test.json");
     json_decref(root);
     ck_assert_msg(rc == 0, "%s", pn_error_message());
-    ck_assert_int_eq(pn_params_create(&d->params, pn_device_host()), 0);
-    ck_assert_int_eq(pn_network_create(&d->net, d->graph, NULL, pn_device_host()), 0);
-    ck_assert_int_eq(pn_network_bind(d->net, d->params), 0);
-    ck_assert_int_eq(pn_params_finalize(d->params), 0);
+    pn_network_options o = {.device = pn_device_host()};
+    ck_assert_int_eq(pn_network_build(d->graph, &o, &d->params, &d->net), 0);
     pn_rng rng;
     pn_rng_init(&rng, 41, 0);
     pn_matrix all = pn_params_all_values(d->params);
@@ -108,7 +106,7 @@ static void direct_init(direct *d, const char *json, int batch)
     }
     pn_pass pass = {.training = false};
     pn_network_reset_stats(d->net);
-    rc = pn_network_forward(d->net, &pass, d->params);
+    rc = pn_network_forward(d->net, &pass);
     ck_assert_msg(rc == 0, "%s", pn_error_message());
     pn_network_stats(d->net, &d->stats);
 }

@@ -52,11 +52,9 @@ static void fixture_init(fixture *f, const char *json, const bool *member, int b
     int rc = pn_graph_from_json(&f->graph, root, "test.json");
     json_decref(root);
     ck_assert_msg(rc == 0, "%s", pn_error_message());
-    ck_assert_int_eq(pn_params_create(&f->params, pn_device_host()), 0);
-    ck_assert_int_eq(pn_network_create(&f->net, f->graph, member, pn_device_host()), 0);
-    ck_assert_int_eq(pn_network_bind(f->net, f->params), 0);
-    ck_assert_int_eq(pn_params_finalize(f->params), 0);
-    ck_assert_int_eq(pn_params_init_values(f->params, 3), 0);
+    pn_network_options o = {.member = member, .device = pn_device_host(), .init = true,
+                            .seed = 3};
+    ck_assert_int_eq(pn_network_build(f->graph, &o, &f->params, &f->net), 0);
     ck_assert_int_eq(pn_network_plan(f->net, batch), 0);
     f->batch = batch;
     f->pass = (pn_pass){true, 3, 1, 0};
@@ -90,7 +88,7 @@ static void fixture_free(fixture *f)
 static double mean_loss(fixture *f)
 {
     pn_network_reset_stats(f->net);
-    int rc = pn_network_forward(f->net, &f->pass, f->params);
+    int rc = pn_network_forward(f->net, &f->pass);
     ck_assert_msg(rc == 0, "%s", pn_error_message());
     pn_layer_stats s;
     pn_network_stats(f->net, &s);
@@ -102,7 +100,7 @@ static void check_param_gradients(fixture *f)
 {
     ck_assert_int_eq(pn_params_zero_grads(f->params), 0);
     mean_loss(f);
-    ck_assert_int_eq(pn_network_backward(f->net, &f->pass, f->params, f->batch), 0);
+    ck_assert_int_eq(pn_network_backward(f->net, &f->pass, f->batch), 0);
     const double eps = 2e-3; /* layer norm over 6 values curves fast: 1e-2 is too coarse */
     long compared = 0;
     for (int p = 0; p < pn_params_count(f->params); p++) {
@@ -151,7 +149,7 @@ START_TEST(steady_state_steps_allocate_nothing)
         if (step == 1) pn_pool_stats_get(pn_device_host(), &before);
         f.pass.step = step;
         mean_loss(&f);
-        ck_assert_int_eq(pn_network_backward(f.net, &f.pass, f.params, f.batch), 0);
+        ck_assert_int_eq(pn_network_backward(f.net, &f.pass, f.batch), 0);
         ck_assert_int_eq(pn_params_zero_grads(f.params), 0);
     }
     pn_pool_stats_get(pn_device_host(), &after);
@@ -185,7 +183,7 @@ START_TEST(stage_subset_matches_whole_network)
     fixture_init(&whole, SKIP_MLP, NULL, 3);
     ck_assert_int_eq(pn_params_zero_grads(whole.params), 0);
     double loss = mean_loss(&whole);
-    ck_assert_int_eq(pn_network_backward(whole.net, &whole.pass, whole.params, 3), 0);
+    ck_assert_int_eq(pn_network_backward(whole.net, &whole.pass, 3), 0);
 
     int h1 = pn_graph_find(whole.graph, "h1");
     bool *member = calloc((size_t)whole.graph->n_nodes, sizeof *member);
@@ -211,7 +209,7 @@ START_TEST(stage_subset_matches_whole_network)
     ck_assert_int_eq(pn_params_find(tail.params, "h1/w"), -1); /* not this stage's */
     ck_assert_int_eq(pn_params_zero_grads(tail.params), 0);
     ck_assert_double_eq_tol(mean_loss(&tail), loss, 1e-6);
-    ck_assert_int_eq(pn_network_backward(tail.net, &tail.pass, tail.params, 3), 0);
+    ck_assert_int_eq(pn_network_backward(tail.net, &tail.pass, 3), 0);
     pn_arg *boundary = pn_network_arg(tail.net, h1);
     ck_assert_ptr_nonnull(boundary->grad.data);
     /* the boundary gradient equals what the whole network passed into h1 */
@@ -221,6 +219,53 @@ START_TEST(stage_subset_matches_whole_network)
     free(member);
     fixture_free(&tail);
     fixture_free(&whole);
+}
+END_TEST
+
+/* Two networks built over one arena share the parameters but not what a forward
+ * keeps for backward: a forward of other data through the second copy between the
+ * first copy's forward and backward leaves the first copy's gradients as they are
+ * when it runs alone. */
+START_TEST(copies_share_parameters_not_state)
+{
+    fixture f;
+    fixture_init(&f, TINY_TRANSFORMER, NULL, 3);
+    ck_assert_int_eq(pn_params_zero_grads(f.params), 0);
+    mean_loss(&f);
+    ck_assert_int_eq(pn_network_backward(f.net, &f.pass, 3), 0);
+    pn_matrix g = pn_params_all_grads(f.params);
+    float *alone = malloc(pn_matrix_count(g) * sizeof *alone);
+    memcpy(alone, g.data, pn_matrix_count(g) * sizeof *alone);
+
+    pn_params *arena;
+    pn_network *copy[2];
+    pn_network_options o = {.device = pn_device_host(), .copies = 2};
+    ck_assert_int_eq(pn_network_build(f.graph, &o, &arena, copy), 0);
+    ck_assert_int_eq(pn_params_count(arena), pn_params_count(f.params)); /* declared once */
+    pn_matrix all = pn_params_all_values(arena), src = pn_params_all_values(f.params);
+    ck_assert_int_eq(pn_copy(&src, &all), 0);
+    pn_rng rng;
+    pn_rng_init(&rng, 99, 0);
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(pn_network_plan(copy[k], 3), 0);
+        for (int i = 0; i < f.graph->n_nodes; i++) {
+            if (!f.graph->nodes[i].is_input) continue;
+            pn_arg *a = pn_network_arg(copy[k], i), *same = pn_network_arg(f.net, i);
+            for (int r = 0; r < pn_arg_rows(a); r++)
+                a->ids[r] = k == 0 ? same->ids[r] : (int)(pn_rng_next(&rng) % 7);
+        }
+    }
+    ck_assert_int_eq(pn_params_zero_grads(arena), 0);
+    ck_assert_int_eq(pn_network_forward(copy[0], &f.pass), 0);
+    ck_assert_int_eq(pn_network_forward(copy[1], &f.pass), 0); /* other data, same layers */
+    ck_assert_int_eq(pn_network_backward(copy[0], &f.pass, 3), 0);
+    pn_matrix shared = pn_params_all_grads(arena);
+    ck_assert_int_eq(memcmp(shared.data, alone, pn_matrix_count(g) * sizeof *alone), 0);
+    free(alone);
+    pn_network_free(copy[0]);
+    pn_network_free(copy[1]);
+    pn_params_free(arena);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -235,6 +280,7 @@ int main(void)
     tcase_add_test(tc, steady_state_steps_allocate_nothing);
     tcase_add_test(tc, smaller_batches_fit_the_plan);
     tcase_add_test(tc, stage_subset_matches_whole_network);
+    tcase_add_test(tc, copies_share_parameters_not_state);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

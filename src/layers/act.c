@@ -3,15 +3,15 @@
 #include "layers/attrs.h"
 #include "layers/layer_types.h"
 
-typedef struct act_state {
+typedef struct act_attrs {
     pn_act act;
-} act_state;
+} act_attrs;
 
-static const char *const act_attrs[] = {"act", NULL};
+static const char *const act_attr_names[] = {"act", NULL};
 
 static int act_parse(pn_layer *l, const json_t *spec)
 {
-    act_state *s = l->state;
+    act_attrs *s = l->attrs;
     if (!json_object_get(spec, "act")) return pn_attr_error(l, "act", "missing (required)");
     return pn_attr_act(l, spec, "act", PN_ACT_NONE, &s->act);
 }
@@ -23,19 +23,17 @@ static int act_infer(pn_layer *l)
     return PN_OK;
 }
 
-static int act_forward(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
-                       pn_arg *out)
+static int act_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
 {
-    (void)pass, (void)params;
-    const act_state *s = l->state;
+    (void)pass;
+    const act_attrs *s = x->layer->attrs;
     return pn_act_forward(s->act, &in[0]->value, &out->value);
 }
 
-static int act_backward(pn_layer *l, const pn_pass *pass, pn_params *params,
-                        pn_arg *const *in, pn_arg *out)
+static int act_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
 {
-    (void)pass, (void)params;
-    const act_state *s = l->state;
+    (void)pass;
+    const act_attrs *s = x->layer->attrs;
     if (!in[0]->grad.data) return PN_OK;
     return pn_act_backward(s->act, &in[0]->value, &out->value, &out->grad, 1.0f, &in[0]->grad);
 }
@@ -50,8 +48,8 @@ const pn_layer_type pn_layer_act = {
     .summary = "activation: relu, tanh, sigmoid, gelu or softmax (per row); attr act",
     .min_inputs = 1,
     .max_inputs = 1,
-    .state_size = sizeof(act_state),
-    .attrs = act_attrs,
+    .attrs_size = sizeof(act_attrs),
+    .attrs = act_attr_names,
     .parse = act_parse,
     .infer = act_infer,
     .forward = act_forward,

@@ -20,20 +20,18 @@ static int add_infer(pn_layer *l)
     return PN_OK;
 }
 
-static int add_forward(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
-                       pn_arg *out)
+static int add_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
 {
-    (void)pass, (void)params;
+    (void)pass;
     PN_TRY(pn_copy(&in[0]->value, &out->value));
-    for (int i = 1; i < l->n_inputs; i++) PN_TRY(pn_axpy(1.0f, &in[i]->value, &out->value));
+    for (int i = 1; i < x->layer->n_inputs; i++) PN_TRY(pn_axpy(1.0f, &in[i]->value, &out->value));
     return PN_OK;
 }
 
-static int add_backward(pn_layer *l, const pn_pass *pass, pn_params *params,
-                        pn_arg *const *in, pn_arg *out)
+static int add_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
 {
-    (void)pass, (void)params;
-    for (int i = 0; i < l->n_inputs; i++)
+    (void)pass;
+    for (int i = 0; i < x->layer->n_inputs; i++)
         if (in[i]->grad.data) PN_TRY(pn_axpy(1.0f, &out->grad, &in[i]->grad));
     return PN_OK;
 }

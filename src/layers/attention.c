@@ -11,25 +11,28 @@
 #include "layers/attrs.h"
 #include "layers/layer_types.h"
 
-typedef struct attention_state {
+typedef struct attention_attrs {
     int heads;
+} attention_attrs;
+
+typedef struct attention_scratch {
     pn_buffer qkv, probs, ctx;    /* kept from forward */
     pn_buffer dqkv, dctx, dscore; /* backward work */
-} attention_state;
+} attention_scratch;
 
 enum { QKV_W, QKV_B, OUT_W, OUT_B };
 
-static const char *const attention_attrs[] = {"heads", NULL};
+static const char *const attention_attr_names[] = {"heads", NULL};
 
 static int attention_parse(pn_layer *l, const json_t *spec)
 {
-    attention_state *s = l->state;
+    attention_attrs *s = l->attrs;
     return pn_attr_int(l, spec, "heads", true, 1, 0, &s->heads);
 }
 
 static int attention_infer(pn_layer *l)
 {
-    const attention_state *s = l->state;
+    const attention_attrs *s = l->attrs;
     pn_shape in = l->in_shapes[0];
     if (in.ids) return pn_attr_error(l, "input", "needs float values, got ids");
     if (in.width % s->heads)
@@ -69,20 +72,22 @@ static head_views head(pn_matrix qkv, pn_matrix ctx, pn_matrix probs, int b, int
     return v;
 }
 
-static int attention_forward(pn_layer *l, const pn_pass *pass, pn_params *params,
-                             pn_arg *const *in, pn_arg *out)
+static int attention_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
+                             pn_arg *out)
 {
     (void)pass;
-    attention_state *s = l->state;
+    const pn_layer *l = x->layer;
+    const attention_attrs *s = l->attrs;
+    attention_scratch *k = x->scratch;
     int t = l->in_shapes[0].seq, c = l->in_shapes[0].width, dh = c / s->heads;
     int rows = out->value.rows, batch = out->batch;
     pn_device dev = out->value.device;
     pn_matrix qkv, probs, ctx;
-    PN_TRY(pn_layer_scratch(&s->qkv, dev, rows, 3 * c, &qkv));
-    PN_TRY(pn_layer_scratch(&s->probs, dev, batch * s->heads * t, t, &probs));
-    PN_TRY(pn_layer_scratch(&s->ctx, dev, rows, c, &ctx));
+    PN_TRY(pn_layer_scratch(&k->qkv, dev, rows, 3 * c, &qkv));
+    PN_TRY(pn_layer_scratch(&k->probs, dev, batch * s->heads * t, t, &probs));
+    PN_TRY(pn_layer_scratch(&k->ctx, dev, rows, c, &ctx));
 
-    pn_matrix wqkv = pn_layer_param(l, params, QKV_W), bqkv = pn_layer_param(l, params, QKV_B);
+    pn_matrix wqkv = pn_layer_param(x, QKV_W), bqkv = pn_layer_param(x, QKV_B);
     PN_TRY(pn_gemm(false, false, 1.0f, &in[0]->value, &wqkv, 0.0f, &qkv));
     PN_TRY(pn_add_row_vector(&bqkv, &qkv));
     float scale = 1.0f / sqrtf((float)dh);
@@ -93,32 +98,34 @@ static int attention_forward(pn_layer *l, const pn_pass *pass, pn_params *params
             PN_TRY(pn_softmax_rows(&v.p, scale, t, &v.p));
             PN_TRY(pn_gemm(false, false, 1.0f, &v.p, &v.v, 0.0f, &v.ctx));
         }
-    pn_matrix wo = pn_layer_param(l, params, OUT_W), bo = pn_layer_param(l, params, OUT_B);
+    pn_matrix wo = pn_layer_param(x, OUT_W), bo = pn_layer_param(x, OUT_B);
     PN_TRY(pn_gemm(false, false, 1.0f, &ctx, &wo, 0.0f, &out->value));
     return pn_add_row_vector(&bo, &out->value);
 }
 
-static int attention_backward(pn_layer *l, const pn_pass *pass, pn_params *params,
-                              pn_arg *const *in, pn_arg *out)
+static int attention_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
+                              pn_arg *out)
 {
     (void)pass;
-    attention_state *s = l->state;
+    const pn_layer *l = x->layer;
+    const attention_attrs *s = l->attrs;
+    attention_scratch *k = x->scratch;
     int t = l->in_shapes[0].seq, c = l->in_shapes[0].width, dh = c / s->heads;
     int rows = out->value.rows, batch = out->batch;
     pn_device dev = out->value.device;
-    pn_matrix qkv = pn_matrix_on(&s->qkv, rows, 3 * c);
-    pn_matrix probs = pn_matrix_on(&s->probs, batch * s->heads * t, t);
-    pn_matrix ctx = pn_matrix_on(&s->ctx, rows, c);
+    pn_matrix qkv = pn_matrix_on(&k->qkv, rows, 3 * c);
+    pn_matrix probs = pn_matrix_on(&k->probs, batch * s->heads * t, t);
+    pn_matrix ctx = pn_matrix_on(&k->ctx, rows, c);
     pn_matrix dqkv, dctx, dscore;
-    PN_TRY(pn_layer_scratch(&s->dqkv, dev, rows, 3 * c, &dqkv));
-    PN_TRY(pn_layer_scratch(&s->dctx, dev, rows, c, &dctx));
-    PN_TRY(pn_layer_scratch(&s->dscore, dev, 2 * t, t, &dscore));
+    PN_TRY(pn_layer_scratch(&k->dqkv, dev, rows, 3 * c, &dqkv));
+    PN_TRY(pn_layer_scratch(&k->dctx, dev, rows, c, &dctx));
+    PN_TRY(pn_layer_scratch(&k->dscore, dev, 2 * t, t, &dscore));
     pn_matrix dp = pn_matrix_rows(dscore, 0, t), ds = pn_matrix_rows(dscore, t, t);
 
     /* Output projection. */
-    pn_matrix wo = pn_layer_param(l, params, OUT_W);
-    pn_matrix dwo = pn_layer_param_grad(l, params, OUT_W);
-    pn_matrix dbo = pn_layer_param_grad(l, params, OUT_B);
+    pn_matrix wo = pn_layer_param(x, OUT_W);
+    pn_matrix dwo = pn_layer_param_grad(x, OUT_W);
+    pn_matrix dbo = pn_layer_param_grad(x, OUT_B);
     PN_TRY(pn_gemm(true, false, 1.0f, &ctx, &out->grad, 1.0f, &dwo));
     PN_TRY(pn_col_sums(&out->grad, 1.0f, &dbo));
     PN_TRY(pn_gemm(false, true, 1.0f, &out->grad, &wo, 0.0f, &dctx));
@@ -137,9 +144,9 @@ static int attention_backward(pn_layer *l, const pn_pass *pass, pn_params *param
         }
 
     /* Input projection. */
-    pn_matrix wqkv = pn_layer_param(l, params, QKV_W);
-    pn_matrix dwqkv = pn_layer_param_grad(l, params, QKV_W);
-    pn_matrix dbqkv = pn_layer_param_grad(l, params, QKV_B);
+    pn_matrix wqkv = pn_layer_param(x, QKV_W);
+    pn_matrix dwqkv = pn_layer_param_grad(x, QKV_W);
+    pn_matrix dbqkv = pn_layer_param_grad(x, QKV_B);
     PN_TRY(pn_gemm(true, false, 1.0f, &in[0]->value, &dqkv, 1.0f, &dwqkv));
     PN_TRY(pn_col_sums(&dqkv, 1.0f, &dbqkv));
     if (in[0]->grad.data) PN_TRY(pn_gemm(false, true, 1.0f, &dqkv, &wqkv, 1.0f, &in[0]->grad));
@@ -154,15 +161,15 @@ static double attention_flops(const pn_layer *l)
 
 static double attention_saved_bytes(const pn_layer *l)
 {
-    const attention_state *s = l->state;
+    const attention_attrs *s = l->attrs;
     double t = l->in_shapes[0].seq, c = l->in_shapes[0].width;
     return (t * 3.0 * c + s->heads * t * t + t * c) * sizeof(float);
 }
 
-static void attention_release(pn_layer *l)
+static void attention_release(pn_layer_inst *x)
 {
-    attention_state *s = l->state;
-    pn_buffer *bufs[] = {&s->qkv, &s->probs, &s->ctx, &s->dqkv, &s->dctx, &s->dscore};
+    attention_scratch *k = x->scratch;
+    pn_buffer *bufs[] = {&k->qkv, &k->probs, &k->ctx, &k->dqkv, &k->dctx, &k->dscore};
     for (int i = 0; i < 6; i++) pn_buffer_release(bufs[i]);
 }
 
@@ -171,8 +178,9 @@ const pn_layer_type pn_layer_attention = {
     .summary = "causal multi-head self-attention over fixed-length sequences; attr heads",
     .min_inputs = 1,
     .max_inputs = 1,
-    .state_size = sizeof(attention_state),
-    .attrs = attention_attrs,
+    .attrs_size = sizeof(attention_attrs),
+    .scratch_size = sizeof(attention_scratch),
+    .attrs = attention_attr_names,
     .parse = attention_parse,
     .infer = attention_infer,
     .declare = attention_declare,

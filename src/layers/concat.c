@@ -18,12 +18,12 @@ static int concat_infer(pn_layer *l)
     return PN_OK;
 }
 
-static int concat_forward(pn_layer *l, const pn_pass *pass, pn_params *params,
-                          pn_arg *const *in, pn_arg *out)
+static int concat_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
+                          pn_arg *out)
 {
-    (void)pass, (void)params;
+    (void)pass;
     int col = 0;
-    for (int i = 0; i < l->n_inputs; i++) {
+    for (int i = 0; i < x->layer->n_inputs; i++) {
         pn_matrix part = pn_matrix_cols(out->value, col, in[i]->value.cols);
         PN_TRY(pn_copy(&in[i]->value, &part));
         col += in[i]->value.cols;
@@ -31,12 +31,12 @@ static int concat_forward(pn_layer *l, const pn_pass *pass, pn_params *params,
     return PN_OK;
 }
 
-static int concat_backward(pn_layer *l, const pn_pass *pass, pn_params *params,
-                           pn_arg *const *in, pn_arg *out)
+static int concat_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
+                           pn_arg *out)
 {
-    (void)pass, (void)params;
+    (void)pass;
     int col = 0;
-    for (int i = 0; i < l->n_inputs; i++) {
+    for (int i = 0; i < x->layer->n_inputs; i++) {
         pn_matrix part = pn_matrix_cols(out->grad, col, in[i]->value.cols);
         if (in[i]->grad.data) PN_TRY(pn_axpy(1.0f, &part, &in[i]->grad));
         col += in[i]->value.cols;

@@ -7,17 +7,17 @@
 #include "layers/attrs.h"
 #include "layers/layer_types.h"
 
-typedef struct data_state {
+typedef struct data_attrs {
     char dataset[256];
     int size, seq;
     bool ids;
-} data_state;
+} data_attrs;
 
-static const char *const data_attrs[] = {"dataset", "size", "seq", "ids", NULL};
+static const char *const data_attr_names[] = {"dataset", "size", "seq", "ids", NULL};
 
 static int data_parse(pn_layer *l, const json_t *spec)
 {
-    data_state *s = l->state;
+    data_attrs *s = l->attrs;
     const char *dataset;
     PN_TRY(pn_attr_string(l, spec, "dataset", false, l->name, &dataset));
     if (strlen(dataset) >= sizeof s->dataset)
@@ -33,21 +33,20 @@ static int data_parse(pn_layer *l, const json_t *spec)
 
 static int data_infer(pn_layer *l)
 {
-    const data_state *s = l->state;
+    const data_attrs *s = l->attrs;
     l->out_shape = (pn_shape){s->ids ? 0 : s->size, s->seq, s->ids};
     return PN_OK;
 }
 
-static int data_pass(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
-                     pn_arg *out)
+static int data_pass(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
 {
-    (void)l, (void)pass, (void)params, (void)in, (void)out;
+    (void)x, (void)pass, (void)in, (void)out;
     return PN_OK;
 }
 
 const char *pn_data_layer_dataset(const pn_layer *l)
 {
-    return ((const data_state *)l->state)->dataset;
+    return ((const data_attrs *)l->attrs)->dataset;
 }
 
 const pn_layer_type pn_layer_data = {
@@ -55,8 +54,8 @@ const pn_layer_type pn_layer_data = {
     .summary = "network input filled from a dataset; attrs dataset, size, seq, ids",
     .min_inputs = 0,
     .max_inputs = 0,
-    .state_size = sizeof(data_state),
-    .attrs = data_attrs,
+    .attrs_size = sizeof(data_attrs),
+    .attrs = data_attr_names,
     .parse = data_parse,
     .infer = data_infer,
     .forward = data_pass,

@@ -6,17 +6,20 @@
 #include "layers/attrs.h"
 #include "layers/layer_types.h"
 
-typedef struct dropout_state {
+typedef struct dropout_attrs {
     float rate;
+} dropout_attrs;
+
+typedef struct dropout_scratch {
     bool masked;     /* the last forward applied a mask */
     pn_buffer mask;  /* [rows, width]: 0 or 1/(1-rate) */
-} dropout_state;
+} dropout_scratch;
 
-static const char *const dropout_attrs[] = {"rate", NULL};
+static const char *const dropout_attr_names[] = {"rate", NULL};
 
 static int dropout_parse(pn_layer *l, const json_t *spec)
 {
-    dropout_state *s = l->state;
+    dropout_attrs *s = l->attrs;
     return pn_attr_float(l, spec, "rate", true, 0.0, 1.0, true, 0.0, &s->rate);
 }
 
@@ -27,15 +30,16 @@ static int dropout_infer(pn_layer *l)
     return PN_OK;
 }
 
-static int dropout_forward(pn_layer *l, const pn_pass *pass, pn_params *params,
-                           pn_arg *const *in, pn_arg *out)
+static int dropout_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
+                           pn_arg *out)
 {
-    (void)params;
-    dropout_state *s = l->state;
-    s->masked = pass->training && s->rate > 0.0f;
-    if (!s->masked) return pn_copy(&in[0]->value, &out->value);
+    const pn_layer *l = x->layer;
+    const dropout_attrs *s = l->attrs;
+    dropout_scratch *k = x->scratch;
+    k->masked = pass->training && s->rate > 0.0f;
+    if (!k->masked) return pn_copy(&in[0]->value, &out->value);
     pn_matrix mask;
-    PN_TRY(pn_layer_scratch(&s->mask, out->value.device, out->value.rows, out->value.cols,
+    PN_TRY(pn_layer_scratch(&k->mask, out->value.device, out->value.rows, out->value.cols,
                             &mask));
     uint64_t key = pn_hash_mix(pn_hash_mix(pass->seed, pn_hash_string(l->name)),
                                (uint64_t)pass->step);
@@ -43,14 +47,14 @@ static int dropout_forward(pn_layer *l, const pn_pass *pass, pn_params *params,
     return pn_dropout_forward(&in[0]->value, s->rate, key, row0, &mask, &out->value);
 }
 
-static int dropout_backward(pn_layer *l, const pn_pass *pass, pn_params *params,
-                            pn_arg *const *in, pn_arg *out)
+static int dropout_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
+                            pn_arg *out)
 {
-    (void)pass, (void)params;
-    dropout_state *s = l->state;
+    (void)pass;
+    dropout_scratch *k = x->scratch;
     if (!in[0]->grad.data) return PN_OK;
-    if (!s->masked) return pn_axpy(1.0f, &out->grad, &in[0]->grad);
-    pn_matrix mask = pn_matrix_on(&s->mask, out->grad.rows, out->grad.cols);
+    if (!k->masked) return pn_axpy(1.0f, &out->grad, &in[0]->grad);
+    pn_matrix mask = pn_matrix_on(&k->mask, out->grad.rows, out->grad.cols);
     return pn_mul(&out->grad, &mask, 1.0f, &in[0]->grad);
 }
 
@@ -64,10 +68,10 @@ static double dropout_saved_bytes(const pn_layer *l)
     return (double)l->out_shape.seq * l->out_shape.width * sizeof(float);
 }
 
-static void dropout_release(pn_layer *l)
+static void dropout_release(pn_layer_inst *x)
 {
-    dropout_state *s = l->state;
-    pn_buffer_release(&s->mask);
+    dropout_scratch *k = x->scratch;
+    pn_buffer_release(&k->mask);
 }
 
 const pn_layer_type pn_layer_dropout = {
@@ -75,8 +79,9 @@ const pn_layer_type pn_layer_dropout = {
     .summary = "random zeroing in training, rank-independent mask; attr rate",
     .min_inputs = 1,
     .max_inputs = 1,
-    .state_size = sizeof(dropout_state),
-    .attrs = dropout_attrs,
+    .attrs_size = sizeof(dropout_attrs),
+    .scratch_size = sizeof(dropout_scratch),
+    .attrs = dropout_attr_names,
     .parse = dropout_parse,
     .infer = dropout_infer,
     .forward = dropout_forward,

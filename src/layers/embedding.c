@@ -3,22 +3,22 @@
 #include "layers/attrs.h"
 #include "layers/layer_types.h"
 
-typedef struct embedding_state {
+typedef struct embedding_attrs {
     int vocab, size;
-} embedding_state;
+} embedding_attrs;
 
-static const char *const embedding_attrs[] = {"vocab", "size", NULL};
+static const char *const embedding_attr_names[] = {"vocab", "size", NULL};
 
 static int embedding_parse(pn_layer *l, const json_t *spec)
 {
-    embedding_state *s = l->state;
+    embedding_attrs *s = l->attrs;
     PN_TRY(pn_attr_int(l, spec, "vocab", true, 1, 0, &s->vocab));
     return pn_attr_int(l, spec, "size", true, 1, 0, &s->size);
 }
 
 static int embedding_infer(pn_layer *l)
 {
-    const embedding_state *s = l->state;
+    const embedding_attrs *s = l->attrs;
     if (!l->in_shapes[0].ids)
         return pn_attr_error(l, "input", "needs integer ids (a data input with \"ids\": true)");
     l->out_shape = (pn_shape){s->size, l->in_shapes[0].seq, false};
@@ -27,23 +27,23 @@ static int embedding_infer(pn_layer *l)
 
 static void embedding_declare(pn_layer *l)
 {
-    const embedding_state *s = l->state;
+    const embedding_attrs *s = l->attrs;
     pn_layer_add_param(l, "table", s->vocab, s->size, (pn_init){PN_INIT_NORMAL, 0.02f}, true);
 }
 
-static int embedding_forward(pn_layer *l, const pn_pass *pass, pn_params *params,
-                             pn_arg *const *in, pn_arg *out)
+static int embedding_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
+                             pn_arg *out)
 {
     (void)pass;
-    pn_matrix table = pn_layer_param(l, params, 0);
+    pn_matrix table = pn_layer_param(x, 0);
     return pn_gather_rows(&table, in[0]->ids, &out->value);
 }
 
-static int embedding_backward(pn_layer *l, const pn_pass *pass, pn_params *params,
-                              pn_arg *const *in, pn_arg *out)
+static int embedding_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
+                              pn_arg *out)
 {
     (void)pass;
-    pn_matrix dtable = pn_layer_param_grad(l, params, 0);
+    pn_matrix dtable = pn_layer_param_grad(x, 0);
     return pn_scatter_add_rows(&out->grad, in[0]->ids, &dtable);
 }
 
@@ -57,8 +57,8 @@ const pn_layer_type pn_layer_embedding = {
     .summary = "lookup of integer ids in a learned table; attrs vocab, size",
     .min_inputs = 1,
     .max_inputs = 1,
-    .state_size = sizeof(embedding_state),
-    .attrs = embedding_attrs,
+    .attrs_size = sizeof(embedding_attrs),
+    .attrs = embedding_attr_names,
     .parse = embedding_parse,
     .infer = embedding_infer,
     .declare = embedding_declare,

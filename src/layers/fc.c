@@ -6,21 +6,24 @@
 #include "layers/attrs.h"
 #include "layers/layer_types.h"
 
-typedef struct fc_state {
+typedef struct fc_attrs {
     int size;
     bool bias;
     pn_act act;
+} fc_attrs;
+
+typedef struct fc_scratch {
     pn_buffer pre;  /* x W + b, kept when act's derivative needs its input (gelu) */
     pn_buffer dpre; /* gradient at x W + b */
-} fc_state;
+} fc_scratch;
 
 enum { W, B };
 
-static const char *const fc_attrs[] = {"size", "bias", "act", NULL};
+static const char *const fc_attr_names[] = {"size", "bias", "act", NULL};
 
 static int fc_parse(pn_layer *l, const json_t *spec)
 {
-    fc_state *s = l->state;
+    fc_attrs *s = l->attrs;
     PN_TRY(pn_attr_int(l, spec, "size", true, 1, 0, &s->size));
     PN_TRY(pn_attr_bool(l, spec, "bias", true, &s->bias));
     return pn_attr_act(l, spec, "act", PN_ACT_NONE, &s->act);
@@ -28,7 +31,7 @@ static int fc_parse(pn_layer *l, const json_t *spec)
 
 static int fc_infer(pn_layer *l)
 {
-    fc_state *s = l->state;
+    const fc_attrs *s = l->attrs;
     if (l->in_shapes[0].ids)
         return pn_attr_error(l, "input", "needs float values, got integer ids (use embedding)");
     l->out_shape = (pn_shape){s->size, l->in_shapes[0].seq, false};
@@ -37,7 +40,7 @@ static int fc_infer(pn_layer *l)
 
 static void fc_declare(pn_layer *l)
 {
-    fc_state *s = l->state;
+    const fc_attrs *s = l->attrs;
     int in = l->in_shapes[0].width;
     bool rectifier = s->act == PN_ACT_RELU || s->act == PN_ACT_GELU;
     float limit = rectifier ? sqrtf(6.0f / (float)in) : sqrtf(6.0f / (float)(in + s->size));
@@ -47,40 +50,40 @@ static void fc_declare(pn_layer *l)
 
 static bool keeps_pre(pn_act act) { return act == PN_ACT_GELU; }
 
-static int fc_forward(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
-                      pn_arg *out)
+static int fc_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
 {
     (void)pass;
-    fc_state *s = l->state;
-    pn_matrix w = pn_layer_param(l, params, W), z = out->value;
+    const fc_attrs *s = x->layer->attrs;
+    fc_scratch *k = x->scratch;
+    pn_matrix w = pn_layer_param(x, W), z = out->value;
     if (keeps_pre(s->act))
-        PN_TRY(pn_layer_scratch(&s->pre, z.device, z.rows, z.cols, &z));
+        PN_TRY(pn_layer_scratch(&k->pre, z.device, z.rows, z.cols, &z));
     PN_TRY(pn_gemm(false, false, 1.0f, &in[0]->value, &w, 0.0f, &z));
     if (s->bias) {
-        pn_matrix b = pn_layer_param(l, params, B);
+        pn_matrix b = pn_layer_param(x, B);
         PN_TRY(pn_add_row_vector(&b, &z));
     }
     if (s->act != PN_ACT_NONE) PN_TRY(pn_act_forward(s->act, &z, &out->value));
     return PN_OK;
 }
 
-static int fc_backward(pn_layer *l, const pn_pass *pass, pn_params *params,
-                       pn_arg *const *in, pn_arg *out)
+static int fc_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
 {
     (void)pass;
-    fc_state *s = l->state;
+    const fc_attrs *s = x->layer->attrs;
+    fc_scratch *k = x->scratch;
     pn_matrix dz = out->grad;
     if (s->act != PN_ACT_NONE) {
         pn_matrix pre = {0};
-        if (keeps_pre(s->act)) pre = pn_matrix_on(&s->pre, dz.rows, dz.cols);
-        PN_TRY(pn_layer_scratch(&s->dpre, dz.device, dz.rows, dz.cols, &dz));
+        if (keeps_pre(s->act)) pre = pn_matrix_on(&k->pre, dz.rows, dz.cols);
+        PN_TRY(pn_layer_scratch(&k->dpre, dz.device, dz.rows, dz.cols, &dz));
         PN_TRY(pn_act_backward(s->act, keeps_pre(s->act) ? &pre : NULL, &out->value,
                                &out->grad, 0.0f, &dz));
     }
-    pn_matrix w = pn_layer_param(l, params, W), dw = pn_layer_param_grad(l, params, W);
+    pn_matrix w = pn_layer_param(x, W), dw = pn_layer_param_grad(x, W);
     PN_TRY(pn_gemm(true, false, 1.0f, &in[0]->value, &dz, 1.0f, &dw));
     if (s->bias) {
-        pn_matrix db = pn_layer_param_grad(l, params, B);
+        pn_matrix db = pn_layer_param_grad(x, B);
         PN_TRY(pn_col_sums(&dz, 1.0f, &db));
     }
     if (in[0]->grad.data) PN_TRY(pn_gemm(false, true, 1.0f, &dz, &w, 1.0f, &in[0]->grad));
@@ -89,22 +92,22 @@ static int fc_backward(pn_layer *l, const pn_pass *pass, pn_params *params,
 
 static double fc_flops(const pn_layer *l)
 {
-    const fc_state *s = l->state;
+    const fc_attrs *s = l->attrs;
     double rows = l->in_shapes[0].seq, k = l->in_shapes[0].width, n = s->size;
     return rows * (6.0 * k * n + (s->act != PN_ACT_NONE ? 8.0 * n : 0.0));
 }
 
 static double fc_saved_bytes(const pn_layer *l)
 {
-    const fc_state *s = l->state;
+    const fc_attrs *s = l->attrs;
     return keeps_pre(s->act) ? (double)l->in_shapes[0].seq * s->size * sizeof(float) : 0.0;
 }
 
-static void fc_release(pn_layer *l)
+static void fc_release(pn_layer_inst *x)
 {
-    fc_state *s = l->state;
-    pn_buffer_release(&s->pre);
-    pn_buffer_release(&s->dpre);
+    fc_scratch *k = x->scratch;
+    pn_buffer_release(&k->pre);
+    pn_buffer_release(&k->dpre);
 }
 
 const pn_layer_type pn_layer_fc = {
@@ -112,8 +115,9 @@ const pn_layer_type pn_layer_fc = {
     .summary = "fully connected: act(x W + b) per row; attrs size, bias, act",
     .min_inputs = 1,
     .max_inputs = 1,
-    .state_size = sizeof(fc_state),
-    .attrs = fc_attrs,
+    .attrs_size = sizeof(fc_attrs),
+    .scratch_size = sizeof(fc_scratch),
+    .attrs = fc_attr_names,
     .parse = fc_parse,
     .infer = fc_infer,
     .declare = fc_declare,

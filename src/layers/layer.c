@@ -1,5 +1,5 @@
 /* Generic layer life cycle: creation from a JSON spec (type lookup, input count,
- * unknown attributes), parameter binding, and shape-checked forward/backward. */
+ * unknown attributes), instances over an arena, and shape-checked forward/backward. */
 #include "layers/layer.h"
 
 #include <stdio.h>
@@ -53,10 +53,9 @@ int pn_layer_create(pn_layer **out, const char *name, const char *type_name,
     l->name = strdup(name);
     l->n_inputs = n_inputs;
     l->in_shapes = calloc((size_t)(n_inputs ? n_inputs : 1), sizeof *l->in_shapes);
-    l->state = calloc(1, type->state_size ? type->state_size : 1);
-    for (int i = 0; i < PN_LAYER_MAX_PARAMS; i++) l->param_index[i] = -1;
+    l->attrs = calloc(1, type->attrs_size ? type->attrs_size : 1);
     int rc = PN_OK;
-    if (!l->name || !l->in_shapes || !l->state)
+    if (!l->name || !l->in_shapes || !l->attrs)
         rc = pn_error_set(PN_ERR_NOMEM, "out of memory creating layer '%s'", name);
     if (rc == PN_OK && (n_inputs < type->min_inputs ||
                         (type->max_inputs >= 0 && n_inputs > type->max_inputs))) {
@@ -88,8 +87,7 @@ int pn_layer_create(pn_layer **out, const char *name, const char *type_name,
 void pn_layer_free(pn_layer *l)
 {
     if (!l) return;
-    if (l->type->release && l->state) l->type->release(l);
-    free(l->state);
+    free(l->attrs);
     free(l->in_shapes);
     free(l->name);
     free(l);
@@ -101,16 +99,28 @@ void pn_layer_add_param(pn_layer *l, const char *suffix, int rows, int cols, pn_
     l->param_decls[l->n_params++] = (pn_param_decl){suffix, rows, cols, init, decay};
 }
 
-int pn_layer_bind(pn_layer *l, pn_params *params)
+int pn_layer_inst_init(pn_layer_inst *x, const pn_layer *l, pn_params *params)
 {
+    *x = (pn_layer_inst){.layer = l, .params = params};
+    for (int i = 0; i < PN_LAYER_MAX_PARAMS; i++) x->param_index[i] = -1;
     for (int i = 0; i < l->n_params; i++) {
         const pn_param_decl *d = &l->param_decls[i];
         char full[512];
         snprintf(full, sizeof full, "%s/%s", l->name, d->suffix);
         PN_TRY(pn_params_declare(params, full, d->rows, d->cols, d->init, d->decay,
-                                 &l->param_index[i]));
+                                 &x->param_index[i]));
     }
+    if (l->type->scratch_size && !(x->scratch = calloc(1, l->type->scratch_size)))
+        return pn_error_set(PN_ERR_NOMEM, "out of memory for layer '%s'", l->name);
     return PN_OK;
+}
+
+void pn_layer_inst_release(pn_layer_inst *x)
+{
+    if (!x->layer) return;
+    if (x->scratch && x->layer->type->release) x->layer->type->release(x);
+    free(x->scratch);
+    *x = (pn_layer_inst){0};
 }
 
 static bool shape_equal(pn_shape a, pn_shape b)
@@ -133,19 +143,19 @@ static int check_args(const pn_layer *l, pn_arg *const *in, const pn_arg *out)
     return PN_OK;
 }
 
-int pn_layer_forward(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
-                     pn_arg *out)
+int pn_layer_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
 {
+    const pn_layer *l = x->layer;
     PN_TRY(check_args(l, in, out));
-    int rc = l->type->forward(l, pass, params, in, out);
+    int rc = l->type->forward(x, pass, in, out);
     return rc < 0 ? pn_error_wrap(rc, "layer '%s' forward", l->name) : rc;
 }
 
-int pn_layer_backward(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
-                      pn_arg *out)
+int pn_layer_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
 {
+    const pn_layer *l = x->layer;
     PN_TRY(check_args(l, in, out));
-    int rc = l->type->backward(l, pass, params, in, out);
+    int rc = l->type->backward(x, pass, in, out);
     return rc < 0 ? pn_error_wrap(rc, "layer '%s' backward", l->name) : rc;
 }
 
@@ -157,14 +167,14 @@ double pn_layer_activation_bytes(const pn_layer *l)
     return (double)pn_shape_bytes(l->out_shape) + saved;
 }
 
-pn_matrix pn_layer_param(const pn_layer *l, const pn_params *params, int i)
+pn_matrix pn_layer_param(const pn_layer_inst *x, int i)
 {
-    return pn_params_value(params, l->param_index[i]);
+    return pn_params_value(x->params, x->param_index[i]);
 }
 
-pn_matrix pn_layer_param_grad(const pn_layer *l, const pn_params *params, int i)
+pn_matrix pn_layer_param_grad(const pn_layer_inst *x, int i)
 {
-    return pn_params_grad(params, l->param_index[i]);
+    return pn_params_grad(x->params, x->param_index[i]);
 }
 
 int pn_layer_scratch(pn_buffer *buf, pn_device dev, int rows, int cols, pn_matrix *out)
@@ -174,16 +184,16 @@ int pn_layer_scratch(pn_buffer *buf, pn_device dev, int rows, int cols, pn_matri
     return PN_OK;
 }
 
-int pn_layer_record_loss(pn_layer *l, pn_buffer *scratch, const pn_matrix *loss,
+int pn_layer_record_loss(pn_layer_inst *x, pn_buffer *sum_buf, const pn_matrix *loss,
                          double correct)
 {
     pn_matrix sum;
     float host_sum;
-    PN_TRY(pn_layer_scratch(scratch, loss->device, 1, 1, &sum));
+    PN_TRY(pn_layer_scratch(sum_buf, loss->device, 1, 1, &sum));
     PN_TRY(pn_col_sums(loss, 0.0f, &sum));
-    PN_TRY(pn_buffer_read(scratch, 0, &host_sum, sizeof host_sum));
-    l->stats.loss_sum += host_sum;
-    l->stats.correct += correct;
-    l->stats.rows += loss->rows;
+    PN_TRY(pn_buffer_read(sum_buf, 0, &host_sum, sizeof host_sum));
+    x->stats.loss_sum += host_sum;
+    x->stats.correct += correct;
+    x->stats.rows += loss->rows;
     return PN_OK;
 }

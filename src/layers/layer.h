@@ -1,12 +1,17 @@
 /* pn_layer and the layer-type table. A layer type is one static const pn_layer_type
  * (in its own file, listed in layers/registry.c) that knows how to read its JSON
  * attributes, infer its output shape, declare its parameters, estimate its cost,
- * and run forward and backward. Conventions for forward/backward:
+ * and run forward and backward.
+ * A pn_layer is the immutable description a graph holds (type, name, shapes, parsed
+ * attributes, parameter requests); a pn_layer_inst is one runnable instance of it in
+ * one network: the parameter handles in an arena, the scratch buffers kept from
+ * forward to backward, and loss statistics. Many instances (one per micro-batch in
+ * flight) share one description. Conventions for forward/backward:
  *  - out->value is allocated by the caller with the inferred shape;
  *  - backward reads out->grad and ADDS into each input's grad (when its data is
  *    non-NULL) and into parameter gradients, so fan-out and micro-batches sum;
- *  - anything kept from forward for backward lives in the layer's state, in pooled
- *    buffers that are only reallocated when the batch grows. */
+ *  - anything kept from forward for backward lives in the instance's scratch, in
+ *    pooled buffers that are only reallocated when the batch grows. */
 #ifndef PN_LAYER_H
 #define PN_LAYER_H
 
@@ -43,6 +48,7 @@ typedef struct pn_param_decl {
 } pn_param_decl;
 
 typedef struct pn_layer pn_layer;
+typedef struct pn_layer_inst pn_layer_inst;
 
 typedef struct pn_layer_type {
     const char *name;     /* "fc" */
@@ -50,27 +56,27 @@ typedef struct pn_layer_type {
     int min_inputs;
     int max_inputs;       /* -1: any number */
     bool is_loss;         /* output is a per-row loss [rows, 1] */
-    size_t state_size;    /* bytes of zeroed per-layer state given to parse */
+    size_t attrs_size;    /* bytes of zeroed parsed attributes given to parse */
+    size_t scratch_size;  /* bytes of zeroed per-instance scratch */
     const char *const *attrs; /* attribute names the type accepts (NULL-terminated) */
 
-    /* Reads and validates attributes from spec into l->state. */
+    /* Reads and validates attributes from spec into l->attrs. */
     int (*parse)(pn_layer *l, const json_t *spec);
     /* Checks l->in_shapes and sets l->out_shape. */
     int (*infer)(pn_layer *l);
     /* Fills l->param_decls / l->n_params from attributes and shapes (optional). */
     void (*declare)(pn_layer *l);
-    int (*forward)(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
-                   pn_arg *out);
-    int (*backward)(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
-                    pn_arg *out);
+    int (*forward)(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out);
+    int (*backward)(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out);
     /* Forward plus backward FLOPs for one sample. */
     double (*flops)(const pn_layer *l);
     /* Bytes kept per sample from forward to backward beyond the output itself. */
     double (*saved_bytes)(const pn_layer *l);
-    /* Releases buffers held in state (optional). */
-    void (*release)(pn_layer *l);
+    /* Releases the buffers an instance holds in its scratch (optional). */
+    void (*release)(pn_layer_inst *x);
 } pn_layer_type;
 
+/* The description: set up by pn_layer_create, read-only afterwards. */
 struct pn_layer {
     const pn_layer_type *type;
     char *name;
@@ -79,9 +85,16 @@ struct pn_layer {
     pn_shape out_shape;
     int n_params;
     pn_param_decl param_decls[PN_LAYER_MAX_PARAMS];
-    int param_index[PN_LAYER_MAX_PARAMS]; /* handles in the bound arena, -1 unbound */
-    pn_layer_stats stats;
-    void *state; /* type-private */
+    void *attrs; /* type-private parsed attributes */
+};
+
+/* One runnable instance of a layer in one network. */
+struct pn_layer_inst {
+    const pn_layer *layer;
+    pn_params *params;                    /* the arena holding the parameters */
+    int param_index[PN_LAYER_MAX_PARAMS]; /* their handles in params */
+    pn_layer_stats stats;                 /* loss layers: summed until reset */
+    void *scratch;                        /* type-private buffers */
 };
 
 /* The registered types, in listing order. */
@@ -96,31 +109,33 @@ int pn_layer_create(pn_layer **out, const char *name, const char *type_name,
                     const json_t *spec, const pn_shape *in_shapes, int n_inputs);
 void pn_layer_free(pn_layer *l);
 
-/* Declares the layer's parameters in params and records their handles. */
-int pn_layer_bind(pn_layer *l, pn_params *params);
+/* Makes x an instance of l over params: declares l's parameters there (an existing
+ * name gives its handle, so instances share them) and zeroes scratch and stats. */
+int pn_layer_inst_init(pn_layer_inst *x, const pn_layer *l, pn_params *params);
+
+/* Releases the instance's scratch buffers (a zeroed instance is ignored). */
+void pn_layer_inst_release(pn_layer_inst *x);
 
 /* Runs the type's forward / backward after checking the args' shapes. */
-int pn_layer_forward(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
-                     pn_arg *out);
-int pn_layer_backward(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
-                      pn_arg *out);
+int pn_layer_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out);
+int pn_layer_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out);
 
 /* Estimates per sample: forward+backward FLOPs; bytes held from forward to backward
  * (output plus saved state). */
 double pn_layer_flops(const pn_layer *l);
 double pn_layer_activation_bytes(const pn_layer *l);
 
-/* Parameter i's value / gradient in params (bound layers only). */
-pn_matrix pn_layer_param(const pn_layer *l, const pn_params *params, int i);
-pn_matrix pn_layer_param_grad(const pn_layer *l, const pn_params *params, int i);
+/* Parameter i's value / gradient in the instance's arena. */
+pn_matrix pn_layer_param(const pn_layer_inst *x, int i);
+pn_matrix pn_layer_param_grad(const pn_layer_inst *x, int i);
 
 /* A rows x cols matrix over buf on dev, growing buf only when it is too small:
  * layers keep what backward needs in such scratch buffers. */
 int pn_layer_scratch(pn_buffer *buf, pn_device dev, int rows, int cols, pn_matrix *out);
 
-/* Adds a loss layer's per-row losses [rows, 1] and its correct count to l->stats
- * (scratch holds the device-side sum). */
-int pn_layer_record_loss(pn_layer *l, pn_buffer *scratch, const pn_matrix *loss,
+/* Adds a loss layer's per-row losses [rows, 1] and its correct count to x->stats
+ * (sum_buf holds the device-side sum). */
+int pn_layer_record_loss(pn_layer_inst *x, pn_buffer *sum_buf, const pn_matrix *loss,
                          double correct);
 
 /* Adds a parameter request to l (used by declare). */

@@ -4,18 +4,21 @@
 #include "layers/attrs.h"
 #include "layers/layer_types.h"
 
-typedef struct layernorm_state {
+typedef struct layernorm_attrs {
     float eps;
+} layernorm_attrs;
+
+typedef struct layernorm_scratch {
     pn_buffer mean, rstd; /* [rows, 1] each, kept for backward */
-} layernorm_state;
+} layernorm_scratch;
 
 enum { GAMMA, BETA };
 
-static const char *const layernorm_attrs[] = {"eps", NULL};
+static const char *const layernorm_attr_names[] = {"eps", NULL};
 
 static int layernorm_parse(pn_layer *l, const json_t *spec)
 {
-    layernorm_state *s = l->state;
+    layernorm_attrs *s = l->attrs;
     return pn_attr_float(l, spec, "eps", false, 1e-12, 1.0, false, 1e-5, &s->eps);
 }
 
@@ -36,30 +39,31 @@ static void layernorm_declare(pn_layer *l)
     pn_layer_add_param(l, "beta", 1, w, (pn_init){PN_INIT_ZEROS, 0}, false);
 }
 
-static int layernorm_forward(pn_layer *l, const pn_pass *pass, pn_params *params,
-                             pn_arg *const *in, pn_arg *out)
+static int layernorm_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
+                             pn_arg *out)
 {
     (void)pass;
-    layernorm_state *s = l->state;
-    pn_matrix gamma = pn_layer_param(l, params, GAMMA), beta = pn_layer_param(l, params, BETA);
+    const layernorm_attrs *s = x->layer->attrs;
+    layernorm_scratch *k = x->scratch;
+    pn_matrix gamma = pn_layer_param(x, GAMMA), beta = pn_layer_param(x, BETA);
     pn_matrix mean, rstd;
     int rows = out->value.rows;
-    PN_TRY(pn_layer_scratch(&s->mean, out->value.device, rows, 1, &mean));
-    PN_TRY(pn_layer_scratch(&s->rstd, out->value.device, rows, 1, &rstd));
+    PN_TRY(pn_layer_scratch(&k->mean, out->value.device, rows, 1, &mean));
+    PN_TRY(pn_layer_scratch(&k->rstd, out->value.device, rows, 1, &rstd));
     return pn_layernorm_forward(&in[0]->value, &gamma, &beta, s->eps, &out->value, &mean,
                                 &rstd);
 }
 
-static int layernorm_backward(pn_layer *l, const pn_pass *pass, pn_params *params,
-                              pn_arg *const *in, pn_arg *out)
+static int layernorm_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
+                              pn_arg *out)
 {
     (void)pass;
-    layernorm_state *s = l->state;
+    layernorm_scratch *k = x->scratch;
     int rows = out->value.rows;
-    pn_matrix gamma = pn_layer_param(l, params, GAMMA);
-    pn_matrix dgamma = pn_layer_param_grad(l, params, GAMMA);
-    pn_matrix dbeta = pn_layer_param_grad(l, params, BETA);
-    pn_matrix mean = pn_matrix_on(&s->mean, rows, 1), rstd = pn_matrix_on(&s->rstd, rows, 1);
+    pn_matrix gamma = pn_layer_param(x, GAMMA);
+    pn_matrix dgamma = pn_layer_param_grad(x, GAMMA);
+    pn_matrix dbeta = pn_layer_param_grad(x, BETA);
+    pn_matrix mean = pn_matrix_on(&k->mean, rows, 1), rstd = pn_matrix_on(&k->rstd, rows, 1);
     return pn_layernorm_backward(&in[0]->value, &gamma, &mean, &rstd, &out->grad,
                                  in[0]->grad.data ? &in[0]->grad : NULL, &dgamma, &dbeta);
 }
@@ -74,11 +78,11 @@ static double layernorm_saved_bytes(const pn_layer *l)
     return 2.0 * l->in_shapes[0].seq * sizeof(float);
 }
 
-static void layernorm_release(pn_layer *l)
+static void layernorm_release(pn_layer_inst *x)
 {
-    layernorm_state *s = l->state;
-    pn_buffer_release(&s->mean);
-    pn_buffer_release(&s->rstd);
+    layernorm_scratch *k = x->scratch;
+    pn_buffer_release(&k->mean);
+    pn_buffer_release(&k->rstd);
 }
 
 const pn_layer_type pn_layer_layernorm = {
@@ -86,8 +90,9 @@ const pn_layer_type pn_layer_layernorm = {
     .summary = "per-row normalization with learned gamma and beta; attr eps",
     .min_inputs = 1,
     .max_inputs = 1,
-    .state_size = sizeof(layernorm_state),
-    .attrs = layernorm_attrs,
+    .attrs_size = sizeof(layernorm_attrs),
+    .scratch_size = sizeof(layernorm_scratch),
+    .attrs = layernorm_attr_names,
     .parse = layernorm_parse,
     .infer = layernorm_infer,
     .declare = layernorm_declare,

@@ -5,9 +5,9 @@
 #include "layers/attrs.h"
 #include "layers/layer_types.h"
 
-typedef struct mse_state {
+typedef struct mse_scratch {
     pn_buffer sum;
-} mse_state;
+} mse_scratch;
 
 static int mse_infer(pn_layer *l)
 {
@@ -22,19 +22,17 @@ static int mse_infer(pn_layer *l)
     return PN_OK;
 }
 
-static int mse_forward(pn_layer *l, const pn_pass *pass, pn_params *params, pn_arg *const *in,
-                       pn_arg *out)
+static int mse_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
 {
-    (void)pass, (void)params;
-    mse_state *s = l->state;
+    (void)pass;
+    mse_scratch *s = x->scratch;
     PN_TRY(pn_mse_forward(&in[0]->value, &in[1]->value, &out->value));
-    return pn_layer_record_loss(l, &s->sum, &out->value, 0.0);
+    return pn_layer_record_loss(x, &s->sum, &out->value, 0.0);
 }
 
-static int mse_backward(pn_layer *l, const pn_pass *pass, pn_params *params,
-                        pn_arg *const *in, pn_arg *out)
+static int mse_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
 {
-    (void)l, (void)pass, (void)params;
+    (void)x, (void)pass;
     return pn_mse_backward(&in[0]->value, &in[1]->value, &out->grad,
                            in[0]->grad.data ? &in[0]->grad : NULL,
                            in[1]->grad.data ? &in[1]->grad : NULL);
@@ -45,9 +43,9 @@ static double mse_flops(const pn_layer *l)
     return 6.0 * l->in_shapes[0].seq * l->in_shapes[0].width;
 }
 
-static void mse_release(pn_layer *l)
+static void mse_release(pn_layer_inst *x)
 {
-    mse_state *s = l->state;
+    mse_scratch *s = x->scratch;
     pn_buffer_release(&s->sum);
 }
 
@@ -57,7 +55,7 @@ const pn_layer_type pn_layer_mse = {
     .min_inputs = 2,
     .max_inputs = 2,
     .is_loss = true,
-    .state_size = sizeof(mse_state),
+    .scratch_size = sizeof(mse_scratch),
     .infer = mse_infer,
     .forward = mse_forward,
     .backward = mse_backward,

@@ -5,10 +5,10 @@
 #include "layers/attrs.h"
 #include "layers/layer_types.h"
 
-typedef struct xent_state {
+typedef struct xent_scratch {
     pn_buffer probs; /* [rows, classes], kept for backward */
     pn_buffer sum;
-} xent_state;
+} xent_scratch;
 
 static int xent_infer(pn_layer *l)
 {
@@ -25,25 +25,24 @@ static int xent_infer(pn_layer *l)
     return PN_OK;
 }
 
-static int xent_forward(pn_layer *l, const pn_pass *pass, pn_params *params,
-                        pn_arg *const *in, pn_arg *out)
+static int xent_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
 {
-    (void)pass, (void)params;
-    xent_state *s = l->state;
+    (void)pass;
+    xent_scratch *s = x->scratch;
     pn_matrix probs;
     double correct;
     pn_matrix *logits = &in[0]->value;
     PN_TRY(pn_layer_scratch(&s->probs, logits->device, logits->rows, logits->cols, &probs));
     PN_TRY(pn_softmax_rows(logits, 1.0f, 0, &probs));
     PN_TRY(pn_xent_forward(&probs, in[1]->ids, &out->value, &correct));
-    return pn_layer_record_loss(l, &s->sum, &out->value, correct);
+    return pn_layer_record_loss(x, &s->sum, &out->value, correct);
 }
 
-static int xent_backward(pn_layer *l, const pn_pass *pass, pn_params *params,
-                         pn_arg *const *in, pn_arg *out)
+static int xent_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
+                         pn_arg *out)
 {
-    (void)pass, (void)params;
-    xent_state *s = l->state;
+    (void)pass;
+    xent_scratch *s = x->scratch;
     if (!in[0]->grad.data) return PN_OK;
     pn_matrix probs = pn_matrix_on(&s->probs, in[0]->value.rows, in[0]->value.cols);
     return pn_xent_backward(&probs, in[1]->ids, &out->grad, 1.0f, &in[0]->grad);
@@ -59,9 +58,9 @@ static double xent_saved_bytes(const pn_layer *l)
     return (double)l->in_shapes[0].seq * l->in_shapes[0].width * sizeof(float);
 }
 
-static void xent_release(pn_layer *l)
+static void xent_release(pn_layer_inst *x)
 {
-    xent_state *s = l->state;
+    xent_scratch *s = x->scratch;
     pn_buffer_release(&s->probs);
     pn_buffer_release(&s->sum);
 }
@@ -72,7 +71,7 @@ const pn_layer_type pn_layer_softmax_xent = {
     .min_inputs = 2,
     .max_inputs = 2,
     .is_loss = true,
-    .state_size = sizeof(xent_state),
+    .scratch_size = sizeof(xent_scratch),
     .infer = xent_infer,
     .forward = xent_forward,
     .backward = xent_backward,

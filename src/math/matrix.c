@@ -1,7 +1,10 @@
-/* View arithmetic for pn_matrix. */
+/* View arithmetic for pn_matrix, and copies between a matrix and host memory. */
 #include "math/matrix.h"
 
 #include <assert.h>
+
+#include "base/error.h"
+#include "math/backend.h"
 
 pn_matrix pn_matrix_on(const pn_buffer *buf, int rows, int cols)
 {
@@ -37,4 +40,28 @@ pn_matrix pn_matrix_reshape(pn_matrix m, int rows, int cols)
     m.cols = cols;
     m.ld = cols;
     return m;
+}
+
+int pn_matrix_write(pn_matrix *m, const float *host)
+{
+    const pn_backend *be;
+    PN_TRY(pn_backend_for(m->device, &be));
+    size_t row = (size_t)m->cols * sizeof(float);
+    if (pn_matrix_dense(*m)) return be->copy_from_host(m->data, host, row * (size_t)m->rows);
+    for (int r = 0; r < m->rows; r++)
+        PN_TRY(be->copy_from_host(m->data + (size_t)r * (size_t)m->ld, host + (size_t)r * m->cols,
+                                  row));
+    return PN_OK;
+}
+
+int pn_matrix_read(const pn_matrix *m, float *host)
+{
+    const pn_backend *be;
+    PN_TRY(pn_backend_for(m->device, &be));
+    size_t row = (size_t)m->cols * sizeof(float);
+    if (pn_matrix_dense(*m)) return be->copy_to_host(host, m->data, row * (size_t)m->rows);
+    for (int r = 0; r < m->rows; r++)
+        PN_TRY(be->copy_to_host(host + (size_t)r * m->cols, m->data + (size_t)r * (size_t)m->ld,
+                                row));
+    return PN_OK;
 }

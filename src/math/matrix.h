@@ -29,6 +29,12 @@ pn_matrix pn_matrix_cols(pn_matrix m, int first, int n);
 /* m reinterpreted as rows x cols; m must be dense and hold as many elements. */
 pn_matrix pn_matrix_reshape(pn_matrix m, int rows, int cols);
 
+/* Copy m's rows x cols floats from / to dense row-major host memory, whatever m's
+ * device (row by row when m is strided): how code outside src/math moves values
+ * into and out of memory that may not be the host's. */
+int pn_matrix_write(pn_matrix *m, const float *host);
+int pn_matrix_read(const pn_matrix *m, float *host);
+
 static inline size_t pn_matrix_count(pn_matrix m) { return (size_t)m.rows * (size_t)m.cols; }
 static inline int pn_matrix_dense(pn_matrix m) { return m.ld == m.cols || m.rows <= 1; }
 

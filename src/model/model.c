@@ -1,6 +1,7 @@
 /* The embedding API (include/pipenet.h): a graph from the file's config, a host
  * arena holding the file's values, and a forward-only network over the layers that
- * the requested output (and any loss whose inputs are given) needs. It has a folder
+ * the requested output (and any loss whose inputs are given) needs; loss statistics
+ * are carried over from network to network as the requested outputs change. It has a folder
  * of its own because it sits above io and pipeline and below cli: it is the part of
  * libpipenet that programs using an exported model call, and `pipenet infer` too. */
 #include "model/model.h"
@@ -19,8 +20,9 @@ enum { CHUNK_BYTES = 256 << 20 };
 
 struct pn_model {
     char *path;          /* for messages */
-    pn_graph *graph;     /* every node's needs_grad cleared: no gradient buffers */
+    pn_graph *graph;
     pn_params *params;   /* host arena with the file's values */
+    pn_layer_stats *loss;/* [n_nodes] what each loss layer saw, over every forward */
     int n_inputs;
     int *input_nodes;    /* [n_inputs] graph index of input i */
     int *input_of;       /* [n_nodes] input index of a node, or -1 */
@@ -44,7 +46,7 @@ static int default_output(const pn_graph *g)
     return g->n_nodes - 1;
 }
 
-/* Copies every parameter the layers declare from st; refuses missing, misshapen
+/* Writes every parameter the layers declare from st; refuses missing, misshapen
  * and unknown ones. */
 static int load_values(pn_model *m, const pn_train_state *st, const char *path)
 {
@@ -59,9 +61,7 @@ static int load_values(pn_model *m, const pn_train_state *st, const char *path)
                                                 "but the config declares %dx%d",
                                 path, p->name, sp->rows, sp->cols, p->rows, p->cols);
         pn_matrix v = pn_params_value(m->params, k);
-        for (int r = 0; r < v.rows; r++)
-            memcpy(v.data + (size_t)r * (size_t)v.ld, sp->value + (size_t)r * (size_t)v.cols,
-                   (size_t)v.cols * sizeof(float));
+        PN_TRY(pn_matrix_write(&v, sp->value));
     }
     for (int k = 0; k < st->n_params; k++)
         if (pn_params_find(m->params, st->params[k].name) < 0)
@@ -73,7 +73,7 @@ static int load_values(pn_model *m, const pn_train_state *st, const char *path)
 /* Everything after the graph: inputs, default output, the arena and its values. */
 static int setup(pn_model *m, const pn_train_state *st, const char *path)
 {
-    pn_graph *g = m->graph;
+    const pn_graph *g = m->graph;
     size_t n = (size_t)g->n_nodes;
     m->path = strdup(path);
     m->input_nodes = calloc(n, sizeof *m->input_nodes);
@@ -81,10 +81,12 @@ static int setup(pn_model *m, const pn_train_state *st, const char *path)
     m->member = calloc(n, sizeof *m->member);
     m->want = calloc(n, sizeof *m->want);
     m->avail = calloc(n, sizeof *m->avail);
-    if (!m->path || !m->input_nodes || !m->input_of || !m->member || !m->want || !m->avail)
+    m->loss = calloc(n, sizeof *m->loss);
+    if (!m->path || !m->input_nodes || !m->input_of || !m->member || !m->want || !m->avail ||
+        !m->loss)
         return pn_error_set(PN_ERR_NOMEM, "%s: out of memory", path);
     for (int i = 0; i < g->n_nodes; i++) {
-        g->nodes[i].needs_grad = false; /* forward only */
+        m->member[i] = true;
         m->input_of[i] = -1;
         if (g->nodes[i].is_input) {
             m->input_of[i] = m->n_inputs;
@@ -92,13 +94,10 @@ static int setup(pn_model *m, const pn_train_state *st, const char *path)
         }
     }
     m->output_node = default_output(g);
-    PN_TRY(pn_params_create(&m->params, pn_device_host()));
-    pn_network *all;
-    PN_TRY(pn_network_create(&all, g, NULL, pn_device_host()));
-    int rc = pn_network_bind(all, m->params);
-    pn_network_free(all);
-    PN_TRY(rc);
-    PN_TRY(pn_params_finalize(m->params));
+    /* a network over every node declares every parameter; forwards replace it by
+     * one over the nodes they need (select_members, prepare) */
+    pn_network_options o = {.device = pn_device_host(), .forward_only = true};
+    PN_TRY(pn_network_build(g, &o, &m->params, &m->net));
     return load_values(m, st, path);
 }
 
@@ -152,6 +151,7 @@ void pn_model_free(pn_model *m)
     free(m->member);
     free(m->want);
     free(m->avail);
+    free(m->loss);
     free(m);
 }
 
@@ -255,7 +255,9 @@ static int prepare(pn_model *m, int chunk)
         pn_network_free(m->net);
         m->net = NULL;
         m->planned = 0;
-        PN_TRY(pn_network_create(&m->net, m->graph, m->want, pn_device_host()));
+        pn_network_options o = {.member = m->want, .device = pn_device_host(),
+                                .forward_only = true};
+        PN_TRY(pn_network_create(&m->net, m->graph, &o, m->params));
         memcpy(m->member, m->want, n * sizeof *m->want);
     }
     if (chunk > m->planned) {
@@ -266,21 +268,34 @@ static int prepare(pn_model *m, int chunk)
 }
 
 /* Copies samples [first, first + n) of every held input into the network. */
-static void copy_inputs(pn_model *m, const void *const *inputs, int first, int n)
+static int copy_inputs(pn_model *m, const void *const *inputs, int first, int n)
 {
     for (int i = 0; i < m->n_inputs; i++) {
         pn_arg *a = pn_network_arg(m->net, m->input_nodes[i]);
         if (!a) continue;
         size_t seq = (size_t)a->shape.seq, rows = (size_t)n * seq;
         if (a->shape.ids) {
-            memcpy(a->ids, (const int *)inputs[i] + (size_t)first * seq, rows * sizeof(int));
+            PN_TRY(pn_buffer_write(&a->ids_buf, 0, (const int *)inputs[i] + (size_t)first * seq,
+                                   rows * sizeof(int)));
             continue;
         }
         size_t width = (size_t)a->shape.width;
-        const float *src = (const float *)inputs[i] + (size_t)first * seq * width;
-        for (size_t r = 0; r < rows; r++)
-            memcpy(a->value.data + r * (size_t)a->value.ld, src + r * width, width * sizeof(float));
+        PN_TRY(pn_matrix_write(&a->value, (const float *)inputs[i] + (size_t)first * seq * width));
     }
+    return PN_OK;
+}
+
+/* Adds what the network's loss layers saw to the model's totals. */
+static void collect_loss(pn_model *m)
+{
+    for (int i = 0; i < m->graph->n_nodes; i++) {
+        const pn_layer_stats *s = pn_network_node_stats(m->net, i);
+        if (!s) continue;
+        m->loss[i].loss_sum += s->loss_sum;
+        m->loss[i].correct += s->correct;
+        m->loss[i].rows += s->rows;
+    }
+    pn_network_reset_stats(m->net);
 }
 
 int pn_model_forward(pn_model *m, int batch, const void *const *inputs, const char *output,
@@ -307,13 +322,12 @@ int pn_model_forward(pn_model *m, int batch, const void *const *inputs, const ch
     for (int first = 0; first < batch; first += chunk) {
         int n = batch - first < chunk ? batch - first : chunk;
         PN_TRY(pn_network_set_batch(m->net, n));
-        copy_inputs(m, inputs, first, n);
-        int rc = pn_network_forward(m->net, &pass, m->params);
+        PN_TRY(copy_inputs(m, inputs, first, n));
+        int rc = pn_network_forward(m->net, &pass);
+        collect_loss(m);
         if (rc < 0) return pn_error_wrap(rc, "%s: samples %d..%d", m->path, first, first + n - 1);
-        const pn_matrix *v = &pn_network_arg(m->net, node)->value;
-        float *dst = out + (size_t)first * seq * width;
-        for (size_t r = 0; r < (size_t)n * seq; r++)
-            memcpy(dst + r * width, v->data + r * (size_t)v->ld, width * sizeof(float));
+        PN_TRY(pn_matrix_read(&pn_network_arg(m->net, node)->value,
+                              out + (size_t)first * seq * width));
     }
     return PN_OK;
 }
@@ -323,12 +337,12 @@ long pn_model_loss(const pn_model *m, double *mean_loss, double *accuracy)
     double loss = 0.0, correct = 0.0, rows = 0.0;
     bool classify = true;
     for (int i = 0; m && i < m->graph->n_nodes; i++) {
-        const pn_layer *l = m->graph->nodes[i].layer;
-        if (!l->type->is_loss || l->stats.rows == 0) continue;
-        loss += l->stats.loss_sum;
-        correct += l->stats.correct;
-        rows += l->stats.rows;
-        classify &= l->type == &pn_layer_softmax_xent;
+        const pn_layer_stats *s = &m->loss[i];
+        if (s->rows == 0) continue;
+        loss += s->loss_sum;
+        correct += s->correct;
+        rows += s->rows;
+        classify &= m->graph->nodes[i].layer->type == &pn_layer_softmax_xent;
     }
     if (mean_loss) *mean_loss = rows > 0 ? loss / rows : NAN;
     if (accuracy) *accuracy = rows > 0 && classify ? correct / rows : NAN;
@@ -337,6 +351,5 @@ long pn_model_loss(const pn_model *m, double *mean_loss, double *accuracy)
 
 void pn_model_reset_loss(pn_model *m)
 {
-    for (int i = 0; m && i < m->graph->n_nodes; i++)
-        m->graph->nodes[i].layer->stats = (pn_layer_stats){0};
+    for (int i = 0; m && i < m->graph->n_nodes; i++) m->loss[i] = (pn_layer_stats){0};
 }

@@ -2,7 +2,10 @@
  * with inferred shapes, in topological order. The model's "inputs" become data
  * nodes; each entry of "layers" becomes a node whose inputs name earlier or later
  * entries (the order in the file does not matter, cycles are refused). Every
- * mistake is reported with the file, the place and the field. */
+ * mistake is reported with the file, the place and the field. A graph is parsed
+ * once and read-only afterwards: it describes layers, and the networks built from
+ * it (pipeline/network.h) own everything that runs, so any number of them (a
+ * stage's micro-batches in flight, a model's forwards) share one graph. */
 #ifndef PN_GRAPH_H
 #define PN_GRAPH_H
 

@@ -1,4 +1,5 @@
-/* Forward/backward over a set of graph nodes with arguments planned once. */
+/* Forward/backward over a set of graph nodes: one layer instance per computed node,
+ * arguments planned once. */
 #include "pipeline/network.h"
 
 #include <stdlib.h>
@@ -16,8 +17,11 @@ typedef struct net_node {
 struct pn_network {
     const pn_graph *graph;
     pn_device device;
+    pn_params *params;
+    bool forward_only;
     int n;              /* nodes held here, in topological order */
     net_node *nodes;
+    pn_layer_inst *inst;/* [graph->n_nodes]; set up for computed nodes only */
     pn_arg *args;       /* [graph->n_nodes]; only held nodes are used */
     int *slot;          /* graph index -> position in nodes, or -1 */
     pn_arg **in_ptrs;   /* scratch for a layer's input list */
@@ -26,26 +30,12 @@ struct pn_network {
     void *grads_ready_ctx;
 };
 
-int pn_network_create(pn_network **out, const pn_graph *g, const bool *member, pn_device dev)
+/* Marks the nodes held: the members, and whatever they consume (supplied). */
+static int hold_nodes(pn_network *net, const bool *member)
 {
-    pn_network *net = calloc(1, sizeof *net);
-    if (!net) return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    net->graph = g;
-    net->device = dev;
-    net->nodes = calloc((size_t)g->n_nodes, sizeof *net->nodes);
-    net->args = calloc((size_t)g->n_nodes, sizeof *net->args);
-    net->slot = malloc((size_t)g->n_nodes * sizeof *net->slot);
-    net->in_ptrs = calloc(MAX_INPUTS, sizeof *net->in_ptrs);
-    if (!net->nodes || !net->args || !net->slot || !net->in_ptrs) {
-        pn_network_free(net);
-        return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    }
-    /* Held nodes: the members, and whatever they consume (supplied from outside). */
+    const pn_graph *g = net->graph;
     bool *held = calloc((size_t)g->n_nodes, sizeof *held);
-    if (!held) {
-        pn_network_free(net);
-        return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    }
+    if (!held) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     for (int i = 0; i < g->n_nodes; i++) {
         if (member && !member[i]) continue;
         held[i] = true;
@@ -59,6 +49,36 @@ int pn_network_create(pn_network **out, const pn_graph *g, const bool *member, p
         net->nodes[net->n++] = (net_node){i, is_member && !g->nodes[i].is_input};
     }
     free(held);
+    return PN_OK;
+}
+
+int pn_network_create(pn_network **out, const pn_graph *g, const pn_network_options *o,
+                      pn_params *params)
+{
+    *out = NULL;
+    pn_network *net = calloc(1, sizeof *net);
+    if (!net) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    net->graph = g;
+    net->device = o->device;
+    net->params = params;
+    net->forward_only = o->forward_only;
+    net->nodes = calloc((size_t)g->n_nodes, sizeof *net->nodes);
+    net->inst = calloc((size_t)g->n_nodes, sizeof *net->inst);
+    net->args = calloc((size_t)g->n_nodes, sizeof *net->args);
+    net->slot = malloc((size_t)g->n_nodes * sizeof *net->slot);
+    net->in_ptrs = calloc(MAX_INPUTS, sizeof *net->in_ptrs);
+    int rc = net->nodes && net->inst && net->args && net->slot && net->in_ptrs
+                 ? hold_nodes(net, o->member)
+                 : pn_error_set(PN_ERR_NOMEM, "out of memory");
+    for (int i = 0; rc == PN_OK && i < net->n; i++)
+        if (net->nodes[i].computed) {
+            int gi = net->nodes[i].node;
+            rc = pn_layer_inst_init(&net->inst[gi], g->nodes[gi].layer, params);
+        }
+    if (rc < 0) {
+        pn_network_free(net);
+        return rc;
+    }
     *out = net;
     return PN_OK;
 }
@@ -66,29 +86,47 @@ int pn_network_create(pn_network **out, const pn_graph *g, const bool *member, p
 void pn_network_free(pn_network *net)
 {
     if (!net) return;
-    if (net->args)
-        for (int i = 0; i < net->graph->n_nodes; i++) pn_arg_release(&net->args[i]);
+    for (int i = 0; net->args && net->inst && i < net->graph->n_nodes; i++) {
+        pn_arg_release(&net->args[i]);
+        pn_layer_inst_release(&net->inst[i]);
+    }
     free(net->nodes);
+    free(net->inst);
     free(net->args);
     free(net->slot);
     free(net->in_ptrs);
     free(net);
 }
 
-int pn_network_bind(pn_network *net, pn_params *params)
+int pn_network_build(const pn_graph *g, const pn_network_options *o, pn_params **arena,
+                     pn_network **nets)
 {
-    for (int i = 0; i < net->n; i++)
-        if (net->nodes[i].computed)
-            PN_TRY(pn_layer_bind(net->graph->nodes[net->nodes[i].node].layer, params));
-    return PN_OK;
+    int copies = o->copies > 0 ? o->copies : 1, built = 0;
+    *arena = NULL;
+    int rc = pn_params_create(arena, o->device);
+    for (; rc == PN_OK && built < copies; built++)
+        if ((rc = pn_network_create(&nets[built], g, o, *arena)) < 0) break;
+    if (rc == PN_OK) rc = pn_params_finalize(*arena);
+    if (rc == PN_OK && o->init) rc = pn_params_init_values(*arena, o->seed);
+    if (rc < 0) {
+        for (int k = 0; k < built; k++) {
+            pn_network_free(nets[k]);
+            nets[k] = NULL;
+        }
+        pn_params_free(*arena);
+        *arena = NULL;
+    }
+    return rc;
 }
+
+pn_params *pn_network_params(const pn_network *net) { return net->params; }
 
 int pn_network_plan(pn_network *net, int max_batch)
 {
     for (int i = 0; i < net->n; i++) {
         const pn_graph_node *gn = &net->graph->nodes[net->nodes[i].node];
         PN_TRY(pn_arg_reserve(&net->args[net->nodes[i].node], net->device, gn->layer->out_shape,
-                              max_batch, gn->needs_grad));
+                              max_batch, gn->needs_grad && !net->forward_only));
     }
     net->max_batch = max_batch;
     net->batch = max_batch;
@@ -125,19 +163,20 @@ static pn_arg *const *inputs_of(pn_network *net, int gi)
     return net->in_ptrs;
 }
 
-int pn_network_forward(pn_network *net, const pn_pass *pass, pn_params *params)
+int pn_network_forward(pn_network *net, const pn_pass *pass)
 {
     for (int i = 0; i < net->n; i++) {
         if (!net->nodes[i].computed) continue;
         int gi = net->nodes[i].node;
-        PN_TRY(pn_layer_forward(net->graph->nodes[gi].layer, pass, params, inputs_of(net, gi),
-                                &net->args[gi]));
+        PN_TRY(pn_layer_forward(&net->inst[gi], pass, inputs_of(net, gi), &net->args[gi]));
     }
     return PN_OK;
 }
 
 int pn_network_backward_begin(pn_network *net, long global_batch)
 {
+    if (net->forward_only)
+        return pn_error_set(PN_ERR_INTERNAL, "backward through a forward-only network");
     for (int i = 0; i < net->n; i++) {
         int gi = net->nodes[i].node;
         pn_arg *a = &net->args[gi];
@@ -151,14 +190,15 @@ int pn_network_backward_begin(pn_network *net, long global_batch)
     return PN_OK;
 }
 
-int pn_network_backward_run(pn_network *net, const pn_pass *pass, pn_params *params)
+int pn_network_backward_run(pn_network *net, const pn_pass *pass)
 {
     for (int i = net->n - 1; i >= 0; i--) {
         int gi = net->nodes[i].node;
         if (!net->nodes[i].computed || !net->graph->nodes[gi].needs_grad) continue;
-        pn_layer *l = net->graph->nodes[gi].layer;
-        PN_TRY(pn_layer_backward(l, pass, params, inputs_of(net, gi), &net->args[gi]));
-        if (net->grads_ready && l->n_params > 0) PN_TRY(net->grads_ready(net->grads_ready_ctx, l));
+        pn_layer_inst *x = &net->inst[gi];
+        PN_TRY(pn_layer_backward(x, pass, inputs_of(net, gi), &net->args[gi]));
+        if (net->grads_ready && x->layer->n_params > 0)
+            PN_TRY(net->grads_ready(net->grads_ready_ctx, x));
     }
     return PN_OK;
 }
@@ -169,27 +209,32 @@ void pn_network_on_grads_ready(pn_network *net, pn_grads_ready_fn fn, void *ctx)
     net->grads_ready_ctx = ctx;
 }
 
-int pn_network_backward(pn_network *net, const pn_pass *pass, pn_params *params,
-                        long global_batch)
+int pn_network_backward(pn_network *net, const pn_pass *pass, long global_batch)
 {
     PN_TRY(pn_network_backward_begin(net, global_batch));
-    return pn_network_backward_run(net, pass, params);
+    return pn_network_backward_run(net, pass);
+}
+
+const pn_layer_stats *pn_network_node_stats(const pn_network *net, int node)
+{
+    if (node < 0 || node >= net->graph->n_nodes || net->slot[node] < 0) return NULL;
+    const pn_layer_inst *x = &net->inst[node];
+    return x->layer && x->layer->type->is_loss ? &x->stats : NULL;
 }
 
 void pn_network_stats(const pn_network *net, pn_layer_stats *out)
 {
     *out = (pn_layer_stats){0};
     for (int i = 0; i < net->n; i++) {
-        const pn_layer *l = net->graph->nodes[net->nodes[i].node].layer;
-        if (!net->nodes[i].computed || !l->type->is_loss) continue;
-        out->loss_sum += l->stats.loss_sum;
-        out->correct += l->stats.correct;
-        out->rows += l->stats.rows;
+        const pn_layer_stats *s = pn_network_node_stats(net, net->nodes[i].node);
+        if (!s) continue;
+        out->loss_sum += s->loss_sum;
+        out->correct += s->correct;
+        out->rows += s->rows;
     }
 }
 
 void pn_network_reset_stats(pn_network *net)
 {
-    for (int i = 0; i < net->n; i++)
-        net->graph->nodes[net->nodes[i].node].layer->stats = (pn_layer_stats){0};
+    for (int i = 0; i < net->n; i++) net->inst[net->nodes[i].node].stats = (pn_layer_stats){0};
 }

@@ -1,25 +1,49 @@
 /* pn_network: Paddle's NeuralNetwork. Runs forward and backward over a set of a
- * graph's nodes (all of them, or one pipeline stage's) on one device. Arguments
- * are planned once for the largest batch and reused: a step allocates nothing.
- * Nodes consumed but not computed here (a stage's inputs from other stages) get
- * an argument the caller fills, and receive their gradient in its grad.
- * Parameters live in a pn_params arena passed in, not owned by the network. */
+ * graph's nodes (all of them, or one pipeline stage's) on one device. The graph is
+ * a shared, read-only description; the network owns everything that runs: one
+ * layer instance per computed node (scratch buffers, loss statistics) and the
+ * arguments, planned once for the largest batch and reused: a step allocates
+ * nothing. Nodes consumed but not computed here (a stage's inputs from other
+ * stages) get an argument the caller fills, and receive their gradient in its grad.
+ * Parameters live in a pn_params arena shared by the networks of a stage (one per
+ * micro-batch in flight), not owned by any of them; pn_network_build makes such a
+ * set in one call. */
 #ifndef PN_NETWORK_H
 #define PN_NETWORK_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "layers/layer.h"
 #include "pipeline/graph.h"
 
 typedef struct pn_network pn_network;
 
-/* A network over the nodes with member[i] true (NULL: every node), on dev. */
-int pn_network_create(pn_network **out, const pn_graph *g, const bool *member, pn_device dev);
+typedef struct pn_network_options {
+    const bool *member;  /* member[i]: node i is computed here (NULL: every node) */
+    pn_device device;    /* where the arguments (and a built arena) live */
+    bool forward_only;   /* no gradient buffers; backward is refused */
+    /* pn_network_build only: */
+    int copies;          /* networks over the one arena (0 counts as 1) */
+    bool init;           /* fill the new arena's values from (seed, parameter name) */
+    uint64_t seed;
+} pn_network_options;
+
+/* A network over o->member's nodes of g whose layers take their parameters from
+ * params: they are declared there now (so params must not be finalized unless it
+ * already holds them all). */
+int pn_network_create(pn_network **out, const pn_graph *g, const pn_network_options *o,
+                      pn_params *params);
 void pn_network_free(pn_network *net);
 
-/* Declares the parameters of the network's layers in params (before finalize). */
-int pn_network_bind(pn_network *net, pn_params *params);
+/* The one call that sets up a stage (or a whole model): a new arena on o->device,
+ * o->copies networks over it (nets[0 .. copies)), the arena finalized and, with
+ * o->init, its values initialized. On failure nothing is left allocated. */
+int pn_network_build(const pn_graph *g, const pn_network_options *o, pn_params **arena,
+                     pn_network **nets);
+
+/* The arena the network's layers use. */
+pn_params *pn_network_params(const pn_network *net);
 
 /* Reserves every argument for up to max_batch samples. */
 int pn_network_plan(pn_network *net, int max_batch);
@@ -32,11 +56,10 @@ int pn_network_set_batch(pn_network *net, int batch);
 
 /* Runs the member layers forward in topological order. Data and external
  * arguments must hold their values for the current batch. */
-int pn_network_forward(pn_network *net, const pn_pass *pass, pn_params *params);
+int pn_network_forward(pn_network *net, const pn_pass *pass);
 
 /* Runs backward: pn_network_backward_begin, then pn_network_backward_run. */
-int pn_network_backward(pn_network *net, const pn_pass *pass, pn_params *params,
-                        long global_batch);
+int pn_network_backward(pn_network *net, const pn_pass *pass, long global_batch);
 
 /* Clears argument gradients and seeds every loss output with 1 / (global_batch *
  * rows per sample), so losses are means over the global batch. Between begin and
@@ -45,18 +68,20 @@ int pn_network_backward_begin(pn_network *net, long global_batch);
 
 /* Runs the member layers backward in reverse topological order. Gradients of
  * supplied arguments and of parameters accumulate. */
-int pn_network_backward_run(pn_network *net, const pn_pass *pass, pn_params *params);
+int pn_network_backward_run(pn_network *net, const pn_pass *pass);
 
 /* Called during pn_network_backward_run right after a layer with parameters has
- * run (a trainer starts reducing that layer's gradients while earlier layers are
+ * run (a stage starts reducing that layer's gradients while earlier layers are
  * still computing theirs). */
-typedef int (*pn_grads_ready_fn)(void *ctx, const pn_layer *layer);
+typedef int (*pn_grads_ready_fn)(void *ctx, const pn_layer_inst *layer);
 
 /* Installs the callback; fn NULL removes it. */
 void pn_network_on_grads_ready(pn_network *net, pn_grads_ready_fn fn, void *ctx);
 
-/* Loss statistics of the member loss layers since the last reset. */
+/* Loss statistics of the member loss layers since the last reset, summed; and
+ * those of one node (NULL unless it is a loss layer computed here). */
 void pn_network_stats(const pn_network *net, pn_layer_stats *out);
+const pn_layer_stats *pn_network_node_stats(const pn_network *net, int node);
 void pn_network_reset_stats(pn_network *net);
 
 #endif

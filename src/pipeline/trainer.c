@@ -30,12 +30,6 @@
 #include "pipeline/progress.h"
 #include "pipeline/schedule.h"
 
-/* The layers of this stage for one micro-batch in flight: a graph copy (its own
- * layer state) and its network, bound to the shared parameter arena. */
-typedef struct slot {
-    pn_graph *graph;
-    pn_network *net;
-} slot;
 
 typedef struct trainer {
     const pn_graph *graph;
@@ -46,7 +40,7 @@ typedef struct trainer {
     pn_schedule *sched;
     int micro, micro_rows, replica_rows; /* M, samples per micro-batch, per replica */
     int n_slots;
-    slot *slots;
+    pn_network **slots;                  /* [n_slots]: one network per micro-batch in flight */
     bool *member;                        /* [n_nodes] layers computed on this stage */
     pn_params *params;
     pn_optimizer *opt;
@@ -135,20 +129,14 @@ static int build_slots(trainer *t)
     t->n_slots = pn_schedule_peak_in_flight(t->sched, stage);
     t->slots = calloc((size_t)t->n_slots, sizeof *t->slots);
     if (!t->slots) return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    PN_TRY(pn_params_create(&t->params, pn_device_host()));
-    for (int k = 0; k < t->n_slots; k++) {
-        slot *s = &t->slots[k];
-        PN_TRY(pn_graph_from_json(&s->graph, g->root, g->file));
-        PN_TRY(pn_network_create(&s->net, s->graph, t->member, pn_device_host()));
-        PN_TRY(pn_network_bind(s->net, t->params));
-    }
-    PN_TRY(pn_params_finalize(t->params));
-    PN_TRY(pn_params_init_values(t->params, t->cfg->seed));
+    pn_network_options o = {.member = t->member, .device = pn_device_host(),
+                            .copies = t->n_slots, .init = true, .seed = t->cfg->seed};
+    PN_TRY(pn_network_build(g, &o, &t->params, t->slots));
     t->buckets = malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *t->buckets);
     if (!t->buckets) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     /* slot 0 also runs evaluation, a replica's whole slice at once */
     for (int k = 0; k < t->n_slots; k++)
-        PN_TRY(pn_network_plan(t->slots[k].net, k == 0 ? t->replica_rows : t->micro_rows));
+        PN_TRY(pn_network_plan(t->slots[k], k == 0 ? t->replica_rows : t->micro_rows));
     return PN_OK;
 }
 
@@ -190,7 +178,7 @@ static int build_links(trainer *t)
 static int collect_fields(trainer *t)
 {
     const pn_graph *g = t->graph;
-    pn_network *net = t->slots[0].net;
+    pn_network *net = t->slots[0];
     t->fields = calloc((size_t)g->n_nodes, sizeof *t->fields);
     t->field_nodes = calloc((size_t)g->n_nodes, sizeof *t->field_nodes);
     if (!t->fields || !t->field_nodes) return pn_error_set(PN_ERR_NOMEM, "out of memory");
@@ -300,10 +288,7 @@ static void teardown(trainer *t)
     if (t->eval_data) pn_reader_close(t->eval_data);
     if (t->train_data) pn_reader_close(t->train_data);
     pn_optimizer_free(t->opt);
-    for (int k = 0; t->slots && k < t->n_slots; k++) {
-        pn_network_free(t->slots[k].net);
-        pn_graph_free(t->slots[k].graph);
-    }
+    for (int k = 0; t->slots && k < t->n_slots; k++) pn_network_free(t->slots[k]);
     free(t->slots);
     pn_params_free(t->params);
     free(t->member);
@@ -342,7 +327,7 @@ static int feed(trainer *t, pn_network *net, const pn_batch *b, int first, int r
 static int forward_micro(trainer *t, const pn_batch *b, long step, int micro, int rows,
                          bool training)
 {
-    pn_network *net = t->slots[micro % t->n_slots].net;
+    pn_network *net = t->slots[micro % t->n_slots];
     PN_TRY(feed(t, net, b, micro * t->micro_rows, rows));
     for (int i = 0; i < t->n_links; i++) {
         pn_link *l = &t->links[i];
@@ -353,7 +338,7 @@ static int forward_micro(trainer *t, const pn_batch *b, long step, int micro, in
         PN_TRY(pn_copy(&payload, &a->value));
     }
     pn_pass pass = {training, t->cfg->seed, step, b->sample0 + (long)micro * t->micro_rows};
-    PN_TRY(pn_network_forward(net, &pass, t->params));
+    PN_TRY(pn_network_forward(net, &pass));
     for (int i = 0; i < t->n_links; i++) {
         pn_link *l = &t->links[i];
         if (l->kind == PN_LINK_VALUE && l->sends)
@@ -365,12 +350,12 @@ static int forward_micro(trainer *t, const pn_batch *b, long step, int micro, in
 /* A layer's gradients are final for the step: start summing them over the replicas
  * (its parameters are one contiguous run of the arena), and push the reductions
  * already in flight along. */
-static int start_bucket(void *ctx, const pn_layer *l)
+static int start_bucket(void *ctx, const pn_layer_inst *x)
 {
     trainer *t = ctx;
     size_t first = SIZE_MAX, end = 0;
-    for (int i = 0; i < l->n_params; i++) {
-        const pn_param *p = pn_params_get(t->params, l->param_index[i]);
+    for (int i = 0; i < x->layer->n_params; i++) {
+        const pn_param *p = pn_params_get(t->params, x->param_index[i]);
         if (p->offset < first) first = p->offset;
         if (p->offset + (size_t)p->rows * p->cols > end) end = p->offset + (size_t)p->rows * p->cols;
     }
@@ -384,7 +369,7 @@ static int start_bucket(void *ctx, const pn_layer *l)
 
 static int backward_micro(trainer *t, const pn_batch *b, long step, int micro, bool last)
 {
-    pn_network *net = t->slots[micro % t->n_slots].net;
+    pn_network *net = t->slots[micro % t->n_slots];
     bool bucketed = last && t->grid->replicas > 1 && !t->cfg->deterministic;
     pn_network_on_grads_ready(net, bucketed ? start_bucket : NULL, t);
     if (t->cfg->deterministic) PN_TRY(pn_params_zero_grads(t->params)); /* one leaf each */
@@ -398,7 +383,7 @@ static int backward_micro(trainer *t, const pn_batch *b, long step, int micro, b
         PN_TRY(pn_axpy(1.0f, &payload, &a->grad));
     }
     pn_pass pass = {true, t->cfg->seed, step, b->sample0 + (long)micro * t->micro_rows};
-    int rc = pn_network_backward_run(net, &pass, t->params);
+    int rc = pn_network_backward_run(net, &pass);
     pn_network_on_grads_ready(net, NULL, NULL);
     PN_TRY(rc);
     if (t->cfg->deterministic) pn_grad_tree_push(&t->tree, pn_params_all_grads(t->params).data);
@@ -452,8 +437,8 @@ static int reduce_stats(trainer *t, double s[3])
     s[0] = s[1] = s[2] = 0.0;
     for (int k = 0; k < t->n_slots; k++) {
         pn_layer_stats st;
-        pn_network_stats(t->slots[k].net, &st);
-        pn_network_reset_stats(t->slots[k].net);
+        pn_network_stats(t->slots[k], &st);
+        pn_network_reset_stats(t->slots[k]);
         s[0] += st.loss_sum, s[1] += st.correct, s[2] += st.rows;
     }
     PN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, s, 3, MPI_DOUBLE, MPI_SUM, t->grid->world));
