@@ -15,7 +15,8 @@
 
 #include "base/clock.h"
 #include "base/error.h"
-#include "io/snapshot.h"
+#include "io/snapshot_dir.h"
+#include "io/snapshot_file.h"
 #include "mpi/grid.h"
 #include "pipeline/checkpoint.h"
 #include "pipeline/graph.h"

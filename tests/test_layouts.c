@@ -151,7 +151,7 @@ static int write_data(const char *path)
     }
     hid_t file;
     hsize_t dx[2] = {SAMPLES, WIDTH}, dy[1] = {SAMPLES};
-    int rc = pn_hdf5_create_file(path, &file);
+    int rc = pn_hdf5_create_file(path, false, &file);
     if (rc == 0) rc = pn_hdf5_write_dataset(file, path, "features", PN_HDF5_FLOAT32, 2, dx, 64, x);
     if (rc == 0) rc = pn_hdf5_write_dataset(file, path, "labels", PN_HDF5_INT32, 1, dy, 64, y);
     if (rc == 0) rc = pn_hdf5_close(file, path);

@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "io/snapshot.h"
+#include "io/snapshot_dir.h"
+#include "io/snapshot_file.h"
 #include "pipeline/graph.h"
 #include "pipeline/network.h"
 #include "pipenet.h"
@@ -158,7 +159,7 @@ static void write_file(const direct *d, const char *json, const char *format, co
         const float *const slots[1] = {&one};
         ck_assert_int_eq(pn_train_state_add(st, extra, 1, 1, &one, snapshot ? slots : NULL), 0);
     }
-    int rc = pn_snapshot_write(path, st);
+    int rc = pn_snapshot_write(path, st, NULL);
     ck_assert_msg(rc == 0, "%s", pn_error_message());
     pn_train_state_free(st);
 }

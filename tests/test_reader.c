@@ -45,7 +45,7 @@ static float seq_value(long i, int k) { return (float)(i * 100 + k); }
 static void make_data_file(void)
 {
     hid_t f;
-    ck_assert_int_eq(pn_hdf5_create_file(data_path, &f), 0);
+    ck_assert_int_eq(pn_hdf5_create_file(data_path, false, &f), 0);
     hsize_t d2[2] = {N, WIDTH}, d3[3] = {N, 2, 3}, s2[2] = {N, 6}, t2[2] = {N, SEQ}, n1 = N;
     write_float(f, "features", 2, d2, feature);
     write_float(f, "seq2d", 2, s2, seq_value);

@@ -11,7 +11,8 @@
 #include "base/error.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "io/snapshot.h"
+#include "io/snapshot_dir.h"
+#include "io/snapshot_file.h"
 #include "model/model.h"
 #include "pipeline/train_config.h"
 
@@ -39,30 +40,6 @@ static const struct option longopts[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* A state holding st's config, counters and values, without slots, in *out. */
-static int model_state(const pn_train_state *st, pn_train_state **out, long *floats)
-{
-    pn_train_state *m;
-    PN_TRY(pn_train_state_create(&m, PN_FORMAT_MODEL));
-    m->step = st->step;
-    m->epoch = st->epoch;
-    m->batch_index = st->batch_index;
-    m->seed = st->seed;
-    int rc = pn_train_state_set_config(m, st->config);
-    *floats = 0;
-    for (int i = 0; rc == PN_OK && i < st->n_params; i++) {
-        const pn_state_param *p = &st->params[i];
-        rc = pn_train_state_add(m, p->name, p->rows, p->cols, p->value, NULL);
-        *floats += (long)p->rows * p->cols;
-    }
-    if (rc < 0) {
-        pn_train_state_free(m);
-        return rc;
-    }
-    *out = m;
-    return PN_OK;
-}
-
 /* Reads arg (a snapshot or model file, or a directory's newest snapshot), checks that
  * it makes a model, and writes that model to out. */
 static int export_model(const char *arg, const char *out)
@@ -73,20 +50,19 @@ static int export_model(const char *arg, const char *out)
         PN_TRY(pn_snapshot_latest(arg, src, sizeof src));
     else
         snprintf(src, sizeof src, "%s", arg);
-    pn_train_state *st, *m = NULL;
+    pn_train_state *st;
     PN_TRY(pn_snapshot_read(src, NULL, &st));
     pn_model *check = NULL;
     long floats = 0;
+    for (int i = 0; i < st->n_params; i++) floats += (long)st->params[i].rows * st->params[i].cols;
     int rc = pn_model_from_state(&check, st, src);
     pn_model_free(check);
-    if (rc == PN_OK) rc = model_state(st, &m, &floats);
-    if (rc == PN_OK) rc = pn_snapshot_write(out, m);
+    if (rc == PN_OK) rc = pn_snapshot_write(out, st, PN_FORMAT_MODEL); /* values, no slots */
     if (rc == PN_OK && stat(out, &sb) != 0)
         rc = pn_error_set(PN_ERR_IO, "cannot stat '%s' after writing it", out);
     if (rc == PN_OK)
         printf("exported %s (%s, step %ld) to %s: %d parameters, %ld floats, %lld bytes\n",
-               src, st->format, st->step, out, m->n_params, floats, (long long)sb.st_size);
-    pn_train_state_free(m);
+               src, st->format, st->step, out, st->n_params, floats, (long long)sb.st_size);
     pn_train_state_free(st);
     return rc;
 }

@@ -3,20 +3,18 @@
  * through the C API (pipenet.h). Prints accuracy and mean loss when the file holds
  * the labels the loss layer needs; --out writes argmax predictions and softmax
  * scores of the output. */
-#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/error.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "io/hdf5_util.h"
+#include "io/predictions.h"
 #include "io/reader.h"
 #include "model/model.h"
 #include "pipeline/train_config.h"
@@ -65,12 +63,6 @@ typedef struct infer_data {
     int *field_of;       /* [model inputs] field index, or -1 (not read) */
     int skipped;         /* an input whose dataset the file lacks (labels), or -1 */
 } infer_data;
-
-/* The predictions file being written under a temporary name. */
-typedef struct infer_out {
-    char tmp[PN_PATH_MAX + 32];
-    hid_t file, predictions, scores;
-} infer_out;
 
 /* Parses argv; returns 0, 1 for --help, -1 on misuse (already reported). */
 static int parse_options(int argc, char **argv, infer_options *o)
@@ -133,13 +125,13 @@ static bool depends_on(const pn_graph *g, int output, int input)
 /* Which of the file's datasets exist: *exists[i] for model input i. */
 static int probe_datasets(const pn_model *m, const char *path, bool *exists)
 {
-    hid_t file;
-    PN_TRY(pn_hdf5_open_file(path, H5P_DEFAULT, &file));
-    pn_hdf5_lock();
-    for (int i = 0; i < pn_model_input_count(m); i++)
-        exists[i] = H5Lexists(file, pn_model_input_dataset(m, i), H5P_DEFAULT) > 0;
-    pn_hdf5_unlock();
-    return pn_hdf5_close(file, path);
+    int n = pn_model_input_count(m);
+    const char **names = calloc((size_t)n, sizeof *names);
+    if (!names) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++) names[i] = pn_model_input_dataset(m, i);
+    int rc = pn_reader_probe(path, names, n, exists);
+    free(names);
+    return rc;
 }
 
 /* Opens the data file with a field for every input it holds, and for every input
@@ -181,41 +173,6 @@ static void close_data(infer_data *d)
     free(d->field_of);
 }
 
-/* Creates the temporary predictions file for n samples of seq rows of classes. */
-static int open_out(infer_out *w, const infer_options *o, long n, int seq, int classes)
-{
-    snprintf(w->tmp, sizeof w->tmp, "%s.tmp-%ld", o->out, (long)getpid());
-    w->file = w->predictions = w->scores = H5I_INVALID_HID;
-    PN_TRY(pn_hdf5_create_file(w->tmp, &w->file));
-    /* [N, classes], or [N, seq, classes] for sequence outputs */
-    hsize_t dims[3] = {(hsize_t)n, (hsize_t)seq, (hsize_t)classes};
-    int rank = seq > 1 ? 2 : 1;
-    if (seq == 1) dims[1] = (hsize_t)classes;
-    hsize_t chunk = (hsize_t)o->batch;
-    PN_TRY(pn_hdf5_create_dataset(w->file, w->tmp, "predictions", PN_HDF5_INT32, rank, dims,
-                                  chunk, &w->predictions));
-    PN_TRY(pn_hdf5_create_dataset(w->file, w->tmp, "scores", PN_HDF5_FLOAT32, rank + 1, dims,
-                                  chunk, &w->scores));
-    PN_TRY(pn_hdf5_write_attr_string(w->file, w->tmp, "source", "pipenet infer"));
-    PN_TRY(pn_hdf5_write_attr_string(w->file, w->tmp, "model", o->model));
-    return pn_hdf5_write_attr_string(w->file, w->tmp, "data", o->data);
-}
-
-/* Closes the predictions file; renames it to its final name when ok, else deletes it. */
-static int close_out(infer_out *w, const char *out, bool ok)
-{
-    int rc = pn_hdf5_close(w->scores, w->tmp);
-    int rc2 = pn_hdf5_close(w->predictions, w->tmp);
-    int rc3 = pn_hdf5_close(w->file, w->tmp);
-    if (rc == PN_OK) rc = rc2;
-    if (rc == PN_OK) rc = rc3;
-    if (ok && rc == PN_OK && rename(w->tmp, out) != 0)
-        rc = pn_error_set(PN_ERR_IO, "cannot rename '%s' to '%s': %s", w->tmp, out,
-                          strerror(errno));
-    if (!ok || rc < 0) unlink(w->tmp);
-    return rc;
-}
-
 /* Replaces each row of scores [rows, classes] with its softmax; predictions[r] is
  * the row's largest entry. */
 static void softmax_rows(float *scores, int *predictions, long rows, int classes)
@@ -242,7 +199,7 @@ static int infer(const infer_options *o)
     int out_node = pn_graph_find(g, output);
     int classes = pn_model_output_size(m, output);
     infer_data d = {.skipped = -1};
-    infer_out w = {.file = H5I_INVALID_HID};
+    pn_predictions *w = NULL;
     float *scores = NULL;
     int *predictions = NULL;
     const void **inputs = NULL;
@@ -254,7 +211,8 @@ static int infer(const infer_options *o)
     if (rc == PN_OK) classes /= seq;
     if (rc == PN_OK) rc = open_data(m, o, out_node, &d);
     long n = rc == PN_OK ? pn_reader_samples(d.reader) : 0;
-    if (rc == PN_OK && o->out) rc = open_out(&w, o, n, seq, classes);
+    if (rc == PN_OK && o->out)
+        rc = pn_predictions_create(&w, o->out, n, seq, classes, o->batch, o->model, o->data);
     size_t rows = (size_t)o->batch * (size_t)seq;
     if (rc == PN_OK &&
         (!(scores = malloc(rows * (size_t)classes * sizeof *scores)) ||
@@ -273,16 +231,12 @@ static int infer(const infer_options *o)
         if (rc == PN_OK) rc = pn_model_forward(m, b->rows, inputs, output, scores);
         if (rc == PN_OK && o->out) {
             softmax_rows(scores, predictions, (long)b->rows * seq, classes);
-            rc = pn_hdf5_write_rows(w.predictions, w.tmp, "predictions", PN_HDF5_INT32,
-                                    (hsize_t)row0, (hsize_t)b->rows, predictions);
-            if (rc == PN_OK)
-                rc = pn_hdf5_write_rows(w.scores, w.tmp, "scores", PN_HDF5_FLOAT32,
-                                        (hsize_t)row0, (hsize_t)b->rows, scores);
+            rc = pn_predictions_write(w, row0, b->rows, predictions, scores);
         }
     }
     double seconds = pn_now() - t0;
-    if (w.file >= 0) {
-        int rc_close = close_out(&w, o->out, rc == PN_OK);
+    if (w) {
+        int rc_close = pn_predictions_close(w, rc == PN_OK);
         if (rc == PN_OK) rc = rc_close;
     }
     if (rc == PN_OK) {

@@ -4,7 +4,6 @@
  * without it is a dataset file, listed as its datasets and root attributes.
  * Exit 0, 1 on an unreadable or damaged file, 2 on misuse. */
 #include <getopt.h>
-#include <hdf5.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdbool.h>
@@ -15,7 +14,7 @@
 #include "base/error.h"
 #include "cli/commands.h"
 #include "io/hdf5_util.h"
-#include "io/snapshot.h"
+#include "io/snapshot_file.h"
 
 static void usage(FILE *out)
 {
@@ -155,122 +154,36 @@ static int inspect_state(const char *path, long version)
     return 0;
 }
 
-/* "[60000, 784]" from a dataspace (NULL: scalar). */
-static void describe_space(hid_t space, char *buf, size_t cap)
+/* "[60000, 784]" */
+static void format_dims(const hsize_t *dims, int rank, const char *prefix, char *buf, size_t cap)
 {
-    hsize_t dims[H5S_MAX_RANK];
-    int rank = H5Sget_simple_extent_dims(space, dims, NULL);
-    size_t len = (size_t)snprintf(buf, cap, "[");
+    size_t len = (size_t)snprintf(buf, cap, "%s[", prefix);
     for (int k = 0; k < rank && len < cap; k++)
         len += (size_t)snprintf(buf + len, cap - len, "%s%llu", k ? ", " : "",
                                 (unsigned long long)dims[k]);
     if (len < cap) snprintf(buf + len, cap - len, "]");
 }
 
-/* The value of attribute attr of type t (one number or string, else its shape). */
-static void describe_value(hid_t attr, hid_t t, char *buf, size_t cap)
+/* One line of the dataset listing: type, shape, chunks and checksum. */
+static int print_dataset(void *count, const pn_hdf5_dataset_info *d)
 {
-    hid_t space = H5Aget_space(attr);
-    hssize_t n = space < 0 ? -1 : H5Sget_simple_extent_npoints(space);
-    H5T_class_t cls = H5Tget_class(t);
-    if (n != 1) {
-        char shape[64] = "?";
-        if (space >= 0) describe_space(space, shape, sizeof shape);
-        snprintf(buf, cap, "%s values", shape);
-    } else if (cls == H5T_INTEGER && H5Tget_sign(t) == H5T_SGN_NONE) {
-        unsigned long long v;
-        if (H5Aread(attr, H5T_NATIVE_ULLONG, &v) < 0) snprintf(buf, cap, "(unreadable)");
-        else snprintf(buf, cap, "%llu", v);
-    } else if (cls == H5T_INTEGER) {
-        long long v;
-        if (H5Aread(attr, H5T_NATIVE_LLONG, &v) < 0) snprintf(buf, cap, "(unreadable)");
-        else snprintf(buf, cap, "%lld", v);
-    } else if (cls == H5T_FLOAT) {
-        double v;
-        if (H5Aread(attr, H5T_NATIVE_DOUBLE, &v) < 0) snprintf(buf, cap, "(unreadable)");
-        else snprintf(buf, cap, "%.9g", v);
-    } else if (cls == H5T_STRING) {
-        size_t size = H5Tget_size(t);
-        htri_t vlen = H5Tis_variable_str(t);
-        hid_t mem = H5Tcopy(t);
-        char *text = NULL, *fixed = vlen == 0 && size ? calloc(size + 1, 1) : NULL;
-        bool ok = mem >= 0 && vlen >= 0 &&
-                  (vlen ? H5Aread(attr, mem, &text) >= 0
-                        : fixed && H5Aread(attr, mem, fixed) >= 0);
-        const char *s = vlen ? text : fixed;
-        if (!ok || !s) {
-            snprintf(buf, cap, "(unreadable)");
-        } else {
-            int line = (int)strcspn(s, "\n");
-            snprintf(buf, cap, "\"%.*s\"%s", line > 100 ? 100 : line, s,
-                     line > 100 || s[line] ? " ..." : "");
-        }
-        if (text) H5free_memory(text);
-        free(fixed);
-        if (mem >= 0) H5Tclose(mem);
-    } else {
-        snprintf(buf, cap, "(not shown)");
+    if (d->unreadable) {
+        printf("  /%-15s (cannot open)\n", d->name);
+        return 0;
     }
-    if (space >= 0) H5Sclose(space);
-}
-
-static herr_t print_attr(hid_t loc, const char *name, const H5A_info_t *info, void *data)
-{
-    char type[32] = "?", value[160] = "(unreadable)";
-    hid_t attr = H5Aopen(loc, name, H5P_DEFAULT);
-    hid_t t = attr < 0 ? H5I_INVALID_HID : H5Aget_type(attr);
-    if (t >= 0) {
-        pn_hdf5_type_name(t, type, sizeof type);
-        describe_value(attr, t, value, sizeof value);
-        H5Tclose(t);
-    }
-    if (attr >= 0) H5Aclose(attr);
-    printf("  %-16s %-8s %s\n", name, type, value);
-    ++*(int *)data;
+    char shape[96] = "?", chunks[96] = "contiguous";
+    if (d->rank >= 0) format_dims(d->dims, d->rank, "", shape, sizeof shape);
+    if (d->chunk_rank > 0) format_dims(d->chunk, d->chunk_rank, "chunks ", chunks, sizeof chunks);
+    printf("  /%-15s %-8s %-16s %s%s\n", d->name, d->type, shape, chunks,
+           d->checksum ? ", fletcher32" : "");
+    ++*(int *)count;
     return 0;
 }
 
-/* Prints one dataset: type, shape, chunks and checksum. */
-static void print_dataset(hid_t dset, const char *name)
+static int print_attr(void *count, const char *name, const char *type, const char *value)
 {
-    char type[32] = "?", shape[96] = "?", chunks[96] = "contiguous";
-    hid_t t = H5Dget_type(dset), space = H5Dget_space(dset), dcpl = H5Dget_create_plist(dset);
-    if (t >= 0) pn_hdf5_type_name(t, type, sizeof type);
-    if (space >= 0) describe_space(space, shape, sizeof shape);
-    bool checksum = false;
-    if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED) {
-        hsize_t dims[H5S_MAX_RANK];
-        int rank = H5Pget_chunk(dcpl, H5S_MAX_RANK, dims);
-        size_t len = (size_t)snprintf(chunks, sizeof chunks, "chunks [");
-        for (int k = 0; k < rank && len < sizeof chunks; k++)
-            len += (size_t)snprintf(chunks + len, sizeof chunks - len, "%s%llu", k ? ", " : "",
-                                    (unsigned long long)dims[k]);
-        if (len < sizeof chunks) snprintf(chunks + len, sizeof chunks - len, "]");
-        unsigned flags;
-        checksum = H5Pget_filter_by_id2(dcpl, H5Z_FILTER_FLETCHER32, &flags, NULL, NULL, 0,
-                                        NULL, NULL) >= 0;
-        H5Eclear2(H5E_DEFAULT);
-    }
-    printf("  /%-15s %-8s %-16s %s%s\n", name, type, shape, chunks,
-           checksum ? ", fletcher32" : "");
-    if (dcpl >= 0) H5Pclose(dcpl);
-    if (space >= 0) H5Sclose(space);
-    if (t >= 0) H5Tclose(t);
-}
-
-static herr_t visit_link(hid_t root, const char *name, const H5L_info_t *info, void *data)
-{
-    hid_t obj = H5Oopen(root, name, H5P_DEFAULT);
-    if (obj < 0) {
-        printf("  /%-15s (cannot open)\n", name);
-        H5Eclear2(H5E_DEFAULT);
-        return 0;
-    }
-    if (H5Iget_type(obj) == H5I_DATASET) {
-        print_dataset(obj, name);
-        ++*(int *)data;
-    }
-    H5Oclose(obj);
+    printf("  %-16s %-8s %s\n", name, type, value);
+    ++*(int *)count;
     return 0;
 }
 
@@ -282,23 +195,13 @@ static int inspect_dataset_file(hid_t file, const char *path, const char *format
         printf("kind:        an HDF5 file of format '%s' (not a pipenet format)\n", format);
     else
         printf("kind:        dataset file (no 'format' attribute)\n");
-    char why[256];
-    int n_datasets = 0, rc = 0;
-    pn_hdf5_lock();
+    int n_datasets = 0, n_attrs = 0;
     printf("datasets:\n");
-    if (H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, visit_link, &n_datasets) < 0)
-        rc = pn_error_set(PN_ERR_IO, "%s: cannot list its datasets%s", path,
-                          pn_hdf5_reason(why));
+    int rc = pn_hdf5_list_datasets(file, path, print_dataset, &n_datasets);
     if (rc == 0 && n_datasets == 0) printf("  (none)\n");
     printf("attributes:\n");
-    hsize_t idx = 0;
-    int n_attrs = 0;
-    if (rc == 0 && H5Aiterate2(file, H5_INDEX_NAME, H5_ITER_INC, &idx, print_attr, &n_attrs) < 0)
-        rc = pn_error_set(PN_ERR_IO, "%s: cannot list its attributes%s", path,
-                          pn_hdf5_reason(why));
+    if (rc == 0) rc = pn_hdf5_list_attrs(file, path, print_attr, &n_attrs);
     if (rc == 0 && n_attrs == 0) printf("  (none)\n");
-    H5Eclear2(H5E_DEFAULT);
-    pn_hdf5_unlock();
     return rc < 0 ? pn_cli_fail(pn_error_message()) : 0;
 }
 
@@ -323,14 +226,9 @@ int pn_cmd_inspect(int argc, char **argv)
     const char *path = argv[optind];
     hid_t file;
     if (pn_hdf5_open_file(path, H5P_DEFAULT, &file) < 0) return pn_cli_fail(pn_error_message());
-    char format[64] = "", why[256];
+    char format[64] = "";
     long version = 0;
-    pn_hdf5_lock();
-    htri_t has_format = H5Aexists(file, "format");
-    if (has_format < 0)
-        pn_error_set(PN_ERR_IO, "%s: cannot look up attribute 'format'%s", path,
-                     pn_hdf5_reason(why));
-    pn_hdf5_unlock();
+    int has_format = pn_hdf5_attr_exists(file, path, "format");
     int rc = has_format < 0 ? -1 : 0;
     if (has_format > 0)
         rc = pn_hdf5_read_attr_string(file, path, "format", format, sizeof format);

@@ -1,11 +1,13 @@
-/* HDF5 helpers of src/io: the process-wide lock, quiet error stacks, root
- * attributes, chunked dataset writes and checked dataset opens. Each helper holds
- * the lock for its own HDF5 calls; failures carry HDF5's innermost reason. */
+/* HDF5 helpers of src/io (hdf5_util.h): the process-wide lock, quiet error stacks
+ * and the checking macro's messages, files, and datasets: chunked writes, checked
+ * opens and reads, listings. Each helper holds the lock for its own HDF5 calls;
+ * failures carry the HDF5 function and HDF5's innermost reason. */
 #include "io/hdf5_util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
-#include <stdbool.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,27 +54,30 @@ static herr_t innermost_cb(unsigned n, const H5E_error2_t *err, void *data)
 
 const char *pn_hdf5_reason(char buf[256])
 {
-    char desc[256] = "";
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost_cb, desc);
+    buf[0] = '\0';
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost_cb, buf);
     H5Eclear2(H5E_DEFAULT);
-    snprintf(buf, 256, "%s%s", desc[0] ? ": " : "", desc);
     return buf;
 }
 
-static hid_t file_type(pn_hdf5_type type)
+int pn_hdf5_fail(const char *call_text, const char *fmt, ...)
 {
-    return type == PN_HDF5_FLOAT32 ? H5T_IEEE_F32LE : H5T_STD_I32LE;
+    char what[768], why[256], fn[64] = "HDF5";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    const char *h5 = strstr(call_text, "H5");
+    if (h5) {
+        size_t n = 0;
+        while (n + 1 < sizeof fn && (isalnum((unsigned char)h5[n]) || h5[n] == '_')) n++;
+        snprintf(fn, sizeof fn, "%.*s", (int)n, h5);
+    }
+    pn_hdf5_reason(why);
+    return pn_error_set(PN_ERR_IO, "%s (%s: %s)", what, fn, why[0] ? why : "failed");
 }
 
-static hid_t mem_type(pn_hdf5_type type)
-{
-    return type == PN_HDF5_FLOAT32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT;
-}
-
-static const char *type_name(pn_hdf5_type type)
-{
-    return type == PN_HDF5_FLOAT32 ? "float32" : "int32";
-}
+/* --- files ----------------------------------------------------------------------------- */
 
 int pn_hdf5_open_file(const char *path, hid_t fapl, hid_t *out)
 {
@@ -88,25 +93,39 @@ int pn_hdf5_open_file(const char *path, hid_t fapl, hid_t *out)
 #else
     htri_t is_hdf5 = H5Fis_hdf5(path);
 #endif
-    char why[256];
     int rc = 0;
     if (is_hdf5 <= 0) {
         H5Eclear2(H5E_DEFAULT);
         rc = pn_error_set(PN_ERR_IO, "cannot open '%s': not an HDF5 file", path);
-    } else if ((*out = H5Fopen(path, H5F_ACC_RDONLY, fapl)) < 0) {
-        rc = pn_error_set(PN_ERR_IO, "cannot open '%s'%s", path, pn_hdf5_reason(why));
     }
+    PN_HDF5_CHECK(rc, *out = H5Fopen(path, H5F_ACC_RDONLY, fapl), "cannot open '%s'", path);
     pn_hdf5_unlock();
     return rc;
 }
 
-int pn_hdf5_create_file(const char *path, hid_t *out)
+/* Root attributes stay in the root group's (checksummed) object header up to this
+ * many, rather than moving to dense storage past HDF5's default of 8. */
+enum { MAX_COMPACT_ATTRS = 16 };
+
+int pn_hdf5_create_file(const char *path, bool durable, hid_t *out)
 {
-    char why[256];
+    *out = H5I_INVALID_HID;
     int rc = 0;
     pn_hdf5_lock();
-    if ((*out = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)) < 0)
-        rc = pn_error_set(PN_ERR_IO, "cannot create '%s'%s", path, pn_hdf5_reason(why));
+    hid_t fapl = H5P_DEFAULT, fcpl = H5P_DEFAULT;
+    if (durable) {
+        PN_HDF5_CHECK(rc, fapl = H5Pcreate(H5P_FILE_ACCESS), "cannot create '%s'", path);
+        PN_HDF5_CHECK(rc, fcpl = H5Pcreate(H5P_FILE_CREATE), "cannot create '%s'", path);
+        PN_HDF5_CHECK(rc, H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110),
+                      "cannot create '%s'", path);
+        PN_HDF5_CHECK(rc, H5Pset_fclose_degree(fapl, H5F_CLOSE_SEMI), "cannot create '%s'", path);
+        PN_HDF5_CHECK(rc, H5Pset_attr_phase_change(fcpl, MAX_COMPACT_ATTRS, MAX_COMPACT_ATTRS - 2),
+                      "cannot create '%s'", path);
+    }
+    PN_HDF5_CHECK(rc, *out = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl), "cannot create '%s'",
+                  path);
+    if (fcpl > 0 && fcpl != H5P_DEFAULT) H5Pclose(fcpl);
+    if (fapl > 0 && fapl != H5P_DEFAULT) H5Pclose(fapl);
     pn_hdf5_unlock();
     return rc;
 }
@@ -115,174 +134,36 @@ int pn_hdf5_close(hid_t id, const char *fname)
 {
     if (id < 0) return 0;
     pn_hdf5_lock();
-    herr_t st;
-    switch (H5Iget_type(id)) {
-    case H5I_FILE: st = H5Fclose(id); break;
-    case H5I_DATASET: st = H5Dclose(id); break;
-    case H5I_DATASPACE: st = H5Sclose(id); break;
-    case H5I_DATATYPE: st = H5Tclose(id); break;
-    case H5I_ATTR: st = H5Aclose(id); break;
-    case H5I_GROUP: st = H5Gclose(id); break;
-    case H5I_GENPROP_LST: st = H5Pclose(id); break;
-    default: st = H5Idec_ref(id) < 0 ? -1 : 0; break;
-    }
-    char why[256];
-    int rc =
-        st < 0 ? pn_error_set(PN_ERR_IO, "%s: closing failed%s", fname, pn_hdf5_reason(why)) : 0;
-    pn_hdf5_unlock();
-    return rc;
-}
-
-/* Removes attribute name from the root group if it exists (attributes are rewritten). */
-static int drop_attr(hid_t file, const char *fname, const char *name)
-{
-    char why[256];
-    htri_t exists = H5Aexists(file, name);
-    if (exists < 0)
-        return pn_error_set(PN_ERR_IO, "%s: cannot look up attribute '%s'%s", fname, name,
-                            pn_hdf5_reason(why));
-    if (exists && H5Adelete(file, name) < 0)
-        return pn_error_set(PN_ERR_IO, "%s: cannot replace attribute '%s'%s", fname, name,
-                            pn_hdf5_reason(why));
-    return 0;
-}
-
-/* Creates attribute name of type t (scalar) on the root group and writes value. */
-static int write_attr(hid_t file, const char *fname, const char *name, hid_t t, hid_t mem_t,
-                      const void *value)
-{
-    char why[256];
-    int rc = drop_attr(file, fname, name);
-    if (rc < 0) return rc;
-    hid_t space = H5Screate(H5S_SCALAR), attr = H5I_INVALID_HID;
-    if (space < 0 || (attr = H5Acreate2(file, name, t, space, H5P_DEFAULT, H5P_DEFAULT)) < 0 ||
-        H5Awrite(attr, mem_t, value) < 0)
-        rc = pn_error_set(PN_ERR_IO, "%s: cannot write attribute '%s'%s", fname, name,
-                          pn_hdf5_reason(why));
-    if (attr >= 0 && H5Aclose(attr) < 0 && rc == 0)
-        rc = pn_error_set(PN_ERR_IO, "%s: cannot write attribute '%s'%s", fname, name,
-                          pn_hdf5_reason(why));
-    if (space >= 0) H5Sclose(space);
-    return rc;
-}
-
-int pn_hdf5_write_attr_string(hid_t file, const char *fname, const char *name, const char *value)
-{
-    char why[256];
-    int rc;
-    pn_hdf5_lock();
-    hid_t t = H5Tcopy(H5T_C_S1);
-    if (t < 0 || H5Tset_size(t, H5T_VARIABLE) < 0 || H5Tset_cset(t, H5T_CSET_UTF8) < 0)
-        rc = pn_error_set(PN_ERR_IO, "%s: cannot make a string type for attribute '%s'%s",
-                          fname, name, pn_hdf5_reason(why));
-    else
-        rc = write_attr(file, fname, name, t, t, &value);
-    if (t >= 0) H5Tclose(t);
-    pn_hdf5_unlock();
-    return rc;
-}
-
-int pn_hdf5_write_attr_int(hid_t file, const char *fname, const char *name, long value)
-{
-    pn_hdf5_lock();
-    int rc = write_attr(file, fname, name, H5T_STD_I64LE, H5T_NATIVE_LONG, &value);
-    pn_hdf5_unlock();
-    return rc;
-}
-
-/* Opens root attribute name holding one value of class want; *type is its type. */
-static int open_attr(hid_t file, const char *fname, const char *name, H5T_class_t want,
-                     const char *what, hid_t *attr, hid_t *type)
-{
-    char why[256];
-    *attr = *type = H5I_INVALID_HID;
-    htri_t exists = H5Aexists(file, name);
-    if (exists < 0)
-        return pn_error_set(PN_ERR_IO, "%s: cannot look up attribute '%s'%s", fname, name,
-                            pn_hdf5_reason(why));
-    if (!exists) return pn_error_set(PN_ERR_INVALID, "%s: no attribute '%s'", fname, name);
-    hid_t space = H5I_INVALID_HID;
-    hssize_t n = -1;
-    if ((*attr = H5Aopen(file, name, H5P_DEFAULT)) < 0 || (*type = H5Aget_type(*attr)) < 0 ||
-        (space = H5Aget_space(*attr)) < 0 || (n = H5Sget_simple_extent_npoints(space)) < 0) {
-        if (space >= 0) H5Sclose(space);
-        return pn_error_set(PN_ERR_IO, "%s: cannot read attribute '%s'%s", fname, name,
-                            pn_hdf5_reason(why));
-    }
-    H5Sclose(space);
-    if (H5Tget_class(*type) != want)
-        return pn_error_set(PN_ERR_INVALID, "%s: attribute '%s' is not %s", fname, name, what);
-    if (n != 1)
-        return pn_error_set(PN_ERR_INVALID, "%s: attribute '%s' holds %lld values, expected one",
-                            fname, name, (long long)n);
-    return 0;
-}
-
-/* Reads string attribute a of file type t into buf. */
-static int read_string(hid_t a, hid_t t, const char *fname, const char *name, char *buf,
-                       size_t cap)
-{
-    char why[256];
-    htri_t vlen = H5Tis_variable_str(t);
-    size_t size = H5Tget_size(t);
-    hid_t mem = H5Tcopy(t);
     int rc = 0;
-    if (vlen < 0 || size == 0 || mem < 0) {
-        rc = -1;
-    } else if (vlen) {
-        char *text = NULL;
-        if (H5Aread(a, mem, &text) < 0) {
-            rc = -1;
-        } else {
-            snprintf(buf, cap, "%s", text ? text : "");
-            H5free_memory(text);
-        }
-    } else {
-        char *text = malloc(size + 1);
-        if (!text) {
-            rc = pn_error_set(PN_ERR_NOMEM, "%s: attribute '%s': out of memory", fname, name);
-        } else if (H5Aread(a, mem, text) < 0) {
-            rc = -1;
-        } else {
-            text[size] = '\0';
-            snprintf(buf, cap, "%s", text);
-        }
-        free(text);
+    switch (H5Iget_type(id)) {
+    case H5I_FILE: PN_HDF5_CHECK(rc, H5Fclose(id), "%s: closing failed", fname); break;
+    case H5I_DATASET: PN_HDF5_CHECK(rc, H5Dclose(id), "%s: closing failed", fname); break;
+    case H5I_DATASPACE: PN_HDF5_CHECK(rc, H5Sclose(id), "%s: closing failed", fname); break;
+    case H5I_DATATYPE: PN_HDF5_CHECK(rc, H5Tclose(id), "%s: closing failed", fname); break;
+    case H5I_ATTR: PN_HDF5_CHECK(rc, H5Aclose(id), "%s: closing failed", fname); break;
+    case H5I_GROUP: PN_HDF5_CHECK(rc, H5Gclose(id), "%s: closing failed", fname); break;
+    case H5I_GENPROP_LST: PN_HDF5_CHECK(rc, H5Pclose(id), "%s: closing failed", fname); break;
+    default: PN_HDF5_CHECK(rc, H5Idec_ref(id), "%s: closing failed", fname); break;
     }
-    if (mem >= 0) H5Tclose(mem);
-    if (rc == -1)
-        rc = pn_error_set(PN_ERR_IO, "%s: cannot read attribute '%s'%s", fname, name,
-                          pn_hdf5_reason(why));
-    return rc;
-}
-
-int pn_hdf5_read_attr_string(hid_t file, const char *fname, const char *name, char *buf,
-                             size_t cap)
-{
-    hid_t a, t;
-    if (cap) buf[0] = '\0';
-    pn_hdf5_lock();
-    int rc = open_attr(file, fname, name, H5T_STRING, "a string", &a, &t);
-    if (rc == 0) rc = read_string(a, t, fname, name, buf, cap);
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
     pn_hdf5_unlock();
     return rc;
 }
 
-int pn_hdf5_read_attr_int(hid_t file, const char *fname, const char *name, long *value)
+/* --- datasets -------------------------------------------------------------------------- */
+
+static hid_t file_type(pn_hdf5_type type)
 {
-    char why[256];
-    hid_t a, t;
-    pn_hdf5_lock();
-    int rc = open_attr(file, fname, name, H5T_INTEGER, "an integer", &a, &t);
-    if (rc == 0 && H5Aread(a, H5T_NATIVE_LONG, value) < 0)
-        rc = pn_error_set(PN_ERR_IO, "%s: cannot read attribute '%s'%s", fname, name,
-                          pn_hdf5_reason(why));
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
-    pn_hdf5_unlock();
-    return rc;
+    return type == PN_HDF5_FLOAT32 ? H5T_IEEE_F32LE : H5T_STD_I32LE;
+}
+
+static hid_t mem_type(pn_hdf5_type type)
+{
+    return type == PN_HDF5_FLOAT32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT;
+}
+
+static const char *type_label(pn_hdf5_type type)
+{
+    return type == PN_HDF5_FLOAT32 ? "float32" : "int32";
 }
 
 /* Chunk extents: chunk_rows samples (at least 1, at most all), whole samples, and
@@ -295,28 +176,30 @@ static void chunk_dims(int rank, const hsize_t *dims, hsize_t chunk_rows, hsize_
     while (chunk[0] > 1 && chunk[0] * sample_bytes > ((hsize_t)1 << 31)) chunk[0] /= 2;
 }
 
-int pn_hdf5_create_dataset(hid_t file, const char *fname, const char *name, pn_hdf5_type type,
-                           int rank, const hsize_t *dims, hsize_t chunk_rows, hid_t *out)
+/* Creates dataset name: chunked by chunk (NULL: contiguous), with fletcher32 when
+ * checksum; intermediate groups are created. */
+static int create(hid_t file, const char *fname, const char *name, pn_hdf5_type type, int rank,
+                  const hsize_t *dims, const hsize_t *chunk, bool checksum, hid_t *out)
 {
     *out = H5I_INVALID_HID;
     if (rank < 1 || rank > PN_HDF5_MAX_RANK)
         return pn_error_set(PN_ERR_INTERNAL, "%s: dataset '%s%s': rank %d not in 1..%d", fname,
                             slash(name), name, rank, PN_HDF5_MAX_RANK);
-    bool empty = false;
-    for (int k = 0; k < rank; k++) empty = empty || dims[k] == 0;
-    char why[256];
     int rc = 0;
     pn_hdf5_lock();
-    hid_t space = H5Screate_simple(rank, dims, NULL);
-    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), lcpl = H5Pcreate(H5P_LINK_CREATE);
-    hsize_t chunk[PN_HDF5_MAX_RANK];
-    if (!empty) chunk_dims(rank, dims, chunk_rows, chunk);
-    if (space < 0 || dcpl < 0 || lcpl < 0 || H5Pset_create_intermediate_group(lcpl, 1) < 0 ||
-        (!empty && H5Pset_chunk(dcpl, rank, chunk) < 0) ||
-        H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0 ||
-        (*out = H5Dcreate2(file, name, file_type(type), space, lcpl, dcpl, H5P_DEFAULT)) < 0)
-        rc = pn_error_set(PN_ERR_IO, "%s: cannot create dataset '%s%s'%s", fname, slash(name),
-                          name, pn_hdf5_reason(why));
+    hid_t space = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, lcpl = H5I_INVALID_HID;
+    const char *what = "%s: cannot create dataset '%s%s'";
+    PN_HDF5_CHECK(rc, space = H5Screate_simple(rank, dims, NULL), what, fname, slash(name), name);
+    PN_HDF5_CHECK(rc, dcpl = H5Pcreate(H5P_DATASET_CREATE), what, fname, slash(name), name);
+    PN_HDF5_CHECK(rc, lcpl = H5Pcreate(H5P_LINK_CREATE), what, fname, slash(name), name);
+    PN_HDF5_CHECK(rc, H5Pset_create_intermediate_group(lcpl, 1), what, fname, slash(name), name);
+    if (chunk) PN_HDF5_CHECK(rc, H5Pset_chunk(dcpl, rank, chunk), what, fname, slash(name), name);
+    if (checksum) PN_HDF5_CHECK(rc, H5Pset_fletcher32(dcpl), what, fname, slash(name), name);
+    PN_HDF5_CHECK(rc, H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), what, fname, slash(name),
+                  name);
+    PN_HDF5_CHECK(rc, *out = H5Dcreate2(file, name, file_type(type), space, lcpl, dcpl,
+                                        H5P_DEFAULT),
+                  what, fname, slash(name), name);
     if (lcpl >= 0) H5Pclose(lcpl);
     if (dcpl >= 0) H5Pclose(dcpl);
     if (space >= 0) H5Sclose(space);
@@ -324,31 +207,40 @@ int pn_hdf5_create_dataset(hid_t file, const char *fname, const char *name, pn_h
     return rc;
 }
 
+int pn_hdf5_create_dataset(hid_t file, const char *fname, const char *name, pn_hdf5_type type,
+                           int rank, const hsize_t *dims, hsize_t chunk_rows, hid_t *out)
+{
+    bool empty = false;
+    for (int k = 0; k < rank && k < PN_HDF5_MAX_RANK; k++) empty = empty || dims[k] == 0;
+    hsize_t chunk[PN_HDF5_MAX_RANK];
+    if (!empty && rank >= 1 && rank <= PN_HDF5_MAX_RANK) chunk_dims(rank, dims, chunk_rows, chunk);
+    return create(file, fname, name, type, rank, dims, empty ? NULL : chunk, false, out);
+}
+
 int pn_hdf5_write_rows(hid_t dset, const char *fname, const char *name, pn_hdf5_type type,
                        hsize_t row0, hsize_t rows, const void *data)
 {
     if (rows == 0) return 0;
-    char why[256];
-    int rc = 0;
+    int rc = 0, rank = -1;
     pn_hdf5_lock();
     hsize_t dims[H5S_MAX_RANK], start[H5S_MAX_RANK] = {row0};
-    hid_t fspace = H5Dget_space(dset), mspace = H5I_INVALID_HID;
-    int rank = fspace < 0 ? -1 : H5Sget_simple_extent_dims(fspace, dims, NULL);
-    if (rank < 1) {
-        rc = pn_error_set(PN_ERR_IO, "%s: dataset '%s%s': cannot read its shape%s", fname,
-                          slash(name), name, pn_hdf5_reason(why));
-    } else if (row0 + rows > dims[0]) {
+    hid_t fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
+    PN_HDF5_CHECK(rc, fspace = H5Dget_space(dset), "%s: dataset '%s%s': cannot read its shape",
+                  fname, slash(name), name);
+    PN_HDF5_CHECK(rc, rank = H5Sget_simple_extent_dims(fspace, dims, NULL),
+                  "%s: dataset '%s%s': cannot read its shape", fname, slash(name), name);
+    if (rc == 0 && (rank < 1 || row0 + rows > dims[0]))
         rc = pn_error_set(PN_ERR_INTERNAL, "%s: dataset '%s%s': rows %llu..%llu past its %llu",
                           fname, slash(name), name, (unsigned long long)row0,
-                          (unsigned long long)(row0 + rows), (unsigned long long)dims[0]);
-    } else {
-        dims[0] = rows;
-        if (H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, dims, NULL) < 0 ||
-            (mspace = H5Screate_simple(rank, dims, NULL)) < 0 ||
-            H5Dwrite(dset, mem_type(type), mspace, fspace, H5P_DEFAULT, data) < 0)
-            rc = pn_error_set(PN_ERR_IO, "%s: cannot write dataset '%s%s'%s", fname, slash(name),
-                              name, pn_hdf5_reason(why));
-    }
+                          (unsigned long long)(row0 + rows),
+                          (unsigned long long)(rank < 1 ? 0 : dims[0]));
+    dims[0] = rows;
+    const char *what = "%s: cannot write dataset '%s%s'";
+    PN_HDF5_CHECK(rc, H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, dims, NULL), what,
+                  fname, slash(name), name);
+    PN_HDF5_CHECK(rc, mspace = H5Screate_simple(rank, dims, NULL), what, fname, slash(name), name);
+    PN_HDF5_CHECK(rc, H5Dwrite(dset, mem_type(type), mspace, fspace, H5P_DEFAULT, data), what,
+                  fname, slash(name), name);
     if (mspace >= 0) H5Sclose(mspace);
     if (fspace >= 0) H5Sclose(fspace);
     pn_hdf5_unlock();
@@ -365,43 +257,43 @@ int pn_hdf5_write_dataset(hid_t file, const char *fname, const char *name, pn_hd
     return rc < 0 ? rc : rc_close;
 }
 
-int pn_hdf5_open_dataset(hid_t file, const char *fname, const char *name, const char *purpose,
-                         hid_t *out)
+int pn_hdf5_write_checksummed(hid_t file, const char *fname, const char *name, int rank,
+                              const hsize_t *dims, const hsize_t *chunk, const float *data)
 {
-    char why[256];
+    hid_t dset;
+    PN_TRY(create(file, fname, name, PN_HDF5_FLOAT32, rank, dims, chunk, true, &dset));
     int rc = 0;
     pn_hdf5_lock();
-    htri_t exists = H5Lexists(file, name, H5P_DEFAULT);
-    H5Eclear2(H5E_DEFAULT);
-    if (exists <= 0) {
-        rc = pn_error_set(PN_ERR_INVALID, "%s: no dataset '%s%s'%s%s%s", fname, slash(name), name,
-                          purpose ? " (" : "", purpose ? purpose : "", purpose ? ")" : "");
-    } else if ((*out = H5Dopen2(file, name, H5P_DEFAULT)) < 0) {
-        rc = pn_error_set(PN_ERR_INVALID, "%s: '%s%s' is not a dataset%s", fname, slash(name),
-                          name, pn_hdf5_reason(why));
-    }
+    PN_HDF5_CHECK(rc, H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data),
+                  "%s: cannot write dataset '%s'", fname, name);
+    PN_HDF5_CHECK(rc, H5Dclose(dset), "%s: cannot write dataset '%s'", fname, name);
     pn_hdf5_unlock();
+    if (rc < 0) pn_hdf5_close(dset, fname); /* after a failed write; a no-op once closed */
     return rc;
 }
 
-void pn_hdf5_type_name(hid_t t, char *buf, size_t cap)
+bool pn_hdf5_link_exists(hid_t file, const char *name)
 {
-    size_t bits = H5Tget_size(t) * 8;
-    switch (H5Tget_class(t)) {
-    case H5T_INTEGER:
-        snprintf(buf, cap, "%sint%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "u" : "", bits);
-        break;
-    case H5T_FLOAT: snprintf(buf, cap, "float%zu", bits); break;
-    case H5T_STRING: snprintf(buf, cap, "string"); break;
-    case H5T_COMPOUND: snprintf(buf, cap, "a compound type"); break;
-    case H5T_ENUM: snprintf(buf, cap, "an enum"); break;
-    case H5T_ARRAY: snprintf(buf, cap, "an array type"); break;
-    case H5T_VLEN: snprintf(buf, cap, "a variable-length type"); break;
-    case H5T_OPAQUE: snprintf(buf, cap, "an opaque type"); break;
-    case H5T_BITFIELD: snprintf(buf, cap, "a bitfield"); break;
-    case H5T_REFERENCE: snprintf(buf, cap, "references"); break;
-    default: snprintf(buf, cap, "an unknown type"); break;
-    }
+    pn_hdf5_lock();
+    htri_t exists = H5Lexists(file, name, H5P_DEFAULT);
+    H5Eclear2(H5E_DEFAULT); /* a missing group on the way fails: that is a "no" too */
+    pn_hdf5_unlock();
+    return exists > 0;
+}
+
+int pn_hdf5_open_dataset(hid_t file, const char *fname, const char *name, const char *purpose,
+                         hid_t *out)
+{
+    *out = H5I_INVALID_HID;
+    if (!pn_hdf5_link_exists(file, name))
+        return pn_error_set(PN_ERR_INVALID, "%s: no dataset '%s%s'%s%s%s", fname, slash(name),
+                            name, purpose ? " (" : "", purpose ? purpose : "", purpose ? ")" : "");
+    int rc = 0;
+    pn_hdf5_lock();
+    PN_HDF5_CHECK(rc, *out = H5Dopen2(file, name, H5P_DEFAULT), "%s: '%s%s' is not a dataset",
+                  fname, slash(name), name);
+    pn_hdf5_unlock();
+    return rc < 0 ? PN_ERR_INVALID : 0; /* the file's content, not I/O, is at fault */
 }
 
 static bool type_matches(hid_t t, pn_hdf5_type want)
@@ -427,14 +319,15 @@ static void append_shape(char *buf, size_t cap, size_t *len, int rank, const lon
 static int check_shape(hid_t dset, const char *fname, const char *name,
                        const pn_hdf5_shape *shapes, int n_shapes, int *which, hsize_t *dims)
 {
-    char why[256];
     hsize_t found[H5S_MAX_RANK];
-    hid_t space = H5Dget_space(dset);
-    int rank = space < 0 ? -1 : H5Sget_simple_extent_dims(space, found, NULL);
+    hid_t space = H5I_INVALID_HID;
+    int rc = 0, rank = -1;
+    const char *what = "%s: dataset '%s%s': cannot read its shape";
+    PN_HDF5_CHECK(rc, space = H5Dget_space(dset), what, fname, slash(name), name);
+    PN_HDF5_CHECK(rc, rank = H5Sget_simple_extent_dims(space, found, NULL), what, fname,
+                  slash(name), name);
     if (space >= 0) H5Sclose(space);
-    if (rank < 0)
-        return pn_error_set(PN_ERR_IO, "%s: dataset '%s%s': cannot read its shape%s", fname,
-                            slash(name), name, pn_hdf5_reason(why));
+    if (rc < 0) return rc;
     for (int s = 0; s < n_shapes; s++) {
         bool ok = shapes[s].rank == rank;
         for (int k = 0; ok && k < rank; k++)
@@ -461,21 +354,141 @@ static int check_shape(hid_t dset, const char *fname, const char *name,
 int pn_hdf5_check_dataset(hid_t dset, const char *fname, const char *name, pn_hdf5_type type,
                           const pn_hdf5_shape *shapes, int n_shapes, int *which, hsize_t *dims)
 {
-    char why[256], found[64];
-    int rc;
+    char found[64];
+    int rc = 0;
     pn_hdf5_lock();
-    hid_t t = H5Dget_type(dset);
-    if (t < 0) {
-        rc = pn_error_set(PN_ERR_IO, "%s: dataset '%s%s': cannot read its type%s", fname,
-                          slash(name), name, pn_hdf5_reason(why));
-    } else if (!type_matches(t, type)) {
+    hid_t t = H5I_INVALID_HID;
+    PN_HDF5_CHECK(rc, t = H5Dget_type(dset), "%s: dataset '%s%s': cannot read its type", fname,
+                  slash(name), name);
+    if (rc == 0 && !type_matches(t, type)) {
         pn_hdf5_type_name(t, found, sizeof found);
         rc = pn_error_set(PN_ERR_INVALID, "%s: dataset '%s%s': expected %s, found %s", fname,
-                          slash(name), name, type_name(type), found);
-    } else {
-        rc = check_shape(dset, fname, name, shapes, n_shapes, which, dims);
+                          slash(name), name, type_label(type), found);
     }
+    if (rc == 0) rc = check_shape(dset, fname, name, shapes, n_shapes, which, dims);
     if (t >= 0) H5Tclose(t);
     pn_hdf5_unlock();
     return rc;
+}
+
+int pn_hdf5_read_all(hid_t dset, const char *fname, const char *name, pn_hdf5_type type,
+                     void *out)
+{
+    int rc = 0;
+    pn_hdf5_lock();
+    PN_HDF5_CHECK(rc, H5Dread(dset, mem_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
+                  "%s: dataset '%s%s': checksum mismatch or unreadable data", fname, slash(name),
+                  name);
+    pn_hdf5_unlock();
+    return rc;
+}
+
+/* --- listings -------------------------------------------------------------------------- */
+
+typedef struct name_walk {
+    pn_hdf5_name_fn fn;
+    void *ctx;
+    int rc;
+} name_walk;
+
+static herr_t on_link(hid_t group, const char *name, const H5L_info_t *info, void *data)
+{
+    name_walk *w = data;
+    w->rc = w->fn(w->ctx, name);
+    return w->rc != 0 ? 1 : 0;
+}
+
+int pn_hdf5_list_group(hid_t file, const char *fname, const char *path, pn_hdf5_name_fn fn,
+                       void *ctx)
+{
+    name_walk w = {fn, ctx, 0};
+    int rc = 0;
+    pn_hdf5_lock();
+    hid_t group = H5I_INVALID_HID;
+    PN_HDF5_CHECK(rc, group = H5Gopen2(file, path, H5P_DEFAULT), "%s: '%s' is not a group",
+                  fname, path);
+    if (rc < 0) rc = PN_ERR_INVALID; /* the file's content, not I/O, is at fault */
+    PN_HDF5_CHECK(rc, H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, NULL, on_link, &w),
+                  "%s: group '%s': cannot list it", fname, path);
+    if (w.rc != 0) rc = w.rc;
+    if (group >= 0) H5Gclose(group);
+    pn_hdf5_unlock();
+    return rc;
+}
+
+typedef struct dataset_walk {
+    pn_hdf5_dataset_fn fn;
+    void *ctx;
+    int rc;
+} dataset_walk;
+
+/* Fills info from the open dataset dset. */
+static void describe_dataset(hid_t dset, pn_hdf5_dataset_info *info)
+{
+    hid_t t = H5Dget_type(dset), space = H5Dget_space(dset), dcpl = H5Dget_create_plist(dset);
+    snprintf(info->type, sizeof info->type, "?");
+    if (t >= 0) pn_hdf5_type_name(t, info->type, sizeof info->type);
+    info->rank = space < 0 ? -1 : H5Sget_simple_extent_dims(space, info->dims, NULL);
+    if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED) {
+        info->chunk_rank = H5Pget_chunk(dcpl, PN_HDF5_MAX_RANK + 4, info->chunk);
+        unsigned flags;
+        info->checksum = H5Pget_filter_by_id2(dcpl, H5Z_FILTER_FLETCHER32, &flags, NULL, NULL, 0,
+                                              NULL, NULL) >= 0;
+    }
+    H5Eclear2(H5E_DEFAULT);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (space >= 0) H5Sclose(space);
+    if (t >= 0) H5Tclose(t);
+}
+
+static herr_t on_object(hid_t root, const char *name, const H5L_info_t *info, void *data)
+{
+    dataset_walk *w = data;
+    pn_hdf5_dataset_info d = {.name = name};
+    hid_t obj = H5Oopen(root, name, H5P_DEFAULT);
+    if (obj < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        d.unreadable = true;
+        d.rank = -1;
+        w->rc = w->fn(w->ctx, &d);
+        return w->rc != 0;
+    }
+    if (H5Iget_type(obj) == H5I_DATASET) {
+        describe_dataset(obj, &d);
+        w->rc = w->fn(w->ctx, &d);
+    }
+    H5Oclose(obj);
+    return w->rc != 0;
+}
+
+int pn_hdf5_list_datasets(hid_t file, const char *fname, pn_hdf5_dataset_fn fn, void *ctx)
+{
+    dataset_walk w = {fn, ctx, 0};
+    int rc = 0;
+    pn_hdf5_lock();
+    PN_HDF5_CHECK(rc, H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, on_object, &w),
+                  "%s: cannot list its datasets", fname);
+    if (w.rc != 0) rc = w.rc;
+    pn_hdf5_unlock();
+    return rc;
+}
+
+void pn_hdf5_type_name(hid_t t, char *buf, size_t cap)
+{
+    size_t bits = H5Tget_size(t) * 8;
+    switch (H5Tget_class(t)) {
+    case H5T_INTEGER:
+        snprintf(buf, cap, "%sint%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "u" : "", bits);
+        break;
+    case H5T_FLOAT: snprintf(buf, cap, "float%zu", bits); break;
+    case H5T_STRING: snprintf(buf, cap, "string"); break;
+    case H5T_COMPOUND: snprintf(buf, cap, "a compound type"); break;
+    case H5T_ENUM: snprintf(buf, cap, "an enum"); break;
+    case H5T_ARRAY: snprintf(buf, cap, "an array type"); break;
+    case H5T_VLEN: snprintf(buf, cap, "a variable-length type"); break;
+    case H5T_OPAQUE: snprintf(buf, cap, "an opaque type"); break;
+    case H5T_BITFIELD: snprintf(buf, cap, "a bitfield"); break;
+    case H5T_REFERENCE: snprintf(buf, cap, "references"); break;
+    default: snprintf(buf, cap, "an unknown type"); break;
+    }
 }

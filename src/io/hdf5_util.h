@@ -1,13 +1,19 @@
-/* Small HDF5 helpers shared by src/io: the dataset reader, the importers and the
- * snapshot writer. Debian's HDF5 is not a thread-safe build and the reader prefetches
- * in a thread, so every HDF5 call in src/io runs under pn_hdf5_lock(); the helpers
- * below take that (recursive) lock themselves. Their messages name the file (fname)
- * and the dataset; HDF5's own error-stack printing is silenced. */
+/* The HDF5 helpers of src/io, the one module through which pipenet talks to HDF5
+ * about files, attributes and datasets (the dataset reader, the importers, the
+ * snapshot and model files, `pipenet inspect` and `infer`). hdf5_util.c holds the
+ * lock, errors, files and datasets; hdf5_attr.c the root attributes.
+ * Debian's HDF5 is not a thread-safe build and the reader prefetches in a thread,
+ * so every HDF5 call runs under pn_hdf5_lock(); the helpers take that (recursive)
+ * lock themselves. Their messages name the file (fname) and the object, and end
+ * with the HDF5 function that failed and HDF5's own reason; HDF5's error-stack
+ * printing is silenced. */
 #ifndef PN_HDF5_UTIL_H
 #define PN_HDF5_UTIL_H
 
 #include <hdf5.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum { PN_HDF5_MAX_RANK = 4 };
 
@@ -20,6 +26,8 @@ typedef struct pn_hdf5_shape {
     long dims[PN_HDF5_MAX_RANK];
 } pn_hdf5_shape;
 
+/* --- the lock and errors ------------------------------------------------------------ */
+
 /* Takes the process-wide HDF5 lock (recursive); a thread's first call also turns
  * off HDF5's automatic error printing. */
 void pn_hdf5_lock(void);
@@ -27,40 +35,84 @@ void pn_hdf5_lock(void);
 /* Releases one level of the HDF5 lock. */
 void pn_hdf5_unlock(void);
 
-/* HDF5's own description of the error it has just reported, as ": <why>" (or ""),
- * to append to a message; clears HDF5's error stack. Call it under the lock. */
+/* HDF5's own description of the error it has just reported (or ""); clears HDF5's
+ * error stack. Call it under the lock. */
 const char *pn_hdf5_reason(char buf[256]);
+
+/* Records "<what> (<function>: <HDF5's reason>)" as PN_ERR_IO, where function is
+ * the name called in call_text ("dset = H5Dopen2(...)" gives H5Dopen2), and returns
+ * PN_ERR_IO. Call it under the lock. */
+int pn_hdf5_fail(const char *call_text, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Runs call (an HDF5 call that returns a negative value on failure) when rc is still
+ * 0, and on failure sets rc to pn_hdf5_fail(call, fmt, ...): a chain of checked
+ * calls stops at the first failure, and the cleanup after it still runs. */
+#define PN_HDF5_CHECK(rc, call, ...)                                             \
+    do {                                                                         \
+        if ((rc) == 0 && (call) < 0) (rc) = pn_hdf5_fail(#call, __VA_ARGS__);   \
+    } while (0)
+
+/* --- files -------------------------------------------------------------------------- */
 
 /* Opens an existing HDF5 file read-only with file access list fapl (H5P_DEFAULT
  * or one with a chunk cache); errors read "cannot open 'x.h5': <why>". */
 int pn_hdf5_open_file(const char *path, hid_t fapl, hid_t *out);
 
-/* Creates (or truncates) an HDF5 file for writing; errors read
- * "cannot create 'x.h5': <why>". */
-int pn_hdf5_create_file(const char *path, hid_t *out);
+/* Creates (or truncates) an HDF5 file for writing. durable (snapshots, models):
+ * the HDF5 1.10 format, root attributes kept in the root group's checksummed object
+ * header (up to 16), and closing the file fails while one of its objects is open. */
+int pn_hdf5_create_file(const char *path, bool durable, hid_t *out);
 
 /* Closes any HDF5 object id (file, dataset, ...) under the lock; ids < 0 are
  * ignored. Returns 0, or PN_ERR_IO naming fname when closing fails (a file's
  * buffered data could not be written). */
 int pn_hdf5_close(hid_t id, const char *fname);
 
-/* Writes a variable-length UTF-8 string attribute on the root group. */
-int pn_hdf5_write_attr_string(hid_t file, const char *fname, const char *name,
-                              const char *value);
+/* --- root attributes (hdf5_attr.c) -------------------------------------------------- */
 
-/* Writes a 64-bit integer attribute on the root group. */
+/* 1 when the root group has attribute name, 0 when not, or a negative status. */
+int pn_hdf5_attr_exists(hid_t file, const char *fname, const char *name);
+
+/* Writes a UTF-8 string attribute on the root group (replacing one of that name):
+ * fixed_length stores it in the attribute itself (covered by the object header's
+ * checksum), otherwise as a variable-length string in HDF5's global heap. */
+int pn_hdf5_write_attr_string(hid_t file, const char *fname, const char *name,
+                              const char *value, bool fixed_length);
+
+/* Writes a signed 64-bit integer attribute on the root group. */
 int pn_hdf5_write_attr_int(hid_t file, const char *fname, const char *name, long value);
 
-/* Reads a string attribute of the root group into buf (cap bytes, NUL-terminated,
- * cut to fit). */
+/* Writes an unsigned integer attribute of 32 or 64 bits on the root group. */
+int pn_hdf5_write_attr_uint(hid_t file, const char *fname, const char *name, uint64_t value,
+                            int bits);
+
+/* Reads a string attribute (fixed- or variable-length) of any length into *out
+ * (malloc'd); a missing attribute is PN_ERR_INVALID "no attribute 'x'". */
+int pn_hdf5_read_attr_text(hid_t file, const char *fname, const char *name, char **out);
+
+/* The same into buf (cap bytes, NUL-terminated, cut to fit). */
 int pn_hdf5_read_attr_string(hid_t file, const char *fname, const char *name, char *buf,
                              size_t cap);
 
-/* Reads an integer attribute of the root group. */
+/* Reads an integer attribute as a long. */
 int pn_hdf5_read_attr_int(hid_t file, const char *fname, const char *name, long *value);
 
+/* Reads an integer attribute that is unsigned, or signed and not negative. */
+int pn_hdf5_read_attr_uint(hid_t file, const char *fname, const char *name, uint64_t *value);
+
+/* Calls fn for every root attribute in name order with its type ("int64", "string",
+ * ...) and its value shown in one line (a number, a quoted first line of a string,
+ * or the shape of an array); a non-zero return of fn stops the walk. */
+typedef int (*pn_hdf5_attr_fn)(void *ctx, const char *name, const char *type,
+                               const char *value);
+int pn_hdf5_list_attrs(hid_t file, const char *fname, pn_hdf5_attr_fn fn, void *ctx);
+
+/* --- datasets ----------------------------------------------------------------------- */
+
 /* Creates dataset name of type with extents dims[rank], chunked by chunk_rows
- * samples along the first dimension; *out is the open dataset. */
+ * samples along the first dimension; *out is the open dataset. Groups on the way
+ * are created. */
 int pn_hdf5_create_dataset(hid_t file, const char *fname, const char *name, pn_hdf5_type type,
                            int rank, const hsize_t *dims, hsize_t chunk_rows, hid_t *out);
 
@@ -73,6 +125,15 @@ int pn_hdf5_write_rows(hid_t dset, const char *fname, const char *name, pn_hdf5_
 int pn_hdf5_write_dataset(hid_t file, const char *fname, const char *name, pn_hdf5_type type,
                           int rank, const hsize_t *dims, hsize_t chunk_rows, const void *data);
 
+/* Creates float32 dataset name [dims] in chunks of chunk[rank], each with HDF5's
+ * fletcher32 checksum, and writes data (dense, native floats). */
+int pn_hdf5_write_checksummed(hid_t file, const char *fname, const char *name, int rank,
+                              const hsize_t *dims, const hsize_t *chunk, const float *data);
+
+/* True when file has a link (dataset or group) at name; false when not, also when a
+ * group on the way is missing. */
+bool pn_hdf5_link_exists(hid_t file, const char *name);
+
 /* Opens dataset name of file; a missing one is an error that names the file, the
  * dataset and, when purpose is not NULL, why it is wanted ("the model's input 'y'
  * reads it"). */
@@ -83,6 +144,33 @@ int pn_hdf5_open_dataset(hid_t file, const char *fname, const char *name, const 
  * the matching shape and dims (PN_HDF5_MAX_RANK entries) receives the extents. */
 int pn_hdf5_check_dataset(hid_t dset, const char *fname, const char *name, pn_hdf5_type type,
                           const pn_hdf5_shape *shapes, int n_shapes, int *which, hsize_t *dims);
+
+/* Reads all of dset into out (native type); a failure is a checksum mismatch
+ * (fletcher32) or damaged data, and says so. */
+int pn_hdf5_read_all(hid_t dset, const char *fname, const char *name, pn_hdf5_type type,
+                     void *out);
+
+/* Calls fn with the name of every link of group path, in name order; a non-zero
+ * return of fn stops the walk and is returned. */
+typedef int (*pn_hdf5_name_fn)(void *ctx, const char *name);
+int pn_hdf5_list_group(hid_t file, const char *fname, const char *path, pn_hdf5_name_fn fn,
+                       void *ctx);
+
+/* What `pipenet inspect` shows of one dataset. */
+typedef struct pn_hdf5_dataset_info {
+    const char *name;                 /* path below the root, without the leading '/' */
+    char type[32];                    /* "float32", "uint8", "string", ... */
+    int rank;                         /* -1 when the shape cannot be read */
+    hsize_t dims[PN_HDF5_MAX_RANK + 4];
+    int chunk_rank;                   /* 0: not chunked */
+    hsize_t chunk[PN_HDF5_MAX_RANK + 4];
+    bool checksum;                    /* fletcher32 */
+    bool unreadable;                  /* the object could not be opened */
+} pn_hdf5_dataset_info;
+
+/* Calls fn for every dataset of the file, groups walked recursively in name order. */
+typedef int (*pn_hdf5_dataset_fn)(void *ctx, const pn_hdf5_dataset_info *info);
+int pn_hdf5_list_datasets(hid_t file, const char *fname, pn_hdf5_dataset_fn fn, void *ctx);
 
 /* "float32", "uint8", "string", "a compound type", ... for a file datatype (the
  * caller holds the lock). */

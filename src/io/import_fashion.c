@@ -164,7 +164,7 @@ static int write_split(const char *tmp, idx_file *images, idx_file *labels_file,
                        const int32_t *labels)
 {
     hid_t file, features = H5I_INVALID_HID;
-    PN_TRY(pn_hdf5_create_file(tmp, &file));
+    PN_TRY(pn_hdf5_create_file(tmp, false, &file));
     hsize_t dims[2] = {(hsize_t)images->count, PIXELS};
     char source[2 * PATH_MAX + 64];
     snprintf(source, sizeof source, "Fashion-MNIST IDX from %s and %s", images->path,
@@ -186,7 +186,7 @@ static int write_split(const char *tmp, idx_file *images, idx_file *labels_file,
     if (rc == 0)
         rc = pn_hdf5_write_dataset(file, tmp, "labels", PN_HDF5_INT32, 1, dims, CHUNK_ROWS,
                                    labels);
-    if (rc == 0) rc = pn_hdf5_write_attr_string(file, tmp, "source", source);
+    if (rc == 0) rc = pn_hdf5_write_attr_string(file, tmp, "source", source, false);
     if (rc == 0) rc = pn_hdf5_write_attr_int(file, tmp, "num_classes", NUM_CLASSES);
     int rc_close = pn_hdf5_close(file, tmp);
     return rc < 0 ? rc : rc_close;

@@ -145,7 +145,6 @@ static int read_field(pn_reader *r, field *f, long rows, void *out)
     hsize_t count[PN_HDF5_MAX_RANK];
     for (int k = 1; k < f->rank; k++) count[k] = f->dims[k];
     hid_t type = f->ids ? H5T_NATIVE_INT : H5T_NATIVE_FLOAT;
-    char why[256];
     int rc = 0;
     pn_hdf5_lock();
     for (long k = 0; k < rows && rc == 0;) {
@@ -156,11 +155,13 @@ static int read_field(pn_reader *r, field *f, long rows, void *out)
         fstart[0] = (hsize_t)order[k].row;
         mstart[0] = (hsize_t)order[k].pos;
         count[0] = (hsize_t)run;
-        if (H5Sselect_hyperslab(f->fspace, H5S_SELECT_SET, fstart, NULL, count, NULL) < 0 ||
-            H5Sselect_hyperslab(f->mspace, H5S_SELECT_SET, mstart, NULL, count, NULL) < 0 ||
-            H5Dread(f->dset, type, f->mspace, f->fspace, H5P_DEFAULT, out) < 0)
-            rc = pn_error_set(PN_ERR_IO, "%s: cannot read dataset '/%s' (rows from %ld)%s",
-                              r->path, f->name, order[k].row, pn_hdf5_reason(why));
+        const char *what = "%s: cannot read dataset '/%s' (rows from %ld)";
+        PN_HDF5_CHECK(rc, H5Sselect_hyperslab(f->fspace, H5S_SELECT_SET, fstart, NULL, count, NULL),
+                      what, r->path, f->name, order[k].row);
+        PN_HDF5_CHECK(rc, H5Sselect_hyperslab(f->mspace, H5S_SELECT_SET, mstart, NULL, count, NULL),
+                      what, r->path, f->name, order[k].row);
+        PN_HDF5_CHECK(rc, H5Dread(f->dset, type, f->mspace, f->fspace, H5P_DEFAULT, out), what,
+                      r->path, f->name, order[k].row);
         k += run;
     }
     pn_hdf5_unlock();
@@ -294,15 +295,17 @@ static bool is_prime(size_t n)
  * Unfiltered chunks keep the file's empty cache, so HDF5 reads only the rows asked. */
 static int tune_cache(pn_reader *r, field *f)
 {
-    char why[256], filter_name[64] = "";
-    int rc = 0;
-    hid_t dcpl = H5Dget_create_plist(f->dset), dapl = H5I_INVALID_HID;
-    H5D_layout_t layout = dcpl < 0 ? H5D_LAYOUT_ERROR : H5Pget_layout(dcpl);
-    int nfilters = layout == H5D_CHUNKED ? H5Pget_nfilters(dcpl) : 0;
+    char filter_name[64] = "";
+    int rc = 0, nfilters = 0;
+    hid_t dcpl = H5I_INVALID_HID, dapl = H5I_INVALID_HID;
+    H5D_layout_t layout = H5D_LAYOUT_ERROR;
     hsize_t chunk[PN_HDF5_MAX_RANK];
-    if (layout < 0 || nfilters < 0 || (nfilters > 0 && H5Pget_chunk(dcpl, f->rank, chunk) < 0))
-        rc = pn_error_set(PN_ERR_IO, "%s: dataset '/%s': cannot read its layout%s", r->path,
-                          f->name, pn_hdf5_reason(why));
+    const char *what = "%s: dataset '/%s': cannot read its layout";
+    PN_HDF5_CHECK(rc, dcpl = H5Dget_create_plist(f->dset), what, r->path, f->name);
+    PN_HDF5_CHECK(rc, layout = H5Pget_layout(dcpl), what, r->path, f->name);
+    if (layout == H5D_CHUNKED) PN_HDF5_CHECK(rc, nfilters = H5Pget_nfilters(dcpl), what, r->path,
+                                             f->name);
+    if (nfilters > 0) PN_HDF5_CHECK(rc, H5Pget_chunk(dcpl, f->rank, chunk), what, r->path, f->name);
     for (int i = 0; rc == 0 && i < nfilters; i++) {
         unsigned flags, config;
         size_t n_values = 0;
@@ -320,11 +323,11 @@ static int tune_cache(pn_reader *r, field *f)
         size_t bytes = total < FILTERED_CACHE_MAX ? total : FILTERED_CACHE_MAX;
         size_t slots = 100 * (bytes / chunk_bytes + 1) + 1;
         while (!is_prime(slots)) slots += 2;
-        if ((dapl = H5Pcreate(H5P_DATASET_ACCESS)) < 0 ||
-            H5Pset_chunk_cache(dapl, slots, bytes, 0.75) < 0 || H5Dclose(f->dset) < 0 ||
-            (f->dset = H5Dopen2(r->file, f->name, dapl)) < 0)
-            rc = pn_error_set(PN_ERR_IO, "%s: dataset '/%s': cannot set its chunk cache%s",
-                              r->path, f->name, pn_hdf5_reason(why));
+        what = "%s: dataset '/%s': cannot set its chunk cache";
+        PN_HDF5_CHECK(rc, dapl = H5Pcreate(H5P_DATASET_ACCESS), what, r->path, f->name);
+        PN_HDF5_CHECK(rc, H5Pset_chunk_cache(dapl, slots, bytes, 0.75), what, r->path, f->name);
+        PN_HDF5_CHECK(rc, H5Dclose(f->dset), what, r->path, f->name);
+        PN_HDF5_CHECK(rc, f->dset = H5Dopen2(r->file, f->name, dapl), what, r->path, f->name);
     }
     if (dapl >= 0) H5Pclose(dapl);
     if (dcpl >= 0) H5Pclose(dcpl);
@@ -338,7 +341,7 @@ static int open_field(pn_reader *r, int i, const pn_reader_field *spec)
     f->name = spec->dataset[0] == '/' ? spec->dataset + 1 : spec->dataset;
     f->ids = spec->shape.ids;
     f->elems = (size_t)spec->shape.seq * (f->ids ? 1 : (size_t)spec->shape.width);
-    char purpose[160], why[256];
+    char purpose[160];
     if (spec->input)
         snprintf(purpose, sizeof purpose, "the model's input '%s' reads it", spec->input);
     PN_TRY(pn_hdf5_open_dataset(r->file, r->path, f->name, spec->input ? purpose : NULL,
@@ -354,10 +357,9 @@ static int open_field(pn_reader *r, int i, const pn_reader_field *spec)
     hsize_t mdims[PN_HDF5_MAX_RANK];
     memcpy(mdims, f->dims, sizeof mdims);
     mdims[0] = (hsize_t)r->opt.count;
-    if (rc == 0 && ((f->fspace = H5Dget_space(f->dset)) < 0 ||
-                    (f->mspace = H5Screate_simple(f->rank, mdims, NULL)) < 0))
-        rc = pn_error_set(PN_ERR_IO, "%s: dataset '/%s': cannot make its dataspaces%s",
-                          r->path, f->name, pn_hdf5_reason(why));
+    const char *what = "%s: dataset '/%s': cannot make its dataspaces";
+    PN_HDF5_CHECK(rc, f->fspace = H5Dget_space(f->dset), what, r->path, f->name);
+    PN_HDF5_CHECK(rc, f->mspace = H5Screate_simple(f->rank, mdims, NULL), what, r->path, f->name);
     pn_hdf5_unlock();
     return rc;
 }
@@ -390,19 +392,14 @@ static int load_cache(pn_reader *r)
     size_t total = 0;
     for (int f = 0; f < r->n_fields; f++) total += (size_t)r->samples * r->fields[f].elems * 4;
     if (total > r->opt.cache_bytes) return 0;
-    char why[256];
     int rc = 0;
     for (int i = 0; rc == 0 && i < r->n_fields; i++) {
         field *f = &r->fields[i];
         if (!(f->cache = malloc((size_t)r->samples * f->elems * 4 + 1)))
             return pn_error_set(PN_ERR_NOMEM, "%s: out of memory caching dataset '/%s'",
                                 r->path, f->name);
-        pn_hdf5_lock();
-        if (H5Dread(f->dset, f->ids ? H5T_NATIVE_INT : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL,
-                    H5P_DEFAULT, f->cache) < 0)
-            rc = pn_error_set(PN_ERR_IO, "%s: cannot read dataset '/%s'%s", r->path, f->name,
-                              pn_hdf5_reason(why));
-        pn_hdf5_unlock();
+        rc = pn_hdf5_read_all(f->dset, r->path, f->name, f->ids ? PN_HDF5_INT32 : PN_HDF5_FLOAT32,
+                              f->cache);
     }
     return rc;
 }
@@ -448,16 +445,16 @@ int pn_reader_open(pn_reader **out, const char *path, const pn_reader_field *fie
     pthread_cond_init(&r->wake, NULL);
     pthread_cond_init(&r->done, NULL);
 
-    char why[256];
     int rc = 0;
     pn_hdf5_lock();
     /* HDF5's default 1 MiB chunk cache loads a whole chunk for every random row
      * (77 MB read for a 128-row batch of Fashion-MNIST); with w0 = 1 it never
      * evicts and grows to the whole dataset. No cache reads just the rows. */
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl < 0 || H5Pset_cache(fapl, 0, 1, 0, 0.75) < 0)
-        rc = pn_error_set(PN_ERR_IO, "%s: cannot make a file access list%s", path,
-                          pn_hdf5_reason(why));
+    hid_t fapl = H5I_INVALID_HID;
+    PN_HDF5_CHECK(rc, fapl = H5Pcreate(H5P_FILE_ACCESS), "%s: cannot make a file access list",
+                  path);
+    PN_HDF5_CHECK(rc, H5Pset_cache(fapl, 0, 1, 0, 0.75), "%s: cannot make a file access list",
+                  path);
     if (rc == 0) rc = pn_hdf5_open_file(path, fapl, &r->file);
     if (fapl >= 0) H5Pclose(fapl);
     pn_hdf5_unlock();
@@ -556,4 +553,12 @@ int pn_reader_permutation(const pn_reader *r, long epoch, long *out)
         return pn_error_set(PN_ERR_INVALID, "%s: no permutation for epoch %ld", r->path, epoch);
     make_permutation(r->samples, r->opt.shuffle, r->opt.seed, epoch, out);
     return 0;
+}
+
+int pn_reader_probe(const char *path, const char *const *datasets, int n, bool *exists)
+{
+    hid_t file;
+    PN_TRY(pn_hdf5_open_file(path, H5P_DEFAULT, &file));
+    for (int i = 0; i < n; i++) exists[i] = pn_hdf5_link_exists(file, datasets[i]);
+    return pn_hdf5_close(file, path);
 }

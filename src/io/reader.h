@@ -62,6 +62,9 @@ int pn_reader_seek(pn_reader *r, long epoch, long index);
  * the next epoch (batch->epoch tells). */
 int pn_reader_next(pn_reader *r, const pn_batch **batch);
 
+/* Which of datasets[0 .. n) the dataset file at path holds, into exists[]. */
+int pn_reader_probe(const char *path, const char *const *datasets, int n, bool *exists);
+
 /* The permutation of epoch (length pn_reader_samples), for tests and tools. */
 int pn_reader_permutation(const pn_reader *r, long epoch, long *out);
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "io/snapshot_file.h"
 #include "layers/layer_types.h"
 #include "pipeline/network.h"
 

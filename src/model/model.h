@@ -4,7 +4,7 @@
 #ifndef PN_MODEL_H
 #define PN_MODEL_H
 
-#include "io/snapshot.h"
+#include "io/train_state.h"
 #include "pipeline/graph.h"
 #include "pipenet.h"
 

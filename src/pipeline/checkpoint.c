@@ -11,7 +11,8 @@
 #include <sys/stat.h>
 
 #include "base/error.h"
-#include "io/snapshot.h"
+#include "io/snapshot_dir.h"
+#include "io/snapshot_file.h"
 #include "mpi/mpi_check.h"
 
 enum { NAME_CAP = 256, TAG_COUNT = 11, TAG_NAME, TAG_SHAPE, TAG_DATA };
@@ -109,12 +110,10 @@ static int write_on_root(const pn_grid *g, const pn_params *params, const char *
     }
     int gathered = gather(g, params, st); /* always, so senders are released */
     if (rc == PN_OK) rc = gathered;
-    if (rc == PN_OK && mkdir(dir, 0777) != 0 && errno != EEXIST)
-        rc = pn_error_set(PN_ERR_IO, "cannot create snapshot directory '%s': %s", dir,
-                          strerror(errno));
+    if (rc == PN_OK) rc = pn_snapshot_dir_create(dir);
     if (rc == PN_OK) {
         pn_snapshot_path(dir, mark.step, path, cap);
-        rc = pn_snapshot_write(path, st);
+        rc = pn_snapshot_write(path, st, NULL);
     }
     if (rc == PN_OK) rc = pn_snapshot_prune(dir, keep);
     pn_train_state_free(st);

@@ -1,0 +1,71 @@
+/* The predictions file of `pipenet infer` (predictions.h). */
+#include "io/predictions.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "io/hdf5_util.h"
+
+struct pn_predictions {
+    char *path, *tmp;
+    hid_t file, predictions, scores;
+};
+
+int pn_predictions_create(pn_predictions **out, const char *path, long n, int seq, int classes,
+                          int chunk_rows, const char *model, const char *data)
+{
+    *out = NULL;
+    pn_predictions *w = calloc(1, sizeof *w);
+    size_t len = strlen(path) + 32;
+    if (!w || !(w->path = strdup(path)) || !(w->tmp = malloc(len))) {
+        if (w) free(w->path);
+        free(w);
+        return pn_error_set(PN_ERR_NOMEM, "out of memory for '%s'", path);
+    }
+    snprintf(w->tmp, len, "%s.tmp-%ld", path, (long)getpid());
+    w->file = w->predictions = w->scores = H5I_INVALID_HID;
+    *out = w;
+    PN_TRY(pn_hdf5_create_file(w->tmp, false, &w->file));
+    /* [N, classes], or [N, seq, classes] for sequence outputs */
+    hsize_t dims[3] = {(hsize_t)n, (hsize_t)seq, (hsize_t)classes};
+    int rank = seq > 1 ? 2 : 1;
+    if (seq == 1) dims[1] = (hsize_t)classes;
+    PN_TRY(pn_hdf5_create_dataset(w->file, w->tmp, "predictions", PN_HDF5_INT32, rank, dims,
+                                  (hsize_t)chunk_rows, &w->predictions));
+    PN_TRY(pn_hdf5_create_dataset(w->file, w->tmp, "scores", PN_HDF5_FLOAT32, rank + 1, dims,
+                                  (hsize_t)chunk_rows, &w->scores));
+    PN_TRY(pn_hdf5_write_attr_string(w->file, w->tmp, "source", "pipenet infer", false));
+    PN_TRY(pn_hdf5_write_attr_string(w->file, w->tmp, "model", model, false));
+    return pn_hdf5_write_attr_string(w->file, w->tmp, "data", data, false);
+}
+
+int pn_predictions_write(pn_predictions *w, long row0, int rows, const int *predictions,
+                         const float *scores)
+{
+    PN_TRY(pn_hdf5_write_rows(w->predictions, w->tmp, "predictions", PN_HDF5_INT32,
+                              (hsize_t)row0, (hsize_t)rows, predictions));
+    return pn_hdf5_write_rows(w->scores, w->tmp, "scores", PN_HDF5_FLOAT32, (hsize_t)row0,
+                              (hsize_t)rows, scores);
+}
+
+int pn_predictions_close(pn_predictions *w, bool keep)
+{
+    if (!w) return PN_OK;
+    int rc = pn_hdf5_close(w->scores, w->tmp);
+    int rc2 = pn_hdf5_close(w->predictions, w->tmp);
+    int rc3 = pn_hdf5_close(w->file, w->tmp);
+    if (rc == PN_OK) rc = rc2;
+    if (rc == PN_OK) rc = rc3;
+    if (keep && rc == PN_OK && rename(w->tmp, w->path) != 0)
+        rc = pn_error_set(PN_ERR_IO, "cannot rename '%s' to '%s': %s", w->tmp, w->path,
+                          strerror(errno));
+    if (!keep || rc < 0) unlink(w->tmp);
+    free(w->path);
+    free(w->tmp);
+    free(w);
+    return rc;
+}

@@ -1,0 +1,213 @@
+/* Snapshot files on disk (snapshot_dir.h): the durable write (temporary name,
+ * fsync, rename, fsync of the directory) and the directory of a run's snapshots,
+ * scanned by name: snapshot-<step>.h5, and snapshot-*.tmp-<pid> while being written. */
+#include "io/snapshot_dir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "io/snapshot_file.h"
+
+static const char SNAPSHOT_PREFIX[] = "snapshot-";
+
+/* fsyncs path (a file or, with O_DIRECTORY, a directory). */
+static int sync_path(const char *path, int flags, const char *what)
+{
+    int fd = open(path, O_RDONLY | flags);
+    if (fd < 0)
+        return pn_error_set(PN_ERR_IO, "cannot open %s '%s' to sync it: %s", what, path,
+                            strerror(errno));
+    int rc = 0;
+    if (fsync(fd) != 0)
+        rc = pn_error_set(PN_ERR_IO, "cannot sync %s '%s': %s", what, path, strerror(errno));
+    close(fd);
+    return rc;
+}
+
+/* The directory holding path ("." when path has no '/'). */
+static void parent_dir(const char *path, char *out, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(out, cap, ".");
+    else if (slash == path)
+        snprintf(out, cap, "/");
+    else
+        snprintf(out, cap, "%.*s", (int)(slash - path), path);
+}
+
+int pn_snapshot_write(const char *path, const pn_train_state *st, const char *format)
+{
+    char tmp[PATH_MAX + 32], dir[PATH_MAX];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid()) >= sizeof tmp)
+        return pn_error_set(PN_ERR_INVALID, "path too long: %s", path);
+    int rc = pn_snapshot_file_write(tmp, st, format);
+    if (rc == 0) rc = sync_path(tmp, 0, "file");
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = pn_error_set(PN_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path,
+                          strerror(errno));
+    if (rc < 0) {
+        unlink(tmp);
+        return rc;
+    }
+    parent_dir(path, dir, sizeof dir);
+    return sync_path(dir, O_DIRECTORY, "directory");
+}
+
+int pn_snapshot_dir_create(const char *dir)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return pn_error_set(PN_ERR_IO, "cannot create snapshot directory '%s': %s", dir,
+                            strerror(errno));
+    return 0;
+}
+
+void pn_snapshot_path(const char *dir, long step, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/%s%010ld.h5", dir, SNAPSHOT_PREFIX, step);
+}
+
+/* One snapshot-<step>.h5 of a directory. */
+typedef struct snap_file {
+    long step;
+    char name[NAME_MAX + 1];
+} snap_file;
+
+/* The step of file name when it is exactly what pn_snapshot_path makes, else -1. */
+static long snapshot_step(const char *name)
+{
+    size_t prefix = sizeof SNAPSHOT_PREFIX - 1;
+    if (strncmp(name, SNAPSHOT_PREFIX, prefix) || name[prefix] < '0' || name[prefix] > '9')
+        return -1;
+    char *end, canonical[NAME_MAX + 1];
+    errno = 0;
+    long step = strtol(name + prefix, &end, 10);
+    if (errno || strcmp(end, ".h5")) return -1;
+    snprintf(canonical, sizeof canonical, "%s%010ld.h5", SNAPSHOT_PREFIX, step);
+    return strcmp(canonical, name) ? -1 : step;
+}
+
+/* The pid of a temporary file snapshot-*.tmp-<pid>, else -1. */
+static long temporary_pid(const char *name)
+{
+    const char *tag = strstr(name, ".tmp-");
+    if (strncmp(name, SNAPSHOT_PREFIX, sizeof SNAPSHOT_PREFIX - 1) || !tag) return -1;
+    while (strstr(tag + 1, ".tmp-")) tag = strstr(tag + 1, ".tmp-");
+    char *end;
+    errno = 0;
+    long pid = strtol(tag + 5, &end, 10);
+    return errno || end == tag + 5 || *end || pid <= 0 ? -1 : pid;
+}
+
+static int newest_first(const void *a, const void *b)
+{
+    long x = ((const snap_file *)a)->step, y = ((const snap_file *)b)->step;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The snapshots of dir, newest first (*files malloc'd), and optionally the dead
+ * writers' temporary files deleted on the way. */
+static int list_snapshots(const char *dir, snap_file **files, int *n, bool drop_temporaries)
+{
+    *files = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return pn_error_set(PN_ERR_IO, "cannot open directory '%s': %s", dir, strerror(errno));
+    int cap = 0, rc = 0;
+    for (struct dirent *e; rc == 0 && (errno = 0, e = readdir(d));) {
+        long pid = drop_temporaries ? temporary_pid(e->d_name) : -1;
+        if (pid > 0 && pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+            char path[PATH_MAX + NAME_MAX + 2];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            if (unlink(path) != 0 && errno != ENOENT)
+                rc = pn_error_set(PN_ERR_IO, "cannot delete '%s': %s", path, strerror(errno));
+            continue;
+        }
+        long step = snapshot_step(e->d_name);
+        if (step < 0) continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            snap_file *grown = realloc(*files, (size_t)cap * sizeof *grown);
+            if (!grown) {
+                rc = pn_error_set(PN_ERR_NOMEM, "out of memory listing '%s'", dir);
+                break;
+            }
+            *files = grown;
+        }
+        (*files)[*n].step = step;
+        snprintf((*files)[*n].name, sizeof (*files)[*n].name, "%s", e->d_name);
+        (*n)++;
+    }
+    if (rc == 0 && errno)
+        rc = pn_error_set(PN_ERR_IO, "cannot list directory '%s': %s", dir, strerror(errno));
+    closedir(d);
+    if (rc == 0 && *n > 1) qsort(*files, (size_t)*n, sizeof **files, newest_first);
+    if (rc < 0) {
+        free(*files);
+        *files = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+int pn_snapshot_latest(const char *dir, char *out, size_t cap)
+{
+    snap_file *files;
+    int n;
+    if (cap) out[0] = '\0';
+    PN_TRY(list_snapshots(dir, &files, &n, false));
+    if (n == 0) {
+        free(files);
+        return pn_error_set(PN_ERR_IO, "no snapshots in %s", dir);
+    }
+    char refused[1024] = "";
+    size_t used = 0;
+    for (int i = 0; i < n; i++) {
+        char path[PATH_MAX + NAME_MAX + 2];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
+        pn_train_state *st;
+        if (pn_snapshot_read(path, PN_FORMAT_SNAPSHOT, &st) == 0) {
+            pn_train_state_free(st);
+            free(files);
+            if ((size_t)snprintf(out, cap, "%s", path) >= cap)
+                return pn_error_set(PN_ERR_INVALID, "path too long: %s", path);
+            pn_error_clear();
+            return 0;
+        }
+        if (used < sizeof refused) {
+            int k = snprintf(refused + used, sizeof refused - used, "%s%s", used ? "; " : "",
+                             pn_error_message());
+            used += k > 0 ? (size_t)k : 0;
+        }
+    }
+    free(files);
+    return pn_error_set(PN_ERR_IO, "no usable snapshot in %s (%d refused): %s", dir, n, refused);
+}
+
+int pn_snapshot_prune(const char *dir, int keep)
+{
+    if (keep < 0) return pn_error_set(PN_ERR_INVALID, "cannot keep %d snapshots", keep);
+    snap_file *files;
+    int n, rc = 0;
+    PN_TRY(list_snapshots(dir, &files, &n, true));
+    for (int i = keep; rc == 0 && i < n; i++) {
+        char path[PATH_MAX + NAME_MAX + 2];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
+        if (unlink(path) != 0 && errno != ENOENT)
+            rc = pn_error_set(PN_ERR_IO, "cannot delete '%s': %s", path, strerror(errno));
+    }
+    free(files);
+    return rc;
+}

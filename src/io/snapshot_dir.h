@@ -1,0 +1,31 @@
+/* Snapshot files on disk: writing one so that a crash never leaves a half file
+ * under its final name (a temporary name "<path>.tmp-<pid>", fsync, rename, fsync of
+ * the directory), and the snapshot directory of a run: dir/snapshot-<step>.h5, the
+ * newest one that verifies, pruning old ones and dead writers' temporaries. */
+#ifndef PN_SNAPSHOT_DIR_H
+#define PN_SNAPSHOT_DIR_H
+
+#include <stddef.h>
+
+#include "io/train_state.h"
+
+/* Writes st (as format, NULL: st's own) to path through a temporary name, fsynced
+ * and renamed; the directory is fsynced too. On failure the temporary is removed
+ * and whatever path held before is untouched. */
+int pn_snapshot_write(const char *path, const pn_train_state *st, const char *format);
+
+/* Creates the snapshot directory dir when it does not exist yet. */
+int pn_snapshot_dir_create(const char *dir);
+
+/* dir/snapshot-<step, 10 digits>.h5 */
+void pn_snapshot_path(const char *dir, long step, char *out, size_t cap);
+
+/* The newest snapshot of dir that opens and verifies (by step), into out; an error
+ * when there is none (the message lists what was refused and why). */
+int pn_snapshot_latest(const char *dir, char *out, size_t cap);
+
+/* Deletes all but the newest keep snapshots of dir (by step), and the temporary
+ * files snapshot-*.tmp-<pid> whose writer process is gone (on this host). */
+int pn_snapshot_prune(const char *dir, int keep);
+
+#endif

@@ -1,0 +1,402 @@
+/* The snapshot and model file format (snapshot_file.h): a pn_train_state written as
+ * root attributes and one checksummed dataset per parameter and slot; read back by
+ * listing /params, reading every dataset into one block per array (values, each
+ * slot) and verifying each checksum and the config's CRC-32. */
+#include "io/snapshot_file.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "base/error.h"
+#include "io/hdf5_util.h"
+
+enum {
+    FORMAT_VERSION = 1,
+    CHUNK_FLOATS = 1 << 18, /* at most 1 MiB of float32 per chunk */
+    NAME_CAP = 512          /* "/optimizer/<layer>/<param>/<slot>" */
+};
+
+static bool known_format(const char *format)
+{
+    return !strcmp(format, PN_FORMAT_SNAPSHOT) || !strcmp(format, PN_FORMAT_MODEL);
+}
+
+/* zlib's CRC-32 of text (what Python's zlib.crc32 gives for its bytes). */
+static uint64_t text_crc32(const char *text)
+{
+    return crc32_z(crc32_z(0, Z_NULL, 0), (const Bytef *)text, strlen(text));
+}
+
+/* --- writing ------------------------------------------------------------------------- */
+
+/* Splits n into equal pieces of at most cap (edge chunks are stored whole). */
+static hsize_t even_piece(hsize_t n, hsize_t cap)
+{
+    hsize_t pieces = (n + cap - 1) / cap;
+    return (n + pieces - 1) / pieces;
+}
+
+/* Writes float32 dataset name ([cols] when rows is 1, else [rows, cols]) in chunks
+ * of at most 1 MiB, each with a fletcher32 checksum. */
+static int write_floats(hid_t file, const char *fname, const char *name, int rows, int cols,
+                        const float *data)
+{
+    int rank = rows == 1 ? 1 : 2;
+    hsize_t dims[2], chunk[2];
+    if (rank == 1) {
+        dims[0] = (hsize_t)cols;
+        chunk[0] = even_piece(dims[0], CHUNK_FLOATS);
+    } else {
+        dims[0] = (hsize_t)rows;
+        dims[1] = (hsize_t)cols;
+        chunk[1] = even_piece(dims[1], CHUNK_FLOATS);
+        chunk[0] = even_piece(dims[0], CHUNK_FLOATS / chunk[1] ? CHUNK_FLOATS / chunk[1] : 1);
+    }
+    return pn_hdf5_write_checksummed(file, fname, name, rank, dims, chunk, data);
+}
+
+/* The slot names joined by commas (malloc'd). */
+static char *join_slots(const pn_train_state *st)
+{
+    size_t len = 1;
+    for (int s = 0; s < st->n_slot_names; s++) len += strlen(st->slot_names[s]) + 1;
+    char *text = malloc(len);
+    if (!text) return NULL;
+    text[0] = '\0';
+    for (int s = 0; s < st->n_slot_names; s++) {
+        if (s) strcat(text, ",");
+        strcat(text, st->slot_names[s]);
+    }
+    return text;
+}
+
+static int write_attributes(hid_t file, const char *fname, const pn_train_state *st,
+                            bool snapshot)
+{
+    PN_TRY(pn_hdf5_write_attr_string(file, fname, "format",
+                                     snapshot ? PN_FORMAT_SNAPSHOT : PN_FORMAT_MODEL, true));
+    PN_TRY(pn_hdf5_write_attr_int(file, fname, "version", FORMAT_VERSION));
+    PN_TRY(pn_hdf5_write_attr_int(file, fname, "step", st->step));
+    PN_TRY(pn_hdf5_write_attr_int(file, fname, "epoch", st->epoch));
+    PN_TRY(pn_hdf5_write_attr_int(file, fname, "batch_index", st->batch_index));
+    PN_TRY(pn_hdf5_write_attr_uint(file, fname, "seed", st->seed, 64));
+    const char *config = st->config ? st->config : "";
+    PN_TRY(pn_hdf5_write_attr_string(file, fname, "config", config, true));
+    PN_TRY(pn_hdf5_write_attr_uint(file, fname, "config_crc32", text_crc32(config), 32));
+    if (!snapshot) return 0;
+    char *slots = join_slots(st);
+    if (!slots) return pn_error_set(PN_ERR_NOMEM, "%s: out of memory for the slot names", fname);
+    int rc = pn_hdf5_write_attr_string(file, fname, "slots", slots, true);
+    free(slots);
+    return rc;
+}
+
+/* Checks what st must hold before a byte is written. */
+static int check_state(const char *path, const pn_train_state *st, bool snapshot)
+{
+    if (!known_format(st->format))
+        return pn_error_set(PN_ERR_INVALID, "%s: unknown state format '%s'", path, st->format);
+    if (snapshot && strcmp(st->format, PN_FORMAT_SNAPSHOT))
+        return pn_error_set(PN_ERR_INVALID, "%s: a %s cannot be written as a snapshot", path,
+                            st->format);
+    for (int s = 0; s < st->n_slot_names; s++)
+        if (!pn_train_state_valid_slot_name(st->slot_names[s]))
+            return pn_error_set(PN_ERR_INVALID, "%s: bad optimizer slot name '%s'", path,
+                                st->slot_names[s]);
+    if (st->step < 0 || st->epoch < 0 || st->batch_index < 0)
+        return pn_error_set(PN_ERR_INVALID, "%s: negative counter (step %ld, epoch %ld, "
+                            "batch_index %ld)", path, st->step, st->epoch, st->batch_index);
+    for (int i = 0; i < st->n_params; i++) {
+        const pn_state_param *p = &st->params[i];
+        size_t need = strlen("/optimizer/") + strlen(p->name) + 1;
+        for (int s = 0; snapshot && s < st->n_slot_names; s++)
+            if (strlen(st->slot_names[s]) + need >= NAME_CAP)
+                return pn_error_set(PN_ERR_INVALID, "%s: parameter '%s': name too long", path,
+                                    p->name);
+        if (need >= NAME_CAP)
+            return pn_error_set(PN_ERR_INVALID, "%s: parameter '%s': name too long", path,
+                                p->name);
+    }
+    return 0;
+}
+
+int pn_snapshot_file_write(const char *path, const pn_train_state *st, const char *format)
+{
+    bool snapshot = !strcmp(format ? format : st->format, PN_FORMAT_SNAPSHOT);
+    if (format && !known_format(format))
+        return pn_error_set(PN_ERR_INVALID, "%s: unknown format '%s'", path, format);
+    PN_TRY(check_state(path, st, snapshot));
+    hid_t file;
+    PN_TRY(pn_hdf5_create_file(path, true, &file));
+    int rc = write_attributes(file, path, st, snapshot);
+    char name[NAME_CAP];
+    for (int i = 0; rc == 0 && i < st->n_params; i++) {
+        const pn_state_param *p = &st->params[i];
+        snprintf(name, sizeof name, "/params/%s", p->name);
+        rc = write_floats(file, path, name, p->rows, p->cols, p->value);
+        for (int s = 0; snapshot && rc == 0 && s < st->n_slot_names; s++) {
+            snprintf(name, sizeof name, "/optimizer/%s/%s", p->name, st->slot_names[s]);
+            rc = write_floats(file, path, name, p->rows, p->cols, p->slots[s]);
+        }
+    }
+    int rc_close = pn_hdf5_close(file, path);
+    return rc < 0 ? rc : rc_close;
+}
+
+/* --- reading ------------------------------------------------------------------------- */
+
+/* Reads counter attribute name (>= 0); a missing one is 0 when optional. */
+static int read_counter(hid_t file, const char *fname, const char *name, bool optional,
+                        long *value)
+{
+    *value = 0;
+    int rc = pn_hdf5_attr_exists(file, fname, name);
+    if (rc < 0) return rc;
+    if (rc == 0)
+        return optional ? 0 : pn_error_set(PN_ERR_INVALID, "%s: no attribute '%s'", fname, name);
+    PN_TRY(pn_hdf5_read_attr_int(file, fname, name, value));
+    if (*value < 0)
+        return pn_error_set(PN_ERR_INVALID, "%s: attribute '%s' is negative (%ld)", fname, name,
+                            *value);
+    return 0;
+}
+
+/* Reads unsigned attribute name into *value (0 and *found false when it is missing
+ * and optional). */
+static int read_unsigned(hid_t file, const char *fname, const char *name, bool optional,
+                         uint64_t *value, bool *found)
+{
+    *value = 0;
+    int rc = pn_hdf5_attr_exists(file, fname, name);
+    *found = rc > 0;
+    if (rc < 0) return rc;
+    if (rc == 0)
+        return optional ? 0 : pn_error_set(PN_ERR_INVALID, "%s: no attribute '%s'", fname, name);
+    return pn_hdf5_read_attr_uint(file, fname, name, value);
+}
+
+/* Checks format (against expect when not NULL) and version; fills format. */
+static int read_format(hid_t file, const char *fname, const char *expect, char *format,
+                       size_t cap)
+{
+    int rc = pn_hdf5_attr_exists(file, fname, "format");
+    if (rc == 0)
+        return pn_error_set(PN_ERR_INVALID, "%s: not a pipenet file (no 'format' attribute)",
+                            fname);
+    if (rc < 0) return rc;
+    PN_TRY(pn_hdf5_read_attr_string(file, fname, "format", format, cap));
+    if (!known_format(format))
+        return pn_error_set(PN_ERR_INVALID, "%s: not a pipenet file (format '%s')", fname,
+                            format);
+    if (expect && strcmp(format, expect))
+        return pn_error_set(PN_ERR_INVALID, "%s: is a %s, expected a %s", fname, format, expect);
+    long version;
+    PN_TRY(read_counter(file, fname, "version", false, &version));
+    if (version != FORMAT_VERSION)
+        return pn_error_set(PN_ERR_INVALID, "%s: %s version %ld, this pipenet reads version %d",
+                            fname, format, version, FORMAT_VERSION);
+    return 0;
+}
+
+/* Splits the comma-joined slot names text into st's slot names. */
+static int parse_slots(const char *fname, char *text, pn_train_state *st)
+{
+    const char *names[PN_STATE_MAX_SLOTS];
+    int n = 0;
+    for (char *p = text; text[0];) {
+        char *end = strchr(p, ',');
+        if (end) *end = '\0';
+        if (n == PN_STATE_MAX_SLOTS)
+            return pn_error_set(PN_ERR_INVALID, "%s: attribute 'slots' names more than %d slots",
+                                fname, n);
+        names[n++] = p;
+        if (!end) break;
+        p = end + 1;
+    }
+    int rc = pn_train_state_set_slots(st, n, names);
+    return rc < 0 ? pn_error_wrap(rc, "%s: attribute 'slots'", fname) : 0;
+}
+
+/* The parameters of a file as they are found: names, shapes and offsets in the
+ * blocks the data is read into. */
+typedef struct param_list {
+    pn_param *items;
+    int n, cap;
+    size_t floats;     /* the blocks' length */
+    const char *fname;
+    const char *layer; /* while listing one layer's group */
+} param_list;
+
+static int push_name(void *ctx, const char *name)
+{
+    param_list *list = ctx;
+    if (list->n == list->cap) {
+        int cap = list->cap ? 2 * list->cap : 16;
+        pn_param *grown = realloc(list->items, (size_t)cap * sizeof *grown);
+        if (!grown) return pn_error_set(PN_ERR_NOMEM, "%s: out of memory for names", list->fname);
+        list->items = grown;
+        list->cap = cap;
+    }
+    size_t len = strlen(list->layer ? list->layer : "") + strlen(name) + 2;
+    char *full = malloc(len);
+    if (!full) return pn_error_set(PN_ERR_NOMEM, "%s: out of memory for names", list->fname);
+    snprintf(full, len, list->layer ? "%s/%s" : "%s%s", list->layer ? list->layer : "", name);
+    list->items[list->n++] = (pn_param){.name = full};
+    return 0;
+}
+
+static void free_list(param_list *list)
+{
+    for (int i = 0; i < list->n; i++) free(list->items[i].name);
+    free(list->items);
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(((const pn_param *)a)->name, ((const pn_param *)b)->name);
+}
+
+/* Every "<layer>/<param>" under /params, sorted by name. */
+static int list_params(hid_t file, const char *fname, param_list *params)
+{
+    if (!pn_hdf5_link_exists(file, "/params"))
+        return pn_error_set(PN_ERR_INVALID, "%s: no group '/params'", fname);
+    param_list layers = {.fname = fname};
+    int rc = pn_hdf5_list_group(file, fname, "/params", push_name, &layers);
+    for (int i = 0; rc == 0 && i < layers.n; i++) {
+        char path[NAME_CAP];
+        if ((size_t)snprintf(path, sizeof path, "/params/%s", layers.items[i].name) >= sizeof path)
+            rc = pn_error_set(PN_ERR_INVALID, "%s: group '/params/%s': name too long", fname,
+                              layers.items[i].name);
+        params->layer = layers.items[i].name;
+        if (rc == 0) rc = pn_hdf5_list_group(file, fname, path, push_name, params);
+    }
+    params->layer = NULL;
+    free_list(&layers);
+    if (rc == 0 && params->n > 1)
+        qsort(params->items, (size_t)params->n, sizeof *params->items, compare_names);
+    return rc;
+}
+
+/* Opens float32 dataset name. With *rows, *cols set (> 0) its shape must be [*cols]
+ * (when *rows is 1) or [*rows, *cols]; otherwise it may be [n] or [rows, cols] and
+ * is returned there. With out, reads the data into it. */
+static int read_floats(hid_t file, const char *fname, const char *name, const char *purpose,
+                       int *rows, int *cols, float *out)
+{
+    static const pn_hdf5_shape any_shape[2] = {{1, {-1}}, {2, {-1, -1}}};
+    bool fixed = *rows > 0;
+    pn_hdf5_shape exact = {*rows == 1 ? 1 : 2, {*rows == 1 ? *cols : *rows, *cols}};
+    hid_t dset;
+    PN_TRY(pn_hdf5_open_dataset(file, fname, name, purpose, &dset));
+    int which;
+    hsize_t dims[PN_HDF5_MAX_RANK];
+    int rc = pn_hdf5_check_dataset(dset, fname, name, PN_HDF5_FLOAT32, fixed ? &exact : any_shape,
+                                   fixed ? 1 : 2, &which, dims);
+    if (rc == 0 && !fixed) {
+        hsize_t r = which == 0 ? 1 : dims[0], c = which == 0 ? dims[0] : dims[1];
+        if (r == 0 || c == 0 || r > INT_MAX || c > INT_MAX)
+            rc = pn_error_set(PN_ERR_INVALID, "%s: dataset '%s': shape %llu x %llu not usable",
+                              fname, name, (unsigned long long)r, (unsigned long long)c);
+        *rows = (int)r;
+        *cols = (int)c;
+    }
+    if (rc == 0 && out) rc = pn_hdf5_read_all(dset, fname, name, PN_HDF5_FLOAT32, out);
+    int rc_close = pn_hdf5_close(dset, fname);
+    return rc < 0 ? rc : rc_close;
+}
+
+/* Reads every parameter (and slot) of the file into st: shapes first, then the data
+ * into one block per array. */
+static int read_params(hid_t file, const char *fname, pn_train_state *st)
+{
+    param_list list = {.fname = fname};
+    int rc = list_params(file, fname, &list), n_arrays = 1 + st->n_slot_names;
+    char path[NAME_CAP], purpose[NAME_CAP + 64];
+    for (int i = 0; rc == 0 && i < list.n; i++) {
+        pn_param *p = &list.items[i];
+        snprintf(path, sizeof path, "/params/%s", p->name);
+        rc = read_floats(file, fname, path, NULL, &p->rows, &p->cols, NULL);
+        p->offset = list.floats;
+        list.floats += (size_t)p->rows * (size_t)p->cols;
+    }
+    float *arrays[1 + PN_STATE_MAX_SLOTS] = {NULL};
+    for (int a = 0; rc == 0 && a < n_arrays; a++)
+        if (!(arrays[a] = malloc((list.floats ? list.floats : 1) * sizeof(float))))
+            rc = pn_error_set(PN_ERR_NOMEM, "%s: out of memory for %zu floats", fname,
+                              list.floats);
+    for (int i = 0; rc == 0 && i < list.n; i++) {
+        pn_param *p = &list.items[i];
+        snprintf(path, sizeof path, "/params/%s", p->name);
+        rc = read_floats(file, fname, path, NULL, &p->rows, &p->cols, arrays[0] + p->offset);
+        for (int s = 0; rc == 0 && s < st->n_slot_names; s++) {
+            if ((size_t)snprintf(path, sizeof path, "/optimizer/%s/%s", p->name,
+                                 st->slot_names[s]) >= sizeof path)
+                rc = pn_error_set(PN_ERR_INVALID, "%s: parameter '%s': name too long", fname,
+                                  p->name);
+            snprintf(purpose, sizeof purpose, "slot '%s' of parameter '%s'", st->slot_names[s],
+                     p->name);
+            if (rc == 0)
+                rc = read_floats(file, fname, path, purpose, &p->rows, &p->cols,
+                                 arrays[1 + s] + p->offset);
+        }
+    }
+    if (rc == 0) {
+        rc = pn_train_state_adopt(st, list.items, list.n, arrays);
+    } else {
+        for (int a = 0; a < n_arrays; a++) free(arrays[a]);
+    }
+    free_list(&list);
+    return rc;
+}
+
+/* Reads everything of the open file into a new state *out. */
+static int read_file(hid_t file, const char *fname, const char *expect, pn_train_state **out)
+{
+    char format[32];
+    PN_TRY(read_format(file, fname, expect, format, sizeof format));
+    PN_TRY(pn_train_state_create(out, format));
+    pn_train_state *st = *out;
+    bool optional = strcmp(format, PN_FORMAT_SNAPSHOT) != 0;
+    PN_TRY(read_counter(file, fname, "step", optional, &st->step));
+    PN_TRY(read_counter(file, fname, "epoch", optional, &st->epoch));
+    PN_TRY(read_counter(file, fname, "batch_index", optional, &st->batch_index));
+    bool found;
+    PN_TRY(read_unsigned(file, fname, "seed", optional, &st->seed, &found));
+    PN_TRY(pn_hdf5_read_attr_text(file, fname, "config", &st->config));
+    uint64_t crc;
+    PN_TRY(read_unsigned(file, fname, "config_crc32", optional, &crc, &found));
+    if (found && crc != text_crc32(st->config))
+        return pn_error_set(PN_ERR_IO, "%s: attribute 'config': checksum mismatch (its CRC-32 is "
+                            "0x%08llx, attribute 'config_crc32' says 0x%08llx)", fname,
+                            (unsigned long long)text_crc32(st->config), (unsigned long long)crc);
+    if (!optional) {
+        char *slots;
+        PN_TRY(pn_hdf5_read_attr_text(file, fname, "slots", &slots));
+        int rc = parse_slots(fname, slots, st);
+        free(slots);
+        PN_TRY(rc);
+    }
+    return read_params(file, fname, st);
+}
+
+int pn_snapshot_read(const char *path, const char *expect_format, pn_train_state **out)
+{
+    *out = NULL;
+    hid_t file;
+    PN_TRY(pn_hdf5_open_file(path, H5P_DEFAULT, &file));
+    pn_train_state *st = NULL;
+    int rc = read_file(file, path, expect_format, &st);
+    int rc_close = pn_hdf5_close(file, path);
+    if (rc == 0) rc = rc_close;
+    if (rc < 0) {
+        pn_train_state_free(st);
+        return rc;
+    }
+    *out = st;
+    return 0;
+}
