@@ -4,7 +4,8 @@
  * floats). Under `mpirun -np P` the model is cut into P stages, so rank 0 gathers
  * the other stages' state; with one rank nothing is sent. Prints medians of several
  * rounds; the directory (default /dev/shm, where the file system costs little and
- * the gather shows) decides what the write costs.
+ * the gather shows) decides what the write costs. Between save and load the arena
+ * is overwritten, and after the load it must hold the saved bits again.
  *
  * usage: [mpirun -np P] bench_snapshot [MODEL.json] [--dir DIR] [--rounds R] */
 #include <mpi.h>
@@ -15,9 +16,11 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "math/ops.h"
 #include "io/snapshot_dir.h"
 #include "io/snapshot_file.h"
-#include "mpi/grid.h"
+#include "mpi/comm.h"
+#include "mpi/job_mpi.h"
 #include "pipeline/checkpoint.h"
 #include "pipeline/graph.h"
 #include "pipeline/network.h"
@@ -32,6 +35,31 @@
             MPI_Abort(MPI_COMM_WORLD, 1);                                                 \
         }                                                                                 \
     } while (0)
+
+/* A checksum of this rank's arena: values and every slot. */
+static unsigned long long arena_sum(const pn_params *p)
+{
+    size_t n = pn_params_size(p);
+    float *host = malloc(n * sizeof *host + 1);
+    unsigned long long h = 1469598103934665603ULL;
+    for (int a = -1; a < pn_params_n_slots(p); a++) {
+        pn_matrix m = a < 0 ? pn_params_all_values(p) : pn_params_all_slot(p, a);
+        CHECK(pn_matrix_read(&m, host));
+        const unsigned char *b = (const unsigned char *)host;
+        for (size_t i = 0; i < n * sizeof *host; i++) h = (h ^ b[i]) * 1099511628211ULL;
+    }
+    free(host);
+    return h;
+}
+
+/* Overwrites the arena, so that a load has to bring everything back. */
+static void scramble(pn_params *p)
+{
+    for (int a = -1; a < pn_params_n_slots(p); a++) {
+        pn_matrix m = a < 0 ? pn_params_all_values(p) : pn_params_all_slot(p, a);
+        CHECK(pn_fill(&m, 0.5f));
+    }
+}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -73,9 +101,12 @@ int main(int argc, char **argv)
     CHECK(pn_train_config_from_json(pn_graph_train_spec(g), model, &cfg));
     cfg.optimizer.total_steps = 1000;
     pn_plan *plan;
-    pn_grid *grid;
+    pn_job *job;
+    pn_comm *comm;
     CHECK(pn_plan_build(&plan, g, size));
-    CHECK(pn_grid_create(&grid, MPI_COMM_WORLD, size));
+    CHECK(pn_job_wrap(MPI_COMM_WORLD, &job));
+    CHECK(pn_comm_create(&comm, job, size));
+    const pn_grid *grid = pn_comm_grid(comm);
 
     /* This rank's stage: its layers over one arena, with the optimizer's slots. */
     bool *member = calloc((size_t)g->n_nodes, sizeof *member);
@@ -86,6 +117,13 @@ int main(int argc, char **argv)
     pn_network_options o = {.member = member, .device = pn_device_host(), .init = true, .seed = 1};
     CHECK(pn_network_build(g, &o, &params, &net));
     CHECK(pn_optimizer_create(&opt, &cfg.optimizer, params));
+    /* slots that are not all zero, so that loading them is checked too */
+    for (int s = 0; s < pn_params_n_slots(params); s++) {
+        pn_matrix slot = pn_params_all_slot(params, s), values = pn_params_all_values(params);
+        CHECK(pn_copy(&values, &slot));
+        CHECK(pn_scale(&slot, (float)(s + 2)));
+    }
+    unsigned long long saved = arena_sum(params);
     long floats = (long)pn_params_elements(params), total = 0;
     MPI_Allreduce(&floats, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
 
@@ -96,14 +134,21 @@ int main(int argc, char **argv)
         pn_progress_mark mark = {r + 1, 0, 0}, got;
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = pn_now();
-        CHECK(pn_checkpoint_save(grid, params, config, 1, mark, dir, 2, path, sizeof path));
+        CHECK(pn_checkpoint_save(comm, params, config, 1, mark, dir, 2, path, sizeof path));
+        MPI_Barrier(MPI_COMM_WORLD);
+        save[r] = pn_now() - t0;
+        char used[1200];
+        scramble(params);
         MPI_Barrier(MPI_COMM_WORLD);
         double t1 = pn_now();
-        char used[1200];
-        CHECK(pn_checkpoint_load(grid, params, "auto", dir, &got, used, sizeof used));
+        CHECK(pn_checkpoint_load(comm, params, "auto", dir, &got, used, sizeof used));
         MPI_Barrier(MPI_COMM_WORLD);
-        save[r] = t1 - t0;
         load[r] = pn_now() - t1;
+        if (arena_sum(params) != saved) {
+            fprintf(stderr, "bench_snapshot: rank %d: the loaded state differs from the saved one\n",
+                    rank);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
     }
     if (rank == 0) {
         printf("snapshot of %s: %ld parameters x %d arrays (values + %d slots) = %.1f MB, "
@@ -131,7 +176,8 @@ int main(int argc, char **argv)
     pn_network_free(net);
     pn_params_free(params);
     pn_plan_free(plan);
-    pn_grid_free(grid);
+    pn_comm_free(comm);
+    pn_job_free(job);
     pn_graph_free(g);
     MPI_Finalize();
     return 0;

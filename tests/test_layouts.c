@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "base/rng.h"
 #include "io/hdf5_util.h"
+#include "mpi/job_mpi.h"
 #include "pipeline/graph.h"
 #include "pipeline/schedule.h"
 #include "pipeline/trainer.h"
@@ -96,7 +97,11 @@ static int gather_params(void *arg, const pn_params *params)
             int count = p->rows * p->cols;
             MPI_Send(name, 64, MPI_CHAR, 0, 2, g->comm);
             MPI_Send(&count, 1, MPI_INT, 0, 3, g->comm);
-            MPI_Send(pn_params_value(params, i).data, count, MPI_FLOAT, 0, 4, g->comm);
+            float *v = malloc((size_t)count * sizeof(float));
+            pn_matrix m = pn_params_value(params, i);
+            pn_matrix_read(&m, v);
+            MPI_Send(v, count, MPI_FLOAT, 0, 4, g->comm);
+            free(v);
         }
         return PN_OK;
     }
@@ -195,7 +200,10 @@ static int run_layout(const char *model, const char *data, layout l, int schedul
         gather_ctx ctx = {comm, &out->params};
         pn_train_hooks hooks = {1, gather_params, &ctx};
         pn_train_result result = {0};
-        if (rc == PN_OK) rc = pn_train(g, &cfg, comm, &hooks, &result);
+        pn_job *job = NULL;
+        if (rc == PN_OK) rc = pn_job_wrap(comm, &job);
+        if (rc == PN_OK) rc = pn_train(g, &cfg, job, &hooks, &result);
+        pn_job_free(job);
         if (rc < 0 && rc != PN_ERR_PEER) fprintf(stderr, "rank %d: %s\n", rank, pn_error_message());
         for (int s = 0; result.losses && s < cfg.steps; s++) out->losses[s] = result.losses[s];
         out->hash = result.param_hash;

@@ -1,7 +1,6 @@
 /* `pipenet train MODEL.json`: training defaults from the model's "train" object,
  * overridden by options, then the trainer. */
 #include <getopt.h>
-#include <mpi.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 #include "base/error.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "mpi/job.h"
 #include "pipeline/graph.h"
 #include "pipeline/schedule.h"
 #include "pipeline/trainer.h"
@@ -167,16 +167,14 @@ static void apply(const overrides *o, pn_train_config *cfg)
 /* Ends the job after a failure: the rank that owns the error prints it once. When
  * every rank knows of the failure (model, options, setup) they all leave cleanly;
  * otherwise peers may be waiting on this rank, so it aborts the job. */
-static int fail_job(int rc, bool together)
+static int fail_job(pn_job *job, int rc, bool together)
 {
-    int size = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (rc != PN_ERR_PEER) {
         pn_cli_fail(pn_error_message());
         fflush(stderr);
-        if (size > 1 && !together) MPI_Abort(MPI_COMM_WORLD, 1);
+        if (pn_job_size(job) > 1 && !together) pn_job_abort(job, 1);
     }
-    MPI_Finalize();
+    pn_job_finalize(job);
     return 1;
 }
 
@@ -191,12 +189,12 @@ int pn_cmd_train(int argc, char **argv)
     if (parsed < 0) return 2;
     const char *path;
     if (pn_opt_model_argument(argc, argv, "train", usage, &path)) return 2;
-    if (MPI_Init(NULL, NULL) != MPI_SUCCESS) return pn_cli_fail("MPI_Init failed");
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    pn_job *job;
+    if (pn_job_init(NULL, NULL, &job) < 0) return pn_cli_fail(pn_error_message());
+    int rank = pn_job_rank(job);
     pn_graph *g;
     int rc = pn_graph_load(&g, path); /* the same file, so the same outcome on every rank */
-    if (rc < 0) return fail_job(rank == 0 ? rc : PN_ERR_PEER, true);
+    if (rc < 0) return fail_job(job, rank == 0 ? rc : PN_ERR_PEER, true);
     pn_train_config cfg;
     pn_train_config_default(&cfg);
     rc = pn_train_config_from_json(pn_graph_train_spec(g), path, &cfg);
@@ -204,11 +202,11 @@ int pn_cmd_train(int argc, char **argv)
     if (rc < 0 && rank != 0) rc = PN_ERR_PEER;
     if (rc == PN_OK) {
         apply(&o, &cfg);
-        rc = pn_train(g, &cfg, MPI_COMM_WORLD, NULL, &result);
+        rc = pn_train(g, &cfg, job, NULL, &result);
         free(result.losses);
     }
     pn_graph_free(g);
-    if (rc < 0) return fail_job(rc, result.failed_together);
-    MPI_Finalize();
+    if (rc < 0) return fail_job(job, rc, result.failed_together);
+    pn_job_finalize(job);
     return 0;
 }

@@ -324,15 +324,16 @@ static int read_params(hid_t file, const char *fname, pn_train_state *st)
         p->offset = list.floats;
         list.floats += (size_t)p->rows * (size_t)p->cols;
     }
-    float *arrays[1 + PN_STATE_MAX_SLOTS] = {NULL};
-    for (int a = 0; rc == 0 && a < n_arrays; a++)
-        if (!(arrays[a] = malloc((list.floats ? list.floats : 1) * sizeof(float))))
-            rc = pn_error_set(PN_ERR_NOMEM, "%s: out of memory for %zu floats", fname,
-                              list.floats);
+    size_t stride = list.floats;
+    float *image = NULL;
+    if (rc == 0 && !(image = malloc((size_t)n_arrays * (stride ? stride : 1) * sizeof(float))))
+        rc = pn_error_set(PN_ERR_NOMEM, "%s: out of memory for %d x %zu floats", fname, n_arrays,
+                          stride);
+    if (rc == 0) rc = pn_train_state_keep(st, image);
     for (int i = 0; rc == 0 && i < list.n; i++) {
         pn_param *p = &list.items[i];
         snprintf(path, sizeof path, "/params/%s", p->name);
-        rc = read_floats(file, fname, path, NULL, &p->rows, &p->cols, arrays[0] + p->offset);
+        rc = read_floats(file, fname, path, NULL, &p->rows, &p->cols, image + p->offset);
         for (int s = 0; rc == 0 && s < st->n_slot_names; s++) {
             if ((size_t)snprintf(path, sizeof path, "/optimizer/%s/%s", p->name,
                                  st->slot_names[s]) >= sizeof path)
@@ -342,14 +343,10 @@ static int read_params(hid_t file, const char *fname, pn_train_state *st)
                      p->name);
             if (rc == 0)
                 rc = read_floats(file, fname, path, purpose, &p->rows, &p->cols,
-                                 arrays[1 + s] + p->offset);
+                                 image + (1 + (size_t)s) * stride + p->offset);
         }
     }
-    if (rc == 0) {
-        rc = pn_train_state_adopt(st, list.items, list.n, arrays);
-    } else {
-        for (int a = 0; a < n_arrays; a++) free(arrays[a]);
-    }
+    if (rc == 0) rc = pn_train_state_adopt(st, list.items, list.n, image, stride);
     free_list(&list);
     return rc;
 }

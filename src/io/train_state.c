@@ -116,7 +116,7 @@ static int check_new(pn_train_state *st, const char *name, int rows, int cols, i
         st->params = grown;
     }
     if (blocks == 0) return 0;
-    float **more = realloc(st->blocks, (size_t)(st->n_blocks + blocks) * sizeof *more);
+    void **more = realloc(st->blocks, (size_t)(st->n_blocks + blocks) * sizeof *more);
     if (!more) return pn_error_set(PN_ERR_NOMEM, "out of memory for parameter '%s'", name);
     st->blocks = more;
     return 0;
@@ -149,22 +149,31 @@ int pn_train_state_add(pn_train_state *st, const char *name, int rows, int cols,
     return 0;
 }
 
-int pn_train_state_adopt(pn_train_state *st, const pn_param *index, int count, float **arrays)
+int pn_train_state_keep(pn_train_state *st, void *block)
 {
-    int n_arrays = 1 + st->n_slot_names, rc = 0;
-    float **more = realloc(st->blocks, (size_t)(st->n_blocks + n_arrays) * sizeof *more);
+    void **more = realloc(st->blocks, (size_t)(st->n_blocks + 1) * sizeof *more);
     if (!more) {
-        for (int a = 0; a < n_arrays; a++) free(arrays[a]);
+        free(block);
         return pn_error_set(PN_ERR_NOMEM, "out of memory for a training state");
     }
     st->blocks = more;
-    for (int a = 0; a < n_arrays; a++) st->blocks[st->n_blocks++] = arrays[a];
+    st->blocks[st->n_blocks++] = block;
+    return 0;
+}
+
+int pn_train_state_adopt(pn_train_state *st, const pn_param *index, int count,
+                         const float *image, size_t stride)
+{
+    int rc = 0;
     for (int i = 0; rc == 0 && i < count; i++) {
         const pn_param *q = &index[i];
         rc = check_new(st, q->name, q->rows, q->cols, 0);
+        if (rc == 0 && q->offset + (size_t)q->rows * (size_t)q->cols > stride)
+            rc = pn_error_set(PN_ERR_INTERNAL, "parameter '%s' lies past its image", q->name);
         pn_state_param p = {.name = strdup(q->name), .rows = q->rows, .cols = q->cols,
-                            .value = arrays[0] + q->offset};
-        for (int s = 0; s < st->n_slot_names; s++) p.slots[s] = arrays[1 + s] + q->offset;
+                            .value = (float *)image + q->offset};
+        for (int s = 0; s < st->n_slot_names; s++)
+            p.slots[s] = (float *)image + (1 + (size_t)s) * stride + q->offset;
         if (rc == 0 && !p.name) rc = pn_error_set(PN_ERR_NOMEM, "out of memory for names");
         if (rc == 0)
             st->params[st->n_params++] = p;

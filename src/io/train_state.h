@@ -39,7 +39,7 @@ typedef struct pn_train_state {
     int n_params;
     pn_state_param *params;
     int n_blocks;
-    float **blocks;      /* the memory the parameters point into */
+    void **blocks;       /* memory the parameters point into, freed with the state */
 } pn_train_state;
 
 /* An empty state (counters 0, no params) to fill; free with pn_train_state_free. */
@@ -59,11 +59,16 @@ int pn_train_state_set_config(pn_train_state *st, const char *config);
 int pn_train_state_add(pn_train_state *st, const char *name, int rows, int cols,
                        const float *value, const float *const *slots);
 
-/* Adds the parameters of one arena image: index[count] gives each one's name, shape
- * and offset (in floats) in arrays[0] (the values) and arrays[1 .. n_slot_names]
- * (the slots). The state takes the arrays (malloc'd; freed with the state, also
- * when this fails) and the parameters point into them. */
-int pn_train_state_adopt(pn_train_state *st, const pn_param *index, int count, float **arrays);
+/* Adds the parameters of one arena image without copying: index[count] gives each
+ * one's name, shape and offset (in floats) in the image's arrays, the values at
+ * image and slot s at image + (1 + s) * stride. The parameters point into image,
+ * which must live as long as the state (see pn_train_state_keep). */
+int pn_train_state_adopt(pn_train_state *st, const pn_param *index, int count,
+                         const float *image, size_t stride);
+
+/* Hands block (malloc'd) to the state: it is freed with the state, also when this
+ * fails. */
+int pn_train_state_keep(pn_train_state *st, void *block);
 
 /* The parameter called name, or NULL. */
 const pn_state_param *pn_train_state_find(const pn_train_state *st, const char *name);

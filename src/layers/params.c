@@ -1,4 +1,5 @@
-/* The parameter arena: declarations, allocation, deterministic init, views. */
+/* The parameter arena: declarations, allocation, deterministic init, views, and the
+ * packed index that travels with its buffers. */
 #include "layers/params.h"
 
 #include <stdlib.h>
@@ -184,6 +185,103 @@ pn_matrix pn_params_grad(const pn_params *p, int index) { return slice(p, &p->gr
 pn_matrix pn_params_slot(const pn_params *p, int s, int index)
 {
     return slice(p, &p->slots[s].buf, index);
+}
+
+/* --- the packed index: "pnix", count, floats, then per parameter rows, cols, offset,
+ * name length and the name's bytes (native byte order: the ranks of a job share it) */
+
+enum { INDEX_MAGIC = 0x78696e70 };
+
+static void put(char **at, const void *v, size_t n)
+{
+    memcpy(*at, v, n);
+    *at += n;
+}
+
+int pn_params_pack_index(const pn_params *p, char **out, size_t *bytes)
+{
+    size_t n = 2 * sizeof(uint32_t) + sizeof(uint64_t);
+    for (int i = 0; i < p->count; i++)
+        n += 2 * sizeof(int32_t) + sizeof(uint64_t) + sizeof(uint32_t) + strlen(p->items[i].name);
+    char *buf = malloc(n), *at = buf;
+    if (!buf) return pn_error_set(PN_ERR_NOMEM, "out of memory packing the arena's index");
+    uint32_t magic = INDEX_MAGIC, count = (uint32_t)p->count;
+    uint64_t total = p->total;
+    put(&at, &magic, sizeof magic);
+    put(&at, &count, sizeof count);
+    put(&at, &total, sizeof total);
+    for (int i = 0; i < p->count; i++) {
+        const pn_param *q = &p->items[i];
+        int32_t shape[2] = {q->rows, q->cols};
+        uint64_t offset = q->offset;
+        uint32_t len = (uint32_t)strlen(q->name);
+        put(&at, shape, sizeof shape);
+        put(&at, &offset, sizeof offset);
+        put(&at, &len, sizeof len);
+        put(&at, q->name, len);
+    }
+    *out = buf;
+    *bytes = n;
+    return PN_OK;
+}
+
+/* Copies n bytes at *at into v when they lie before end. */
+static bool take(const char **at, const char *end, void *v, size_t n)
+{
+    if ((size_t)(end - *at) < n) return false;
+    memcpy(v, *at, n);
+    *at += n;
+    return true;
+}
+
+int pn_params_unpack_index(const char *in, size_t bytes, pn_param **params, int *count,
+                           size_t *floats)
+{
+    const char *at = in, *end = in + bytes;
+    uint32_t magic = 0, n = 0;
+    uint64_t total = 0;
+    *params = NULL;
+    *count = 0;
+    if (!take(&at, end, &magic, sizeof magic) || magic != INDEX_MAGIC ||
+        !take(&at, end, &n, sizeof n) || !take(&at, end, &total, sizeof total) ||
+        n > bytes / 20)
+        return pn_error_set(PN_ERR_INTERNAL, "malformed arena index (%zu bytes)", bytes);
+    pn_param *items = calloc(n ? n : 1, sizeof *items);
+    if (!items) return pn_error_set(PN_ERR_NOMEM, "out of memory unpacking an arena index");
+    int rc = PN_OK;
+    for (uint32_t i = 0; rc == PN_OK && i < n; i++) {
+        int32_t shape[2];
+        uint64_t offset;
+        uint32_t len;
+        if (!take(&at, end, shape, sizeof shape) || !take(&at, end, &offset, sizeof offset) ||
+            !take(&at, end, &len, sizeof len) || (size_t)(end - at) < len ||
+            offset + (uint64_t)shape[0] * (uint64_t)shape[1] > total) {
+            rc = pn_error_set(PN_ERR_INTERNAL, "malformed arena index at parameter %u", i);
+            break;
+        }
+        if (!(items[i].name = strndup(at, len))) {
+            rc = pn_error_set(PN_ERR_NOMEM, "out of memory unpacking an arena index");
+            break;
+        }
+        at += len;
+        items[i].rows = shape[0];
+        items[i].cols = shape[1];
+        items[i].offset = (size_t)offset;
+    }
+    if (rc < 0) {
+        pn_params_free_index(items, (int)n);
+        return rc;
+    }
+    *params = items;
+    *count = (int)n;
+    *floats = (size_t)total;
+    return PN_OK;
+}
+
+void pn_params_free_index(pn_param *params, int count)
+{
+    for (int i = 0; params && i < count; i++) free(params[i].name);
+    free(params);
 }
 
 static pn_matrix whole(const pn_params *p, const pn_buffer *buf)

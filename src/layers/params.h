@@ -75,6 +75,18 @@ pn_matrix pn_params_value(const pn_params *p, int index);
 pn_matrix pn_params_grad(const pn_params *p, int index);
 pn_matrix pn_params_slot(const pn_params *p, int slot, int index);
 
+/* The arena's index for another process: each parameter's name, shape and offset,
+ * and the arena's size in floats, packed into *out (malloc'd, *bytes long). With
+ * the arena's buffers it is all a snapshot needs of a stage. */
+int pn_params_pack_index(const pn_params *p, char **out, size_t *bytes);
+
+/* Reads a packed index back: *params (*count entries, names malloc'd; free them
+ * with pn_params_free_index) and *floats, the size of the arena it describes. A
+ * malformed index is PN_ERR_INTERNAL. */
+int pn_params_unpack_index(const char *in, size_t bytes, pn_param **params, int *count,
+                           size_t *floats);
+void pn_params_free_index(pn_param *params, int count);
+
 /* Whole-arena views: 1 x pn_params_size. */
 pn_matrix pn_params_all_values(const pn_params *p);
 pn_matrix pn_params_all_grads(const pn_params *p);

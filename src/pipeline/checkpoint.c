@@ -1,195 +1,336 @@
-/* Snapshot gathering and scattering over the rank grid. Every rank of replica 0
- * sends rank 0 its parameters (name, shape, values, slots); the other replicas hold
- * copies and send nothing. On resume every rank reads the file itself. */
+/* Snapshots over the rank grid (checkpoint.h): arena images gathered to rank 0 and
+ * written as one file; one file read on rank 0 and scattered as arena images. */
 #include "pipeline/checkpoint.h"
 
-#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdbool.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/error.h"
 #include "io/snapshot_dir.h"
 #include "io/snapshot_file.h"
-#include "mpi/mpi_check.h"
 
-enum { NAME_CAP = 256, TAG_COUNT = 11, TAG_NAME, TAG_SHAPE, TAG_DATA };
+/* --- arena images ------------------------------------------------------------------------ */
 
-/* Adds parameter i of params to st, values and slots in arena order. */
-static int add_local(pn_train_state *st, const pn_params *params, int i)
+/* Arrays in an image: the values, then each optimizer slot, each the arena's size. */
+static int image_arrays(const pn_params *p) { return 1 + pn_params_n_slots(p); }
+
+/* Copies the arena's values and slots into image. */
+static int read_image_into(const pn_params *p, float *image)
 {
-    const pn_param *p = pn_params_get(params, i);
-    int n_slots = pn_params_n_slots(params);
-    const float *slots[16];
-    for (int s = 0; s < n_slots && s < 16; s++) slots[s] = pn_params_slot(params, s, i).data;
-    return pn_train_state_add(st, p->name, p->rows, p->cols, pn_params_value(params, i).data,
-                              n_slots ? slots : NULL);
-}
-
-/* Sends every parameter of this stage to rank 0 (ranks of replica 0 but 0). */
-static int send_stage(const pn_grid *g, const pn_params *params)
-{
-    int n = pn_params_count(params), n_slots = pn_params_n_slots(params);
-    PN_MPI_CHECK(MPI_Send(&n, 1, MPI_INT, 0, TAG_COUNT, g->world));
-    for (int i = 0; i < n; i++) {
-        const pn_param *p = pn_params_get(params, i);
-        char name[NAME_CAP];
-        snprintf(name, sizeof name, "%s", p->name);
-        int shape[2] = {p->rows, p->cols}, count = p->rows * p->cols;
-        PN_MPI_CHECK(MPI_Send(name, NAME_CAP, MPI_CHAR, 0, TAG_NAME, g->world));
-        PN_MPI_CHECK(MPI_Send(shape, 2, MPI_INT, 0, TAG_SHAPE, g->world));
-        PN_MPI_CHECK(MPI_Send(pn_params_value(params, i).data, count, MPI_FLOAT, 0, TAG_DATA,
-                              g->world));
-        for (int s = 0; s < n_slots; s++)
-            PN_MPI_CHECK(MPI_Send(pn_params_slot(params, s, i).data, count, MPI_FLOAT, 0,
-                                  TAG_DATA, g->world));
+    size_t n = pn_params_size(p);
+    pn_matrix values = pn_params_all_values(p);
+    PN_TRY(pn_matrix_read(&values, image));
+    for (int s = 0; s < pn_params_n_slots(p); s++) {
+        pn_matrix slot = pn_params_all_slot(p, s);
+        PN_TRY(pn_matrix_read(&slot, image + (1 + (size_t)s) * n));
     }
     return PN_OK;
 }
 
-/* Receives the parameters of stage `from` into st (rank 0). It drains every message
- * even after a failure, so that the sender never waits forever. */
-static int receive_stage(const pn_grid *g, pn_train_state *st, int from, int n_slots)
+/* The same into a new *image (malloc'd, *floats long). */
+static int read_image(const pn_params *p, float **image, size_t *floats)
 {
-    int n;
-    PN_MPI_CHECK(MPI_Recv(&n, 1, MPI_INT, from, TAG_COUNT, g->world, MPI_STATUS_IGNORE));
-    int rc = PN_OK;
-    for (int i = 0; i < n; i++) {
-        char name[NAME_CAP];
-        int shape[2];
-        PN_MPI_CHECK(MPI_Recv(name, NAME_CAP, MPI_CHAR, from, TAG_NAME, g->world, MPI_STATUS_IGNORE));
-        PN_MPI_CHECK(MPI_Recv(shape, 2, MPI_INT, from, TAG_SHAPE, g->world, MPI_STATUS_IGNORE));
-        size_t count = (size_t)shape[0] * (size_t)shape[1];
-        float *buf = malloc((size_t)(1 + n_slots) * (count ? count : 1) * sizeof(float));
-        if (!buf) return pn_error_set(PN_ERR_NOMEM, "out of memory gathering '%s'", name);
-        const float *slots[16];
-        for (int s = 0; s <= n_slots; s++) {
-            PN_MPI_CHECK(MPI_Recv(buf + (size_t)s * count, (int)count, MPI_FLOAT, from, TAG_DATA,
-                                  g->world, MPI_STATUS_IGNORE));
-            if (s > 0 && s <= 16) slots[s - 1] = buf + (size_t)s * count;
-        }
-        if (rc == PN_OK)
-            rc = pn_train_state_add(st, name, shape[0], shape[1], buf, n_slots ? slots : NULL);
-        free(buf);
+    size_t total = (size_t)image_arrays(p) * pn_params_size(p);
+    if (!(*image = malloc((total ? total : 1) * sizeof(float))))
+        return pn_error_set(PN_ERR_NOMEM, "out of memory for a snapshot of %zu floats", total);
+    *floats = total;
+    return read_image_into(p, *image);
+}
+
+/* Writes an image (as read_image makes it) into the arena. */
+static int write_image(pn_params *p, const float *image)
+{
+    size_t n = pn_params_size(p);
+    pn_matrix values = pn_params_all_values(p);
+    PN_TRY(pn_matrix_write(&values, image));
+    for (int s = 0; s < pn_params_n_slots(p); s++) {
+        pn_matrix slot = pn_params_all_slot(p, s);
+        PN_TRY(pn_matrix_write(&slot, image + (1 + (size_t)s) * n));
     }
+    return PN_OK;
+}
+
+/* Gathers the first replica's packed indexes to rank 0: *own is this rank's (first
+ * replica), *others (rank 0) those of stages 1 .. P-1 back to back, index_bytes[stage]
+ * long each. */
+static int gather_indexes(pn_comm *c, const pn_params *params, char **own, char **others,
+                          size_t *index_bytes)
+{
+    size_t bytes = 0;
+    int rc = pn_comm_grid(c)->replica == 0 ? pn_params_pack_index(params, own, &bytes) : PN_OK;
+    rc = pn_comm_agree(c, rc); /* a stage that cannot take part would leave rank 0 waiting */
+    if (rc == PN_OK)
+        rc = pn_comm_gather_stages(c, *own, bytes, PN_COMM_BYTES, (void **)others, index_bytes);
     return rc;
 }
 
-/* Rank 0: the whole model's state from its own stage and the others'. */
-static int gather(const pn_grid *g, const pn_params *params, pn_train_state *st)
+/* --- save ------------------------------------------------------------------------------- */
+
+/* Rank 0: adds one stage's arena image (index, then the image the state points into). */
+static int adopt_stage(pn_train_state *st, const char *index, size_t bytes, const float *image,
+                       size_t image_floats, int stage)
 {
-    int rc = PN_OK;
-    for (int i = 0; i < pn_params_count(params) && rc == PN_OK; i++) rc = add_local(st, params, i);
-    for (int stage = 1; stage < g->stages; stage++) {
-        int r = receive_stage(g, st, pn_grid_rank_of(g, 0, stage), pn_params_n_slots(params));
-        if (rc == PN_OK) rc = r;
-    }
+    pn_param *items;
+    int count;
+    size_t floats;
+    PN_TRY(pn_params_unpack_index(index, bytes, &items, &count, &floats));
+    int rc = floats * (size_t)(1 + st->n_slot_names) == image_floats
+                 ? pn_train_state_adopt(st, items, count, image, floats)
+                 : pn_error_set(PN_ERR_INTERNAL, "stage %d sent %zu floats for an arena of %zu",
+                                stage, image_floats, floats);
+    pn_params_free_index(items, count);
     return rc;
 }
 
-static int write_on_root(const pn_grid *g, const pn_params *params, const char *config,
-                         uint64_t seed, pn_progress_mark mark, const char *dir, int keep,
-                         char *path, size_t cap)
+/* Rank 0: the whole model's state from its own image and the gathered ones (the
+ * state keeps both blocks). */
+static int assemble(const pn_params *params, const char *config, uint64_t seed,
+                    pn_progress_mark mark, int stages, const char *own_index,
+                    const char *indexes, const size_t *index_bytes, float *own_image,
+                    float *images, const size_t *image_floats, pn_train_state **out)
 {
-    pn_train_state *st;
-    PN_TRY(pn_train_state_create(&st, PN_FORMAT_SNAPSHOT));
+    int rc = pn_train_state_create(out, PN_FORMAT_SNAPSHOT);
+    pn_train_state *st = *out;
+    if (rc < 0) {
+        free(own_image);
+        free(images);
+        return rc;
+    }
     st->step = mark.step;
     st->epoch = mark.epoch;
     st->batch_index = mark.batch_index;
     st->seed = seed;
-    int rc = (st->config = strdup(config)) ? PN_OK : pn_error_set(PN_ERR_NOMEM, "out of memory");
+    rc = pn_train_state_keep(st, own_image);
+    int rc2 = pn_train_state_keep(st, images);
+    if (rc == PN_OK) rc = rc2;
+    if (rc == PN_OK) rc = pn_train_state_set_config(st, config);
+    const char *names[PN_STATE_MAX_SLOTS];
     int n_slots = pn_params_n_slots(params);
-    if (rc == PN_OK && n_slots) {
-        st->slot_names = calloc((size_t)n_slots, sizeof *st->slot_names);
-        if (!st->slot_names) rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
-        for (int s = 0; rc == PN_OK && s < n_slots; s++)
-            if (!(st->slot_names[st->n_slot_names++] = strdup(pn_params_slot_name(params, s))))
-                rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
+    for (int s = 0; s < n_slots && s < PN_STATE_MAX_SLOTS; s++)
+        names[s] = pn_params_slot_name(params, s);
+    if (rc == PN_OK) rc = pn_train_state_set_slots(st, n_slots, names);
+    if (rc == PN_OK)
+        rc = adopt_stage(st, own_index, index_bytes[0], own_image, image_floats[0], 0);
+    const char *index = indexes;
+    const float *image = images;
+    for (int s = 1; rc == PN_OK && s < stages; s++) {
+        rc = adopt_stage(st, index, index_bytes[s], image, image_floats[s], s);
+        index += index_bytes[s];
+        image += image_floats[s];
     }
-    int gathered = gather(g, params, st); /* always, so senders are released */
-    if (rc == PN_OK) rc = gathered;
-    if (rc == PN_OK) rc = pn_snapshot_dir_create(dir);
-    if (rc == PN_OK) {
-        pn_snapshot_path(dir, mark.step, path, cap);
-        rc = pn_snapshot_write(path, st, NULL);
-    }
-    if (rc == PN_OK) rc = pn_snapshot_prune(dir, keep);
-    pn_train_state_free(st);
     return rc;
 }
 
-int pn_checkpoint_save(const pn_grid *g, const pn_params *params, const char *config,
-                       uint64_t seed, pn_progress_mark mark, const char *dir, int keep,
-                       char *written_path, size_t cap)
+static int write_on_root(pn_train_state *st, const char *dir, int keep, char *path, size_t cap)
 {
-    int rc = PN_OK;
-    if (g->rank == 0)
-        rc = write_on_root(g, params, config, seed, mark, dir, keep, written_path, cap);
-    else if (g->replica == 0)
-        rc = send_stage(g, params);
-    /* one outcome for all: rank 0's */
-    int root_rc = rc;
-    PN_MPI_CHECK(MPI_Bcast(&root_rc, 1, MPI_INT, 0, g->world));
-    if (g->rank == 0 || rc < 0) return rc;
-    return root_rc < 0 ? pn_error_set(PN_ERR_PEER, "rank 0 could not write the snapshot") : PN_OK;
+    PN_TRY(pn_snapshot_dir_create(dir));
+    pn_snapshot_path(dir, st->step, path, cap);
+    PN_TRY(pn_snapshot_write(path, st, NULL));
+    return pn_snapshot_prune(dir, keep);
 }
 
-/* Copies the file's values and slots of every parameter of params. */
-static int load_params(const pn_train_state *st, pn_params *params, const char *path)
+int pn_checkpoint_save(pn_comm *c, const pn_params *params, const char *config, uint64_t seed,
+                       pn_progress_mark mark, const char *dir, int keep, char *written_path,
+                       size_t cap)
 {
-    int n_slots = pn_params_n_slots(params);
-    for (int s = 0; s < n_slots; s++) {
-        bool found = false;
-        for (int k = 0; k < st->n_slot_names; k++) found |= !strcmp(st->slot_names[k], pn_params_slot_name(params, s));
-        if (!found)
+    const pn_grid *g = pn_comm_grid(c);
+    size_t *index_bytes = NULL, *image_floats = NULL, floats = 0;
+    char *own_index = NULL, *indexes = NULL;
+    float *mine = NULL, *images = NULL;
+    int rc = PN_OK;
+    if (g->rank == 0 && (!(index_bytes = calloc((size_t)g->stages, sizeof *index_bytes)) ||
+                         !(image_floats = calloc((size_t)g->stages, sizeof *image_floats))))
+        rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
+    if (rc == PN_OK && g->replica == 0) rc = read_image(params, &mine, &floats);
+    rc = pn_comm_agree(c, rc);
+    if (rc == PN_OK) rc = gather_indexes(c, params, &own_index, &indexes, index_bytes);
+    if (rc == PN_OK)
+        rc = pn_comm_gather_stages(c, mine, floats, PN_COMM_FLOATS, (void **)&images, image_floats);
+    if (rc == PN_OK && g->rank == 0) {
+        pn_train_state *st = NULL;
+        rc = assemble(params, config, seed, mark, g->stages, own_index, indexes, index_bytes,
+                      mine, images, image_floats, &st); /* st takes mine and images */
+        mine = images = NULL;
+        if (rc == PN_OK) rc = write_on_root(st, dir, keep, written_path, cap);
+        pn_train_state_free(st);
+    }
+    free(mine);
+    free(images);
+    free(own_index);
+    free(indexes);
+    free(index_bytes);
+    free(image_floats);
+    return pn_comm_agree(c, rc);
+}
+
+/* --- load ------------------------------------------------------------------------------- */
+
+/* The parameter name of st, which must have shape rows x cols; errors name the file. */
+static int lookup(const pn_train_state *st, const char *path, const char *name, int rows,
+                  int cols, const pn_state_param **q)
+{
+    if (!(*q = pn_train_state_find(st, name)))
+        return pn_error_set(PN_ERR_INVALID, "%s: has no parameter '%s'", path, name);
+    if ((*q)->rows != rows || (*q)->cols != cols)
+        return pn_error_set(PN_ERR_INVALID, "%s: parameter '%s' is %d x %d, the model's is %d x %d",
+                            path, name, (*q)->rows, (*q)->cols, rows, cols);
+    return PN_OK;
+}
+
+/* slot_of[s]: the slot of st named like slot s of params, or an error naming the file. */
+static int match_slots(const pn_train_state *st, const pn_params *params, const char *path,
+                       int *slot_of)
+{
+    for (int s = 0; s < pn_params_n_slots(params); s++) {
+        for (slot_of[s] = 0; slot_of[s] < st->n_slot_names; slot_of[s]++)
+            if (!strcmp(st->slot_names[slot_of[s]], pn_params_slot_name(params, s))) break;
+        if (slot_of[s] == st->n_slot_names)
             return pn_error_set(PN_ERR_INVALID, "%s: has no optimizer slot '%s' (was it written "
                                                 "with another optimizer?)",
                                 path, pn_params_slot_name(params, s));
     }
+    return PN_OK;
+}
+
+/* Rank 0: writes its own stage's values and slots from st into its arena. */
+static int load_own(const pn_train_state *st, pn_params *params, const char *path,
+                    const int *slot_of)
+{
     for (int i = 0; i < pn_params_count(params); i++) {
         const pn_param *p = pn_params_get(params, i);
-        const pn_state_param *q = pn_train_state_find(st, p->name);
-        if (!q) return pn_error_set(PN_ERR_INVALID, "%s: has no parameter '%s'", path, p->name);
-        if (q->rows != p->rows || q->cols != p->cols)
-            return pn_error_set(PN_ERR_INVALID, "%s: parameter '%s' is %d x %d, the model's is %d x %d",
-                                path, p->name, q->rows, q->cols, p->rows, p->cols);
-        size_t bytes = (size_t)p->rows * p->cols * sizeof(float);
-        memcpy(pn_params_value(params, i).data, q->value, bytes);
-        for (int s = 0; s < n_slots; s++)
-            for (int k = 0; k < st->n_slot_names; k++)
-                if (!strcmp(st->slot_names[k], pn_params_slot_name(params, s)))
-                    memcpy(pn_params_slot(params, s, i).data, q->slots[k], bytes);
+        const pn_state_param *q;
+        PN_TRY(lookup(st, path, p->name, p->rows, p->cols, &q));
+        pn_matrix value = pn_params_value(params, i);
+        PN_TRY(pn_matrix_write(&value, q->value));
+        for (int s = 0; s < pn_params_n_slots(params); s++) {
+            pn_matrix slot = pn_params_slot(params, s, i);
+            PN_TRY(pn_matrix_write(&slot, q->slots[slot_of[s]]));
+        }
     }
     return PN_OK;
 }
 
-int pn_checkpoint_load(const pn_grid *g, pn_params *params, const char *resume,
-                       const char *dir, pn_progress_mark *mark, char *path_out, size_t cap)
+/* Rank 0: cuts the file's state into the images of stages 1 .. P-1, back to back in
+ * *images (image_floats[s] each), by their indexes. */
+static int cut_images(const pn_train_state *st, int n_slots, const int *slot_of,
+                      const char *path, int stages, const char *indexes,
+                      const size_t *index_bytes, float **images, size_t *image_floats)
+{
+    size_t total = 0;
+    const char *index = indexes;
+    for (int s = 1; s < stages; s++) { /* sizes first */
+        pn_param *items;
+        int count;
+        size_t floats;
+        PN_TRY(pn_params_unpack_index(index, index_bytes[s], &items, &count, &floats));
+        pn_params_free_index(items, count);
+        total += image_floats[s] = floats * (size_t)(1 + n_slots);
+        index += index_bytes[s];
+    }
+    if (!(*images = calloc(total ? total : 1, sizeof **images)))
+        return pn_error_set(PN_ERR_NOMEM, "out of memory for a snapshot of %zu floats", total);
+    int rc = PN_OK;
+    float *image = *images;
+    index = indexes;
+    for (int s = 1; rc == PN_OK && s < stages; s++) {
+        pn_param *items;
+        int count;
+        size_t floats;
+        rc = pn_params_unpack_index(index, index_bytes[s], &items, &count, &floats);
+        for (int i = 0; rc == PN_OK && i < count; i++) {
+            const pn_param *p = &items[i];
+            const pn_state_param *q;
+            size_t n = (size_t)p->rows * (size_t)p->cols;
+            if ((rc = lookup(st, path, p->name, p->rows, p->cols, &q)) < 0) break;
+            memcpy(image + p->offset, q->value, n * sizeof(float));
+            for (int k = 0; k < n_slots; k++)
+                memcpy(image + (1 + (size_t)k) * floats + p->offset, q->slots[slot_of[k]],
+                       n * sizeof(float));
+        }
+        if (rc == PN_OK) pn_params_free_index(items, count);
+        index += index_bytes[s];
+        image += image_floats[s];
+    }
+    return rc;
+}
+
+/* Rank 0: reads the file once, loads its own stage and cuts the others' images. */
+static int read_on_root(pn_params *params, const char *path, int stages, const char *indexes,
+                        const size_t *index_bytes, float **images, size_t *image_floats,
+                        long counters[3])
+{
+    pn_train_state *st = NULL;
+    int slot_of[PN_STATE_MAX_SLOTS], n_slots = pn_params_n_slots(params);
+    int rc = pn_snapshot_read(path, PN_FORMAT_SNAPSHOT, &st);
+    if (rc == PN_OK && n_slots > PN_STATE_MAX_SLOTS)
+        rc = pn_error_set(PN_ERR_UNSUPPORTED, "%d optimizer slots", n_slots);
+    if (rc == PN_OK) rc = match_slots(st, params, path, slot_of);
+    if (rc == PN_OK) rc = load_own(st, params, path, slot_of);
+    if (rc == PN_OK)
+        rc = cut_images(st, n_slots, slot_of, path, stages, indexes, index_bytes, images,
+                        image_floats);
+    if (rc == PN_OK) counters[0] = st->step, counters[1] = st->epoch, counters[2] = st->batch_index;
+    pn_train_state_free(st);
+    return rc;
+}
+
+/* The snapshot to load: resume itself, or for "auto" the newest good one of dir
+ * (rank 0 looks); the same path on every rank. */
+static int resolve(pn_comm *c, const char *resume, const char *dir, char *path, size_t cap)
 {
     int rc = PN_OK;
-    char path[4096] = "";
     if (strcmp(resume, "auto")) {
-        snprintf(path, sizeof path, "%s", resume);
-    } else if (g->rank == 0) {
+        snprintf(path, cap, "%s", resume);
+    } else if (pn_comm_grid(c)->rank == 0) {
         if (!dir || !dir[0])
             rc = pn_error_set(PN_ERR_INVALID, "--resume auto needs --snapshot-dir");
         else
-            rc = pn_snapshot_latest(dir, path, sizeof path);
+            rc = pn_snapshot_latest(dir, path, cap);
     }
-    int root_rc = rc;
-    PN_MPI_CHECK(MPI_Bcast(&root_rc, 1, MPI_INT, 0, g->world));
-    if (root_rc < 0)
-        return g->rank == 0 ? rc : pn_error_set(PN_ERR_PEER, "rank 0 found no snapshot");
-    PN_MPI_CHECK(MPI_Bcast(path, sizeof path, MPI_CHAR, 0, g->world));
-    pn_train_state *st = NULL;
-    rc = pn_snapshot_read(path, PN_FORMAT_SNAPSHOT, &st);
-    if (rc == PN_OK) rc = load_params(st, params, path);
+    PN_TRY(pn_comm_agree_root(c, rc, "find a snapshot"));
+    return pn_comm_broadcast(c, path, cap);
+}
+
+int pn_checkpoint_load(pn_comm *c, pn_params *params, const char *resume, const char *dir,
+                       pn_progress_mark *mark, char *path_out, size_t cap)
+{
+    const pn_grid *g = pn_comm_grid(c);
+    char path[4096] = "";
+    PN_TRY(resolve(c, resume, dir, path, sizeof path));
+    size_t *index_bytes = NULL, *image_floats = NULL;
+    char *own_index = NULL, *indexes = NULL;
+    float *images = NULL, *mine = NULL;
+    size_t floats = (size_t)image_arrays(params) * pn_params_size(params);
+    bool root = g->rank == 0, image_needed = !root || g->replicas > 1;
+    long counters[3] = {0};
+    int rc = PN_OK;
+    if (root && (!(index_bytes = calloc((size_t)g->stages, sizeof *index_bytes)) ||
+                 !(image_floats = calloc((size_t)g->stages, sizeof *image_floats))))
+        rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
+    if (rc == PN_OK && image_needed && !(mine = malloc((floats ? floats : 1) * sizeof *mine)))
+        rc = pn_error_set(PN_ERR_NOMEM, "out of memory for a snapshot of %zu floats", floats);
+    rc = pn_comm_agree(c, rc);
+    if (rc == PN_OK) rc = gather_indexes(c, params, &own_index, &indexes, index_bytes);
+    if (rc == PN_OK && root) /* one reader for the whole job */
+        rc = read_on_root(params, path, g->stages, indexes, index_bytes, &images, image_floats,
+                          counters);
+    rc = pn_comm_agree(c, rc); /* all take their part, or none */
+    if (rc == PN_OK) rc = pn_comm_scatter_stages(c, images, image_floats, mine, floats, PN_COMM_FLOATS);
+    if (rc == PN_OK && root && image_needed) rc = read_image_into(params, mine);
+    if (rc == PN_OK) rc = pn_comm_broadcast_replicas(c, mine, floats, PN_COMM_FLOATS);
+    if (rc == PN_OK && !root) rc = write_image(params, mine);
+    if (rc == PN_OK) rc = pn_comm_broadcast(c, counters, sizeof counters);
     if (rc == PN_OK) {
-        *mark = (pn_progress_mark){st->step, st->epoch, st->batch_index};
+        *mark = (pn_progress_mark){counters[0], counters[1], counters[2]};
         snprintf(path_out, cap, "%s", path);
     }
-    pn_train_state_free(st);
+    free(images);
+    free(mine);
+    free(own_index);
+    free(indexes);
+    free(index_bytes);
+    free(image_floats);
     return rc;
 }

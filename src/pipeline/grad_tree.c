@@ -1,13 +1,16 @@
 /* Binary-counter tree summation: level k holds the sum of the last complete run of
- * 2^k leaves; a new leaf carries upward, always added as (earlier + later). */
+ * 2^k leaves; a new leaf carries upward, always added as (earlier + later). Float
+ * addition is commutative, so pn_axpy(1, earlier, later) gives the same bits as
+ * earlier + later. */
 #include "pipeline/grad_tree.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
+#include "math/ops.h"
 
-int pn_grad_tree_init(pn_grad_tree *t, size_t n, int leaves)
+int pn_grad_tree_init(pn_grad_tree *t, pn_device dev, int n, int leaves)
 {
     memset(t, 0, sizeof *t);
     if (leaves < 1 || (leaves & (leaves - 1)))
@@ -17,9 +20,11 @@ int pn_grad_tree_init(pn_grad_tree *t, size_t n, int leaves)
     while ((1 << (levels - 1)) < leaves) levels++;
     t->n = n;
     t->levels = levels;
-    t->level = calloc((size_t)levels, sizeof *t->level);
-    t->store = malloc((size_t)levels * (n ? n : 1) * sizeof(float));
-    if (!t->level || !t->store) {
+    t->full = calloc((size_t)levels, sizeof *t->full);
+    int rc = t->full ? pn_buffer_acquire(&t->store, dev,
+                                         (size_t)levels * (size_t)(n ? n : 1) * sizeof(float))
+                     : PN_ERR_NOMEM;
+    if (rc < 0) {
         pn_grad_tree_free(t);
         return pn_error_set(PN_ERR_NOMEM, "out of memory for deterministic gradient sums");
     }
@@ -28,55 +33,59 @@ int pn_grad_tree_init(pn_grad_tree *t, size_t n, int leaves)
 
 void pn_grad_tree_free(pn_grad_tree *t)
 {
-    free(t->level);
-    free(t->store);
+    free(t->full);
+    pn_buffer_release(&t->store);
     memset(t, 0, sizeof *t);
 }
 
 void pn_grad_tree_reset(pn_grad_tree *t)
 {
-    for (int k = 0; k < t->levels; k++) t->level[k] = NULL;
+    for (int k = 0; k < t->levels; k++) t->full[k] = false;
     t->pushed = 0;
 }
 
-void pn_grad_tree_push(pn_grad_tree *t, const float *leaf)
+/* Level k's partial sum. */
+static pn_matrix level(const pn_grad_tree *t, int k)
+{
+    return pn_matrix_rows(pn_matrix_on(&t->store, t->levels, t->n), k, 1);
+}
+
+int pn_grad_tree_push(pn_grad_tree *t, const pn_matrix *leaf)
 {
     int k = 0;
     /* the carry lives in the slot of the level it will land on */
-    while (k < t->levels - 1 && t->level[k]) k++;
-    float *dst = t->store + (size_t)k * t->n;
-    if (k == 0) {
-        memcpy(dst, leaf, t->n * sizeof(float));
-    } else { /* dst = level[k-1] + (level[k-2] + (... + (level[0] + leaf))) built upward */
-        float *carry = dst;
-        memcpy(carry, leaf, t->n * sizeof(float));
-        for (int j = 0; j < k; j++) {
-            const float *left = t->level[j];
-            for (size_t i = 0; i < t->n; i++) carry[i] = left[i] + carry[i];
-            t->level[j] = NULL;
-        }
+    while (k < t->levels - 1 && t->full[k]) k++;
+    pn_matrix carry = level(t, k);
+    PN_TRY(pn_copy(leaf, &carry));
+    /* carry = level[k-1] + (level[k-2] + (... + (level[0] + leaf))) built upward */
+    for (int j = 0; j < k; j++) {
+        pn_matrix left = level(t, j);
+        PN_TRY(pn_axpy(1.0f, &left, &carry));
+        t->full[j] = false;
     }
-    t->level[k] = dst;
+    t->full[k] = true;
     t->pushed++;
+    return PN_OK;
 }
 
-const float *pn_grad_tree_result(const pn_grad_tree *t)
+pn_matrix pn_grad_tree_result(const pn_grad_tree *t)
 {
     for (int k = t->levels - 1; k >= 0; k--)
-        if (t->level[k]) return t->level[k];
-    return NULL;
+        if (t->full[k]) return level(t, k);
+    return (pn_matrix){0};
 }
 
-void pn_grad_tree_sum_blocks(float *blocks, int count, size_t n, float *out)
+int pn_grad_tree_sum_blocks(pn_matrix *blocks, pn_matrix *out)
 {
-    if (count == 1) {
-        if (out != blocks) memcpy(out, blocks, n * sizeof(float));
-        return;
-    }
+    int count = blocks->rows;
+    pn_matrix first = pn_matrix_rows(*blocks, 0, 1);
+    if (count == 1) return out->data == first.data ? PN_OK : pn_copy(&first, out);
     int half = 1;
     while (half * 2 < count) half *= 2;
-    pn_grad_tree_sum_blocks(blocks, half, n, blocks);                        /* left into block 0 */
-    pn_grad_tree_sum_blocks(blocks + (size_t)half * n, count - half, n, blocks + (size_t)half * n);
-    const float *left = blocks, *right = blocks + (size_t)half * n;
-    for (size_t i = 0; i < n; i++) out[i] = left[i] + right[i];
+    pn_matrix left = pn_matrix_rows(*blocks, 0, half), right = pn_matrix_rows(*blocks, half, count - half);
+    pn_matrix right_first = pn_matrix_rows(right, 0, 1);
+    PN_TRY(pn_grad_tree_sum_blocks(&left, &first));        /* left's sum into block 0 */
+    PN_TRY(pn_grad_tree_sum_blocks(&right, &right_first)); /* right's into block half */
+    if (out->data != first.data) PN_TRY(pn_copy(&first, out));
+    return pn_axpy(1.0f, &right_first, out);               /* out = left + right */
 }

@@ -1,16 +1,16 @@
-/* pn_train: Paddle's Trainer over ParallelNeuralNetwork. The ranks of a
- * communicator form D replicas of a P-stage pipeline (mpi/grid.h). Each rank
- * builds the layers of its stage (pipeline/plan.h) once per micro-batch it may hold
- * at a time, streams its replica's slice of every global batch, runs its stage's
- * schedule (pipeline/schedule.h) exchanging Arguments with the other stages
- * (mpi/link.h), all-reduces its gradients over the replicas, and updates its own
- * parameters. Loss and accuracy reduce to every rank; rank 0 reports progress and
- * metrics. One process is the case P = D = 1. */
+/* pn_train: Paddle's Trainer over ParallelNeuralNetwork. The ranks of a job form D
+ * replicas of a P-stage pipeline (mpi/comm.h). Each rank runs the stage runtime of
+ * its stage (pipeline/stage.h): the layers placed there (pipeline/plan.h), its
+ * replica's slice of every global batch, its schedule's passes (pipeline/schedule.h)
+ * exchanging Arguments with the other stages, its gradients summed over the
+ * replicas; then it updates its own parameters. Loss and accuracy reduce to every
+ * rank; rank 0 reports progress and metrics and writes snapshots. One process is
+ * the case P = D = 1. */
 #ifndef PN_TRAINER_H
 #define PN_TRAINER_H
 
-#include <mpi.h>
-
+#include "layers/params.h"
+#include "mpi/job.h"
 #include "pipeline/graph.h"
 #include "pipeline/train_config.h"
 
@@ -34,12 +34,12 @@ typedef struct pn_train_hooks {
     void *ctx;
 } pn_train_hooks;
 
-/* Trains g as cfg says over the ranks of comm; result and hooks may be NULL.
+/* Trains g as cfg says over the ranks of job; result and hooks may be NULL.
  * A failure during setup is agreed on by all ranks: the lowest failing rank returns
  * its error, the others PN_ERR_PEER. A failure during a step returns on the rank
  * where it happened (its message names the rank and stage); its peers may be left
  * waiting, so the program must then abort the job. */
-int pn_train(const pn_graph *g, const pn_train_config *cfg, MPI_Comm comm,
+int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_job *job,
              const pn_train_hooks *hooks, pn_train_result *result);
 
 #endif

@@ -1,0 +1,147 @@
+/* pn_comm: the communication seam. Everything pipenet sends between ranks goes
+ * through these calls, and every MPI call of the project lives under src/mpi:
+ *  - stage links: one direction of one Argument between two stages of a replica,
+ *    a checked header in front of every message;
+ *  - the replicas' gradient sum, in buckets started while backward goes on, and the
+ *    gather of every replica's sum for the deterministic tree;
+ *  - scalar sums and XORs over the world, a replica's pipe or a stage's replicas;
+ *  - gathers and scatters of stages' arena images between rank 0 and the first
+ *    replica (snapshots), and a broadcast from rank 0;
+ *  - status agreement, so every rank takes the same exit path after a failure.
+ * The data plane (links, buckets, replica gathers) goes through a transport table
+ * (comm_impl.h): the MPI transport moves host memory today; an NCCL transport for
+ * device memory goes beside it without changing the callers. Matrices passed in
+ * live on the stage's device. */
+#ifndef PN_COMM_H
+#define PN_COMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "math/matrix.h"
+#include "mpi/grid.h"
+#include "mpi/job.h"
+
+typedef struct pn_comm pn_comm;
+typedef struct pn_link pn_link;
+
+/* Who takes part in a reduction. */
+typedef enum pn_comm_scope {
+    PN_SCOPE_WORLD = 0, /* every rank of the job */
+    PN_SCOPE_PIPE,      /* the stages of this rank's replica */
+    PN_SCOPE_REPLICAS   /* the replicas of this rank's stage */
+} pn_comm_scope;
+
+/* Lays job's ranks out as size / stages replicas of a stages-deep pipeline and
+ * makes the communicators. Errors (the same on every rank, no communication
+ * needed): stages < 1 or a size that stages does not divide. */
+int pn_comm_create(pn_comm **out, pn_job *job, int stages);
+void pn_comm_free(pn_comm *c);
+
+/* This rank's place in the layout. */
+const pn_grid *pn_comm_grid(const pn_comm *c);
+
+/* --- status ---------------------------------------------------------------------------- */
+
+/* Every rank passes its status; all get the same answer: 0 when every rank passed 0,
+ * otherwise the status of the lowest failing rank on that rank and PN_ERR_PEER on
+ * the others (whose message then says which rank failed). */
+int pn_comm_agree(pn_comm *c, int rc);
+
+/* Rank 0's status, for everyone: rc on rank 0, PN_ERR_PEER elsewhere when it failed
+ * (what names the work in the peers' message), else each rank's own rc. */
+int pn_comm_agree_root(pn_comm *c, int rc, const char *what);
+
+/* --- scalars ----------------------------------------------------------------------------- */
+
+/* v[0 .. n) summed (in place) over the ranks of scope. */
+int pn_comm_sum(pn_comm *c, pn_comm_scope scope, double *v, int n);
+
+/* v[0 .. n) combined with XOR over the ranks of scope. */
+int pn_comm_xor(pn_comm *c, pn_comm_scope scope, uint64_t *v, int n);
+
+/* *any = whether mine is true on any rank of the job. */
+int pn_comm_any(pn_comm *c, bool mine, bool *any);
+
+/* Copies bytes[0 .. n) of rank 0 to every rank. */
+int pn_comm_broadcast(pn_comm *c, void *bytes, size_t n);
+
+/* --- stage links ------------------------------------------------------------------------- */
+
+typedef enum pn_link_kind { PN_LINK_VALUE = 0, PN_LINK_GRAD = 1 } pn_link_kind;
+
+/* One direction of one Argument between this stage and a neighbour of its replica:
+ * the forward value of a graph node from the stage that computes it to a stage that
+ * consumes it, or that consumer's gradient back. */
+typedef struct pn_link_spec {
+    pn_link_kind kind;
+    bool sends;        /* this side sends (else receives) */
+    int node;          /* graph node whose value or gradient travels */
+    const char *name;  /* the node's name, for messages (must outlive the link) */
+    int peer;          /* the other side's stage */
+    int cols, max_rows;
+    int slots;         /* micro-batches of a step: one buffer each */
+} pn_link_spec;
+
+/* Creates a link with a buffer per micro-batch of up to max_rows x cols, so that
+ * receives are posted ahead and a send never waits for a buffer. */
+int pn_link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out);
+void pn_link_free(pn_link *l);
+
+/* What kind of link l is, whether it sends, and its node (for the stage runtime). */
+const pn_link_spec *pn_link_spec_of(const pn_link *l);
+
+/* Posts the receive of micro-batch slot micro (in the order the peer sends). */
+int pn_link_post_recv(pn_link *l, int micro);
+
+/* Waits for micro-batch micro of step, checks its header (node, kind, step,
+ * micro-batch, into's shape): a mismatch is an error naming both sides. Then copies
+ * the payload into into, or adds it (add) to what into holds. */
+int pn_link_recv(pn_link *l, long step, int micro, pn_matrix *into, bool add);
+
+/* Starts sending m (rows x cols, rows <= max_rows) as micro-batch micro of step. */
+int pn_link_send(pn_link *l, long step, int micro, const pn_matrix *m);
+
+/* Waits until every started send of the link has completed. */
+int pn_link_wait_sends(pn_link *l);
+
+/* Cancels receives still pending (after a failure or at the end of a run). */
+void pn_link_cancel(pn_link *l);
+
+/* --- the replicas' gradients ------------------------------------------------------------- */
+
+/* Starts summing m in place over this stage's replicas (a bucket of the gradient
+ * arena); m must stay untouched until pn_comm_buckets_wait. */
+int pn_comm_bucket_start(pn_comm *c, pn_matrix *m);
+
+/* Waits for every bucket started since the last wait. */
+int pn_comm_buckets_wait(pn_comm *c);
+
+/* all[r, :] = mine of replica r, for every replica of this stage (all is replicas x
+ * mine's columns, mine is 1 row): what the deterministic sum adds in a fixed tree. */
+int pn_comm_gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all);
+
+/* --- arena images between rank 0 and the first replica's stages ---------------------------- */
+
+typedef enum pn_comm_type { PN_COMM_BYTES = 0, PN_COMM_FLOATS = 1 } pn_comm_type;
+
+/* The first replica's stages 1 .. P-1 each send count elements of type at mine to
+ * rank 0 (stage 0 of that replica), which receives them back to back, stage by
+ * stage, in *all (malloc'd, its to free; its own part is not copied) and learns
+ * every stage's count in counts[stage] (stages entries; NULL elsewhere). Ranks of
+ * other replicas take no part and return at once. */
+int pn_comm_gather_stages(pn_comm *c, const void *mine, size_t count, pn_comm_type type,
+                          void **all, size_t *counts);
+
+/* The reverse: rank 0 holds counts[s] elements for each stage s = 1 .. P-1 back to
+ * back in all and sends them; the first replica's rank of stage s receives its
+ * count elements into mine. Ranks of other replicas take no part. */
+int pn_comm_scatter_stages(pn_comm *c, const void *all, const size_t *counts, void *mine,
+                           size_t count, pn_comm_type type);
+
+/* The first replica's rank of each stage sends count elements at data to that
+ * stage's other replicas, which receive them into data. */
+int pn_comm_broadcast_replicas(pn_comm *c, void *data, size_t count, pn_comm_type type);
+
+#endif

@@ -1,0 +1,57 @@
+/* The job of a program run: MPI's start, end and abort, and a communicator's ranks. */
+#include "mpi/job_mpi.h"
+
+#include <stdlib.h>
+
+#include "base/error.h"
+#include "mpi/mpi_check.h"
+
+struct pn_job {
+    MPI_Comm comm;
+    int rank, size;
+};
+
+int pn_job_wrap(MPI_Comm comm, pn_job **out)
+{
+    *out = NULL;
+    pn_job *j = calloc(1, sizeof *j);
+    if (!j) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    j->comm = comm;
+    int rc = MPI_Comm_rank(comm, &j->rank);
+    if (rc == MPI_SUCCESS) rc = MPI_Comm_size(comm, &j->size);
+    if (rc != MPI_SUCCESS) {
+        free(j);
+        return pn_mpi_fail(rc, "MPI_Comm_rank", __FILE__, __LINE__);
+    }
+    *out = j;
+    return PN_OK;
+}
+
+MPI_Comm pn_job_comm(const pn_job *job) { return job->comm; }
+
+int pn_job_init(int *argc, char ***argv, pn_job **world)
+{
+    *world = NULL;
+    int rc = MPI_Init(argc, argv);
+    if (rc != MPI_SUCCESS) return pn_mpi_fail(rc, "MPI_Init", __FILE__, __LINE__);
+    rc = pn_job_wrap(MPI_COMM_WORLD, world);
+    if (rc < 0) MPI_Finalize();
+    return rc;
+}
+
+void pn_job_finalize(pn_job *world)
+{
+    pn_job_free(world);
+    MPI_Finalize();
+}
+
+void pn_job_abort(pn_job *job, int code)
+{
+    MPI_Abort(job ? job->comm : MPI_COMM_WORLD, code);
+    exit(code); /* MPI_Abort does not return; this keeps the promise if it did */
+}
+
+int pn_job_rank(const pn_job *job) { return job->rank; }
+int pn_job_size(const pn_job *job) { return job->size; }
+
+void pn_job_free(pn_job *job) { free(job); }

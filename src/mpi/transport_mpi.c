@@ -1,0 +1,225 @@
+/* The MPI transport of the communication seam (comm_impl.h): stage links as
+ * non-blocking point-to-point messages through host buffers, one per micro-batch,
+ * each a checked header and the payload; the replicas' gradient buckets as
+ * MPI_Iallreduce in place; the replica gather as MPI_Allgather. Data on a device
+ * other than the host is staged through host memory (pn_matrix_read/write). */
+#include "mpi/comm_impl.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "math/ops.h"
+#include "mpi/mpi_check.h"
+
+enum { LINK_MAGIC = 0x706e6c6b, HEADER_BYTES = 64 };
+
+typedef struct header {
+    int32_t magic, kind, node, micro;
+    int64_t step;
+    int32_t rows, cols;
+} header;
+
+typedef struct mpi_link {
+    pn_link base;
+    char **buf;        /* [slots] header + payload, host memory */
+    MPI_Request *req;  /* [slots] */
+    pn_buffer landing; /* a received payload on the destination's device, to add from */
+} mpi_link;
+
+/* Gradient buckets in flight. */
+typedef struct mpi_state {
+    MPI_Request *buckets;
+    int n_buckets, cap;
+} mpi_state;
+
+static const char *kind_name(int kind) { return kind == PN_LINK_GRAD ? "gradient" : "value"; }
+
+static int tag_of(const pn_link *l) { return l->spec.node * 2 + (int)l->spec.kind; }
+
+static size_t bytes_for(const pn_link *l, int rows)
+{
+    return HEADER_BYTES + (size_t)rows * (size_t)l->spec.cols * sizeof(float);
+}
+
+static void link_cancel(pn_link *base)
+{
+    mpi_link *l = (mpi_link *)base;
+    for (int s = 0; l->req && l->buf && s < base->spec.slots; s++)
+        if (l->req[s] != MPI_REQUEST_NULL) {
+            MPI_Cancel(&l->req[s]);
+            MPI_Request_free(&l->req[s]);
+        }
+}
+
+static void link_free(pn_link *base)
+{
+    mpi_link *l = (mpi_link *)base;
+    link_cancel(base);
+    for (int s = 0; l->buf && s < base->spec.slots; s++) free(l->buf[s]);
+    free(l->buf);
+    free(l->req);
+    pn_buffer_release(&l->landing);
+    free(l);
+}
+
+static int link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out)
+{
+    mpi_link *l = calloc(1, sizeof *l);
+    if (!l) return pn_error_set(PN_ERR_NOMEM, "out of memory for link buffers");
+    l->base = (pn_link){*spec, c};
+    l->buf = calloc((size_t)spec->slots, sizeof *l->buf);
+    l->req = malloc((size_t)spec->slots * sizeof *l->req);
+    int rc = l->buf && l->req ? PN_OK : pn_error_set(PN_ERR_NOMEM, "out of memory for link buffers");
+    for (int s = 0; rc == PN_OK && s < spec->slots; s++) l->req[s] = MPI_REQUEST_NULL;
+    size_t bytes = (bytes_for(&l->base, spec->max_rows) + 63) / 64 * 64;
+    for (int s = 0; rc == PN_OK && s < spec->slots; s++)
+        if (!(l->buf[s] = aligned_alloc(64, bytes)))
+            rc = pn_error_set(PN_ERR_NOMEM, "out of memory for link buffers");
+    if (rc < 0) {
+        link_free(&l->base);
+        return rc;
+    }
+    *out = &l->base;
+    return PN_OK;
+}
+
+static int link_post_recv(pn_link *base, int micro)
+{
+    mpi_link *l = (mpi_link *)base;
+    PN_MPI_CHECK(MPI_Irecv(l->buf[micro], (int)bytes_for(base, base->spec.max_rows), MPI_BYTE,
+                           base->spec.peer, tag_of(base), base->comm->pipe, &l->req[micro]));
+    return PN_OK;
+}
+
+/* Adds the host payload to into, through a landing buffer on into's device when that
+ * is not the host. */
+static int add_payload(mpi_link *l, const float *payload, pn_matrix *into)
+{
+    pn_matrix src = pn_matrix_host((float *)payload, into->rows, into->cols);
+    if (into->device.kind != PN_DEVICE_HOST) {
+        PN_TRY(pn_buffer_reserve(&l->landing, into->device, pn_matrix_count(*into) * sizeof(float)));
+        src = pn_matrix_on(&l->landing, into->rows, into->cols);
+        PN_TRY(pn_matrix_write(&src, payload));
+    }
+    return pn_axpy(1.0f, &src, into);
+}
+
+static int link_recv(pn_link *base, long step, int micro, pn_matrix *into, bool add)
+{
+    mpi_link *l = (mpi_link *)base;
+    const pn_link_spec *sp = &base->spec;
+    MPI_Status status;
+    int rc = MPI_Wait(&l->req[micro], &status);
+    if (rc != MPI_SUCCESS)
+        return pn_mpi_fail(rc, "MPI_Wait (receive from a neighbour stage)", __FILE__, __LINE__);
+    header h;
+    memcpy(&h, l->buf[micro], sizeof h);
+    int got = 0, rows = into->rows;
+    MPI_Get_count(&status, MPI_BYTE, &got);
+    if (h.magic != LINK_MAGIC || h.kind != (int)sp->kind || h.node != sp->node ||
+        h.step != step || h.micro != micro || h.rows != rows || h.cols != sp->cols ||
+        into->cols != sp->cols || (size_t)got != bytes_for(base, rows))
+        return pn_error_set(PN_ERR_MPI,
+                            "stage %d expected the %s of '%s' for step %ld, micro-batch %d "
+                            "(%d x %d) from stage %d, and received a message for node %d, "
+                            "%s, step %ld, micro-batch %d (%d x %d, %d bytes)",
+                            base->comm->grid.stage, kind_name(sp->kind), sp->name, step, micro,
+                            rows, sp->cols, sp->peer, h.node, kind_name(h.kind), (long)h.step,
+                            h.micro, h.rows, h.cols, got);
+    const float *payload = (const float *)(l->buf[micro] + HEADER_BYTES);
+    return add ? add_payload(l, payload, into) : pn_matrix_write(into, payload);
+}
+
+static int link_send(pn_link *base, long step, int micro, const pn_matrix *m)
+{
+    mpi_link *l = (mpi_link *)base;
+    const pn_link_spec *sp = &base->spec;
+    if (m->rows > sp->max_rows || m->cols != sp->cols)
+        return pn_error_set(PN_ERR_INTERNAL, "link of '%s': %d x %d does not fit %d x %d",
+                            sp->name, m->rows, m->cols, sp->max_rows, sp->cols);
+    header h = {LINK_MAGIC, (int32_t)sp->kind, sp->node, micro, step, m->rows, m->cols};
+    memcpy(l->buf[micro], &h, sizeof h);
+    PN_TRY(pn_matrix_read(m, (float *)(l->buf[micro] + HEADER_BYTES)));
+    PN_MPI_CHECK(MPI_Isend(l->buf[micro], (int)bytes_for(base, m->rows), MPI_BYTE, sp->peer,
+                           tag_of(base), base->comm->pipe, &l->req[micro]));
+    return PN_OK;
+}
+
+static int link_wait_sends(pn_link *base)
+{
+    mpi_link *l = (mpi_link *)base;
+    PN_MPI_CHECK(MPI_Waitall(base->spec.slots, l->req, MPI_STATUSES_IGNORE));
+    return PN_OK;
+}
+
+/* MPI reads and writes these buffers itself: they must be host memory. */
+static int need_host(const pn_matrix *m, const char *what)
+{
+    if (m->device.kind == PN_DEVICE_HOST && pn_matrix_dense(*m)) return PN_OK;
+    return pn_error_set(PN_ERR_UNSUPPORTED, "the MPI transport sums %s in dense host memory only",
+                        what);
+}
+
+static int bucket_start(pn_comm *c, pn_matrix *m)
+{
+    PN_TRY(need_host(m, "gradient buckets"));
+    mpi_state *st = c->transport_state;
+    if (!st && !(st = c->transport_state = calloc(1, sizeof *st)))
+        return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    if (st->n_buckets == st->cap) { /* grows in the first step only */
+        int cap = st->cap ? 2 * st->cap : 16;
+        MPI_Request *more = realloc(st->buckets, (size_t)cap * sizeof *more);
+        if (!more) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+        st->buckets = more;
+        st->cap = cap;
+    }
+    PN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, m->data, (int)pn_matrix_count(*m), MPI_FLOAT,
+                                MPI_SUM, c->replicas, &st->buckets[st->n_buckets++]));
+    int done; /* push the reductions already in flight along */
+    PN_MPI_CHECK(MPI_Testall(st->n_buckets, st->buckets, &done, MPI_STATUSES_IGNORE));
+    return PN_OK;
+}
+
+static int buckets_wait(pn_comm *c)
+{
+    mpi_state *st = c->transport_state;
+    if (!st) return PN_OK;
+    int n = st->n_buckets;
+    st->n_buckets = 0;
+    PN_MPI_CHECK(MPI_Waitall(n, st->buckets, MPI_STATUSES_IGNORE));
+    return PN_OK;
+}
+
+static int gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all)
+{
+    PN_TRY(need_host(mine, "replica gathers"));
+    PN_TRY(need_host(all, "replica gathers"));
+    int n = mine->cols;
+    PN_MPI_CHECK(MPI_Allgather(mine->data, n, MPI_FLOAT, all->data, n, MPI_FLOAT, c->replicas));
+    return PN_OK;
+}
+
+static void release(pn_comm *c)
+{
+    mpi_state *st = c->transport_state;
+    free(st->buckets);
+    free(st);
+    c->transport_state = NULL;
+}
+
+const pn_transport pn_transport_mpi = {
+    .name = "mpi",
+    .link_create = link_create,
+    .link_free = link_free,
+    .link_post_recv = link_post_recv,
+    .link_recv = link_recv,
+    .link_send = link_send,
+    .link_wait_sends = link_wait_sends,
+    .link_cancel = link_cancel,
+    .bucket_start = bucket_start,
+    .buckets_wait = buckets_wait,
+    .gather_replicas = gather_replicas,
+    .release = release,
+};

@@ -1,0 +1,63 @@
+/* pn_stage: the stage runtime of one rank, Paddle's ParallelNeuralNetwork seen from
+ * one stage. It holds the stage's layers as one network per micro-batch in flight
+ * over one parameter arena (pipeline/network.h), the links that carry Arguments to
+ * and from the neighbour stages (mpi/comm.h), and runs one step's passes in the
+ * order of the schedule: receive inputs -> forward -> send outputs; receive output
+ * gradients -> backward -> send input gradients. The last backward starts summing
+ * each layer's gradients over the replicas as soon as they are final (buckets), or
+ * under --deterministic adds the micro-batches' gradients in a fixed tree. After a
+ * step the arena's gradients are the whole global batch's. The epoch loop,
+ * clipping, the update and everything around them are the trainer's. */
+#ifndef PN_STAGE_H
+#define PN_STAGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "io/reader.h"
+#include "layers/params.h"
+#include "mpi/comm.h"
+#include "pipeline/graph.h"
+#include "pipeline/plan.h"
+#include "pipeline/schedule.h"
+
+typedef struct pn_stage pn_stage;
+
+typedef struct pn_stage_config {
+    const pn_graph *graph;
+    const pn_plan *plan;         /* the stage of each layer */
+    const pn_schedule *sched;    /* the order of each stage's passes */
+    pn_comm *comm;               /* this rank's place (stage, replica) and transport */
+    pn_device device;            /* where the arena and the arguments live */
+    uint64_t seed;               /* parameter init and dropout masks */
+    int global_batch;            /* samples per step over all replicas (losses are means) */
+    int micro_rows;              /* samples per micro-batch */
+    int eval_rows;               /* samples of the largest forward-only batch */
+    bool deterministic;          /* sum gradients in a fixed tree (--deterministic) */
+} pn_stage_config;
+
+/* Builds this rank's stage: networks, arena (initialized from the seed), links. */
+int pn_stage_create(pn_stage **out, const pn_stage_config *cfg);
+void pn_stage_free(pn_stage *s);
+
+/* The stage's parameter arena (the optimizer adds its slots to it). */
+pn_params *pn_stage_params(const pn_stage *s);
+
+/* The dataset fields the stage reads, in the order a pn_batch holds them: the
+ * model inputs its layers consume, or, for a stage that consumes none, the first
+ * input (so that every stage of a replica sees the same batch sizes). */
+const pn_reader_field *pn_stage_fields(const pn_stage *s, int *n);
+
+/* One training step over this replica's rows of batch b: every pass of the
+ * schedule, then the gradients summed over micro-batches and replicas. */
+int pn_stage_step(pn_stage *s, const pn_batch *b, long step);
+
+/* Forward of this replica's rows of evaluation batch b at once; tag (negative)
+ * keeps its messages apart from any step's. */
+int pn_stage_evaluate(pn_stage *s, const pn_batch *b, long tag);
+
+/* The loss statistics of the stage's loss layers since the last call: {loss sum,
+ * rows predicted right, rows}; they start again from zero. */
+void pn_stage_take_stats(pn_stage *s, double out[3]);
+
+#endif
