@@ -1,0 +1,180 @@
+/* The communication seam (mpi/comm.h), run under mpirun with 4 ranks
+ * (tests/test_comm.sh): the layout of 2 replicas x 2 stages; sums, XORs and "any"
+ * over the world, a pipe and a stage's replicas; status agreement naming the
+ * failing rank; a link that delivers, adds, and refuses a message for another step
+ * with an error naming both sides; gradient buckets and the replica gather; and
+ * arena images gathered to rank 0 and scattered back (odd sizes, 4 stages, and
+ * 2 x 2 with the replica broadcast). Prints one line per check and
+ * "N passed, N failed". */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "math/ops.h"
+#include "mpi/comm.h"
+#include "mpi/job_mpi.h"
+
+static int passed, failed, rank;
+
+/* Counts a check that every rank made; rank 0 prints it. */
+static void check(pn_comm *c, bool ok, const char *what)
+{
+    bool bad = false;
+    pn_comm_any(c, !ok, &bad);
+    if (!ok) fprintf(stderr, "rank %d: FAIL: %s (%s)\n", rank, what, pn_error_message());
+    if (rank == 0) printf("%-64s %s\n", what, bad ? "FAIL" : "ok");
+    bad ? failed++ : passed++;
+}
+
+static void layout_and_scalars(pn_comm *c)
+{
+    const pn_grid *g = pn_comm_grid(c);
+    check(c, g->replicas == 2 && g->stages == 2 && g->stage == rank % 2 && g->replica == rank / 2,
+          "4 ranks as 2 replicas x 2 stages: stage = rank % 2");
+    double v[2] = {rank + 1, 1};
+    pn_comm_sum(c, PN_SCOPE_WORLD, v, 2);
+    check(c, v[0] == 10 && v[1] == 4, "sum over the world");
+    v[0] = rank + 1;
+    pn_comm_sum(c, PN_SCOPE_PIPE, v, 1);
+    check(c, v[0] == (g->replica == 0 ? 3 : 7), "sum over a replica's stages (pipe)");
+    v[0] = rank + 1;
+    pn_comm_sum(c, PN_SCOPE_REPLICAS, v, 1);
+    check(c, v[0] == (g->stage == 0 ? 4 : 6), "sum over a stage's replicas");
+    uint64_t x = 1ull << rank;
+    pn_comm_xor(c, PN_SCOPE_PIPE, &x, 1);
+    check(c, x == (g->replica == 0 ? 3u : 12u), "XOR over a pipe");
+    bool any = true;
+    pn_comm_any(c, false, &any);
+    bool some = false;
+    pn_comm_any(c, rank == 3, &some);
+    check(c, !any && some, "any: false everywhere, true on one rank");
+    char text[32] = "";
+    if (rank == 0) snprintf(text, sizeof text, "from rank 0");
+    pn_comm_broadcast(c, text, sizeof text);
+    check(c, !strcmp(text, "from rank 0"), "broadcast from rank 0");
+}
+
+static void agreement(pn_comm *c)
+{
+    int rc = pn_comm_agree(c, rank == 2 ? pn_error_set(PN_ERR_IO, "disk full on rank 2") : 0);
+    bool ok = rank == 2 ? rc == PN_ERR_IO && strstr(pn_error_message(), "disk full")
+                        : rc == PN_ERR_PEER && strstr(pn_error_message(), "rank 2 failed");
+    check(c, ok, "agree: the failing rank keeps its error, the others name it");
+    check(c, pn_comm_agree(c, 0) == 0, "agree: all fine");
+    rc = pn_comm_agree_root(c, rank == 0 ? pn_error_set(PN_ERR_IO, "no") : 0, "write it");
+    ok = rank == 0 ? rc == PN_ERR_IO
+                   : rc == PN_ERR_PEER && strstr(pn_error_message(), "rank 0 could not write it");
+    check(c, ok, "agree_root: rank 0's failure reaches everyone");
+}
+
+/* Stage 0 sends a 3 x 5 value to stage 1 of its replica: delivered, added, and a
+ * message for another step refused. */
+static void links(pn_comm *c)
+{
+    const pn_grid *g = pn_comm_grid(c);
+    pn_link_spec spec = {PN_LINK_VALUE, g->stage == 0, 4, "h1", 1 - g->stage, 5, 6, 2};
+    pn_link *l;
+    check(c, pn_link_create(c, &spec, &l) == 0, "link created on both sides");
+    float data[15], got[15];
+    for (int i = 0; i < 15; i++) data[i] = (float)(g->replica * 100 + i);
+    pn_matrix m = pn_matrix_host(data, 3, 5), into = pn_matrix_host(got, 3, 5);
+    bool ok = true;
+    if (g->stage == 0) {
+        ok = pn_link_send(l, 7, 1, &m) == 0 && pn_link_send(l, 7, 0, &m) == 0 &&
+             pn_link_wait_sends(l) == 0;
+    } else {
+        ok = pn_link_post_recv(l, 1) == 0 && pn_link_post_recv(l, 0) == 0 &&
+             pn_link_recv(l, 7, 1, &into, false) == 0 && !memcmp(got, data, sizeof got) &&
+             pn_link_recv(l, 7, 0, &into, true) == 0;
+        for (int i = 0; ok && i < 15; i++) ok = got[i] == 2 * data[i];
+    }
+    check(c, ok, "link: micro-batches land in their slots, copied or added");
+    if (g->stage == 0) {
+        ok = pn_link_send(l, 7, 0, &m) == 0 && pn_link_wait_sends(l) == 0;
+    } else {
+        ok = pn_link_post_recv(l, 0) == 0 && pn_link_recv(l, 8, 0, &into, false) == PN_ERR_MPI &&
+             strstr(pn_error_message(), "expected the value of 'h1' for step 8") &&
+             strstr(pn_error_message(), "step 7");
+    }
+    check(c, ok, "link: a message for another step is an error naming both");
+    pn_link_free(l);
+}
+
+static void replicas(pn_comm *c)
+{
+    const pn_grid *g = pn_comm_grid(c);
+    float grads[10], mine[7], all[2 * 7];
+    for (int i = 0; i < 10; i++) grads[i] = (float)(g->replica + 1) * (float)i;
+    pn_matrix first = pn_matrix_host(grads, 1, 4), rest = pn_matrix_host(grads + 4, 1, 6);
+    bool ok = pn_comm_bucket_start(c, &rest) == 0 && pn_comm_bucket_start(c, &first) == 0 &&
+              pn_comm_buckets_wait(c) == 0;
+    for (int i = 0; ok && i < 10; i++) ok = grads[i] == 3.0f * (float)i;
+    check(c, ok, "buckets: each summed over the stage's replicas");
+    for (int i = 0; i < 7; i++) mine[i] = (float)(g->replica * 10 + i);
+    pn_matrix m = pn_matrix_host(mine, 1, 7), a = pn_matrix_host(all, 2, 7);
+    ok = pn_comm_gather_replicas(c, &m, &a) == 0;
+    for (int r = 0; ok && r < 2; r++)
+        for (int i = 0; ok && i < 7; i++) ok = all[r * 7 + i] == (float)(r * 10 + i);
+    check(c, ok, "replica gather: row r is replica r's");
+}
+
+/* Every stage of the first replica sends 5 s + 3 floats of value 1000 s + i. */
+static bool gather_and_scatter(pn_comm *c)
+{
+    const pn_grid *g = pn_comm_grid(c);
+    size_t count = 5 * (size_t)g->stage + 3;
+    float *mine = malloc(count * sizeof *mine), *all = NULL;
+    size_t counts[4] = {0};
+    for (size_t i = 0; i < count; i++) mine[i] = (float)(1000 * g->stage + (int)i);
+    bool ok = pn_comm_gather_stages(c, mine, count, PN_COMM_FLOATS, (void **)&all,
+                                    g->rank == 0 ? counts : NULL) == 0;
+    if (ok && g->rank == 0) { /* stages 1 .. P-1 back to back, stage 0 not copied */
+        size_t at = 0;
+        for (int s = 0; ok && s < g->stages; s++) ok = counts[s] == 5 * (size_t)s + 3;
+        for (int s = 1; ok && s < g->stages; s++)
+            for (size_t i = 0; i < counts[s]; i++, at++) ok = ok && all[at] == (float)(1000 * s + (int)i);
+    }
+    /* back again, doubled, and on to the other replicas */
+    if (g->rank == 0) {
+        size_t at = 0;
+        for (int s = 1; s < g->stages; s++)
+            for (size_t i = 0; i < counts[s]; i++) all[at++] *= 2;
+    }
+    for (size_t i = 0; i < count; i++) mine[i] = -1;
+    if (g->rank == 0)
+        for (size_t i = 0; i < count; i++) mine[i] = 2.0f * (float)i;
+    ok = ok && pn_comm_scatter_stages(c, all, counts, mine, count, PN_COMM_FLOATS) == 0 &&
+         pn_comm_broadcast_replicas(c, mine, count, PN_COMM_FLOATS) == 0;
+    for (size_t i = 0; ok && i < count; i++) ok = mine[i] == 2.0f * (float)(1000 * g->stage + (int)i);
+    free(mine);
+    free(all);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    pn_job *world;
+    if (pn_job_init(&argc, &argv, &world) < 0) return 1;
+    rank = pn_job_rank(world);
+    if (pn_job_size(world) != 4) {
+        if (rank == 0) puts("SKIP: run with 4 ranks (mpirun -np 4)");
+        pn_job_finalize(world);
+        return 77;
+    }
+    pn_comm *c;
+    if (pn_comm_create(&c, world, 2) < 0) pn_job_abort(world, 1);
+    layout_and_scalars(c);
+    agreement(c);
+    links(c);
+    replicas(c);
+    check(c, gather_and_scatter(c), "images: gathered to rank 0, scattered and broadcast (2 x 2)");
+    pn_comm_free(c);
+    if (pn_comm_create(&c, world, 4) < 0) pn_job_abort(world, 1);
+    check(c, gather_and_scatter(c), "images: gathered to rank 0 and scattered (4 stages)");
+    pn_comm_free(c);
+    if (rank == 0) printf("%d passed, %d failed\n", passed, failed);
+    pn_job_finalize(world);
+    return failed ? 1 : 0;
+}
