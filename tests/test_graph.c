@@ -1,6 +1,6 @@
 /* Model JSON -> pn_graph: valid models get a topological order, shapes and gradient
- * flags; every mistake a person can make in the file is refused with a message
- * naming the file, the place and the field. */
+ * flags; every mistake a person can make in the file is refused with a message of
+ * one shape: the file, the path of the field, what was expected, what was found. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,55 +54,55 @@ END_TEST
 
 typedef struct mistake {
     const char *json;
-    const char *expect[3]; /* substrings of the message besides the file name */
+    const char *expect[3]; /* substrings of the message after the file name */
 } mistake;
 
 #define IN "\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 4}, \"y\": {\"dataset\": \"l\", \"ids\": true}}"
 
 static const mistake mistakes[] = {
-    {"[1, 2]", {"top level", "object"}},
+    {"[1, 2]", {"top level: expected a JSON object", "found [1,2]"}},
     {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3}], \"optimiser\": {}}",
-     {"optimiser", "unknown key"}},
-    {"{\"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3}]}", {"inputs", "missing"}},
-    {"{" IN "}", {"layers", "missing"}},
+     {"optimiser: expected one of the keys name, inputs, layers, train", "found an unknown key"}},
+    {"{\"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3}]}", {"inputs: expected a non-empty object", "found nothing"}},
+    {"{" IN "}", {"layers: expected a non-empty list", "found nothing"}},
     {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"conv\", \"input\": \"x\"}]}",
-     {"layers[0]", "'a'", "unknown type 'conv'"}},
+     {"layers[0].type: expected a layer type", "found \"conv\"", "(layer 'a')"}},
     {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"fc9\", \"size\": 3}]}",
-     {"layers[0]", "'a'", "'fc9' names no layer"}},
+     {"layers[0].input: expected the name of a layer or input", "found \"fc9\"", "(layer 'a')"}},
     {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3},"
      " {\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3}]}",
-     {"layers[1]", "'a'", "already used by layers[0]"}},
+     {"layers[1].name: expected a name no other", "found \"a\"", "(already used by layers[0])"}},
     {"{" IN ", \"layers\": [{\"name\": \"x\", \"type\": \"fc\", \"input\": \"y\", \"size\": 3}]}",
-     {"layers[0]", "'x'", "already used by inputs.x"}},
+     {"layers[0].name: expected a name no other", "found \"x\"", "(already used by inputs.x)"}},
     {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"b\", \"size\": 4},"
      " {\"name\": \"b\", \"type\": \"fc\", \"input\": \"a\", \"size\": 4},"
      " {\"name\": \"c\", \"type\": \"fc\", \"input\": \"x\", \"size\": 4}]}",
-     {"cycle", "'a'", "'b'"}},
+     {"layers: expected layers that form no cycle", "found a cycle through 'a', 'b'"}},
     {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"a\", \"size\": 4}]}",
-     {"layers[0]", "'a'", "cycle"}},
+     {"layers[0].input: expected another layer than itself", "found \"a\"", "(layer 'a')"}},
     {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3},"
      " {\"name\": \"sum\", \"type\": \"add\", \"input\": [\"a\", \"x\"]}]}",
-     {"layers[1]", "'sum'", "'input'"}},
+     {"layers[1].input: expected inputs of one shape", "found input 1 of shape 4", "(layer 'sum', add)"}},
     {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\"}]}",
-     {"layers[0]", "'a'", "'size': missing"}},
+     {"layers[0].size: expected an integer >= 1 (required)", "found nothing", "(layer 'a', fc)"}},
     {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": \"big\"}]}",
-     {"layers[0]", "'a'", "'size': expected an integer"}},
+     {"layers[0].size: expected an integer >= 1", "found \"big\"", "(layer 'a', fc)"}},
     {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3, \"activation\": \"relu\"}]}",
-     {"layers[0]", "'a'", "'activation'"}},
+     {"layers[0].activation: expected one of the keys size, bias, act", "found an unknown key", "(layer 'a', fc)"}},
     {"{\"inputs\": {\"x\": {\"size\": 4}}, \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3}]}",
-     {"inputs.x", "names no dataset"}},
-    {"{" IN ", \"layers\": [{\"type\": \"fc\", \"input\": \"x\", \"size\": 3}]}", {"layers[0]", "'name'"}},
-    {"{" IN ", \"layers\": [{\"name\": \"a\", \"input\": \"x\", \"size\": 3}]}", {"layers[0]", "'a'", "'type'"}},
-    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"size\": 3}]}", {"layers[0]", "'a'", "'input'"}},
-    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": [], \"size\": 3}]}", {"layers[0]", "'input'"}},
-    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": [\"x\", 3], \"size\": 3}]}", {"layers[0]", "'input'[1]"}},
+     {"inputs.x.dataset: expected the name of a dataset", "found nothing"}},
+    {"{" IN ", \"layers\": [{\"type\": \"fc\", \"input\": \"x\", \"size\": 3}]}", {"layers[0].name: expected a non-empty string", "found nothing"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"input\": \"x\", \"size\": 3}]}", {"layers[0].type: expected a layer type", "found nothing", "(layer 'a')"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"size\": 3}]}", {"layers[0].input: expected a layer name or a non-empty list", "found nothing", "(layer 'a')"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": [], \"size\": 3}]}", {"layers[0].input: expected a layer name or a non-empty list", "found []"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": [\"x\", 3], \"size\": 3}]}", {"layers[0].input[1]: expected a layer name", "found 3"}},
     {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3, \"stage\": -1}]}",
-     {"layers[0]", "'stage'"}},
-    {"{" IN ", \"layers\": [{\"name\": \"a/b\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3}]}", {"layers[0]", "'/'"}},
+     {"layers[0].stage: expected an integer in [0, 1048576]", "found -1"}},
+    {"{" IN ", \"layers\": [{\"name\": \"a/b\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3}]}", {"layers[0].name: expected a name without '/'", "found \"a/b\""}},
     {"{" IN ", \"layers\": [{\"name\": \"e\", \"type\": \"embedding\", \"input\": \"x\", \"vocab\": 5, \"size\": 3}]}",
-     {"layers[0]", "'e'", "ids"}},
+     {"layers[0].input: expected integer ids", "found float values", "(layer 'e', embedding)"}},
     {"{" IN ", \"layers\": [{\"name\": \"l\", \"type\": \"softmax_xent\", \"input\": [\"x\", \"x\"]}]}",
-     {"layers[0]", "'l'", "labels"}},
+     {"layers[0].input: expected integer labels as input 1", "found float values", "(layer 'l', softmax_xent)"}},
 };
 enum { N_MISTAKES = sizeof mistakes / sizeof *mistakes };
 
@@ -113,6 +113,8 @@ START_TEST(mistakes_name_file_place_and_field)
     ck_assert_int_eq(from_text(m->json, &g), PN_ERR_INVALID);
     const char *msg = pn_error_message();
     ck_assert_msg(strstr(msg, "models/bad.json: ") == msg, "message does not start with the file: %s", msg);
+    ck_assert_msg(strstr(msg, ": expected ") && strstr(msg, ", found "),
+                  "case %d: not \"<file>: <path>: expected ..., found ...\": %s", _i, msg);
     for (int k = 0; k < 3 && m->expect[k]; k++)
         ck_assert_msg(strstr(msg, m->expect[k]), "case %d: no \"%s\" in: %s", _i, m->expect[k], msg);
 }

@@ -1,5 +1,6 @@
-/* Invalid layer specs are refused with PN_ERR_INVALID and a message that names the
- * layer and the offending attribute; valid specs produce the inferred shapes. */
+/* Invalid layer specs are refused with PN_ERR_INVALID and a message of the one
+ * config-error shape: "<file>: layers[i].<attribute>: expected ..., found ...
+ * (layer '<name>', <type>)"; valid specs produce the inferred shapes. */
 #include <string.h>
 
 #include "base/error.h"
@@ -14,38 +15,38 @@ typedef struct bad_spec {
     const char *spec;
     int n_inputs;
     pn_shape in[2];
-    const char *attr; /* must appear quoted in the message */
-    const char *hint; /* and this too */
+    const char *attr; /* the field the message points at */
+    const char *hint; /* what it says it expected or found */
 } bad_spec;
 
 static const bad_spec bad[] = {
-    {"fc", "{}", 1, {F(4, 1)}, "size", "missing"},
-    {"fc", "{\"size\": \"wide\"}", 1, {F(4, 1)}, "size", "integer"},
-    {"fc", "{\"size\": 0}", 1, {F(4, 1)}, "size", ">= 1"},
-    {"fc", "{\"size\": 2.5}", 1, {F(4, 1)}, "size", "2.5"},
-    {"fc", "{\"size\": 3, \"act\": \"swish\"}", 1, {F(4, 1)}, "act", "swish"},
-    {"fc", "{\"size\": 3, \"bias\": \"yes\"}", 1, {F(4, 1)}, "bias", "true or false"},
-    {"fc", "{\"size\": 3, \"sise\": 4}", 1, {F(4, 1)}, "sise", "not an attribute"},
-    {"fc", "{\"size\": 3}", 1, {IDS(1)}, "input", "ids"},
-    {"fc", "{\"size\": 3}", 2, {F(4, 1), F(4, 1)}, "input", "1 input"},
-    {"act", "{}", 1, {F(4, 1)}, "act", "missing"},
-    {"dropout", "{\"rate\": 1.0}", 1, {F(4, 1)}, "rate", "[0, 1)"},
-    {"dropout", "{\"rate\": -0.1}", 1, {F(4, 1)}, "rate", "-0.1"},
-    {"dropout", "{}", 1, {F(4, 1)}, "rate", "missing"},
-    {"attention", "{\"heads\": 4}", 1, {F(6, 3)}, "heads", "divide"},
-    {"attention", "{\"heads\": 0}", 1, {F(6, 3)}, "heads", ">= 1"},
-    {"embedding", "{\"vocab\": 10, \"size\": 4}", 1, {F(4, 1)}, "input", "ids"},
-    {"embedding", "{\"size\": 4}", 1, {IDS(2)}, "vocab", "missing"},
-    {"layernorm", "{\"eps\": \"small\"}", 1, {F(4, 1)}, "eps", "number"},
-    {"add", "{}", 2, {F(4, 1), F(5, 1)}, "input", "shape"},
-    {"add", "{}", 1, {F(4, 1)}, "input", "at least 2"},
-    {"concat", "{}", 2, {F(4, 1), F(5, 2)}, "input", "rows per sample"},
-    {"softmax_xent", "{}", 2, {F(4, 1), F(1, 1)}, "input", "labels"},
-    {"softmax_xent", "{}", 2, {F(4, 2), IDS(1)}, "input", "labels per sample"},
-    {"mse", "{}", 2, {F(4, 1), F(3, 1)}, "input", "differ"},
-    {"data", "{\"ids\": true, \"size\": 3}", 0, {{0}}, "size", "ids"},
-    {"data", "{\"dataset\": 7, \"size\": 3}", 0, {{0}}, "dataset", "string"},
-    {"data", "{\"seq\": 0, \"size\": 3}", 0, {{0}}, "seq", ">= 1"},
+    {"fc", "{}", 1, {F(4, 1)}, "size", "(required), found nothing"},
+    {"fc", "{\"size\": \"wide\"}", 1, {F(4, 1)}, "size", "an integer >= 1, found \"wide\""},
+    {"fc", "{\"size\": 0}", 1, {F(4, 1)}, "size", "an integer >= 1, found 0"},
+    {"fc", "{\"size\": 2.5}", 1, {F(4, 1)}, "size", "found 2.5"},
+    {"fc", "{\"size\": 3, \"act\": \"swish\"}", 1, {F(4, 1)}, "act", "\"softmax\", found \"swish\""},
+    {"fc", "{\"size\": 3, \"bias\": \"yes\"}", 1, {F(4, 1)}, "bias", "true or false, found \"yes\""},
+    {"fc", "{\"size\": 3, \"sise\": 4}", 1, {F(4, 1)}, "sise", "size, bias, act, found an unknown key"},
+    {"fc", "{\"size\": 3}", 1, {IDS(1)}, "input", "float values, found integer ids"},
+    {"fc", "{\"size\": 3}", 2, {F(4, 1), F(4, 1)}, "input", "1 input(s), found 2"},
+    {"act", "{}", 1, {F(4, 1)}, "act", "(required), found nothing"},
+    {"dropout", "{\"rate\": 1.0}", 1, {F(4, 1)}, "rate", "a number in [0, 1), found 1"},
+    {"dropout", "{\"rate\": -0.1}", 1, {F(4, 1)}, "rate", "found -0.1"},
+    {"dropout", "{}", 1, {F(4, 1)}, "rate", "found nothing"},
+    {"attention", "{\"heads\": 4}", 1, {F(6, 3)}, "heads", "divides the width 6, found 4"},
+    {"attention", "{\"heads\": 0}", 1, {F(6, 3)}, "heads", ">= 1, found 0"},
+    {"embedding", "{\"vocab\": 10, \"size\": 4}", 1, {F(4, 1)}, "input", "integer ids"},
+    {"embedding", "{\"size\": 4}", 1, {IDS(2)}, "vocab", "found nothing"},
+    {"layernorm", "{\"eps\": \"small\"}", 1, {F(4, 1)}, "eps", "a number in [1e-12, 1], found \"small\""},
+    {"add", "{}", 2, {F(4, 1), F(5, 1)}, "input", "inputs of one shape, found input 1 of shape 5"},
+    {"add", "{}", 1, {F(4, 1)}, "input", "at least 2 inputs, found 1"},
+    {"concat", "{}", 2, {F(4, 1), F(5, 2)}, "input", "rows per sample, found input 1 with 2"},
+    {"softmax_xent", "{}", 2, {F(4, 1), F(1, 1)}, "input", "integer labels"},
+    {"softmax_xent", "{}", 2, {F(4, 2), IDS(1)}, "input", "labels per sample as rows of logits (2), found 1"},
+    {"mse", "{}", 2, {F(4, 1), F(3, 1)}, "input", "of one shape, found a prediction of shape 4"},
+    {"data", "{\"ids\": true, \"size\": 3}", 0, {{0}}, "size", "no size with \"ids\": true"},
+    {"data", "{\"dataset\": 7, \"size\": 3}", 0, {{0}}, "dataset", "a non-empty string, found 7"},
+    {"data", "{\"seq\": 0, \"size\": 3}", 0, {{0}}, "seq", ">= 1, found 0"},
 };
 enum { N_BAD = sizeof bad / sizeof *bad };
 
@@ -56,25 +57,28 @@ START_TEST(invalid_attributes_name_layer_and_attribute)
     ck_assert_ptr_nonnull(spec);
     pn_layer *l = NULL;
     pn_error_clear();
-    int rc = pn_layer_create(&l, "bad", b->type, spec, b->in, b->n_inputs);
+    pn_json_at top = pn_json_root("models/x.json"), layers = pn_json_field(&top, "layers");
+    pn_json_at at = pn_json_item(&layers, 2);
+    int rc = pn_layer_create(&l, &at, "bad", b->type, spec, b->in, b->n_inputs);
     json_decref(spec);
     ck_assert_msg(rc == PN_ERR_INVALID, "%s %s was accepted", b->type, b->spec);
     ck_assert_ptr_null(l);
     const char *msg = pn_error_message();
-    char quoted[64];
-    snprintf(quoted, sizeof quoted, "'%s'", b->attr);
-    ck_assert_msg(strstr(msg, "layer 'bad'"), "no layer name in: %s", msg);
-    ck_assert_msg(strstr(msg, quoted), "no %s in: %s", quoted, msg);
+    char start[96], subject[64];
+    snprintf(start, sizeof start, "models/x.json: layers[2].%s: expected ", b->attr);
+    snprintf(subject, sizeof subject, "(layer 'bad', %s)", b->type);
+    ck_assert_msg(strstr(msg, start) == msg, "message does not start with %s: %s", start, msg);
     ck_assert_msg(strstr(msg, b->hint), "no \"%s\" in: %s", b->hint, msg);
+    ck_assert_msg(strstr(msg, subject), "no %s in: %s", subject, msg);
 }
 END_TEST
 
 START_TEST(unknown_type_is_named)
 {
     pn_layer *l = NULL;
-    ck_assert_int_eq(pn_layer_create(&l, "conv1", "conv", NULL, NULL, 0), PN_ERR_INVALID);
-    ck_assert_ptr_nonnull(strstr(pn_error_message(), "'conv1'"));
-    ck_assert_ptr_nonnull(strstr(pn_error_message(), "'conv'"));
+    ck_assert_int_eq(pn_layer_create(&l, NULL, "conv1", "conv", NULL, NULL, 0), PN_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(pn_error_message(), "type: expected a layer type"));
+    ck_assert_ptr_nonnull(strstr(pn_error_message(), "found \"conv\" (layer 'conv1')"));
 }
 END_TEST
 
@@ -85,7 +89,7 @@ START_TEST(valid_specs_infer_shapes)
     json_t *spec = json_loads("{\"name\": \"a\", \"type\": \"attention\", \"input\": \"x\", "
                               "\"stage\": 1, \"heads\": 2}",
                               0, NULL);
-    ck_assert_int_eq(pn_layer_create(&l, "a", "attention", spec, &x, 1), 0);
+    ck_assert_int_eq(pn_layer_create(&l, NULL, "a", "attention", spec, &x, 1), 0);
     ck_assert_int_eq(l->out_shape.width, 6);
     ck_assert_int_eq(l->out_shape.seq, 4);
     ck_assert_int_eq(l->n_params, 4);
@@ -93,14 +97,14 @@ START_TEST(valid_specs_infer_shapes)
     json_decref(spec);
 
     pn_shape two[2] = {F(10, 4), ids};
-    ck_assert_int_eq(pn_layer_create(&l, "loss", "softmax_xent", NULL, two, 2), 0);
+    ck_assert_int_eq(pn_layer_create(&l, NULL, "loss", "softmax_xent", NULL, two, 2), 0);
     ck_assert_int_eq(l->out_shape.width, 1);
     ck_assert_int_eq(l->out_shape.seq, 4);
     ck_assert(l->type->is_loss);
     pn_layer_free(l);
 
     pn_shape cat[2] = {F(3, 2), F(5, 2)};
-    ck_assert_int_eq(pn_layer_create(&l, "c", "concat", NULL, cat, 2), 0);
+    ck_assert_int_eq(pn_layer_create(&l, NULL, "c", "concat", NULL, cat, 2), 0);
     ck_assert_int_eq(l->out_shape.width, 8);
     pn_layer_free(l);
 }

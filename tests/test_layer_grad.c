@@ -78,7 +78,7 @@ static void harness_init(harness *h, const grad_case *c, int batch, uint64_t see
     json_error_t jerr;
     json_t *spec = json_loads(c->attrs, 0, &jerr);
     ck_assert_msg(spec != NULL, "bad case JSON %s", c->attrs);
-    int rc = pn_layer_create(&h->layer, "probe", c->type, spec, c->in, c->n_inputs);
+    int rc = pn_layer_create(&h->layer, NULL, "probe", c->type, spec, c->in, c->n_inputs);
     json_decref(spec);
     ck_assert_msg(rc == 0, "create %s: %s", c->type, pn_error_message());
 

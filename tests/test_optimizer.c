@@ -350,50 +350,55 @@ START_TEST(json_mistakes_name_file_and_field)
         const char *json, *field, *says;
     } cases[] = {
         {"{\"type\": \"adagrad\", \"lr\": 0.1}", "type",
-         "unknown optimizer \"adagrad\" (sgd, momentum, adam, adamw)"},
+         "expected an optimizer: one of \"sgd\", \"momentum\", \"adam\", \"adamw\", found \"adagrad\""},
         {"{\"type\": \"adam\", \"lr\": 0.1, \"beta1\": 1.5}", "beta1",
-         "expected a number in [0, 1), got 1.5"},
-        {"{\"lr\": 0.1}", "type", "missing"},
-        {"{\"type\": 3, \"lr\": 0.1}", "type", "expected a string"},
-        {"{\"type\": \"sgd\"}", "lr", "missing"},
-        {"{\"type\": \"sgd\", \"lr\": -0.1}", "lr", "expected a number > 0, got -0.1"},
-        {"{\"type\": \"sgd\", \"lr\": \"fast\"}", "lr", "got \"fast\""},
+         "expected a number in [0, 1), found 1.5"},
+        {"{\"lr\": 0.1}", "type", "(required), found nothing"},
+        {"{\"type\": 3, \"lr\": 0.1}", "type", "\"adamw\", found 3"},
+        {"{\"type\": \"sgd\"}", "lr", "expected a number > 0 (required), found nothing"},
+        {"{\"type\": \"sgd\", \"lr\": -0.1}", "lr", "expected a number > 0, found -0.1"},
+        {"{\"type\": \"sgd\", \"lr\": \"fast\"}", "lr", "found \"fast\""},
         {"{\"type\": \"momentum\", \"lr\": 0.1, \"momentum\": 1}", "momentum",
-         "expected a number in [0, 1), got 1"},
+         "expected a number in [0, 1), found 1"},
         {"{\"type\": \"momentum\", \"lr\": 0.1, \"nesterov\": 1}", "nesterov",
-         "expected true or false, got 1"},
+         "expected true or false, found 1"},
         {"{\"type\": \"adam\", \"lr\": 0.1, \"beta2\": -0.5}", "beta2", "[0, 1)"},
         {"{\"type\": \"adam\", \"lr\": 0.1, \"eps\": 0}", "eps", "expected a number > 0"},
         {"{\"type\": \"sgd\", \"lr\": 0.1, \"weight_decay\": -1}", "weight_decay",
-         "expected a number >= 0, got -1"},
+         "expected a number >= 0, found -1"},
         {"{\"type\": \"sgd\", \"lr\": 0.1, \"clip_norm\": \"big\"}", "clip_norm",
-         "expected a number >= 0"},
-        {"{\"type\": \"sgd\", \"lr\": 0.1, \"lr_decay\": 0.5}", "lr_decay", "unknown key"},
-        {"{\"type\": \"sgd\", \"lr\": 0.1, \"beta1\": 0.9}", "beta1", "not used by sgd"},
-        {"{\"type\": \"adam\", \"lr\": 0.1, \"momentum\": 0.9}", "momentum", "not used by adam"},
+         "expected a number >= 0, found \"big\""},
+        {"{\"type\": \"sgd\", \"lr\": 0.1, \"lr_decay\": 0.5}", "lr_decay",
+         "expected one of the keys type, lr, momentum, nesterov, beta1, beta2, eps, weight_decay, "
+         "clip_norm, schedule, found an unknown key"},
+        {"{\"type\": \"sgd\", \"lr\": 0.1, \"beta1\": 0.9}", "beta1",
+         "expected no beta1 with sgd (adam, adamw only), found 0.9"},
+        {"{\"type\": \"adam\", \"lr\": 0.1, \"momentum\": 0.9}", "momentum",
+         "expected no momentum with adam (momentum only), found 0.9"},
         {"{\"type\": \"sgd\", \"lr\": 0.1, \"schedule\": [1]}", "schedule",
-         "expected an object"},
+         "expected an object, found [1]"},
         {"{\"type\": \"sgd\", \"lr\": 0.1, \"schedule\": {\"type\": \"poly\"}}",
-         "schedule.type", "unknown schedule \"poly\" (constant, step, cosine)"},
+         "schedule.type",
+         "expected a schedule: one of \"constant\", \"step\", \"cosine\", found \"poly\""},
         {"{\"type\": \"sgd\", \"lr\": 0.1, \"schedule\": {\"decay\": 1}}", "schedule.decay",
-         "unknown key"},
+         "found an unknown key"},
         {"{\"type\": \"sgd\", \"lr\": 0.1, \"schedule\": {\"warmup_steps\": 1.5}}",
-         "schedule.warmup_steps", "expected an integer >= 0, got 1.5"},
+         "schedule.warmup_steps", "expected an integer >= 0, found 1.5"},
         {"{\"type\": \"sgd\", \"lr\": 0.1, \"schedule\": {\"type\": \"step\"}}",
-         "schedule.step_size", "missing"},
+         "schedule.step_size", "expected an integer >= 1 (required), found nothing"},
         {"{\"type\": \"sgd\", \"lr\": 0.1, \"schedule\": {\"type\": \"step\", \"step_size\": 0}}",
-         "schedule.step_size", "expected an integer >= 1, got 0"},
+         "schedule.step_size", "expected an integer >= 1, found 0"},
         {"{\"type\": \"sgd\", \"lr\": 0.1, \"schedule\": {\"type\": \"step\", \"step_size\": 5,"
          " \"gamma\": 0}}",
-         "schedule.gamma", "expected a number in (0, 1], got 0"},
+         "schedule.gamma", "expected a number in (0, 1], found 0"},
         {"{\"type\": \"sgd\", \"lr\": 0.1, \"schedule\": {\"type\": \"constant\", \"gamma\": 0.5}}",
-         "schedule.gamma", "not used by constant"},
+         "schedule.gamma", "expected no gamma with constant (the step schedule only)"},
         {"{\"type\": \"sgd\", \"lr\": 0.1, \"schedule\": {\"type\": \"cosine\","
          " \"warmup_steps\": 100, \"total_steps\": 50}}",
-         "schedule.total_steps", "expected an integer > warmup_steps (100), got 50"},
+         "schedule.total_steps", "expected an integer > warmup_steps (100), found 50"},
         {"{\"type\": \"sgd\", \"lr\": 0.1, \"schedule\": {\"type\": \"cosine\","
          " \"total_steps\": 50, \"min_lr\": 1}}",
-         "schedule.min_lr", "expected a number in [0, 0.1], got 1"},
+         "schedule.min_lr", "expected a number in [0, 0.1], found 1"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         pn_optimizer_config c;
@@ -417,17 +422,18 @@ START_TEST(json_mistakes_name_file_and_field)
     json_t *v = parse(cases[1].json);
     ck_assert_int_eq(pn_optimizer_config_from_json(v, "models/x.json", &c), PN_ERR_INVALID);
     ck_assert_str_eq(pn_error_message(),
-                     "models/x.json: train.optimizer.beta1: expected a number in [0, 1), got 1.5");
+                     "models/x.json: train.optimizer.beta1: expected a number in [0, 1), found 1.5");
     json_decref(v);
     v = parse(cases[0].json);
     ck_assert_int_eq(pn_optimizer_config_from_json(v, "models/x.json", &c), PN_ERR_INVALID);
-    ck_assert_str_eq(pn_error_message(), "models/x.json: train.optimizer.type: unknown optimizer "
-                                         "\"adagrad\" (sgd, momentum, adam, adamw)");
+    ck_assert_str_eq(pn_error_message(), "models/x.json: train.optimizer.type: expected an "
+                                         "optimizer: one of \"sgd\", \"momentum\", \"adam\", "
+                                         "\"adamw\", found \"adagrad\"");
     json_decref(v);
     v = parse("[1]");
     ck_assert_int_eq(pn_optimizer_config_from_json(v, "models/x.json", &c), PN_ERR_INVALID);
     ck_assert_str_eq(pn_error_message(),
-                     "models/x.json: train.optimizer: expected an object, got [1]");
+                     "models/x.json: train.optimizer: expected an object, found [1]");
     json_decref(v);
 }
 END_TEST

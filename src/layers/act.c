@@ -12,13 +12,12 @@ static const char *const act_attr_names[] = {"act", NULL};
 static int act_parse(pn_layer *l, const json_t *spec)
 {
     act_attrs *s = l->attrs;
-    if (!json_object_get(spec, "act")) return pn_attr_error(l, "act", "missing (required)");
-    return pn_attr_act(l, spec, "act", PN_ACT_NONE, &s->act);
+    return pn_attr_act(l, spec, "act", true, PN_ACT_NONE, &s->act);
 }
 
 static int act_infer(pn_layer *l)
 {
-    if (l->in_shapes[0].ids) return pn_attr_error(l, "input", "needs float values, got ids");
+    if (l->in_shapes[0].ids) return pn_attr_error(l, "input", "integer ids", "float values");
     l->out_shape = l->in_shapes[0];
     return PN_OK;
 }

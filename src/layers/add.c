@@ -1,4 +1,6 @@
 /* add: elementwise sum of two or more inputs of one shape (residual connections). */
+#include <stdio.h>
+
 #include "base/error.h"
 #include "layers/attrs.h"
 #include "layers/layer_types.h"
@@ -8,13 +10,13 @@ static int add_infer(pn_layer *l)
     pn_shape first = l->in_shapes[0];
     for (int i = 0; i < l->n_inputs; i++) {
         pn_shape s = l->in_shapes[i];
-        if (s.ids) return pn_attr_error(l, "input", "input %d carries ids, not floats", i);
-        if (s.width != first.width || s.seq != first.seq) {
-            char a[32], b[32];
-            return pn_attr_error(l, "input", "input %d has shape %s, input 0 has %s", i,
-                                 pn_shape_format(s, a, sizeof a),
-                                 pn_shape_format(first, b, sizeof b));
-        }
+        char a[32], b[32], found[96];
+        snprintf(found, sizeof found, "integer ids as input %d", i);
+        if (s.ids) return pn_attr_error(l, "input", found, "float inputs");
+        snprintf(found, sizeof found, "input %d of shape %s and input 0 of shape %s", i,
+                 pn_shape_format(s, a, sizeof a), pn_shape_format(first, b, sizeof b));
+        if (s.width != first.width || s.seq != first.seq)
+            return pn_attr_error(l, "input", found, "inputs of one shape");
     }
     l->out_shape = first;
     return PN_OK;

@@ -6,6 +6,7 @@
  *   y = ctx Wo + bo                           [rows, C]
  * qkv, P and ctx are kept for backward. */
 #include <math.h>
+#include <stdio.h>
 
 #include "base/error.h"
 #include "layers/attrs.h"
@@ -34,10 +35,13 @@ static int attention_infer(pn_layer *l)
 {
     const attention_attrs *s = l->attrs;
     pn_shape in = l->in_shapes[0];
-    if (in.ids) return pn_attr_error(l, "input", "needs float values, got ids");
-    if (in.width % s->heads)
-        return pn_attr_error(l, "heads", "%d heads do not divide the width %d", s->heads,
+    if (in.ids) return pn_attr_error(l, "input", "integer ids", "float values");
+    if (in.width % s->heads) {
+        char found[32];
+        snprintf(found, sizeof found, "%d", s->heads);
+        return pn_attr_error(l, "heads", found, "a number of heads that divides the width %d",
                              in.width);
+    }
     l->out_shape = in;
     return PN_OK;
 }

@@ -1,4 +1,6 @@
 /* concat: joins inputs side by side along the feature axis (same rows each). */
+#include <stdio.h>
+
 #include "base/error.h"
 #include "layers/attrs.h"
 #include "layers/layer_types.h"
@@ -8,10 +10,13 @@ static int concat_infer(pn_layer *l)
     int width = 0;
     for (int i = 0; i < l->n_inputs; i++) {
         pn_shape s = l->in_shapes[i];
-        if (s.ids) return pn_attr_error(l, "input", "input %d carries ids, not floats", i);
+        char found[96];
+        snprintf(found, sizeof found, "integer ids as input %d", i);
+        if (s.ids) return pn_attr_error(l, "input", found, "float inputs");
+        snprintf(found, sizeof found, "input %d with %d rows per sample and input 0 with %d", i,
+                 s.seq, l->in_shapes[0].seq);
         if (s.seq != l->in_shapes[0].seq)
-            return pn_attr_error(l, "input", "input %d has %d rows per sample, input 0 has %d",
-                                 i, s.seq, l->in_shapes[0].seq);
+            return pn_attr_error(l, "input", found, "inputs with the same rows per sample");
         width += s.width;
     }
     l->out_shape = (pn_shape){width, l->in_shapes[0].seq, false};

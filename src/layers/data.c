@@ -21,12 +21,14 @@ static int data_parse(pn_layer *l, const json_t *spec)
     const char *dataset;
     PN_TRY(pn_attr_string(l, spec, "dataset", false, l->name, &dataset));
     if (strlen(dataset) >= sizeof s->dataset)
-        return pn_attr_error(l, "dataset", "longer than %zu characters", sizeof s->dataset - 1);
+        return pn_attr_error(l, "dataset", "a longer name", "a name of at most %zu characters",
+                             sizeof s->dataset - 1);
     strcpy(s->dataset, dataset);
     PN_TRY(pn_attr_bool(l, spec, "ids", false, &s->ids));
     PN_TRY(pn_attr_int(l, spec, "seq", false, 1, 1, &s->seq));
     if (s->ids && json_object_get(spec, "size"))
-        return pn_attr_error(l, "size", "not used with \"ids\": true (one id per position)");
+        return pn_json_error_value(&l->where, "size", json_object_get(spec, "size"),
+                                   "no size with \"ids\": true (one id per position)");
     if (!s->ids) PN_TRY(pn_attr_int(l, spec, "size", true, 1, 0, &s->size));
     return PN_OK;
 }

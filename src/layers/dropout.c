@@ -25,7 +25,7 @@ static int dropout_parse(pn_layer *l, const json_t *spec)
 
 static int dropout_infer(pn_layer *l)
 {
-    if (l->in_shapes[0].ids) return pn_attr_error(l, "input", "needs float values, got ids");
+    if (l->in_shapes[0].ids) return pn_attr_error(l, "input", "integer ids", "float values");
     l->out_shape = l->in_shapes[0];
     return PN_OK;
 }

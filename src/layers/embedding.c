@@ -20,7 +20,8 @@ static int embedding_infer(pn_layer *l)
 {
     const embedding_attrs *s = l->attrs;
     if (!l->in_shapes[0].ids)
-        return pn_attr_error(l, "input", "needs integer ids (a data input with \"ids\": true)");
+        return pn_attr_error(l, "input", "float values",
+                             "integer ids (a data input with \"ids\": true)");
     l->out_shape = (pn_shape){s->size, l->in_shapes[0].seq, false};
     return PN_OK;
 }

@@ -26,14 +26,15 @@ static int fc_parse(pn_layer *l, const json_t *spec)
     fc_attrs *s = l->attrs;
     PN_TRY(pn_attr_int(l, spec, "size", true, 1, 0, &s->size));
     PN_TRY(pn_attr_bool(l, spec, "bias", true, &s->bias));
-    return pn_attr_act(l, spec, "act", PN_ACT_NONE, &s->act);
+    return pn_attr_act(l, spec, "act", false, PN_ACT_NONE, &s->act);
 }
 
 static int fc_infer(pn_layer *l)
 {
     const fc_attrs *s = l->attrs;
     if (l->in_shapes[0].ids)
-        return pn_attr_error(l, "input", "needs float values, got integer ids (use embedding)");
+        return pn_attr_error(l, "input", "integer ids (an embedding layer takes them)",
+                             "float values");
     l->out_shape = (pn_shape){s->size, l->in_shapes[0].seq, false};
     return PN_OK;
 }

@@ -13,42 +13,32 @@
 /* Keys of a layer spec that belong to the graph, not to the layer type. */
 static const char *const graph_keys[] = {"name", "type", "input", "stage", NULL};
 
-static bool in_list(const char *const *list, const char *key)
-{
-    for (; list && *list; list++)
-        if (!strcmp(*list, key)) return true;
-    return false;
-}
-
+/* Refuses a key that is neither an attribute of the layer's type nor the graph's. */
 static int check_known_attrs(const pn_layer *l, const json_t *spec)
 {
-    const char *key;
-    json_t *value;
     if (!spec) return PN_OK;
-    json_object_foreach((json_t *)spec, key, value) {
-        (void)value;
-        if (!in_list(graph_keys, key) && !in_list(l->type->attrs, key)) {
-            char known[256] = "";
-            for (const char *const *a = l->type->attrs; a && *a; a++)
-                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
-                         known[0] ? ", " : "", *a);
-            return pn_attr_error(l, key, "not an attribute of %s layers (they take: %s)",
-                                 l->type->name, known[0] ? known : "none");
-        }
-    }
-    return PN_OK;
+    static const char *const none[] = {NULL};
+    return pn_json_known_keys(spec, &l->where, l->type->attrs ? l->type->attrs : none,
+                              graph_keys);
 }
 
-int pn_layer_create(pn_layer **out, const char *name, const char *type_name,
-                    const json_t *spec, const pn_shape *in_shapes, int n_inputs)
+int pn_layer_create(pn_layer **out, const pn_json_at *at, const char *name,
+                    const char *type_name, const json_t *spec, const pn_shape *in_shapes,
+                    int n_inputs)
 {
+    *out = NULL;
+    pn_json_at where = at ? *at : pn_json_root("(layer spec)");
+    pn_json_about(&where, "layer '%s'", name);
     const pn_layer_type *type = pn_layer_type_find(type_name);
-    if (!type)
-        return pn_error_set(PN_ERR_INVALID,
-                            "layer '%s': unknown type '%s' (`pipenet layers` lists the types)",
-                            name, type_name);
+    if (!type) {
+        char found[96];
+        snprintf(found, sizeof found, "\"%.80s\"", type_name);
+        return pn_json_error(&where, "type", found, "a layer type (`pipenet layers` lists them)");
+    }
+    pn_json_about(&where, "layer '%s', %s", name, type_name);
     pn_layer *l = calloc(1, sizeof *l);
     if (!l) return pn_error_set(PN_ERR_NOMEM, "out of memory creating layer '%s'", name);
+    l->where = where;
     l->type = type;
     l->name = strdup(name);
     l->n_inputs = n_inputs;
@@ -59,15 +49,15 @@ int pn_layer_create(pn_layer **out, const char *name, const char *type_name,
         rc = pn_error_set(PN_ERR_NOMEM, "out of memory creating layer '%s'", name);
     if (rc == PN_OK && (n_inputs < type->min_inputs ||
                         (type->max_inputs >= 0 && n_inputs > type->max_inputs))) {
+        char found[32];
+        snprintf(found, sizeof found, "%d", n_inputs);
         if (type->max_inputs == type->min_inputs)
-            rc = pn_attr_error(l, "input", "takes %d input(s), got %d", type->min_inputs,
-                               n_inputs);
+            rc = pn_attr_error(l, "input", found, "%d input(s)", type->min_inputs);
         else if (type->max_inputs < 0)
-            rc = pn_attr_error(l, "input", "takes at least %d inputs, got %d", type->min_inputs,
-                               n_inputs);
+            rc = pn_attr_error(l, "input", found, "at least %d inputs", type->min_inputs);
         else
-            rc = pn_attr_error(l, "input", "takes %d to %d inputs, got %d", type->min_inputs,
-                               type->max_inputs, n_inputs);
+            rc = pn_attr_error(l, "input", found, "%d to %d inputs", type->min_inputs,
+                               type->max_inputs);
     }
     if (rc == PN_OK) {
         if (n_inputs) memcpy(l->in_shapes, in_shapes, (size_t)n_inputs * sizeof *in_shapes);

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/json_read.h"
 #include "layers/arg.h"
 #include "layers/params.h"
 
@@ -86,6 +87,7 @@ struct pn_layer {
     int n_params;
     pn_param_decl param_decls[PN_LAYER_MAX_PARAMS];
     void *attrs; /* type-private parsed attributes */
+    pn_json_at where; /* its place in the model file, for messages */
 };
 
 /* One runnable instance of a layer in one network. */
@@ -104,9 +106,11 @@ const pn_layer_type *pn_layer_type_find(const char *name);
 
 /* Creates a layer of type type_name from its JSON spec (the object in the model's
  * "layers" list; keys name/type/input/stage are the graph's and are not checked
- * here) and its input shapes. Errors name the layer and the attribute. */
-int pn_layer_create(pn_layer **out, const char *name, const char *type_name,
-                    const json_t *spec, const pn_shape *in_shapes, int n_inputs);
+ * here) and its input shapes; at is the spec's place in the model file (NULL: a
+ * spec of no file). Errors name the file, the attribute's path and the layer. */
+int pn_layer_create(pn_layer **out, const pn_json_at *at, const char *name,
+                    const char *type_name, const json_t *spec, const pn_shape *in_shapes,
+                    int n_inputs);
 void pn_layer_free(pn_layer *l);
 
 /* Makes x an instance of l over params: declares l's parameters there (an existing

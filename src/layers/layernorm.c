@@ -24,10 +24,9 @@ static int layernorm_parse(pn_layer *l, const json_t *spec)
 
 static int layernorm_infer(pn_layer *l)
 {
-    if (l->in_shapes[0].ids) return pn_attr_error(l, "input", "needs float values, got ids");
+    if (l->in_shapes[0].ids) return pn_attr_error(l, "input", "integer ids", "float values");
     if (l->in_shapes[0].width < 2)
-        return pn_attr_error(l, "input", "needs rows of at least 2 values, got %d",
-                             l->in_shapes[0].width);
+        return pn_attr_error(l, "input", "rows of 1 value", "rows of at least 2 values");
     l->out_shape = l->in_shapes[0];
     return PN_OK;
 }

@@ -1,6 +1,8 @@
 /* mse: mean squared error between a prediction and a target of one shape. The
  * output is the per-row loss mean_j (p - t)^2 as [rows, 1]; gradients reach both
  * inputs where they carry one. */
+#include <stdio.h>
+
 #include "base/error.h"
 #include "layers/attrs.h"
 #include "layers/layer_types.h"
@@ -12,11 +14,12 @@ typedef struct mse_scratch {
 static int mse_infer(pn_layer *l)
 {
     pn_shape p = l->in_shapes[0], t = l->in_shapes[1];
-    if (p.ids || t.ids) return pn_attr_error(l, "input", "both inputs must be floats");
+    if (p.ids || t.ids) return pn_attr_error(l, "input", "integer ids", "float inputs");
     if (p.width != t.width || p.seq != t.seq) {
-        char a[32], b[32];
-        return pn_attr_error(l, "input", "prediction %s and target %s differ in shape",
-                             pn_shape_format(p, a, sizeof a), pn_shape_format(t, b, sizeof b));
+        char a[32], b[32], found[96];
+        snprintf(found, sizeof found, "a prediction of shape %s and a target of shape %s",
+                 pn_shape_format(p, a, sizeof a), pn_shape_format(t, b, sizeof b));
+        return pn_attr_error(l, "input", found, "a prediction and a target of one shape");
     }
     l->out_shape = (pn_shape){1, p.seq, false};
     return PN_OK;

@@ -1,6 +1,8 @@
 /* softmax_xent: softmax over each row of logits and cross-entropy against integer
  * labels. The output is the per-row loss [rows, 1]; backward scales each row's
  * gradient by the output gradient, so the caller decides the mean (1/global rows). */
+#include <stdio.h>
+
 #include "base/error.h"
 #include "layers/attrs.h"
 #include "layers/layer_types.h"
@@ -13,14 +15,16 @@ typedef struct xent_scratch {
 static int xent_infer(pn_layer *l)
 {
     pn_shape logits = l->in_shapes[0], labels = l->in_shapes[1];
-    if (logits.ids) return pn_attr_error(l, "input", "input 0 (logits) must be floats");
+    char found[64];
+    if (logits.ids) return pn_attr_error(l, "input", "integer ids", "float logits as input 0");
     if (!labels.ids)
-        return pn_attr_error(l, "input", "input 1 (labels) must be integer ids "
-                                         "(a data input with \"ids\": true)");
-    if (logits.width < 2) return pn_attr_error(l, "input", "needs at least 2 classes");
+        return pn_attr_error(l, "input", "float values as input 1",
+                             "integer labels as input 1 (a data input with \"ids\": true)");
+    if (logits.width < 2) return pn_attr_error(l, "input", "1 class", "at least 2 classes");
+    snprintf(found, sizeof found, "%d labels per sample", labels.seq);
     if (labels.seq != logits.seq)
-        return pn_attr_error(l, "input", "%d labels per sample for %d rows of logits",
-                             labels.seq, logits.seq);
+        return pn_attr_error(l, "input", found, "as many labels per sample as rows of logits (%d)",
+                             logits.seq);
     l->out_shape = (pn_shape){1, logits.seq, false};
     return PN_OK;
 }

@@ -3,12 +3,12 @@
  * so that every layer sees its inputs' inferred shapes. */
 #include "pipeline/graph.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
+#include "base/json_read.h"
 
 static const char *const top_keys[] = {"name", "inputs", "layers", "train", NULL};
 
@@ -17,8 +17,7 @@ typedef struct raw_node {
     const char *name;
     const char *type;       /* "data" for inputs */
     const json_t *spec;
-    const char *place;      /* "inputs.x" or "layers[3]" */
-    char place_buf[64];
+    pn_json_at at;          /* "inputs.x" or "layers[3]" */
     int n_inputs;
     const char **input_names;
     int *inputs;
@@ -26,94 +25,75 @@ typedef struct raw_node {
     bool is_input;
 } raw_node;
 
-/* Records "<file>: <place>: <what>" and returns PN_ERR_INVALID. */
-static int graph_error(const char *file, const char *place, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int graph_error(const char *file, const char *place, const char *fmt, ...)
+/* "\"name\"" for a message. */
+static const char *quoted(const char *name, char buf[96])
 {
-    char what[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    return pn_error_set(PN_ERR_INVALID, "%s: %s: %s", file, place, what);
-}
-
-#define GRAPH_ERROR(file, place, ...) return graph_error(file, place, __VA_ARGS__)
-
-static bool in_list(const char *const *list, const char *key)
-{
-    for (; *list; list++)
-        if (!strcmp(*list, key)) return true;
-    return false;
+    snprintf(buf, 96, "\"%.80s\"", name);
+    return buf;
 }
 
 /* Reads "input": a name or a non-empty list of names. */
-static int read_inputs(const char *file, raw_node *n)
+static int read_inputs(raw_node *n)
 {
+    static const char *const what = "a layer name or a non-empty list of names";
     const json_t *in = json_object_get(n->spec, "input");
-    if (!in) GRAPH_ERROR(file, n->place, "layer '%s': missing 'input'", n->name);
     size_t count = json_is_array(in) ? json_array_size(in) : 1;
     if (!json_is_string(in) && !(json_is_array(in) && count > 0))
-        GRAPH_ERROR(file, n->place,
-                    "layer '%s': 'input' must be a layer name or a non-empty list of names",
-                    n->name);
+        return pn_json_error_value(&n->at, "input", in, "%s", what);
     n->input_names = calloc(count, sizeof *n->input_names);
     n->inputs = calloc(count, sizeof *n->inputs);
     if (!n->input_names || !n->inputs) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     n->n_inputs = (int)count;
+    pn_json_at list = pn_json_field(&n->at, "input");
     for (size_t i = 0; i < count; i++) {
         const json_t *v = json_is_array(in) ? json_array_get(in, i) : in;
-        if (!json_is_string(v))
-            GRAPH_ERROR(file, n->place, "layer '%s': 'input'[%zu] must be a string", n->name,
-                        i);
+        pn_json_at item = pn_json_item(&list, i);
+        if (!json_is_string(v)) return pn_json_error_value(&item, NULL, v, "a layer name");
         n->input_names[i] = json_string_value(v);
     }
     return PN_OK;
 }
 
-static int read_layer(const char *file, const json_t *spec, size_t index, raw_node *n)
+static int read_layer(const pn_json_at *layers, const json_t *spec, size_t index, raw_node *n)
 {
-    snprintf(n->place_buf, sizeof n->place_buf, "layers[%zu]", index);
-    n->place = n->place_buf;
+    n->at = pn_json_item(layers, index);
     n->spec = spec;
     n->stage = -1;
-    if (!json_is_object(spec)) GRAPH_ERROR(file, n->place, "expected an object");
+    if (!json_is_object(spec))
+        return pn_json_error_value(&n->at, NULL, spec, "an object like {\"name\": \"fc1\", "
+                                   "\"type\": \"fc\", \"input\": \"x\", ...}");
     const json_t *name = json_object_get(spec, "name"), *type = json_object_get(spec, "type");
     if (!json_is_string(name) || !json_string_length(name))
-        GRAPH_ERROR(file, n->place, "missing or empty 'name' (a string)");
+        return pn_json_error_value(&n->at, "name", name, "a non-empty string");
     n->name = json_string_value(name);
+    pn_json_about(&n->at, "layer '%s'", n->name);
     if (strchr(n->name, '/'))
-        GRAPH_ERROR(file, n->place, "layer name '%s' contains '/'", n->name);
+        return pn_json_error_value(&n->at, "name", name, "a name without '/'");
     if (!json_is_string(type))
-        GRAPH_ERROR(file, n->place, "layer '%s': missing 'type' (a string)", n->name);
+        return pn_json_error_value(&n->at, "type", type, "a layer type (a string)");
     n->type = json_string_value(type);
-    const json_t *stage = json_object_get(spec, "stage");
-    if (stage) {
-        if (!json_is_integer(stage) || json_integer_value(stage) < 0 ||
-            json_integer_value(stage) > 1 << 20)
-            GRAPH_ERROR(file, n->place, "layer '%s': 'stage' must be an integer >= 0", n->name);
-        n->stage = (int)json_integer_value(stage);
-    }
-    return read_inputs(file, n);
+    long stage;
+    PN_TRY(pn_json_int(spec, &n->at, "stage", false, 0, 1 << 20, -1, &stage));
+    n->stage = (int)stage;
+    return read_inputs(n);
 }
 
-static int read_input(const char *file, const char *key, const json_t *spec, raw_node *n)
+static int read_input(const pn_json_at *inputs, const char *key, const json_t *spec,
+                      raw_node *n)
 {
-    snprintf(n->place_buf, sizeof n->place_buf, "inputs.%.50s", key);
-    n->place = n->place_buf;
+    n->at = pn_json_field(inputs, key);
     n->name = key;
     n->type = "data";
     n->spec = spec;
     n->stage = -1;
     n->is_input = true;
     if (!json_is_object(spec))
-        GRAPH_ERROR(file, n->place, "expected an object like {\"dataset\": \"features\", "
-                                    "\"size\": 784}");
-    if (!json_is_string(json_object_get(spec, "dataset")))
-        GRAPH_ERROR(file, n->place, "input '%s' names no dataset (add \"dataset\": \"<name in "
-                                    "the HDF5 file>\")", key);
+        return pn_json_error_value(&n->at, NULL, spec, "an object like {\"dataset\": "
+                                   "\"features\", \"size\": 784}");
+    const json_t *dataset = json_object_get(spec, "dataset");
+    if (!json_is_string(dataset))
+        return pn_json_error_value(&n->at, "dataset", dataset,
+                                   "the name of a dataset in the HDF5 file (a string)");
     return PN_OK;
 }
 
@@ -127,24 +107,21 @@ static void free_raw(raw_node *raw, int n)
 }
 
 /* Resolves input names, then orders nodes so producers come first. */
-static int sort_nodes(const char *file, raw_node *raw, int n, int *order)
+static int sort_nodes(const pn_json_at *layers, raw_node *raw, int n, int *order)
 {
     int *pending = calloc((size_t)n, sizeof *pending);
     if (!pending) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    char buf[96];
     for (int i = 0; i < n; i++) {
         for (int k = 0; k < raw[i].n_inputs; k++) {
             int found = -1;
             for (int j = 0; j < n && found < 0; j++)
                 if (!strcmp(raw[j].name, raw[i].input_names[k])) found = j;
-            if (found < 0) {
+            if (found < 0 || found == i) {
                 free(pending);
-                GRAPH_ERROR(file, raw[i].place, "layer '%s': input '%s' names no layer or input",
-                            raw[i].name, raw[i].input_names[k]);
-            }
-            if (found == i) {
-                free(pending);
-                GRAPH_ERROR(file, raw[i].place, "layer '%s' takes itself as input (a cycle)",
-                            raw[i].name);
+                return pn_json_error(&raw[i].at, "input", quoted(raw[i].input_names[k], buf),
+                                     found < 0 ? "the name of a layer or input"
+                                               : "another layer than itself (a cycle)");
             }
             raw[i].inputs[k] = found;
         }
@@ -175,7 +152,9 @@ static int sort_nodes(const char *file, raw_node *raw, int n, int *order)
             if (!placed[i] && strlen(names) + strlen(raw[i].name) + 4 < sizeof names)
                 snprintf(names + strlen(names), sizeof names - strlen(names), "%s'%s'",
                          names[0] ? ", " : "", raw[i].name);
-        rc = pn_error_set(PN_ERR_INVALID, "%s: layers: a cycle runs through %s", file, names);
+        char found[480];
+        snprintf(found, sizeof found, "a cycle through %s", names);
+        rc = pn_json_error(layers, NULL, found, "layers that form no cycle");
     }
     free(pending);
     free(placed);
@@ -208,8 +187,9 @@ static int build_nodes(pn_graph *g, raw_node *raw, int n, const int *order)
             break;
         }
         if (r->n_inputs > 64) {
-            rc = pn_error_set(PN_ERR_INVALID, "%s: %s: layer '%s' has more than 64 inputs",
-                              g->file, r->place, r->name);
+            char found[32];
+            snprintf(found, sizeof found, "%d", r->n_inputs);
+            rc = pn_json_error(&r->at, "input", found, "at most 64 inputs");
             break;
         }
         for (int k = 0; k < r->n_inputs; k++) {
@@ -217,8 +197,8 @@ static int build_nodes(pn_graph *g, raw_node *raw, int n, const int *order)
             shapes[k] = g->nodes[node->inputs[k]].layer->out_shape;
             g->nodes[node->inputs[k]].n_consumers++;
         }
-        rc = pn_layer_create(&node->layer, r->name, r->type, r->spec, shapes, r->n_inputs);
-        if (rc < 0) rc = pn_error_wrap(rc, "%s: %s", g->file, r->place);
+        rc = pn_layer_create(&node->layer, &r->at, r->name, r->type, r->spec, shapes,
+                             r->n_inputs);
     }
     free(position);
     if (rc < 0) return rc;
@@ -232,30 +212,25 @@ static int build_nodes(pn_graph *g, raw_node *raw, int n, const int *order)
     return PN_OK;
 }
 
-static int check_structure(const char *file, const json_t *root)
+static int check_structure(const pn_json_at *top, const json_t *root)
 {
-    const char *key;
-    json_t *value;
-    if (!json_is_object(root)) GRAPH_ERROR(file, "top level", "expected a JSON object");
-    json_object_foreach((json_t *)root, key, value) {
-        (void)value;
-        if (!in_list(top_keys, key))
-            GRAPH_ERROR(file, key, "unknown key (a model has name, inputs, layers, train)");
-    }
+    if (!json_is_object(root)) return pn_json_error_value(top, NULL, root, "a JSON object");
+    PN_TRY(pn_json_known_keys(root, top, top_keys, NULL));
     const json_t *inputs = json_object_get(root, "inputs"), *layers = json_object_get(root, "layers");
-    const json_t *name = json_object_get(root, "name"), *train = json_object_get(root, "train");
+    const json_t *name = json_object_get(root, "name"), *train;
     if (!json_is_object(inputs) || json_object_size(inputs) == 0)
-        GRAPH_ERROR(file, "inputs", "missing or empty (an object of named inputs)");
+        return pn_json_error_value(top, "inputs", inputs, "a non-empty object of named inputs");
     if (!json_is_array(layers) || json_array_size(layers) == 0)
-        GRAPH_ERROR(file, "layers", "missing or empty (a list of layers)");
-    if (name && !json_is_string(name)) GRAPH_ERROR(file, "name", "expected a string");
-    if (train && !json_is_object(train)) GRAPH_ERROR(file, "train", "expected an object");
-    return PN_OK;
+        return pn_json_error_value(top, "layers", layers, "a non-empty list of layers");
+    if (name && !json_is_string(name)) return pn_json_error_value(top, "name", name, "a string");
+    return pn_json_object(root, top, "train", false, &train);
 }
 
 int pn_graph_from_json(pn_graph **out, json_t *root, const char *file)
 {
-    PN_TRY(check_structure(file, root));
+    pn_json_at top = pn_json_root(file), at_inputs = pn_json_field(&top, "inputs");
+    pn_json_at at_layers = pn_json_field(&top, "layers");
+    PN_TRY(check_structure(&top, root));
     const json_t *inputs = json_object_get(root, "inputs"), *layers = json_object_get(root, "layers");
     int n = (int)(json_object_size(inputs) + json_array_size(layers));
     raw_node *raw = calloc((size_t)n, sizeof *raw);
@@ -275,18 +250,21 @@ int pn_graph_from_json(pn_graph **out, json_t *root, const char *file)
     const char *key;
     json_t *value;
     json_object_foreach((json_t *)inputs, key, value) {
-        if (rc == PN_OK) rc = read_input(file, key, value, &raw[count++]);
+        if (rc == PN_OK) rc = read_input(&at_inputs, key, value, &raw[count++]);
     }
     for (size_t i = 0; rc == PN_OK && i < json_array_size(layers); i++)
-        rc = read_layer(file, json_array_get(layers, i), i, &raw[count++]);
+        rc = read_layer(&at_layers, json_array_get(layers, i), i, &raw[count++]);
     for (int i = 0; rc == PN_OK && i < n; i++)
         for (int j = 0; j < i; j++)
             if (!strcmp(raw[i].name, raw[j].name)) {
-                rc = pn_error_set(PN_ERR_INVALID, "%s: %s: name '%s' is already used by %s",
-                                  file, raw[i].place, raw[i].name, raw[j].place);
+                char buf[96];
+                pn_json_at at = raw[i].at;
+                pn_json_about(&at, "already used by %s", raw[j].at.path);
+                rc = pn_json_error(&at, raw[i].is_input ? NULL : "name", quoted(raw[i].name, buf),
+                                   "a name no other layer or input has");
                 break;
             }
-    if (rc == PN_OK) rc = sort_nodes(file, raw, n, order);
+    if (rc == PN_OK) rc = sort_nodes(&at_layers, raw, n, order);
     if (rc == PN_OK) rc = build_nodes(g, raw, n, order);
     free_raw(raw, n);
     free(order);

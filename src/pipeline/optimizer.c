@@ -4,15 +4,13 @@
  * parameter's slice of the arena (weight decay only where the parameter decays). */
 #include "pipeline/optimizer.h"
 
-#include "layers/attrs.h"
-
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
+#include "base/json_read.h"
 #include "math/ops.h"
 
 struct pn_optimizer {
@@ -52,119 +50,23 @@ void pn_optimizer_config_default(pn_optimizer_config *cfg, pn_opt_kind kind, dou
 
 /* ---- JSON -------------------------------------------------------------------------- */
 
-/* Where errors point: the file and the path of the object being read. */
-typedef struct where {
-    const char *file;
-    const char *path; /* "train.optimizer" or "train.optimizer.schedule" */
-} where;
-
-static int field_error(where at, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int field_error(where at, const char *key, const char *fmt, ...)
-{
-    char what[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    return pn_error_set(PN_ERR_INVALID, "%s: %s%s%s: %s", at.file, at.path, key ? "." : "",
-                        key ? key : "", what);
-}
-
-/* Rejects keys outside allowed (a NULL-terminated list, also the message's list). */
-static int check_keys(const json_t *obj, where at, const char *const *allowed)
-{
-    const char *key;
-    json_t *value;
-    json_object_foreach((json_t *)obj, key, value) {
-        bool known = false;
-        (void)value;
-        for (const char *const *k = allowed; *k; k++) known |= !strcmp(*k, key);
-        if (known) continue;
-        char list[256] = "";
-        for (const char *const *k = allowed; *k; k++)
-            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
-                     k == allowed ? "" : ", ", *k);
-        return field_error(at, key, "unknown key (%s takes %s)", strrchr(at.path, '.') + 1,
-                           list);
-    }
-    return PN_OK;
-}
-
 /* A key that the chosen type does not use is an error, not silently ignored. */
-static int reject_unused(const json_t *obj, where at, const char *key, const char *kind,
-                         const char *users)
-{
-    if (json_object_get(obj, key))
-        return field_error(at, key, "not used by %s (only by %s)", kind, users);
-    return PN_OK;
-}
-
-/* Reads the number key into *out when present; it must lie in [lo, hi] where the
- * open flags exclude an end, and hi = INFINITY means unbounded. */
-static int read_number(const json_t *obj, where at, const char *key, double lo, bool lo_open,
-                       double hi, bool hi_open, double *out)
+static int reject_unused(const json_t *obj, const pn_json_at *at, const char *key,
+                         const char *kind, const char *users)
 {
     const json_t *v = json_object_get(obj, key);
-    if (!v) return PN_OK;
-    double x = json_is_number(v) ? json_number_value(v) : NAN;
-    bool ok = isfinite(x) && (lo_open ? x > lo : x >= lo) && (hi_open ? x < hi : x <= hi);
-    if (ok) {
-        *out = x;
-        return PN_OK;
-    }
-    char buf[64], range[64];
-    if (isinf(hi))
-        snprintf(range, sizeof range, "a number %s %g", lo_open ? ">" : ">=", lo);
-    else
-        snprintf(range, sizeof range, "a number in %c%g, %g%c", lo_open ? '(' : '[', lo, hi,
-                 hi_open ? ')' : ']');
-    return field_error(at, key, "expected %s, got %s", range, pn_json_show(v, buf, sizeof buf));
+    return v ? pn_json_error_value(at, key, v, "no %s with %s (%s only)", key, kind, users)
+             : PN_OK;
 }
 
-static int read_long(const json_t *obj, where at, const char *key, long min, long *out)
-{
-    const json_t *v = json_object_get(obj, key);
-    if (!v) return PN_OK;
-    char buf[64];
-    if (!json_is_integer(v) || json_integer_value(v) < min ||
-        json_integer_value(v) > (json_int_t)1e15)
-        return field_error(at, key, "expected an integer >= %ld, got %s", min,
-                           pn_json_show(v, buf, sizeof buf));
-    *out = (long)json_integer_value(v);
-    return PN_OK;
-}
-
-/* Reads a name from the list names[0..n) as its index. */
-static int read_choice(const json_t *obj, where at, const char *key, const char *what,
-                       const char *const *names, int n, int *out)
-{
-    const json_t *v = json_object_get(obj, key);
-    char list[128] = "", buf[64];
-    for (int i = 0; i < n; i++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
-                 names[i]);
-    if (!v) return field_error(at, key, "missing (required: %s)", list);
-    if (!json_is_string(v))
-        return field_error(at, key, "expected a string (%s), got %s", list,
-                           pn_json_show(v, buf, sizeof buf));
-    for (int i = 0; i < n; i++)
-        if (!strcmp(json_string_value(v), names[i])) {
-            *out = i;
-            return PN_OK;
-        }
-    return field_error(at, key, "unknown %s %s (%s)", what, pn_json_show(v, buf, sizeof buf), list);
-}
-
-static int read_schedule(const json_t *obj, where at, pn_optimizer_config *cfg)
+static int read_schedule(const json_t *obj, const pn_json_at *at, pn_optimizer_config *cfg)
 {
     static const char *const keys[] = {"type",  "warmup_steps", "step_size", "gamma",
                                        "total_steps", "min_lr", NULL};
-    PN_TRY(check_keys(obj, at, keys));
-    int type = PN_LR_CONSTANT;
-    if (json_object_get(obj, "type"))
-        PN_TRY(read_choice(obj, at, "type", "schedule", schedule_names, N_SCHEDULES, &type));
+    PN_TRY(pn_json_known_keys(obj, at, keys, NULL));
+    int type;
+    PN_TRY(pn_json_choice(obj, at, "type", false, "a schedule", schedule_names, N_SCHEDULES,
+                          PN_LR_CONSTANT, &type));
     cfg->schedule = (pn_lr_kind)type;
     const char *name = schedule_names[type];
     if (type != PN_LR_STEP) {
@@ -175,23 +77,22 @@ static int read_schedule(const json_t *obj, where at, pn_optimizer_config *cfg)
         PN_TRY(reject_unused(obj, at, "total_steps", name, "the cosine schedule"));
         PN_TRY(reject_unused(obj, at, "min_lr", name, "the cosine schedule"));
     }
-    PN_TRY(read_long(obj, at, "warmup_steps", 0, &cfg->warmup_steps));
+    PN_TRY(pn_json_int(obj, at, "warmup_steps", false, 0, (long)1e15, cfg->warmup_steps,
+                       &cfg->warmup_steps));
     if (type == PN_LR_STEP) {
-        if (!json_object_get(obj, "step_size"))
-            return field_error(at, "step_size", "missing (required by the step schedule)");
-        PN_TRY(read_long(obj, at, "step_size", 1, &cfg->step_size));
-        PN_TRY(read_number(obj, at, "gamma", 0.0, true, 1.0, false, &cfg->gamma));
+        PN_TRY(pn_json_int(obj, at, "step_size", true, 1, (long)1e15, 0, &cfg->step_size));
+        PN_TRY(pn_json_number(obj, at, "gamma", false, 0.0, true, 1.0, false, cfg->gamma,
+                              &cfg->gamma));
     }
     if (type == PN_LR_COSINE) {
-        char buf[64];
+        /* absent: 0, the run's length, filled in by the trainer */
+        PN_TRY(pn_json_int(obj, at, "total_steps", false, 1, (long)1e15, 0, &cfg->total_steps));
         const json_t *total = json_object_get(obj, "total_steps");
-        cfg->total_steps = 0; /* absent: the run's length, filled in by the trainer */
-        PN_TRY(read_long(obj, at, "total_steps", 1, &cfg->total_steps));
         if (total && cfg->total_steps <= cfg->warmup_steps)
-            return field_error(at, "total_steps",
-                               "expected an integer > warmup_steps (%ld), got %s",
-                               cfg->warmup_steps, pn_json_show(total, buf, sizeof buf));
-        PN_TRY(read_number(obj, at, "min_lr", 0.0, false, cfg->lr, false, &cfg->min_lr));
+            return pn_json_error_value(at, "total_steps", total,
+                                       "an integer > warmup_steps (%ld)", cfg->warmup_steps);
+        PN_TRY(pn_json_number(obj, at, "min_lr", false, 0.0, false, cfg->lr, false, cfg->min_lr,
+                              &cfg->min_lr));
     }
     return PN_OK;
 }
@@ -202,45 +103,40 @@ int pn_optimizer_config_from_json(const json_t *obj, const char *file,
     static const char *const keys[] = {"type", "lr",           "momentum",  "nesterov",
                                        "beta1", "beta2",       "eps",       "weight_decay",
                                        "clip_norm", "schedule", NULL};
-    where at = {file, "train.optimizer"};
-    char buf[64];
-    if (!json_is_object(obj))
-        return field_error(at, NULL, "expected an object, got %s", pn_json_show(obj, buf, sizeof buf));
-    PN_TRY(check_keys(obj, at, keys));
+    pn_json_at top = pn_json_root(file), train = pn_json_field(&top, "train");
+    pn_json_at at = pn_json_field(&train, "optimizer");
+    if (!json_is_object(obj)) return pn_json_error_value(&at, NULL, obj, "an object");
+    PN_TRY(pn_json_known_keys(obj, &at, keys, NULL));
     int kind;
-    PN_TRY(read_choice(obj, at, "type", "optimizer", kind_names, N_KINDS, &kind));
+    PN_TRY(pn_json_choice(obj, &at, "type", true, "an optimizer", kind_names, N_KINDS, 0, &kind));
     const char *name = kind_names[kind];
     if (kind != PN_OPT_MOMENTUM) {
-        PN_TRY(reject_unused(obj, at, "momentum", name, "momentum"));
-        PN_TRY(reject_unused(obj, at, "nesterov", name, "momentum"));
+        PN_TRY(reject_unused(obj, &at, "momentum", name, "momentum"));
+        PN_TRY(reject_unused(obj, &at, "nesterov", name, "momentum"));
     }
     if (kind != PN_OPT_ADAM && kind != PN_OPT_ADAMW) {
-        PN_TRY(reject_unused(obj, at, "beta1", name, "adam, adamw"));
-        PN_TRY(reject_unused(obj, at, "beta2", name, "adam, adamw"));
-        PN_TRY(reject_unused(obj, at, "eps", name, "adam, adamw"));
+        PN_TRY(reject_unused(obj, &at, "beta1", name, "adam, adamw"));
+        PN_TRY(reject_unused(obj, &at, "beta2", name, "adam, adamw"));
+        PN_TRY(reject_unused(obj, &at, "eps", name, "adam, adamw"));
     }
-    if (!json_object_get(obj, "lr")) return field_error(at, "lr", "missing (required)");
-
     pn_optimizer_config c;
     pn_optimizer_config_default(&c, (pn_opt_kind)kind, 0.0);
-    PN_TRY(read_number(obj, at, "lr", 0.0, true, INFINITY, false, &c.lr));
-    PN_TRY(read_number(obj, at, "momentum", 0.0, false, 1.0, true, &c.momentum));
-    const json_t *nesterov = json_object_get(obj, "nesterov");
-    if (nesterov && !json_is_boolean(nesterov))
-        return field_error(at, "nesterov", "expected true or false, got %s",
-                           pn_json_show(nesterov, buf, sizeof buf));
-    c.nesterov = json_is_true(nesterov);
-    PN_TRY(read_number(obj, at, "beta1", 0.0, false, 1.0, true, &c.beta1));
-    PN_TRY(read_number(obj, at, "beta2", 0.0, false, 1.0, true, &c.beta2));
-    PN_TRY(read_number(obj, at, "eps", 0.0, true, INFINITY, false, &c.eps));
-    PN_TRY(read_number(obj, at, "weight_decay", 0.0, false, INFINITY, false, &c.weight_decay));
-    PN_TRY(read_number(obj, at, "clip_norm", 0.0, false, INFINITY, false, &c.clip_norm));
-    const json_t *schedule = json_object_get(obj, "schedule");
+    PN_TRY(pn_json_number(obj, &at, "lr", true, 0.0, true, INFINITY, false, 0.0, &c.lr));
+    PN_TRY(pn_json_number(obj, &at, "momentum", false, 0.0, false, 1.0, true, c.momentum,
+                          &c.momentum));
+    PN_TRY(pn_json_bool(obj, &at, "nesterov", false, &c.nesterov));
+    PN_TRY(pn_json_number(obj, &at, "beta1", false, 0.0, false, 1.0, true, c.beta1, &c.beta1));
+    PN_TRY(pn_json_number(obj, &at, "beta2", false, 0.0, false, 1.0, true, c.beta2, &c.beta2));
+    PN_TRY(pn_json_number(obj, &at, "eps", false, 0.0, true, INFINITY, false, c.eps, &c.eps));
+    PN_TRY(pn_json_number(obj, &at, "weight_decay", false, 0.0, false, INFINITY, false,
+                          c.weight_decay, &c.weight_decay));
+    PN_TRY(pn_json_number(obj, &at, "clip_norm", false, 0.0, false, INFINITY, false, c.clip_norm,
+                          &c.clip_norm));
+    const json_t *schedule;
+    PN_TRY(pn_json_object(obj, &at, "schedule", false, &schedule));
     if (schedule) {
-        if (!json_is_object(schedule))
-            return field_error(at, "schedule", "expected an object, got %s",
-                               pn_json_show(schedule, buf, sizeof buf));
-        PN_TRY(read_schedule(schedule, (where){file, "train.optimizer.schedule"}, &c));
+        pn_json_at at_schedule = pn_json_field(&at, "schedule");
+        PN_TRY(read_schedule(schedule, &at_schedule, &c));
     }
     *cfg = c;
     return PN_OK;
@@ -250,7 +146,7 @@ int pn_optimizer_config_from_json(const json_t *obj, const char *file,
 
 static int config_error(const char *field, const char *fmt, double got)
 {
-    return pn_error_set(PN_ERR_INVALID, "optimizer: %s: expected %s, got %g", field, fmt, got);
+    return pn_error_set(PN_ERR_INVALID, "optimizer: %s: expected %s, found %g", field, fmt, got);
 }
 
 static int check_config(const pn_optimizer_config *c)

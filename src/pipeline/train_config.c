@@ -1,10 +1,12 @@
 /* Reading the "train" object of a model file. */
 #include "pipeline/train_config.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/error.h"
+#include "base/json_read.h"
 #include "pipeline/schedule.h"
 
 void pn_train_config_default(pn_train_config *cfg)
@@ -21,33 +23,18 @@ void pn_train_config_default(pn_train_config *cfg)
     pn_optimizer_config_default(&cfg->optimizer, PN_OPT_SGD, 0.01);
 }
 
-static int field_error(const char *file, const char *key, const char *what)
+/* Copies the path at key (a non-empty string shorter than PN_PATH_MAX) into out. */
+static int read_path(const json_t *train, const pn_json_at *at, const char *key, char *out)
 {
-    return pn_error_set(PN_ERR_INVALID, "%s: train.%s: %s", file, key, what);
-}
-
-static int read_count(const json_t *train, const char *file, const char *key, long min,
-                      long *out)
-{
-    const json_t *v = json_object_get(train, key);
-    if (!v) return PN_OK;
-    if (!json_is_integer(v) || json_integer_value(v) < min) {
-        char what[64];
-        snprintf(what, sizeof what, "expected an integer >= %ld", min);
-        return field_error(file, key, what);
+    const char *path;
+    PN_TRY(pn_json_string(train, at, key, false, NULL, &path));
+    if (!path) return PN_OK;
+    if (strlen(path) >= PN_PATH_MAX) {
+        char found[48];
+        snprintf(found, sizeof found, "a path of %zu characters", strlen(path));
+        return pn_json_error(at, key, found, "a path shorter than %d characters", PN_PATH_MAX);
     }
-    *out = (long)json_integer_value(v);
-    return PN_OK;
-}
-
-static int read_path(const json_t *train, const char *file, const char *key, char *out)
-{
-    const json_t *v = json_object_get(train, key);
-    if (!v) return PN_OK;
-    if (!json_is_string(v) || !json_string_length(v))
-        return field_error(file, key, "expected a file path (a string)");
-    if (json_string_length(v) >= PN_PATH_MAX) return field_error(file, key, "path too long");
-    strcpy(out, json_string_value(v));
+    strcpy(out, path);
     return PN_OK;
 }
 
@@ -56,29 +43,19 @@ int pn_train_config_from_json(const json_t *train, const char *file, pn_train_co
     static const char *const keys[] = {"batch", "epochs", "steps", "seed", "data",
                                        "eval", "optimizer", NULL};
     if (!train) return PN_OK;
-    const char *key;
-    json_t *value;
-    json_object_foreach((json_t *)train, key, value) {
-        bool known = false;
-        (void)value;
-        for (const char *const *k = keys; *k; k++) known |= !strcmp(*k, key);
-        if (!known)
-            return field_error(file, key, "unknown key (train takes batch, epochs, steps, "
-                                          "seed, data, eval, optimizer)");
-    }
-    long batch = cfg->batch, epochs = cfg->epochs, steps = cfg->steps, seed = (long)cfg->seed;
-    PN_TRY(read_count(train, file, "batch", 1, &batch));
-    PN_TRY(read_count(train, file, "epochs", 1, &epochs));
-    PN_TRY(read_count(train, file, "steps", 1, &steps));
-    PN_TRY(read_count(train, file, "seed", 0, &seed));
-    if (batch > 1 << 24) return field_error(file, "batch", "larger than 16777216");
-    if (epochs > 1 << 24) return field_error(file, "epochs", "larger than 16777216");
+    pn_json_at top = pn_json_root(file), at = pn_json_field(&top, "train");
+    PN_TRY(pn_json_known_keys(train, &at, keys, NULL));
+    long batch, epochs, steps, seed;
+    PN_TRY(pn_json_int(train, &at, "batch", false, 1, 1 << 24, cfg->batch, &batch));
+    PN_TRY(pn_json_int(train, &at, "epochs", false, 1, 1 << 24, cfg->epochs, &epochs));
+    PN_TRY(pn_json_int(train, &at, "steps", false, 1, LONG_MAX, cfg->steps, &steps));
+    PN_TRY(pn_json_int(train, &at, "seed", false, 0, LONG_MAX, (long)cfg->seed, &seed));
     cfg->batch = (int)batch;
     cfg->epochs = (int)epochs;
     cfg->steps = steps;
     cfg->seed = (uint64_t)seed;
-    PN_TRY(read_path(train, file, "data", cfg->data));
-    PN_TRY(read_path(train, file, "eval", cfg->eval));
+    PN_TRY(read_path(train, &at, "data", cfg->data));
+    PN_TRY(read_path(train, &at, "eval", cfg->eval));
     const json_t *opt = json_object_get(train, "optimizer");
     if (opt) PN_TRY(pn_optimizer_config_from_json(opt, file, &cfg->optimizer));
     return PN_OK;
