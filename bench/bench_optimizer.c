@@ -7,9 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "base/error.h"
+#include "bench_util.h"
 #include "layers/params.h"
 #include "pipeline/optimizer.h"
 
@@ -22,19 +23,6 @@ static const struct {
 } shapes[] = {{"fc1/w", 784, 1024, true},  {"fc1/b", 1, 1024, false},
               {"fc2/w", 1024, 1024, true}, {"fc2/b", 1, 1024, false},
               {"out/w", 1024, 10, true},   {"out/b", 1, 10, false}};
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static int die(void)
 {
@@ -67,12 +55,11 @@ static int time_kind(pn_opt_kind kind, char *flush, double *median, size_t *elem
         for (int k = 0; k < g.cols; k++) g.data[k] = 1e-3f * (float)((k + r) % 7 - 3);
         if (flush)
             for (size_t k = 0; k < FLUSH_BYTES; k += 64) flush[k] += (char)r; /* evicts */
-        double t0 = now();
+        double t0 = pn_now();
         if (pn_optimizer_step(o, p, r, 1.0) < 0) return -1;
-        t[r] = now() - t0;
+        t[r] = pn_now() - t0;
     }
-    qsort(t, RUNS, sizeof *t, cmp_double);
-    *median = t[RUNS / 2];
+    *median = bench_median(t, RUNS);
     *elements = pn_params_elements(p);
     pn_optimizer_free(o);
     pn_params_free(p);

@@ -16,6 +16,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "bench_util.h"
 #include "math/ops.h"
 #include "io/snapshot_dir.h"
 #include "io/snapshot_file.h"
@@ -59,18 +60,6 @@ static void scramble(pn_params *p)
         pn_matrix m = a < 0 ? pn_params_all_values(p) : pn_params_all_slot(p, a);
         CHECK(pn_fill(&m, 0.5f));
     }
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 int main(int argc, char **argv)
@@ -128,7 +117,8 @@ int main(int argc, char **argv)
     MPI_Allreduce(&floats, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
 
     char *config = json_dumps(g->root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    double *save = calloc((size_t)rounds, sizeof *save), *load = calloc((size_t)rounds, sizeof *load);
+    double *save = calloc((size_t)rounds, sizeof *save);
+    double *load = calloc((size_t)rounds, sizeof *load);
     char path[1200] = "";
     for (int r = 0; r < rounds; r++) {
         pn_progress_mark mark = {r + 1, 0, 0}, got;
@@ -145,8 +135,8 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         load[r] = pn_now() - t1;
         if (arena_sum(params) != saved) {
-            fprintf(stderr, "bench_snapshot: rank %d: the loaded state differs from the saved one\n",
-                    rank);
+            fprintf(stderr, "bench_snapshot: rank %d: the loaded state differs from the "
+                            "saved one\n", rank);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
     }
@@ -161,10 +151,10 @@ int main(int argc, char **argv)
             if (save[r] < save_min) save_min = save[r];
             if (load[r] < load_min) load_min = load[r];
         }
-        printf("save (gather + write): median %.1f ms (min %.1f)\n", 1e3 * median(save, rounds),
-               1e3 * save_min);
+        printf("save (gather + write): median %.1f ms (min %.1f)\n",
+               1e3 * bench_median(save, rounds), 1e3 * save_min);
         printf("load (read + verify + set): median %.1f ms (min %.1f)\n",
-               1e3 * median(load, rounds), 1e3 * load_min);
+               1e3 * bench_median(load, rounds), 1e3 * load_min);
         CHECK(pn_snapshot_prune(dir, 0));
         rmdir(dir);
     }

@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "bench_util.h"
 #include "base/rng.h"
 #include "io/reader.h"
 #include "layers/layer_types.h"
@@ -164,18 +165,6 @@ static double time_gemms(bench *b, int steps)
     return (pn_now() - t0) / steps;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 int main(int argc, char **argv)
 {
     const char *model = "models/fashion_mlp.json", *data = NULL;
@@ -218,7 +207,8 @@ int main(int argc, char **argv)
             gt[r] = time_gemms(&b, steps);
             ratio[r] = st[r] / gt[r];
         }
-        double ms = median(st, rounds), mg = median(gt, rounds), mr = median(ratio, rounds);
+        double ms = bench_median(st, rounds), mg = bench_median(gt, rounds);
+        double mr = bench_median(ratio, rounds);
         printf("%-8d %12.0f %10.2f %10.2f %12.3f   (mean ms:", threads, batch / ms, 1e3 * ms,
                1e3 * mg, mr);
         for (int p = 0; p < N_PHASES; p++) printf(" %s %.2f", phase_names[p], 1e3 * phase[p] / rounds);

@@ -134,7 +134,8 @@ static bool gather_and_scatter(pn_comm *c)
         size_t at = 0;
         for (int s = 0; ok && s < g->stages; s++) ok = counts[s] == 5 * (size_t)s + 3;
         for (int s = 1; ok && s < g->stages; s++)
-            for (size_t i = 0; i < counts[s]; i++, at++) ok = ok && all[at] == (float)(1000 * s + (int)i);
+            for (size_t i = 0; i < counts[s]; i++, at++)
+                ok = ok && all[at] == (float)(1000 * s + (int)i);
     }
     /* back again, doubled, and on to the other replicas */
     if (g->rank == 0) {
@@ -147,7 +148,8 @@ static bool gather_and_scatter(pn_comm *c)
         for (size_t i = 0; i < count; i++) mine[i] = 2.0f * (float)i;
     ok = ok && pn_comm_scatter_stages(c, all, counts, mine, count, PN_COMM_FLOATS) == 0 &&
          pn_comm_broadcast_replicas(c, mine, count, PN_COMM_FLOATS) == 0;
-    for (size_t i = 0; ok && i < count; i++) ok = mine[i] == 2.0f * (float)(1000 * g->stage + (int)i);
+    for (size_t i = 0; ok && i < count; i++)
+        ok = mine[i] == 2.0f * (float)(1000 * g->stage + (int)i);
     free(mine);
     free(all);
     return ok;

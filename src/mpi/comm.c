@@ -64,7 +64,8 @@ int pn_comm_agree(pn_comm *c, int rc)
     const pn_grid *g = &c->grid;
     int mine = rc < 0 ? g->rank : g->size, first;
     if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, c->world) != MPI_SUCCESS)
-        return rc < 0 ? rc : pn_error_set(PN_ERR_MPI, "cannot agree on the outcome with the other ranks");
+        return rc < 0 ? rc
+                      : pn_error_set(PN_ERR_MPI, "cannot agree on the outcome with the other ranks");
     if (first == g->size) return PN_OK;
     if (first == g->rank) return rc;
     return pn_error_set(PN_ERR_PEER, "rank %d failed", first);
@@ -161,7 +162,8 @@ int pn_comm_gather_stages(pn_comm *c, const void *mine, size_t count, pn_comm_ty
     const pn_grid *g = &c->grid;
     if (g->replica != 0) return PN_OK;
     _Static_assert(sizeof(size_t) == sizeof(unsigned long), "counts travel as MPI_UNSIGNED_LONG");
-    PN_MPI_CHECK(MPI_Gather(&count, 1, MPI_UNSIGNED_LONG, counts, 1, MPI_UNSIGNED_LONG, 0, c->pipe));
+    PN_MPI_CHECK(MPI_Gather(&count, 1, MPI_UNSIGNED_LONG, counts, 1, MPI_UNSIGNED_LONG, 0,
+                            c->pipe));
     /* rank 0 makes room for the others, then tells the stages whether to send */
     int ready = 1;
     char *buf = NULL;

@@ -71,7 +71,8 @@ static int link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out)
     l->base = (pn_link){*spec, c};
     l->buf = calloc((size_t)spec->slots, sizeof *l->buf);
     l->req = malloc((size_t)spec->slots * sizeof *l->req);
-    int rc = l->buf && l->req ? PN_OK : pn_error_set(PN_ERR_NOMEM, "out of memory for link buffers");
+    int rc = l->buf && l->req ? PN_OK
+                              : pn_error_set(PN_ERR_NOMEM, "out of memory for link buffers");
     for (int s = 0; rc == PN_OK && s < spec->slots; s++) l->req[s] = MPI_REQUEST_NULL;
     size_t bytes = (bytes_for(&l->base, spec->max_rows) + 63) / 64 * 64;
     for (int s = 0; rc == PN_OK && s < spec->slots; s++)
@@ -99,7 +100,8 @@ static int add_payload(mpi_link *l, const float *payload, pn_matrix *into)
 {
     pn_matrix src = pn_matrix_host((float *)payload, into->rows, into->cols);
     if (into->device.kind != PN_DEVICE_HOST) {
-        PN_TRY(pn_buffer_reserve(&l->landing, into->device, pn_matrix_count(*into) * sizeof(float)));
+        size_t bytes = pn_matrix_count(*into) * sizeof(float);
+        PN_TRY(pn_buffer_reserve(&l->landing, into->device, bytes));
         src = pn_matrix_on(&l->landing, into->rows, into->cols);
         PN_TRY(pn_matrix_write(&src, payload));
     }

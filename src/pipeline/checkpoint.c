@@ -317,7 +317,8 @@ int pn_checkpoint_load(pn_comm *c, pn_params *params, const char *resume, const 
         rc = read_on_root(params, path, g->stages, indexes, index_bytes, &images, image_floats,
                           counters);
     rc = pn_comm_agree(c, rc); /* all take their part, or none */
-    if (rc == PN_OK) rc = pn_comm_scatter_stages(c, images, image_floats, mine, floats, PN_COMM_FLOATS);
+    if (rc == PN_OK)
+        rc = pn_comm_scatter_stages(c, images, image_floats, mine, floats, PN_COMM_FLOATS);
     if (rc == PN_OK && root && image_needed) rc = read_image_into(params, mine);
     if (rc == PN_OK) rc = pn_comm_broadcast_replicas(c, mine, floats, PN_COMM_FLOATS);
     if (rc == PN_OK && !root) rc = write_image(params, mine);

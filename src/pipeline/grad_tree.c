@@ -82,7 +82,8 @@ int pn_grad_tree_sum_blocks(pn_matrix *blocks, pn_matrix *out)
     if (count == 1) return out->data == first.data ? PN_OK : pn_copy(&first, out);
     int half = 1;
     while (half * 2 < count) half *= 2;
-    pn_matrix left = pn_matrix_rows(*blocks, 0, half), right = pn_matrix_rows(*blocks, half, count - half);
+    pn_matrix left = pn_matrix_rows(*blocks, 0, half);
+    pn_matrix right = pn_matrix_rows(*blocks, half, count - half);
     pn_matrix right_first = pn_matrix_rows(right, 0, 1);
     PN_TRY(pn_grad_tree_sum_blocks(&left, &first));        /* left's sum into block 0 */
     PN_TRY(pn_grad_tree_sum_blocks(&right, &right_first)); /* right's into block half */

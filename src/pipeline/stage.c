@@ -40,7 +40,8 @@ static int build_networks(pn_stage *s)
     if (!s->member) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     for (int i = 0; i < g->n_nodes; i++) s->member[i] = s->cfg.plan->stage_of[i] == s->grid->stage;
     s->n_slots = pn_schedule_peak_in_flight(s->cfg.sched, s->grid->stage);
-    if (s->n_slots < 1) return pn_error_set(PN_ERR_INTERNAL, "stage %d holds no micro-batch", s->grid->stage);
+    if (s->n_slots < 1)
+        return pn_error_set(PN_ERR_INTERNAL, "stage %d holds no micro-batch", s->grid->stage);
     if (!(s->nets = calloc((size_t)s->n_slots, sizeof *s->nets)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
     pn_network_options o = {.member = s->member, .device = s->cfg.device, .copies = s->n_slots,
@@ -130,9 +131,9 @@ int pn_stage_create(pn_stage **out, const pn_stage_config *cfg)
     if (cfg->deterministic) {
         int n = (int)pn_params_size(s->params);
         PN_TRY(pn_grad_tree_init(&s->tree, cfg->device, n, s->micro));
+        size_t bytes = (size_t)s->grid->replicas * (size_t)(n ? n : 1) * sizeof(float);
         if (s->grid->replicas > 1)
-            PN_TRY(pn_buffer_acquire(&s->replica_sums, cfg->device,
-                                     (size_t)s->grid->replicas * (size_t)(n ? n : 1) * sizeof(float)));
+            PN_TRY(pn_buffer_acquire(&s->replica_sums, cfg->device, bytes));
     }
     return PN_OK;
 }
@@ -211,10 +212,12 @@ static int start_bucket(void *ctx, const pn_layer_inst *x)
     size_t first = SIZE_MAX, end = 0;
     for (int i = 0; i < x->layer->n_params; i++) {
         const pn_param *p = pn_params_get(s->params, x->param_index[i]);
+        size_t last = p->offset + (size_t)p->rows * (size_t)p->cols;
         if (p->offset < first) first = p->offset;
-        if (p->offset + (size_t)p->rows * p->cols > end) end = p->offset + (size_t)p->rows * p->cols;
+        if (last > end) end = last;
     }
-    pn_matrix bucket = pn_matrix_cols(pn_params_all_grads(s->params), (int)first, (int)(end - first));
+    pn_matrix grads = pn_params_all_grads(s->params);
+    pn_matrix bucket = pn_matrix_cols(grads, (int)first, (int)(end - first));
     return pn_comm_bucket_start(s->cfg.comm, &bucket);
 }
 

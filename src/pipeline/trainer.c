@@ -316,7 +316,8 @@ static int run(trainer *t, pn_train_result *r)
         !(r->losses = calloc((size_t)(total ? total : 1), sizeof *r->losses)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
     if (step >= total && is_root(t))
-        pn_progress_print(&t->progress, "already at step %ld of %ld: nothing to train", step, total);
+        pn_progress_print(&t->progress, "already at step %ld of %ld: nothing to train", step,
+                          total);
     PN_TRY(pn_reader_seek(t->train_data, t->start.epoch,
                           t->start.batch_index < per_epoch ? t->start.batch_index : 0));
     catch_stop_signals();
