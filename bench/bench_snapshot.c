@@ -37,17 +37,29 @@
         }                                                                                 \
     } while (0)
 
-/* A checksum of this rank's arena: values and every slot. */
-static unsigned long long arena_sum(const pn_params *p)
+/* Folds one matrix's bytes into the checksum h. */
+static unsigned long long fold(unsigned long long h, const pn_matrix *m, float *host)
 {
-    size_t n = pn_params_size(p);
-    float *host = malloc(n * sizeof *host + 1);
+    CHECK(pn_matrix_read(m, host));
+    const unsigned char *b = (const unsigned char *)host;
+    for (size_t i = 0; i < (size_t)m->rows * (size_t)m->cols * sizeof *host; i++)
+        h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* A checksum of this rank's state: each parameter's values and slots (the alignment
+ * padding between parameters is not state and no snapshot restores it). */
+static unsigned long long state_sum(const pn_params *p)
+{
+    float *host = malloc(pn_params_size(p) * sizeof *host + 1);
     unsigned long long h = 1469598103934665603ULL;
-    for (int a = -1; a < pn_params_n_slots(p); a++) {
-        pn_matrix m = a < 0 ? pn_params_all_values(p) : pn_params_all_slot(p, a);
-        CHECK(pn_matrix_read(&m, host));
-        const unsigned char *b = (const unsigned char *)host;
-        for (size_t i = 0; i < n * sizeof *host; i++) h = (h ^ b[i]) * 1099511628211ULL;
+    for (int i = 0; i < pn_params_count(p); i++) {
+        pn_matrix value = pn_params_value(p, i);
+        h = fold(h, &value, host);
+        for (int s = 0; s < pn_params_n_slots(p); s++) {
+            pn_matrix slot = pn_params_slot(p, s, i);
+            h = fold(h, &slot, host);
+        }
     }
     free(host);
     return h;
@@ -112,7 +124,7 @@ int main(int argc, char **argv)
         CHECK(pn_copy(&values, &slot));
         CHECK(pn_scale(&slot, (float)(s + 2)));
     }
-    unsigned long long saved = arena_sum(params);
+    unsigned long long saved = state_sum(params);
     long floats = (long)pn_params_elements(params), total = 0;
     MPI_Allreduce(&floats, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
 
@@ -134,7 +146,7 @@ int main(int argc, char **argv)
         CHECK(pn_checkpoint_load(comm, params, "auto", dir, &got, used, sizeof used));
         MPI_Barrier(MPI_COMM_WORLD);
         load[r] = pn_now() - t1;
-        if (arena_sum(params) != saved) {
+        if (state_sum(params) != saved) {
             fprintf(stderr, "bench_snapshot: rank %d: the loaded state differs from the "
                             "saved one\n", rank);
             MPI_Abort(MPI_COMM_WORLD, 1);
