@@ -36,7 +36,8 @@ static int write_attr(hid_t file, const char *fname, const char *name, hid_t t, 
     PN_HDF5_CHECK(rc, attr = H5Acreate2(file, name, t, space, H5P_DEFAULT, H5P_DEFAULT), what,
                   fname, name);
     PN_HDF5_CHECK(rc, H5Awrite(attr, mem_t, value), what, fname, name);
-    if (attr >= 0) PN_HDF5_CHECK(rc, H5Aclose(attr), what, fname, name);
+    if (attr >= 0 && H5Aclose(attr) < 0 && rc == 0) /* closed even after a failed write */
+        rc = pn_hdf5_fail("H5Aclose(attr)", what, fname, name);
     if (space >= 0) H5Sclose(space);
     pn_hdf5_unlock();
     return rc;

@@ -2,6 +2,7 @@
  * packed index that travels with its buffers. */
 #include "layers/params.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +96,10 @@ int pn_params_declare(pn_params *p, const char *name, int rows, int cols, pn_ini
 int pn_params_finalize(pn_params *p)
 {
     if (p->finalized) return PN_OK;
+    if (p->total > INT_MAX) /* whole-arena views are matrices of int dimensions */
+        return pn_error_set(PN_ERR_UNSUPPORTED, "a stage of %zu parameters: at most %d per stage "
+                                                "(split the model into more stages)",
+                            p->total, INT_MAX);
     size_t bytes = (p->total ? p->total : 1) * sizeof(float);
     PN_TRY(pn_buffer_acquire(&p->values, p->device, bytes));
     PN_TRY(pn_buffer_acquire(&p->grads, p->device, bytes));
@@ -254,8 +259,8 @@ int pn_params_unpack_index(const char *in, size_t bytes, pn_param **params, int 
         uint64_t offset;
         uint32_t len;
         if (!take(&at, end, shape, sizeof shape) || !take(&at, end, &offset, sizeof offset) ||
-            !take(&at, end, &len, sizeof len) || (size_t)(end - at) < len ||
-            offset + (uint64_t)shape[0] * (uint64_t)shape[1] > total) {
+            !take(&at, end, &len, sizeof len) || (size_t)(end - at) < len || shape[0] <= 0 ||
+            shape[1] <= 0 || offset + (uint64_t)shape[0] * (uint64_t)shape[1] > total) {
             rc = pn_error_set(PN_ERR_INTERNAL, "malformed arena index at parameter %u", i);
             break;
         }

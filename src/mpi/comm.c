@@ -12,7 +12,6 @@
 #include "mpi/job_mpi.h"
 #include "mpi/mpi_check.h"
 
-enum { TAG_IMAGE = 1 << 20 }; /* above every link's tag (2 x node + kind) */
 
 int pn_comm_create(pn_comm **out, pn_job *job, int stages)
 {
@@ -37,6 +36,9 @@ int pn_comm_create(pn_comm **out, pn_job *job, int stages)
     PN_MPI_CHECK(MPI_Comm_set_errhandler(c->world, MPI_ERRORS_RETURN));
     PN_MPI_CHECK(MPI_Comm_split(c->world, g->replica, g->stage, &c->pipe));
     PN_MPI_CHECK(MPI_Comm_split(c->world, g->stage, g->replica, &c->replicas));
+    int *tag_ub, found = 0; /* the largest tag this MPI takes, at least 32767 */
+    PN_MPI_CHECK(MPI_Comm_get_attr(c->world, MPI_TAG_UB, &tag_ub, &found));
+    c->image_tag = found ? *tag_ub : 32767;
     MPI_Comm node;
     PN_MPI_CHECK(MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
     int rc = MPI_Comm_size(node, &g->local_ranks);
@@ -124,22 +126,24 @@ static MPI_Datatype elem_type(pn_comm_type type)
     return type == PN_COMM_FLOATS ? MPI_FLOAT : MPI_BYTE;
 }
 
-static int send_large(const void *data, size_t count, pn_comm_type type, int to, MPI_Comm comm)
+static int send_large(const void *data, size_t count, pn_comm_type type, int to, MPI_Comm comm,
+                      int tag)
 {
     for (size_t done = 0; done < count; done += PIECE) {
         size_t n = count - done < PIECE ? count - done : PIECE;
         PN_MPI_CHECK(MPI_Send((const char *)data + done * elem_size(type), (int)n, elem_type(type),
-                              to, TAG_IMAGE, comm));
+                              to, tag, comm));
     }
     return PN_OK;
 }
 
-static int recv_large(void *data, size_t count, pn_comm_type type, int from, MPI_Comm comm)
+static int recv_large(void *data, size_t count, pn_comm_type type, int from, MPI_Comm comm,
+                      int tag)
 {
     for (size_t done = 0; done < count; done += PIECE) {
         size_t n = count - done < PIECE ? count - done : PIECE;
         PN_MPI_CHECK(MPI_Recv((char *)data + done * elem_size(type), (int)n, elem_type(type),
-                              from, TAG_IMAGE, comm, MPI_STATUS_IGNORE));
+                              from, tag, comm, MPI_STATUS_IGNORE));
     }
     return PN_OK;
 }
@@ -177,10 +181,11 @@ int pn_comm_gather_stages(pn_comm *c, const void *mine, size_t count, pn_comm_ty
         return g->stage == 0
                    ? pn_error_set(PN_ERR_NOMEM, "out of memory gathering the stages' state")
                    : pn_error_set(PN_ERR_PEER, "rank 0 has no memory for the stages' state");
-    if (g->stage != 0) return send_large(mine, count, type, 0, c->pipe);
+    if (g->stage != 0) return send_large(mine, count, type, 0, c->pipe, c->image_tag);
     size_t at = 0;
     for (int s = 1; s < g->stages; s++) {
-        int r = recv_large(buf + at * elem_size(type), counts[s], type, s, c->pipe);
+        int r = recv_large(buf + at * elem_size(type), counts[s], type, s, c->pipe,
+                           c->image_tag);
         if (r < 0) {
             free(buf);
             return r;
@@ -196,10 +201,11 @@ int pn_comm_scatter_stages(pn_comm *c, const void *all, const size_t *counts, vo
 {
     const pn_grid *g = &c->grid;
     if (g->replica != 0) return PN_OK;
-    if (g->stage != 0) return recv_large(mine, count, type, 0, c->pipe);
+    if (g->stage != 0) return recv_large(mine, count, type, 0, c->pipe, c->image_tag);
     size_t at = 0;
     for (int s = 1; s < g->stages; s++) {
-        PN_TRY(send_large((const char *)all + at * elem_size(type), counts[s], type, s, c->pipe));
+        PN_TRY(send_large((const char *)all + at * elem_size(type), counts[s], type, s, c->pipe,
+                          c->image_tag));
         at += counts[s];
     }
     return PN_OK;
@@ -215,6 +221,10 @@ int pn_comm_broadcast_replicas(pn_comm *c, void *data, size_t count, pn_comm_typ
 int pn_link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out)
 {
     *out = NULL;
+    if (2 * (long)spec->node + 1 >= c->image_tag) /* a link's tag is 2 x node + kind */
+        return pn_error_set(PN_ERR_UNSUPPORTED, "layer %d ('%s'): this MPI's tags (up to %d) "
+                                                "cannot name so many layers",
+                            spec->node, spec->name, c->image_tag);
     return c->transport->link_create(c, spec, out);
 }
 

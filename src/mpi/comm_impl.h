@@ -32,6 +32,7 @@ struct pn_comm {
     MPI_Comm world;    /* a duplicate of the job's communicator, errors returned */
     MPI_Comm pipe;     /* this replica's stages, rank = stage */
     MPI_Comm replicas; /* this stage's replicas, rank = replica */
+    int image_tag;     /* arena images on pipe: MPI_TAG_UB, above every link's tag */
     const pn_transport *transport;
     void *transport_state;
 };

@@ -249,7 +249,7 @@ static int cut_images(const pn_train_state *st, int n_slots, const int *slot_of,
                 memcpy(image + (1 + (size_t)k) * floats + p->offset, q->slots[slot_of[k]],
                        n * sizeof(float));
         }
-        if (rc == PN_OK) pn_params_free_index(items, count);
+        pn_params_free_index(items, count); /* NULL, 0 after a failed unpack */
         index += index_bytes[s];
         image += image_floats[s];
     }
@@ -317,12 +317,14 @@ int pn_checkpoint_load(pn_comm *c, pn_params *params, const char *resume, const 
         rc = read_on_root(params, path, g->stages, indexes, index_bytes, &images, image_floats,
                           counters);
     rc = pn_comm_agree(c, rc); /* all take their part, or none */
+    if (rc == PN_OK) rc = pn_comm_broadcast(c, counters, sizeof counters);
     if (rc == PN_OK)
         rc = pn_comm_scatter_stages(c, images, image_floats, mine, floats, PN_COMM_FLOATS);
     if (rc == PN_OK && root && image_needed) rc = read_image_into(params, mine);
+    rc = pn_comm_agree(c, rc); /* before the replicas wait on the first replica */
     if (rc == PN_OK) rc = pn_comm_broadcast_replicas(c, mine, floats, PN_COMM_FLOATS);
     if (rc == PN_OK && !root) rc = write_image(params, mine);
-    if (rc == PN_OK) rc = pn_comm_broadcast(c, counters, sizeof counters);
+    rc = pn_comm_agree(c, rc);
     if (rc == PN_OK) {
         *mark = (pn_progress_mark){counters[0], counters[1], counters[2]};
         snprintf(path_out, cap, "%s", path);
