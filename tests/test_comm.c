@@ -50,6 +50,9 @@ static void layout_and_scalars(pn_comm *c)
     bool some = false;
     pn_comm_any(c, rank == 3, &some);
     check(c, !any && some, "any: false everywhere, true on one rank");
+    int most = -1;
+    pn_comm_max(c, rank == 2 ? 15 : rank, &most);
+    check(c, most == 15, "max over the job");
     char text[32] = "";
     if (rank == 0) snprintf(text, sizeof text, "from rank 0");
     pn_comm_broadcast(c, text, sizeof text);

@@ -523,9 +523,10 @@ START_TEST(kill_during_write_keeps_the_previous_snapshot)
                   pn_error_message());
     assert_same_state(back, good);
     pn_train_state_free(back);
-    off_t partial = file_size(tmp);
-    ck_assert_msg(partial >= (off_t)1 << 20 && partial < 48 << 20,
-                  "temporary file holds %lld bytes", (long long)partial);
+    /* the writer reserves the file's space first, so its size says nothing about
+     * progress; what matters is that the half-written file is refused */
+    ck_assert_msg(file_size(tmp) >= (off_t)1 << 20, "no temporary file: %s", tmp);
+    ck_assert_int_ne(pn_snapshot_read(tmp, PN_FORMAT_SNAPSHOT, &back), 0);
     ck_assert_msg(pn_snapshot_latest(dir, found, sizeof found) == 0, "%s", pn_error_message());
     ck_assert_str_eq(found, path);
     ck_assert_int_eq(pn_snapshot_prune(dir, 3), 0);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/stop_signal.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "mpi/job.h"
@@ -45,7 +46,7 @@ static void usage(FILE *out)
             "\n"
             "snapshots (HDF5, one file per snapshot, layout independent):\n"
             "  --snapshot-dir DIR  write DIR/snapshot-<step>.h5 at the end, every\n"
-            "                   --snapshot-every steps, and on SIGTERM or SIGUSR1 (then exit 0)\n"
+            "                   --snapshot-every steps, and on SIGTERM or SIGUSR1 (then exit 3)\n"
             "  --snapshot-every N  steps between snapshots [0: end and signals only]\n"
             "  --keep K         snapshots kept in DIR [3]\n"
             "  --resume PATH    continue from a snapshot file, or `auto`: the newest valid\n"
@@ -54,7 +55,10 @@ static void usage(FILE *out)
             "  --deterministic  add gradients in a fixed tree over micro-batches of a fixed\n"
             "                   size: every layout with that size gives identical bits\n"
             "                   (M must be a power of two)\n"
-            "  -h, --help       this text\n");
+            "  -h, --help       this text\n"
+            "\n"
+            "exit status: 0 finished; 1 error (snapshots already written are kept);\n"
+            "2 wrong command line; 3 stopped early by SIGTERM or SIGUSR1 (resume to finish)\n");
 }
 
 enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_SEED,
@@ -175,7 +179,7 @@ static int fail_job(pn_job *job, int rc, bool together)
         if (pn_job_size(job) > 1 && !together) pn_job_abort(job, 1);
     }
     pn_job_finalize(job);
-    return 1;
+    return PN_EXIT_ERROR;
 }
 
 int pn_cmd_train(int argc, char **argv)
@@ -208,5 +212,5 @@ int pn_cmd_train(int argc, char **argv)
     pn_graph_free(g);
     if (rc < 0) return fail_job(job, rc, result.failed_together);
     pn_job_finalize(job);
-    return 0;
+    return result.stopped_by_signal ? PN_EXIT_STOPPED : PN_EXIT_FINISHED;
 }

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/stop_signal.h"
 #include "cli/commands.h"
 #include "config.h"
 
@@ -46,6 +47,9 @@ int pn_cli_fail(const char *message)
 
 int main(int argc, char **argv)
 {
+    /* A scheduler's stop signal may come at any moment, even during MPI's start-up:
+     * from here on it asks training to stop cleanly instead of killing the rank. */
+    if (argc >= 2 && !strcmp(argv[1], "train")) pn_stop_signals_catch();
     if (argc < 2) {
         usage(stderr);
         return 2;

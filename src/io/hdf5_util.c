@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -268,7 +269,43 @@ int pn_hdf5_write_checksummed(hid_t file, const char *fname, const char *name, i
                   "%s: cannot write dataset '%s'", fname, name);
     PN_HDF5_CHECK(rc, H5Dclose(dset), "%s: cannot write dataset '%s'", fname, name);
     pn_hdf5_unlock();
-    if (rc < 0) pn_hdf5_close(dset, fname); /* after a failed write; a no-op once closed */
+    return rc < 0 ? pn_hdf5_close_after(dset, fname, rc) : rc; /* after a failed write */
+}
+
+int pn_hdf5_close_after(hid_t id, const char *fname, int rc)
+{
+    if (rc == 0) return pn_hdf5_close(id, fname);
+    char reason[1024];
+    snprintf(reason, sizeof reason, "%s", pn_error_message());
+    pn_hdf5_close(id, fname);
+    return pn_error_set(rc, "%s", reason);
+}
+
+int pn_hdf5_reserve(hid_t file, const char *fname, uint64_t bytes)
+{
+    int *fd = NULL, rc = 0;
+    pn_hdf5_lock();
+    PN_HDF5_CHECK(rc, H5Fget_vfd_handle(file, H5P_DEFAULT, (void **)&fd),
+                  "%s: cannot reserve space", fname);
+    pn_hdf5_unlock();
+    if (rc < 0 || !fd) return rc;
+    if (fallocate(*fd, 0, 0, (off_t)bytes) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
+        return pn_error_set(PN_ERR_IO, "%s: no room for %.1f MB: %s", fname, (double)bytes / 1e6,
+                            strerror(errno));
+    return 0;
+}
+
+int pn_hdf5_close_reserved(hid_t file, const char *fname, int rc)
+{
+    haddr_t used = HADDR_UNDEF;
+    if (rc == 0) {
+        pn_hdf5_lock();
+        PN_HDF5_CHECK(rc, H5Fget_eoa(file, &used), "%s: cannot close", fname);
+        pn_hdf5_unlock();
+    }
+    rc = pn_hdf5_close_after(file, fname, rc);
+    if (rc == 0 && truncate(fname, (off_t)used) != 0)
+        rc = pn_error_set(PN_ERR_IO, "%s: cannot trim the file: %s", fname, strerror(errno));
     return rc;
 }
 

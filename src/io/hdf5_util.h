@@ -69,6 +69,22 @@ int pn_hdf5_create_file(const char *path, bool durable, hid_t *out);
  * buffered data could not be written). */
 int pn_hdf5_close(hid_t id, const char *fname);
 
+/* Closes id after work whose status is rc: rc < 0 is returned with its message
+ * kept (a failed close after a failed write would hide the reason); else the
+ * close's status. */
+int pn_hdf5_close_after(hid_t id, const char *fname, int rc);
+
+/* Reserves bytes of disk space for a file just created (fallocate), so that a full
+ * disk, a quota or a file-size limit is found before anything is written: HDF5
+ * cannot close a file cleanly after a failed write, and would crash at exit. A file
+ * system that cannot reserve space is not an error. Close such a file with
+ * pn_hdf5_close_reserved, which gives back what was not used. */
+int pn_hdf5_reserve(hid_t file, const char *fname, uint64_t bytes);
+
+/* pn_hdf5_close_after for a file given pn_hdf5_reserve: then cuts the file (fname
+ * is its path) to the bytes HDF5 used. */
+int pn_hdf5_close_reserved(hid_t file, const char *fname, int rc);
+
 /* --- root attributes (hdf5_attr.c) -------------------------------------------------- */
 
 /* 1 when the root group has attribute name, 0 when not, or a negative status. */

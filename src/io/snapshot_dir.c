@@ -67,9 +67,42 @@ int pn_snapshot_write(const char *path, const pn_train_state *st, const char *fo
 
 int pn_snapshot_dir_create(const char *dir)
 {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return pn_error_set(PN_ERR_IO, "cannot create snapshot directory '%s': %s", dir,
-                            strerror(errno));
+    char path[PATH_MAX];
+    if (!dir[0]) return pn_error_set(PN_ERR_INVALID, "snapshot directory: empty path");
+    if ((size_t)snprintf(path, sizeof path, "%s", dir) >= sizeof path)
+        return pn_error_set(PN_ERR_INVALID, "snapshot directory: path too long: %s", dir);
+    /* each parent in turn, then dir itself (mkdir -p) */
+    for (char *p = path + 1;; p++) {
+        bool last = *p == '\0';
+        if (*p != '/' && !last) continue;
+        *p = '\0';
+        struct stat info;
+        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+            return pn_error_set(PN_ERR_IO, "cannot create snapshot directory '%s'%s%s: %s", dir,
+                                strcmp(path, dir) ? " at " : "", strcmp(path, dir) ? path : "",
+                                strerror(errno));
+        if (stat(path, &info) != 0 || !S_ISDIR(info.st_mode))
+            return pn_error_set(PN_ERR_IO, "cannot create snapshot directory '%s': '%s' is not "
+                                           "a directory", dir, path);
+        if (last) break;
+        *p = '/';
+    }
+    return 0;
+}
+
+int pn_snapshot_dir_prepare(const char *dir)
+{
+    PN_TRY(pn_snapshot_dir_create(dir));
+    char probe[PATH_MAX + 64];
+    snprintf(probe, sizeof probe, "%s/.pipenet-write-test-%ld", dir, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    bool written = fd >= 0 && write(fd, "x", 1) == 1;
+    int saved = errno;
+    if (fd >= 0) close(fd);
+    unlink(probe);
+    if (!written)
+        return pn_error_set(PN_ERR_IO, "snapshot directory '%s' is not writable: %s", dir,
+                            strerror(saved));
     return 0;
 }
 

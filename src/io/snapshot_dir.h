@@ -14,8 +14,12 @@
  * and whatever path held before is untouched. */
 int pn_snapshot_write(const char *path, const pn_train_state *st, const char *format);
 
-/* Creates the snapshot directory dir when it does not exist yet. */
+/* Creates the snapshot directory dir and its missing parents (mkdir -p). */
 int pn_snapshot_dir_create(const char *dir);
+
+/* The same, then checks that a file can be written in dir (a run checks this before
+ * it trains, so that no work is lost to a directory it cannot use). */
+int pn_snapshot_dir_prepare(const char *dir);
 
 /* dir/snapshot-<step, 10 digits>.h5 */
 void pn_snapshot_path(const char *dir, long step, char *out, size_t cap);

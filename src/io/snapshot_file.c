@@ -124,6 +124,19 @@ static int check_state(const char *path, const pn_train_state *st, bool snapshot
     return 0;
 }
 
+/* More than the file will take: the arrays, a generous allowance per dataset for
+ * its header and chunk index, the config text and the root's metadata. */
+static uint64_t file_size_bound(const pn_train_state *st, bool snapshot)
+{
+    uint64_t bytes = (1u << 20) + (st->config ? strlen(st->config) : 0);
+    int arrays = 1 + (snapshot ? st->n_slot_names : 0);
+    for (int i = 0; i < st->n_params; i++) {
+        uint64_t n = (uint64_t)st->params[i].rows * (uint64_t)st->params[i].cols;
+        bytes += (uint64_t)arrays * (4 * n + n / 64 + (128u << 10));
+    }
+    return bytes;
+}
+
 int pn_snapshot_file_write(const char *path, const pn_train_state *st, const char *format)
 {
     bool snapshot = !strcmp(format ? format : st->format, PN_FORMAT_SNAPSHOT);
@@ -132,7 +145,8 @@ int pn_snapshot_file_write(const char *path, const pn_train_state *st, const cha
     PN_TRY(check_state(path, st, snapshot));
     hid_t file;
     PN_TRY(pn_hdf5_create_file(path, true, &file));
-    int rc = write_attributes(file, path, st, snapshot);
+    int rc = pn_hdf5_reserve(file, path, file_size_bound(st, snapshot));
+    if (rc == 0) rc = write_attributes(file, path, st, snapshot);
     char name[NAME_CAP];
     for (int i = 0; rc == 0 && i < st->n_params; i++) {
         const pn_state_param *p = &st->params[i];
@@ -143,8 +157,7 @@ int pn_snapshot_file_write(const char *path, const pn_train_state *st, const cha
             rc = write_floats(file, path, name, p->rows, p->cols, p->slots[s]);
         }
     }
-    int rc_close = pn_hdf5_close(file, path);
-    return rc < 0 ? rc : rc_close;
+    return pn_hdf5_close_reserved(file, path, rc);
 }
 
 /* --- reading ------------------------------------------------------------------------- */

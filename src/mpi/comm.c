@@ -100,10 +100,16 @@ int pn_comm_xor(pn_comm *c, pn_comm_scope scope, uint64_t *v, int n)
     return PN_OK;
 }
 
+int pn_comm_max(pn_comm *c, int mine, int *max)
+{
+    PN_MPI_CHECK(MPI_Allreduce(&mine, max, 1, MPI_INT, MPI_MAX, c->world));
+    return PN_OK;
+}
+
 int pn_comm_any(pn_comm *c, bool mine, bool *any)
 {
-    int in = mine, out = 0;
-    PN_MPI_CHECK(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, c->world));
+    int out = 0;
+    PN_TRY(pn_comm_max(c, mine, &out));
     *any = out != 0;
     return PN_OK;
 }

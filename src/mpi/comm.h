@@ -64,6 +64,9 @@ int pn_comm_xor(pn_comm *c, pn_comm_scope scope, uint64_t *v, int n);
 /* *any = whether mine is true on any rank of the job. */
 int pn_comm_any(pn_comm *c, bool mine, bool *any);
 
+/* *max = the largest of the ranks' values of mine. */
+int pn_comm_max(pn_comm *c, int mine, int *max);
+
 /* Copies bytes[0 .. n) of rank 0 to every rank. */
 int pn_comm_broadcast(pn_comm *c, void *bytes, size_t n);
 

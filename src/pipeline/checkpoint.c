@@ -131,6 +131,12 @@ static int write_on_root(pn_train_state *st, const char *dir, int keep, char *pa
     return pn_snapshot_prune(dir, keep);
 }
 
+int pn_checkpoint_prepare(pn_comm *c, const char *dir)
+{
+    int rc = pn_comm_grid(c)->rank == 0 ? pn_snapshot_dir_prepare(dir) : PN_OK;
+    return pn_comm_agree_root(c, rc, "prepare the snapshot directory");
+}
+
 int pn_checkpoint_save(pn_comm *c, const pn_params *params, const char *config, uint64_t seed,
                        pn_progress_mark mark, const char *dir, int keep, char *written_path,
                        size_t cap)

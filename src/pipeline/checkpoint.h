@@ -23,6 +23,10 @@ typedef struct pn_progress_mark {
     long batch_index; /* next batch within that epoch */
 } pn_progress_mark;
 
+/* Collective: rank 0 creates dir (and its parents) and checks that it can write
+ * there; every rank returns the same status. A run calls it before it trains. */
+int pn_checkpoint_prepare(pn_comm *c, const char *dir);
+
 /* Collective: writes dir/snapshot-<step>.h5 from the first replica's stages (rank 0
  * writes), then keeps the newest `keep` snapshots. Every rank returns the same
  * status; *written_path (rank 0) names the file. */

@@ -1,12 +1,11 @@
 /* The training loop of one rank: setup (layout, schedule, the stage runtime, data,
  * optimizer), then epochs of steps (the stage's passes, clipping, the update,
  * metrics and progress), evaluation after each epoch, snapshots, and stopping
- * cleanly on SIGTERM or SIGUSR1. Everything that crosses ranks goes through the
+ * cleanly on SIGTERM or SIGUSR1 (base/stop_signal.h) at any safe point. Everything that crosses ranks goes through the
  * communication seam (mpi/comm.h); the passes themselves are pipeline/stage.c's. */
 #include "pipeline/trainer.h"
 
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/stop_signal.h"
 #include "io/reader.h"
 #include "math/ops.h"
 #include "mpi/comm.h"
@@ -47,6 +47,7 @@ typedef struct trainer {
     long total_steps;
     pn_fault fault;
     pn_progress_mark start;              /* where the run starts (a resumed snapshot) */
+    bool failed_together;                /* an agreed failure (a snapshot): no abort */
     char *config;                        /* the model's JSON text, for snapshots */
 } trainer;
 
@@ -92,6 +93,7 @@ static int open_data(trainer *t)
     if (!cfg->data[0])
         return pn_error_set(PN_ERR_INVALID, "%s: no training data: give --data FILE or "
                                             "\"train\": {\"data\": ...}", t->graph->file);
+    PN_TRY(pn_fault_at(&t->fault, "data"));
     int n_fields;
     const pn_reader_field *fields = pn_stage_fields(t->stage, &n_fields);
     pn_reader_options opts = {.global_batch = cfg->batch,
@@ -120,8 +122,11 @@ static int setup(trainer *t, pn_job *job)
     PN_TRY(pn_plan_build(&t->plan, g, cfg->stages));
     PN_TRY(pn_comm_create(&t->comm, job, t->plan->stages));
     t->grid = pn_comm_grid(t->comm);
+    if (cfg->snapshot_dir[0]) /* before any work that a bad directory would lose */
+        PN_TRY(pn_checkpoint_prepare(t->comm, cfg->snapshot_dir));
     if (t->grid->size > 1) pn_log_set_rank(t->grid->rank);
     t->fault = pn_fault_for_rank(t->grid->rank);
+    PN_TRY(pn_fault_at(&t->fault, "setup"));
     pn_math_set_threads(blas_threads(t));
     PN_TRY(check_layout(t));
     PN_TRY(pn_schedule_build(&t->sched, (pn_schedule_kind)cfg->schedule, t->plan->stages,
@@ -227,37 +232,60 @@ static int end_of_epoch(trainer *t, long step, long epoch, double epoch_loss, do
 
 /* --- signals and snapshots ---------------------------------------------------------- */
 
-/* SIGTERM and SIGUSR1 ask for a snapshot and a clean exit after the current step
- * (schedulers send them ahead of the wall-time limit). */
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop_signal(int sig) { stop_signal = sig; }
-
-static void catch_stop_signals(void)
+/* The stop signal any rank has received, else 0 (collective: every rank learns it,
+ * though the launcher may have delivered it to some ranks only so far). */
+static int stop_requested(trainer *t, int *sig)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGUSR1, &sa, NULL);
+    return pn_comm_max(t->comm, pn_stop_signal(), sig);
 }
 
+/* Collective. A failure is known to every rank (they stop together) and leaves the
+ * snapshots already in the directory as they were. */
 static int snapshot(trainer *t, pn_progress_mark mark)
 {
     char path[PN_PATH_MAX + 32] = "";
     double t0 = pn_now();
-    PN_TRY(pn_checkpoint_save(t->comm, pn_stage_params(t->stage), t->config, t->cfg->seed, mark,
-                              t->cfg->snapshot_dir, t->cfg->keep, path, sizeof path));
+    int rc = pn_checkpoint_save(t->comm, pn_stage_params(t->stage), t->config, t->cfg->seed,
+                                mark, t->cfg->snapshot_dir, t->cfg->keep, path, sizeof path);
+    if (rc < 0) {
+        t->failed_together = true;
+        return rc == PN_ERR_PEER ? rc
+                                 : pn_error_wrap(rc, "snapshot at step %ld (the snapshots "
+                                                     "already in %s are kept)",
+                                                 mark.step, t->cfg->snapshot_dir);
+    }
     if (is_root(t))
         pn_progress_print(&t->progress, "snapshot at step %ld: %s (%.2f s)", mark.step, path,
                           pn_now() - t0);
     return PN_OK;
 }
 
+/* On a stop signal: a snapshot when steps were trained since the last one on disk,
+ * then one line saying so. */
+static int stop_now(trainer *t, int signal, long step, long saved, pn_progress_mark next,
+                    pn_train_result *r)
+{
+    const pn_train_config *cfg = t->cfg;
+    const char *sig = pn_stop_signal_name(signal);
+    bool save = cfg->snapshot_dir[0] && step > saved;
+    if (save) PN_TRY(snapshot(t, next));
+    r->stopped_by_signal = 1;
+    if (!is_root(t)) return PN_OK;
+    if (step == t->start.step)
+        pn_progress_print(&t->progress, "stopping on %s before the first step: nothing new "
+                                        "to save", sig);
+    else
+        pn_progress_print(&t->progress, "stopping at step %ld on %s%s", step, sig,
+                          save ? " after writing a snapshot"
+                          : cfg->snapshot_dir[0] ? " (its snapshot is already written)"
+                                                 : " (no --snapshot-dir: nothing saved)");
+    return PN_OK;
+}
+
 static int resume(trainer *t)
 {
     char path[PN_PATH_MAX + 32];
+    PN_TRY(pn_fault_at(&t->fault, "resume"));
     PN_TRY(pn_checkpoint_load(t->comm, pn_stage_params(t->stage), t->cfg->resume,
                               t->cfg->snapshot_dir, &t->start, path, sizeof path));
     if (is_root(t))
@@ -294,12 +322,13 @@ static int finish(trainer *t, long step, pn_progress_mark next, double start, pn
         PN_TRY(snapshot(t, next));
     if (is_root(t)) pn_progress_finish(&t->progress);
     PN_TRY(pn_global_param_hash(t->sums, &r->param_hash));
-    if (is_root(t))
+    if (is_root(t) && !(r->stopped_by_signal && step == t->start.step)) /* trained */
         pn_progress_print(&t->progress, "parameter hash after %ld steps: %016llx", step,
                           r->param_hash);
     r->steps = step;
     r->seconds = pn_now() - start;
-    r->samples_per_s = r->seconds > 0 ? (double)step * cfg->batch / r->seconds : 0.0;
+    r->samples_per_s =
+        r->seconds > 0 ? (double)(step - t->start.step) * cfg->batch / r->seconds : 0.0;
     if (t->hooks && t->hooks->on_params)
         PN_TRY(t->hooks->on_params(t->hooks->ctx, pn_stage_params(t->stage)));
     return PN_OK;
@@ -320,11 +349,16 @@ static int run(trainer *t, pn_train_result *r)
                           total);
     PN_TRY(pn_reader_seek(t->train_data, t->start.epoch,
                           t->start.batch_index < per_epoch ? t->start.batch_index : 0));
-    catch_stop_signals();
     double start = pn_now(), epoch_start = start, epoch_loss = 0.0;
-    long epoch_steps = 0;
+    long epoch_steps = 0, saved = step; /* saved: the newest step on disk (or the start) */
     pn_progress_mark next = t->start; /* the batch after the last one trained */
     while (step < total) {
+        int stop = 0;
+        PN_TRY(stop_requested(t, &stop));
+        if (stop) {
+            PN_TRY(stop_now(t, stop, step, saved, next, r));
+            break;
+        }
         const pn_batch *b;
         double t0 = pn_now();
         PN_TRY(pn_reader_next(t->train_data, &b));
@@ -347,9 +381,9 @@ static int run(trainer *t, pn_train_result *r)
         r->last_loss = loss;
         if (t->metrics)
             PN_TRY(pn_metrics_step(t->metrics, step, epoch, loss, lr, cfg->batch / dt));
-        if (is_root(t))
+        if (is_root(t)) /* the rate of this run's steps, not those before a resume */
             pn_progress_step(&t->progress, step, epoch + 1, loss,
-                             (double)step * cfg->batch / (pn_now() - start));
+                             (double)(step - t->start.step) * cfg->batch / (pn_now() - start));
         if (b->index == per_epoch - 1 || step == total) {
             double now = pn_now();
             PN_TRY(end_of_epoch(t, step, epoch, epoch_loss / epoch_steps, now - epoch_start,
@@ -359,18 +393,10 @@ static int run(trainer *t, pn_train_result *r)
             epoch_loss = 0.0;
             epoch_steps = 0;
         }
-        bool stop = false;
-        PN_TRY(pn_comm_any(t->comm, stop_signal != 0, &stop));
-        if (cfg->snapshot_dir[0] && (stop || (cfg->snapshot_every > 0 &&
-                                              step % cfg->snapshot_every == 0 && step < total)))
+        if (cfg->snapshot_dir[0] && cfg->snapshot_every > 0 && step % cfg->snapshot_every == 0 &&
+            step < total) {
             PN_TRY(snapshot(t, next));
-        if (stop) {
-            r->stopped_by_signal = 1;
-            if (is_root(t))
-                pn_progress_print(&t->progress, "stopping at step %ld on %s%s", step,
-                                  stop_signal == SIGUSR1 ? "SIGUSR1" : "a signal",
-                                  cfg->snapshot_dir[0] ? " after writing a snapshot" : "");
-            break;
+            saved = step;
         }
     }
     return finish(t, step, next, start, r);
@@ -380,6 +406,7 @@ int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_job *job,
              const pn_train_hooks *hooks, pn_train_result *result)
 {
     trainer t = {.graph = g, .cfg = cfg, .hooks = hooks};
+    pn_stop_signals_catch(); /* the program has done so already; a library caller may not */
     pn_train_result r = {0, NAN, NAN, NAN, 0, 0, NULL, 0, 0, 0};
     int rc = setup(&t, job);
     if (t.comm) {
@@ -387,9 +414,12 @@ int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_job *job,
     } else if (rc < 0 && pn_job_rank(job) != 0) { /* no layout yet: every rank failed alike */
         rc = pn_error_set(PN_ERR_PEER, "rank 0 failed");
     }
-    if (rc == PN_OK && cfg->resume[0]) rc = pn_comm_agree(t.comm, resume(&t));
+    int stop = 0; /* a stop signal during set-up: no resume to read */
+    if (rc == PN_OK && cfg->resume[0]) rc = stop_requested(&t, &stop);
+    if (rc == PN_OK && cfg->resume[0] && !stop) rc = pn_comm_agree(t.comm, resume(&t));
     r.failed_together = rc < 0;
     if (rc == PN_OK) rc = run(&t, &r);
+    if (t.failed_together) r.failed_together = 1;
     if (rc < 0 && rc != PN_ERR_PEER && t.grid && t.grid->size > 1)
         rc = pn_error_wrap(rc, "rank %d (stage %d, replica %d)", t.grid->rank, t.grid->stage,
                            t.grid->replica);

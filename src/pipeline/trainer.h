@@ -23,8 +23,10 @@ typedef struct pn_train_result {
     double samples_per_s;  /* training throughput over the run */
     double *losses;        /* [steps] when collect_losses was set; caller frees */
     unsigned long long param_hash; /* of every parameter, by name, in graph order */
-    int failed_together;   /* the failure is known to every rank (setup): no abort needed */
-    int stopped_by_signal; /* SIGTERM or SIGUSR1: stopped after a step and a snapshot */
+    int failed_together;   /* the failure is known to every rank (set-up, a snapshot): no
+                              abort needed */
+    int stopped_by_signal; /* SIGTERM or SIGUSR1: stopped before the last step, after a
+                              snapshot when there was something new to save */
 } pn_train_result;
 
 typedef struct pn_train_hooks {

@@ -1,0 +1,27 @@
+/* Stop requests from a scheduler or a user: SIGTERM and SIGUSR1 ask a training run
+ * to finish its step, write a snapshot and exit (with PN_EXIT_STOPPED), whenever they
+ * arrive, start-up included. The handlers only record the signal; the trainer looks
+ * at its safe points (after set-up, after a resume, after every step). */
+#ifndef PN_STOP_SIGNAL_H
+#define PN_STOP_SIGNAL_H
+
+/* Exit statuses of `pipenet train`, for schedulers and wrappers (docs/running.md). */
+enum {
+    PN_EXIT_FINISHED = 0, /* trained every step */
+    PN_EXIT_ERROR = 1,    /* stopped by an error; snapshots already written are intact */
+    PN_EXIT_USAGE = 2,    /* a wrong command line */
+    PN_EXIT_STOPPED = 3   /* stopped early by SIGTERM or SIGUSR1: resume to finish */
+};
+
+/* Installs the handlers (idempotent; system calls restart after them). Also makes
+ * an exceeded file-size limit an error of the write (EFBIG) rather than a death
+ * by SIGXFSZ. Call it first thing in main. */
+void pn_stop_signals_catch(void);
+
+/* The stop signal received so far (the first one), or 0. */
+int pn_stop_signal(void);
+
+/* "SIGTERM", "SIGUSR1", or "a signal". */
+const char *pn_stop_signal_name(int sig);
+
+#endif
