@@ -1,6 +1,7 @@
 #!/bin/bash
-# pipenet training as a PBS Pro / OpenPBS job: one MPI rank per mpiproc,
-# D x P = all of them (the lines of $PBS_NODEFILE).
+# pipenet training as a PBS Pro / OpenPBS (or Torque) job: one MPI rank per mpiproc,
+# D x P = all of them (the lines of $PBS_NODEFILE). It resubmits itself until the
+# training is finished (see "Wall time" below).
 #
 #   qsub jobs/pbs.sh
 #   qsub -v STAGES=4,MODEL=models/my.json jobs/pbs.sh
@@ -14,21 +15,49 @@
 #   MPIRUN      the launcher [mpirun]; MPIRUN="echo mpirun" prints only
 #   SNAPSHOT_DIR  snapshots, resumed from when present [snapshots/<job name>]
 #   STOP_BEFORE seconds before the wall time to stop with a snapshot [300]
+#   GRACE       seconds mpirun gives the ranks between SIGTERM and SIGKILL, so that a
+#               snapshot in progress completes [15]
+#   RESUBMIT    resubmissions left [20]; 0: none
+#   QSUB_ARGS   qsub options for the resubmitted job (e.g. "-l select=4:ncpus=32"),
+#               split on spaces; without them it gets the #PBS lines below
 # Torque has no select: there, use "#PBS -l nodes=1:ppn=8" and set OMP_NUM_THREADS.
+#
+# Wall time: PBS sends no signal ahead of it, so a timer sends SIGUSR1 to mpirun (which
+# forwards it to every rank) STOP_BEFORE seconds before the limit, read from
+# `qstat -f` (PBS Pro, OpenPBS) or $PBS_WALLTIME (Torque). pipenet finishes its step,
+# writes a snapshot and exits 3; the script then submits itself again, and the new
+# job resumes with --resume auto. Instead of resubmitting (RESUBMIT=0) a chain can be
+# queued at once: `qsub -W depend=afterany:<previous job id> jobs/pbs.sh`.
+# Exit statuses: 0 finished, 3 stopped (and resubmitted), 1 an error, 2 a wrong setting.
 #
 #PBS -N pipenet
 #PBS -l select=1:ncpus=8:mpiprocs=2:ompthreads=4
 #PBS -l walltime=01:00:00
 #PBS -j oe
-set -eu
+set -u
 
 # module load openmpi openblas hdf5   # as your site needs
 
-cd "${PBS_O_WORKDIR:-.}"
+cd "${PBS_O_WORKDIR:-.}" || exit 1
 nodefile=${PBS_NODEFILE:?not inside a PBS job: submit with qsub}
 model=${MODEL:-models/fashion_mlp.json}
 stages=${STAGES:-2}
+stop_before=${STOP_BEFORE:-300}
+grace=${GRACE:-15}
+resubmit=${RESUBMIT:-20}
 ranks=$(wc -l <"$nodefile")
+
+is_count() { case $1 in '' | *[!0-9]*) return 1 ;; esac; }
+for v in STAGES:$stages STOP_BEFORE:$stop_before GRACE:$grace RESUBMIT:$resubmit; do
+    is_count "${v#*:}" || { echo "pbs.sh: ${v%%:*}: expected a number, got '${v#*:}'" >&2; exit 2; }
+done
+[ "$stages" -gt 0 ] || { echo "pbs.sh: STAGES: expected a positive number" >&2; exit 2; }
+if [ "$ranks" -lt 1 ] || [ $((ranks % stages)) -ne 0 ]; then
+    echo "pbs.sh: $ranks ranks cannot hold replicas of a $stages-stage pipeline:" \
+         "the mpiprocs in all must be a multiple of STAGES" >&2
+    exit 2
+fi
+[ -f "$model" ] || { echo "pbs.sh: $model: no such model file" >&2; exit 2; }
 
 # BLAS threads per rank: PBS sets OMP_NUM_THREADS from ompthreads; else ncpus divided
 # by the ranks on this node (a node's name appears once per mpiproc in the node file).
@@ -42,15 +71,21 @@ else
 fi
 export OPENBLAS_NUM_THREADS=$threads
 
-case $stages in '' | 0* | *[!0-9]*)
-    echo "pbs.sh: STAGES: expected a positive number, got '$stages'" >&2; exit 2 ;;
-esac
-if [ "$ranks" -lt 1 ] || [ $((ranks % stages)) -ne 0 ]; then
-    echo "pbs.sh: $ranks ranks cannot hold replicas of a $stages-stage pipeline:" \
-         "the mpiprocs in all must be a multiple of STAGES" >&2
+# The wall time in seconds: qstat (PBS Pro, OpenPBS), else Torque's $PBS_WALLTIME.
+walltime=""
+if command -v qstat >/dev/null 2>&1; then
+    hms=$(qstat -f "${PBS_JOBID:-none}" 2>/dev/null | sed -n 's/.*Resource_List.walltime = //p')
+    [ -n "$hms" ] && walltime=$(echo "$hms" | awk -F: '{ print $1 * 3600 + $2 * 60 + $3 }')
+fi
+[ -n "$walltime" ] || walltime=${PBS_WALLTIME:-}
+if [ -z "$walltime" ]; then
+    echo "pbs.sh: warning: no wall time known (no qstat answer, no PBS_WALLTIME): no stop" \
+         "signal will be sent before it; the run keeps its periodic snapshots only" >&2
+elif [ "$walltime" -le "$stop_before" ]; then
+    echo "pbs.sh: a wall time of $walltime s leaves no time to train before the stop" \
+         "signal STOP_BEFORE=$stop_before s ahead of it: ask for more time or lower STOP_BEFORE" >&2
     exit 2
 fi
-[ -f "$model" ] || { echo "pbs.sh: $model: no such model file" >&2; exit 2; }
 
 if [ -n "${PIPENET:-}" ]; then
     pipenet=$PIPENET
@@ -60,25 +95,54 @@ else
     pipenet=pipenet
 fi
 mpirun=${MPIRUN:-mpirun}
-
-echo "pipenet: job ${PBS_JOBID:-?}: $ranks ranks = $((ranks / stages)) replica(s) x" \
-     "$stages stage(s), $threads BLAS thread(s) per rank"
-echo "+ $mpirun -np $ranks --hostfile $nodefile --bind-to none -x OPENBLAS_NUM_THREADS" \
-     "$pipenet train $model --stages $stages ${TRAIN_ARGS:-} $*"
-# Snapshots, resumed from when present; PBS has no signal ahead of the wall time, so
-# a timer sends SIGUSR1 to mpirun (which forwards it to every rank) STOP_BEFORE
-# seconds before the limit: pipenet finishes the step, writes a snapshot, exits 0.
 snapdir=${SNAPSHOT_DIR:-snapshots/${PBS_JOBNAME:-pipenet}}
+mkdir -p "$snapdir" || { echo "pbs.sh: cannot create $snapdir" >&2; exit 1; }
 resume=""
 ls "$snapdir"/snapshot-*.h5 >/dev/null 2>&1 && resume="--resume auto"
 # shellcheck disable=SC2086 # MPIRUN, resume and TRAIN_ARGS are lists of words
-$mpirun -np "$ranks" --hostfile "$nodefile" --bind-to none -x OPENBLAS_NUM_THREADS \
-    "$pipenet" train "$model" --stages "$stages" --snapshot-dir "$snapdir" $resume \
-    ${TRAIN_ARGS:-} "$@" &
-job=$!
-walltime=$(qstat -f "${PBS_JOBID:-none}" 2>/dev/null | sed -n 's/.*Resource_List.walltime = //p')
+set -- $mpirun -np "$ranks" --hostfile "$nodefile" --bind-to none -x OPENBLAS_NUM_THREADS \
+    --mca odls_base_sigkill_timeout "$grace" "$pipenet" train "$model" --stages "$stages" \
+    --snapshot-dir "$snapdir" $resume ${TRAIN_ARGS:-} "$@"
+
+echo "pipenet: job ${PBS_JOBID:-?}: $ranks ranks = $((ranks / stages)) replica(s) x" \
+     "$stages stage(s), $threads BLAS thread(s) per rank, wall time ${walltime:-unknown} s"
+echo "+ $*"
+"$@" &
+launcher=$!
+timer=""
 if [ -n "$walltime" ]; then
-    limit=$(echo "$walltime" | awk -F: '{ print $1 * 3600 + $2 * 60 + $3 }')
-    (sleep $((limit - ${STOP_BEFORE:-300})) && kill -USR1 "$job") 2>/dev/null &
+    (sleep $((walltime - stop_before)) && kill -USR1 "$launcher") 2>/dev/null &
+    timer=$!
 fi
-wait "$job"
+# qdel's TERM reaches every process of the job from PBS: this shell stays to report
+# (passing it on would be mpirun's second TERM, which kills at once)
+cancelled=""
+trap 'cancelled=yes' TERM
+while :; do # a trapped signal ends `wait` early: wait again until the launcher is gone
+    wait "$launcher"
+    status=$?
+    kill -0 "$launcher" 2>/dev/null || break
+done
+# a run that ends first leaves no timer behind: its sleep, then the timer itself
+[ -n "$timer" ] && { pkill -P "$timer" 2>/dev/null; kill "$timer" 2>/dev/null; }
+
+case $status in
+0) echo "pipenet: finished" ;;
+3)
+    if [ "$resubmit" -gt 0 ]; then
+        # shellcheck disable=SC2086 # QSUB_ARGS is a list of options
+        next=$(qsub ${QSUB_ARGS:-} -v "MODEL=$model,STAGES=$stages,SNAPSHOT_DIR=$snapdir,STOP_BEFORE=$stop_before,GRACE=$grace,RESUBMIT=$((resubmit - 1)),TRAIN_ARGS=${TRAIN_ARGS:-},PIPENET=${PIPENET:-},MPIRUN=${MPIRUN:-}" \
+               "${PBS_O_WORKDIR:-.}/jobs/pbs.sh") &&
+            echo "pipenet: stopped with a snapshot before the wall time: resubmitted as $next" ||
+            echo "pbs.sh: qsub failed: submit again to resume" >&2
+    else
+        echo "pipenet: stopped with a snapshot in $snapdir: submit again to resume"
+    fi ;;
+*)
+    if [ -n "$cancelled" ]; then # mpirun reports its own SIGTERM as a failure
+        echo "pipenet: cancelled (SIGTERM), exit status $status; snapshots in $snapdir"
+    else
+        echo "pipenet: failed with exit status $status" >&2
+    fi ;;
+esac
+exit "$status"
