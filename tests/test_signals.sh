@@ -42,7 +42,7 @@ timeout 300 mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/
     --stages 2 --steps 100000 --batch 64 --threads 1 --log-every 1000 >"$tmp/early.out" 2>&1 &
 pid=$!
 ready=0 launcher=
-for i in $(seq 1 600); do
+for _ in $(seq 1 600); do
     [ -n "$launcher" ] || launcher=$(pgrep -P "$pid" | head -n 1) # mpirun, under timeout
     n=0
     for p in $(pgrep -P "${launcher:-0}" -x pipenet 2>/dev/null); do
@@ -77,7 +77,7 @@ timeout 300 mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/
     --stages 2 --steps 100000 --batch 64 --threads 1 --log-every 1000 \
     --snapshot-dir "$tmp/mid" >"$tmp/mid.out" 2>&1 &
 pid=$!
-for i in $(seq 1 1200); do
+for _ in $(seq 1 1200); do
     grep -q "^layout:" "$tmp/mid.out" 2>/dev/null && break
     sleep 0.05
 done
@@ -105,7 +105,7 @@ echo "ok: nested snapshot directory created; an impossible one refused before tr
 # 5. a full disk (a file-size limit below one snapshot, ~22 MB) at snapshot time
 train full-first 4 --snapshot-dir "$tmp/full"
 expect full-first 0 "snapshot at step 4"
-(ulimit -f 8192; PIPENET=$PIPENET; train full 8 --snapshot-dir "$tmp/full" --resume auto
+(ulimit -f 8192; train full 8 --snapshot-dir "$tmp/full" --resume auto
  echo $rc >"$tmp/full.rc")
 rc=$(cat "$tmp/full.rc")
 expect full 1 "snapshot at step 8 (the snapshots already in $tmp/full are kept): .*File too large"

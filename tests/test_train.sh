@@ -42,6 +42,12 @@ grep -q 'eval accuracy' "$tmp/a.out" || fail "no evaluation line in the output"
 "$PIPENET" train "$model" --batch zero >"$tmp/e1" 2>&1; [ $? -eq 2 ] || fail "--batch zero"
 grep -q "pipenet: error: --batch" "$tmp/e1" || fail "--batch message: $(cat "$tmp/e1")"
 "$PIPENET" train >/dev/null 2>&1; [ $? -eq 2 ] || fail "no model accepted"
+"$PIPENET" train "$model" --seed " -1" >"$tmp/e0" 2>&1; [ $? -eq 2 ] || fail "--seed ' -1' accepted"
+grep -q "pipenet: error: --seed: expected a non-negative integer, got ' -1'" "$tmp/e0" ||
+    fail "--seed message: $(cat "$tmp/e0")"
+"$PIPENET" train "$tmp" >"$tmp/e0" 2>&1; [ $? -eq 1 ] || fail "a directory accepted as the model"
+grep -q "pipenet: error: $tmp: is a directory, not a model file" "$tmp/e0" ||
+    fail "directory message: $(cat "$tmp/e0")"
 "$PIPENET" train "$model" --data "$tmp/none.h5" >"$tmp/e2" 2>&1; [ $? -eq 1 ] || fail "missing data"
 grep -q "none.h5" "$tmp/e2" || fail "missing data message: $(cat "$tmp/e2")"
 printf '{"inputs": {"x": {"dataset": "features", "size": 784}},\n "layers": [{"name": "a", "type": "fc", "input": "x", "sise": 3}]}\n' >"$tmp/bad.json"

@@ -1,6 +1,9 @@
-/* Strict number parsing for command-line options: the whole text must parse. */
+/* Strict number parsing for command-line options: the whole text must parse, and
+ * start with the number itself (strto* would skip leading blanks, and strtoull
+ * reads " -1" as 2^64 - 1). */
 #include "cli/options.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -42,13 +45,22 @@ static int bad(const char *name, const char *what, const char *text)
     return pn_opt_report("--%s: expected %s, got '%s'", name, what, text);
 }
 
+/* Whether text starts like a number: a digit, or a sign or point and then one. */
+static bool starts_number(const char *text)
+{
+    const char *p = text + (text[0] == '-' || text[0] == '+');
+    if (*p == '.') p++;
+    return isdigit((unsigned char)*p);
+}
+
 int pn_opt_long(const char *name, const char *text, long min, long max, long *out)
 {
     char *end, what[96];
     errno = 0;
     long v = strtol(text, &end, 10);
     snprintf(what, sizeof what, "an integer in [%ld, %ld]", min, max);
-    if (errno || end == text || *end || v < min || v > max) return bad(name, what, text);
+    if (errno || !starts_number(text) || *end || v < min || v > max)
+        return bad(name, what, text);
     *out = v;
     return 0;
 }
@@ -67,7 +79,8 @@ int pn_opt_double(const char *name, const char *text, double min, double max, do
     errno = 0;
     double v = strtod(text, &end);
     snprintf(what, sizeof what, "a number in [%g, %g]", min, max);
-    if (errno || end == text || *end || !(v >= min && v <= max)) return bad(name, what, text);
+    if (errno || !starts_number(text) || *end || !(v >= min && v <= max))
+        return bad(name, what, text);
     *out = v;
     return 0;
 }
@@ -77,7 +90,7 @@ int pn_opt_u64(const char *name, const char *text, uint64_t *out)
     char *end;
     errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
-    if (errno || end == text || *end || text[0] == '-')
+    if (errno || !isdigit((unsigned char)text[0]) || *end)
         return bad(name, "a non-negative integer", text);
     *out = (uint64_t)v;
     return 0;

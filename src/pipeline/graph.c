@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/error.h"
 #include "base/json_read.h"
@@ -278,6 +279,9 @@ int pn_graph_from_json(pn_graph **out, json_t *root, const char *file)
 
 int pn_graph_load(pn_graph **out, const char *path)
 {
+    struct stat info;
+    if (stat(path, &info) == 0 && S_ISDIR(info.st_mode)) /* jansson would call it bad JSON */
+        return pn_error_set(PN_ERR_INVALID, "%s: is a directory, not a model file", path);
     json_error_t err;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
     if (!root) {
