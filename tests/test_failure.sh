@@ -59,4 +59,25 @@ mpirun --oversubscribe -np 2 "$PIPENET" train "$here/models/fashion_mlp.json" --
 [ "$(grep -c "pipenet: error: rank 0 (stage 0, replica 0): cannot open '$tmp/none.h5'" "$tmp/err")" -eq 1 ] ||
     { cat "$tmp/err"; fail "missing data: not reported exactly once with rank and stage"; }
 echo "ok: a bad layout and a missing file are reported once before any work"
+
+# divergence (sgd at lr 1e6): every rank stops at the first non-finite gradient,
+# before the update, one message naming the parameter, no abort; the snapshot of
+# the step before is kept and verifies
+sed 's/"optimizer": {[^}]*}[^}]*}/"optimizer": {"type": "sgd", "lr": 1e6}/' \
+    "$here/models/fashion_mlp.json" >"$tmp/diverge.json"
+grep -q '"sgd", "lr": 1e6' "$tmp/diverge.json" || fail "could not make the diverging model"
+mpirun --oversubscribe -np 2 "$PIPENET" train "$tmp/diverge.json" --stages 2 --steps 30 \
+    --batch 64 --threads 1 --data "$tmp/fm/train.h5" --snapshot-dir "$tmp/div" \
+    --snapshot-every 1 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 1 ] || { cat "$tmp/err"; fail "divergence: exit $rc, expected 1"; }
+[ "$(grep -c "the gradient of 'fc1/w' (stage 0) is NaN or infinite: training diverged" "$tmp/err")" -eq 1 ] ||
+    { cat "$tmp/err"; fail "divergence: not reported exactly once"; }
+grep -q "MPI_ABORT" "$tmp/err" && fail "divergence: the job was aborted instead of stopping together"
+step=$(sed -n 's/.*step \([0-9]*\): the gradient.*/\1/p' "$tmp/err")
+last=$(ls "$tmp/div" | tail -n 1)
+[ "$last" = "$(printf 'snapshot-%010d.h5' "$step")" ] || fail "divergence at step $step, newest snapshot $last"
+"$PIPENET" inspect "$tmp/div/$last" | grep -q "every checksum verified" || fail "divergence: $last does not verify"
+"$PIPENET" inspect "$tmp/div/$last" | grep -qi "nan" && fail "divergence: $last holds NaN"
+echo "ok: divergence at step $step stopped every rank before the update; $last kept"
 echo "PASS: failure"

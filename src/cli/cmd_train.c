@@ -11,6 +11,7 @@
 #include "cli/options.h"
 #include "mpi/job.h"
 #include "pipeline/graph.h"
+#include "pipeline/optimizer.h"
 #include "pipeline/schedule.h"
 #include "pipeline/trainer.h"
 
@@ -111,7 +112,7 @@ static int parse_options(int argc, char **argv, overrides *o)
         case OPT_EPOCHS: rc = pn_opt_int("epochs", optarg, 1, 1 << 24, &v->epochs); break;
         case OPT_STEPS: rc = pn_opt_long("steps", optarg, 1, 1L << 40, &v->steps); break;
         case OPT_BATCH: rc = pn_opt_int("batch", optarg, 1, 1 << 24, &v->batch); break;
-        case OPT_LR: rc = pn_opt_double("lr", optarg, 1e-12, 1e6, &v->optimizer.lr); break;
+        case OPT_LR: rc = pn_opt_double("lr", optarg, PN_LR_MIN, PN_LR_MAX, &v->optimizer.lr); break;
         case OPT_SEED: rc = pn_opt_u64("seed", optarg, &v->seed); break;
         case OPT_THREADS: rc = pn_opt_int("threads", optarg, 1, 4096, &v->threads); break;
         case OPT_LOG_EVERY:

@@ -1,6 +1,7 @@
 /* Layout-independent sums over the model's parameters (global_sums.h). */
 #include "pipeline/global_sums.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +11,12 @@
 #include "math/ops.h"
 
 struct pn_global_sums {
+    const pn_graph *graph;
     const pn_params *arena;
     pn_comm *comm;
     int n;            /* parameters of the whole graph */
     int *local;       /* [n]: handle in arena, or -1 when another stage holds it */
+    int *node;        /* [n]: the graph node whose parameter it is */
     double *parts;    /* [n] per-parameter squared norms */
     uint64_t *hashes; /* [n] per-parameter hashes */
     float *values;    /* host copy of the arena's values, for hashing */
@@ -25,14 +28,16 @@ int pn_global_sums_create(pn_global_sums **out, const pn_graph *g, const pn_para
     *out = NULL;
     pn_global_sums *gs = calloc(1, sizeof *gs);
     if (!gs) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    gs->graph = g;
     gs->arena = arena;
     gs->comm = comm;
     for (int i = 0; i < g->n_nodes; i++) gs->n += g->nodes[i].layer->n_params;
     size_t n = (size_t)(gs->n ? gs->n : 1);
     gs->local = malloc(n * sizeof *gs->local);
+    gs->node = malloc(n * sizeof *gs->node);
     gs->parts = malloc(n * sizeof *gs->parts);
     gs->hashes = malloc(n * sizeof *gs->hashes);
-    if (!gs->local || !gs->parts || !gs->hashes) {
+    if (!gs->local || !gs->node || !gs->parts || !gs->hashes) {
         pn_global_sums_free(gs);
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
     }
@@ -42,6 +47,7 @@ int pn_global_sums_create(pn_global_sums **out, const pn_graph *g, const pn_para
         for (int j = 0; j < l->n_params; j++) {
             char name[512];
             snprintf(name, sizeof name, "%s/%s", g->nodes[i].name, l->param_decls[j].suffix);
+            gs->node[k] = i;
             gs->local[k++] = pn_params_find(arena, name);
         }
     }
@@ -53,6 +59,7 @@ void pn_global_sums_free(pn_global_sums *gs)
 {
     if (!gs) return;
     free(gs->local);
+    free(gs->node);
     free(gs->parts);
     free(gs->hashes);
     free(gs->values);
@@ -72,6 +79,19 @@ int pn_global_grad_norm2(pn_global_sums *gs, double *out)
     for (int k = 0; k < gs->n; k++) total += gs->parts[k];
     *out = total;
     return PN_OK;
+}
+
+int pn_global_first_nonfinite(const pn_global_sums *gs, int *node, int *decl)
+{
+    for (int k = 0, j = 0; k < gs->n; k++, j++) {
+        if (k > 0 && gs->node[k] != gs->node[k - 1]) j = 0;
+        if (!isfinite(gs->parts[k])) {
+            *node = gs->node[k];
+            *decl = j;
+            return k;
+        }
+    }
+    return -1;
 }
 
 int pn_global_param_hash(pn_global_sums *gs, unsigned long long *out)

@@ -21,6 +21,11 @@ void pn_global_sums_free(pn_global_sums *gs);
 /* The sum of the squares of every gradient of the model. */
 int pn_global_grad_norm2(pn_global_sums *gs, double *out);
 
+/* After pn_global_grad_norm2: the first parameter in graph order whose gradient
+ * holds a NaN or an infinity (its graph node and its place among the node's
+ * parameters), or -1; the same answer on every rank. */
+int pn_global_first_nonfinite(const pn_global_sums *gs, int *node, int *decl);
+
 /* A hash of every parameter's name and value bits. */
 int pn_global_param_hash(pn_global_sums *gs, unsigned long long *out);
 

@@ -121,7 +121,7 @@ int pn_optimizer_config_from_json(const json_t *obj, const char *file,
     }
     pn_optimizer_config c;
     pn_optimizer_config_default(&c, (pn_opt_kind)kind, 0.0);
-    PN_TRY(pn_json_number(obj, &at, "lr", true, 0.0, true, INFINITY, false, 0.0, &c.lr));
+    PN_TRY(pn_json_number(obj, &at, "lr", true, PN_LR_MIN, false, PN_LR_MAX, false, 0.0, &c.lr));
     PN_TRY(pn_json_number(obj, &at, "momentum", false, 0.0, false, 1.0, true, c.momentum,
                           &c.momentum));
     PN_TRY(pn_json_bool(obj, &at, "nesterov", false, &c.nesterov));
@@ -153,7 +153,8 @@ static int check_config(const pn_optimizer_config *c)
 {
     if ((int)c->kind < 0 || c->kind > PN_OPT_ADAMW)
         return pn_error_set(PN_ERR_INVALID, "optimizer: unknown kind %d", (int)c->kind);
-    if (!(c->lr > 0.0) || !isfinite(c->lr)) return config_error("lr", "a number > 0", c->lr);
+    if (!(c->lr >= PN_LR_MIN && c->lr <= PN_LR_MAX))
+        return config_error("lr", "a number in [1e-12, 1e6]", c->lr);
     if (!(c->momentum >= 0.0 && c->momentum < 1.0))
         return config_error("momentum", "a number in [0, 1)", c->momentum);
     if (!(c->beta1 >= 0.0 && c->beta1 < 1.0))

@@ -15,6 +15,11 @@
 typedef enum pn_opt_kind { PN_OPT_SGD, PN_OPT_MOMENTUM, PN_OPT_ADAM, PN_OPT_ADAMW } pn_opt_kind;
 typedef enum pn_lr_kind { PN_LR_CONSTANT, PN_LR_STEP, PN_LR_COSINE } pn_lr_kind;
 
+/* The learning rates a run accepts, from the model file or --lr: beyond them training
+ * can only diverge or stand still. */
+#define PN_LR_MIN 1e-12
+#define PN_LR_MAX 1e6
+
 typedef struct pn_optimizer_config {
     pn_opt_kind kind;
     double lr;            /* base learning rate */

@@ -176,16 +176,31 @@ static int reduce_stats(trainer *t, double s[3])
     return pn_comm_sum(t->comm, PN_SCOPE_WORLD, s, 3);
 }
 
+/* Every rank knows (the gradient norm's parts are the same everywhere): they stop
+ * together, before the update, so no parameter and no snapshot is touched. */
+static int diverged(trainer *t, long step)
+{
+    t->failed_together = true;
+    if (!is_root(t)) return pn_error_set(PN_ERR_PEER, "rank 0 reports a diverged gradient");
+    int node, decl;
+    pn_global_first_nonfinite(t->sums, &node, &decl);
+    const pn_graph_node *n = &t->graph->nodes[node];
+    return pn_error_set(PN_ERR_INVALID, "step %ld: the gradient of '%s/%s' (stage %d) is NaN or "
+                                        "infinite: training diverged (lower the learning rate "
+                                        "or set clip_norm); the parameters before this step "
+                                        "are kept",
+                        step, n->name, n->layer->param_decls[decl].suffix,
+                        t->plan->stage_of[node]);
+}
+
 static int train_step(trainer *t, const pn_batch *b, long step, double *loss)
 {
     PN_TRY(pn_fault_check(&t->fault, step));
     PN_TRY(pn_stage_step(t->stage, b, step));
-    double scale = 1.0;
-    if (t->opt_cfg.clip_norm > 0) {
-        double sq = 0.0;
-        PN_TRY(pn_global_grad_norm2(t->sums, &sq));
-        scale = pn_optimizer_clip_scale(&t->opt_cfg, sq);
-    }
+    double sq = 0.0; /* every step: for clipping, and to stop before a NaN is applied */
+    PN_TRY(pn_global_grad_norm2(t->sums, &sq));
+    if (!isfinite(sq)) return diverged(t, step);
+    double scale = t->opt_cfg.clip_norm > 0 ? pn_optimizer_clip_scale(&t->opt_cfg, sq) : 1.0;
     PN_TRY(pn_optimizer_step(t->opt, pn_stage_params(t->stage), step, scale));
     double s[3];
     PN_TRY(reduce_stats(t, s));
@@ -365,12 +380,14 @@ static int run(trainer *t, pn_train_result *r)
         long epoch = b->epoch;
         double loss = NAN;
         PN_TRY(train_step(t, b, step, &loss));
-        if (!isfinite(loss)) /* every rank sees the reduced loss: rank 0 reports */
+        if (!isfinite(loss)) { /* every rank sees the reduced loss: rank 0 reports */
+            t->failed_together = true;
             return is_root(t) ? pn_error_set(PN_ERR_INVALID,
                                              "step %ld: the loss is %g: training diverged "
                                              "(lower the learning rate or set clip_norm)",
                                              step, loss)
                               : pn_error_set(PN_ERR_PEER, "rank 0 reports a diverged loss");
+        }
         if (r->losses) r->losses[step] = loss;
         next = (pn_progress_mark){step + 1, b->index + 1 < per_epoch ? b->epoch : b->epoch + 1,
                                   b->index + 1 < per_epoch ? b->index + 1 : 0};
