@@ -91,9 +91,9 @@ static void setup(void)
 static void teardown(void) { nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 static const pn_reader_field fields[] = {
-    {"features", {WIDTH, 1, false}, "x"},
-    {"labels", {0, 1, true}, "y"},
-    {"tokens", {0, SEQ, true}, "t"},
+    {"features", {WIDTH, 1, false}, "x", 0, NULL},
+    {"labels", {0, 1, true}, "y", 0, NULL},
+    {"tokens", {0, SEQ, true}, "t", 0, NULL},
 };
 
 /* Training readers of the current test read from the file (0) or from memory. */
@@ -255,8 +255,8 @@ END_TEST
 
 START_TEST(sequences_read_from_flat_or_3d_datasets)
 {
-    const pn_reader_field seq_fields[] = {{"seq2d", {3, 2, false}, NULL},
-                                          {"/seq3d", {3, 2, false}, NULL}};
+    const pn_reader_field seq_fields[] = {{"seq2d", {3, 2, false}, NULL, 0, NULL},
+                                          {"/seq3d", {3, 2, false}, NULL, 0, NULL}};
     pn_reader_options o = {.global_batch = 8, .first = 0, .count = 8, .shuffle = true,
                            .seed = 3, .drop_last = true};
     pn_reader *r;
@@ -289,7 +289,7 @@ static void expect_open_error(const char *path, pn_reader_field field, int code,
 START_TEST(errors_name_the_file_and_the_dataset)
 {
     char missing[PATH_MAX + 16], text[PATH_MAX + 16], want[3 * PATH_MAX];
-    pn_reader_field x = {"features", {WIDTH, 1, false}, "x"};
+    pn_reader_field x = {"features", {WIDTH, 1, false}, "x", 0, NULL};
     snprintf(missing, sizeof missing, "%s/missing.h5", dir);
     snprintf(want, sizeof want, "cannot open '%s': No such file or directory", missing);
     expect_open_error(missing, x, PN_ERR_IO, want);
@@ -303,33 +303,33 @@ START_TEST(errors_name_the_file_and_the_dataset)
 
     snprintf(want, sizeof want, "%s: no dataset '/nope' (the model's input 'y' reads it)",
              data_path);
-    expect_open_error(NULL, (pn_reader_field){"nope", {0, 1, true}, "y"}, PN_ERR_INVALID, want);
+    expect_open_error(NULL, (pn_reader_field){"nope", {0, 1, true}, "y", 0, NULL}, PN_ERR_INVALID, want);
 
     snprintf(want, sizeof want, "%s: dataset '/wide_int64': expected float32, found int64",
              data_path);
-    expect_open_error(NULL, (pn_reader_field){"wide_int64", {WIDTH, 1, false}, "x"},
+    expect_open_error(NULL, (pn_reader_field){"wide_int64", {WIDTH, 1, false}, "x", 0, NULL},
                       PN_ERR_INVALID, want);
 
     snprintf(want, sizeof want, "%s: dataset '/features': expected int32, found float32",
              data_path);
-    expect_open_error(NULL, (pn_reader_field){"features", {0, 1, true}, "y"}, PN_ERR_INVALID,
+    expect_open_error(NULL, (pn_reader_field){"features", {0, 1, true}, "y", 0, NULL}, PN_ERR_INVALID,
                       want);
 
     snprintf(want, sizeof want, "%s: dataset '/features': expected shape [N, 6], found [103, 5]",
              data_path);
-    expect_open_error(NULL, (pn_reader_field){"features", {6, 1, false}, "x"}, PN_ERR_INVALID,
+    expect_open_error(NULL, (pn_reader_field){"features", {6, 1, false}, "x", 0, NULL}, PN_ERR_INVALID,
                       want);
 
     snprintf(want, sizeof want, "%s: dataset '/seq3d': expected shape [N, 6], found [103, 2, 3]",
              data_path);
-    expect_open_error(NULL, (pn_reader_field){"seq3d", {6, 1, false}, "x"}, PN_ERR_INVALID,
+    expect_open_error(NULL, (pn_reader_field){"seq3d", {6, 1, false}, "x", 0, NULL}, PN_ERR_INVALID,
                       want);
 
     snprintf(want, sizeof want,
              "%s: dataset '/tokens': expected shape [N] or [N, 1], found [103, 3]", data_path);
-    expect_open_error(NULL, (pn_reader_field){"tokens", {0, 1, true}, "y"}, PN_ERR_INVALID, want);
+    expect_open_error(NULL, (pn_reader_field){"tokens", {0, 1, true}, "y", 0, NULL}, PN_ERR_INVALID, want);
 
-    pn_reader_field two[] = {{"features", {WIDTH, 1, false}, "x"}, {"short", {0, 1, true}, "y"}};
+    pn_reader_field two[] = {{"features", {WIDTH, 1, false}, "x", 0, NULL}, {"short", {0, 1, true}, "y", 0, NULL}};
     pn_reader_options o = {.global_batch = 10, .first = 0, .count = 10, .drop_last = true};
     pn_reader *r;
     ck_assert_int_eq(pn_reader_open(&r, data_path, two, 2, &o), PN_ERR_INVALID);
@@ -437,8 +437,8 @@ static void count_files(const char *path, long samples, void *ctx)
 /* Reads all n samples of an imported file and checks pixels, labels and attributes. */
 static void check_imported(const char *path, int n)
 {
-    const pn_reader_field f[] = {{"features", {PIXELS, 1, false}, "x"},
-                                 {"labels", {0, 1, true}, "y"}};
+    const pn_reader_field f[] = {{"features", {PIXELS, 1, false}, "x", 0, NULL},
+                                 {"labels", {0, 1, true}, "y", 0, NULL}};
     pn_reader_options o = {.global_batch = n, .first = 0, .count = n, .drop_last = false};
     pn_reader *r;
     ck_assert_msg(pn_reader_open(&r, path, f, 2, &o) == 0, "%s", pn_error_message());
@@ -534,6 +534,74 @@ START_TEST(import_refuses_corrupt_input)
 }
 END_TEST
 
+/* bad.h5: /features [N, 5] with a NaN (sample 42, value 3) and an infinity (sample
+ * 60), /labels [N] with label 9 at sample 17 (7 classes). */
+static void make_bad_file(const char *path)
+{
+    hid_t f;
+    ck_assert_int_eq(pn_hdf5_create_file(path, false, &f), 0);
+    float v[N * WIDTH];
+    int labels[N];
+    for (int i = 0; i < N; i++) {
+        labels[i] = i == 17 ? 9 : i % 7;
+        for (int j = 0; j < WIDTH; j++) v[i * WIDTH + j] = feature(i, j);
+    }
+    v[42 * WIDTH + 3] = NAN;
+    v[60 * WIDTH] = INFINITY;
+    hsize_t d2[2] = {N, WIDTH}, n1 = N;
+    ck_assert_int_eq(pn_hdf5_write_dataset(f, path, "features", PN_HDF5_FLOAT32, 2, d2, 16, v), 0);
+    ck_assert_int_eq(pn_hdf5_write_dataset(f, path, "labels", PN_HDF5_INT32, 1, &n1, 16, labels),
+                     0);
+    ck_assert_int_eq(pn_hdf5_close(f, path), 0);
+}
+
+/* Reads field of path: cached (_i = 1) the open fails, streamed every epoch's batches
+ * are read until one fails; either way the message must contain want. */
+static void expect_bad_value(const char *path, pn_reader_field field, bool cached,
+                             const char *want)
+{
+    pn_reader_options o = {.global_batch = 10, .first = 0, .count = 10, .shuffle = true,
+                           .seed = 3, .drop_last = false,
+                           .cache_bytes = cached ? (size_t)1 << 30 : 0};
+    pn_reader *r = NULL;
+    int rc = pn_reader_open(&r, path, &field, 1, &o);
+    for (int i = 0; rc == 0 && i < 11; i++) {
+        const pn_batch *b;
+        rc = pn_reader_next(r, &b);
+    }
+    ck_assert_int_eq(rc, PN_ERR_INVALID);
+    ck_assert_msg(strstr(pn_error_message(), want), "'%s' lacks '%s'", pn_error_message(), want);
+    if (r) pn_reader_close(r);
+}
+
+START_TEST(bad_values_name_file_dataset_and_sample)
+{
+    char path[PATH_MAX + 16], want[PATH_MAX + 128];
+    snprintf(path, sizeof path, "%s/bad.h5", dir);
+    make_bad_file(path);
+    pn_reader_field x = {"features", {WIDTH, 1, false}, "x", 0, NULL};
+    pn_reader_field y = {"labels", {0, 1, true}, "y", 7, "loss"};
+    bool cached = _i;
+    /* cached: the file's first bad sample; streamed: whichever a batch meets first */
+    snprintf(want, sizeof want, "%s: dataset '/features', sample %s", path, cached ? "42" : "");
+    expect_bad_value(path, x, cached, want);
+    expect_bad_value(path, x, cached, "(data must be finite)");
+    snprintf(want, sizeof want,
+             "%s: dataset '/labels', sample 17: id 9 is outside [0, 7) (layer 'loss')", path);
+    expect_bad_value(path, y, cached, want);
+    y.id_limit = 10; /* within the bound: reads cleanly */
+    pn_reader_options o = {.global_batch = 10, .first = 0, .count = 10, .drop_last = true,
+                           .cache_bytes = cached ? (size_t)1 << 30 : 0};
+    pn_reader *r;
+    ck_assert_msg(pn_reader_open(&r, path, &y, 1, &o) == 0, "%s", pn_error_message());
+    for (int i = 0; i < 10; i++) {
+        const pn_batch *b;
+        ck_assert_msg(pn_reader_next(r, &b) == 0, "%s", pn_error_message());
+    }
+    pn_reader_close(r);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("reader");
@@ -546,6 +614,7 @@ int main(void)
     tcase_add_test(tc, eval_reads_file_order_and_keeps_the_short_batch);
     tcase_add_test(tc, sequences_read_from_flat_or_3d_datasets);
     tcase_add_test(tc, errors_name_the_file_and_the_dataset);
+    tcase_add_loop_test(tc, bad_values_name_file_dataset_and_sample, 0, 2);
     suite_add_tcase(s, tc);
     TCase *ti = tcase_create("import");
     tcase_add_unchecked_fixture(ti, setup, teardown);

@@ -57,4 +57,8 @@ grep -q "bad.json: layers\[0\].sise: expected one of the keys size, bias, act, f
 printf '{"inputs": {"x": {"dataset": "features", "size": 100}, "y": {"dataset": "labels", "ids": true}},\n "layers": [{"name": "o", "type": "fc", "input": "x", "size": 10}, {"name": "l", "type": "softmax_xent", "input": ["o", "y"]}]}\n' >"$tmp/wide.json"
 "$PIPENET" train "$tmp/wide.json" --data "$tmp/fm/train.h5" >"$tmp/e4" 2>&1; [ $? -eq 1 ] || fail "size mismatch accepted"
 grep -q "train.h5" "$tmp/e4" && grep -q "features" "$tmp/e4" || fail "size mismatch message: $(cat "$tmp/e4")"
+printf '{"inputs": {"x": {"dataset": "features", "size": 784}, "y": {"dataset": "labels", "ids": true}},\n "layers": [{"name": "o", "type": "fc", "input": "x", "size": 5}, {"name": "l", "type": "softmax_xent", "input": ["o", "y"]}]}\n' >"$tmp/five.json"
+"$PIPENET" train "$tmp/five.json" --data "$tmp/fm/train.h5" >"$tmp/e5" 2>&1; [ $? -eq 1 ] || fail "labels beyond the classes accepted"
+grep -q "train.h5: dataset '/labels', sample [0-9]*: id [5-9] is outside \[0, 5) (layer 'l')" "$tmp/e5" ||
+    fail "label message: $(cat "$tmp/e5")"
 echo "PASS: train"

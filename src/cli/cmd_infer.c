@@ -154,10 +154,14 @@ static int open_data(const pn_model *m, const infer_options *o, int out_node, in
             continue;
         }
         d->field_of[i] = d->n_fields;
+        const pn_graph_node *user;
+        int limit = pn_graph_id_limit(g, node, &user);
         d->fields[d->n_fields++] = (pn_reader_field){
             .dataset = pn_model_input_dataset(m, i),
             .shape = g->nodes[node].layer->out_shape,
-            .input = pn_model_input_name(m, i)};
+            .input = pn_model_input_name(m, i),
+            .id_limit = limit,
+            .id_user = user ? user->name : NULL};
     }
     free(exists);
     pn_reader_options opts = {.global_batch = o->batch, .first = 0, .count = o->batch,

@@ -8,7 +8,10 @@
  * same size; without it (evaluation) that batch comes short.
  * Each field is one dataset of the file, checked at open against the shape and
  * type the model expects: float32 [N, width*seq] (or [N, seq, width]) for float
- * inputs, int32 [N] or [N, seq] for ids. Every error names the file and dataset. */
+ * inputs, int32 [N] or [N, seq] for ids. Every error names the file and dataset.
+ * Values are checked as they are read (the whole dataset once when it is cached in
+ * memory, else every batch): floats must be finite, ids within the field's bound;
+ * an error names the sample (its row in the file). */
 #ifndef PN_READER_H
 #define PN_READER_H
 
@@ -23,6 +26,8 @@ typedef struct pn_reader_field {
     const char *dataset; /* dataset name in the file, without the leading '/' */
     pn_shape shape;      /* per-sample shape the model expects */
     const char *input;   /* model input that reads it, named in errors; may be NULL */
+    int id_limit;        /* ids must lie in [0, id_limit); 0: unchecked */
+    const char *id_user; /* the layer that sets id_limit, named in errors */
 } pn_reader_field;
 
 typedef struct pn_reader_options {

@@ -53,6 +53,11 @@ static double embedding_flops(const pn_layer *l)
     return (double)l->out_shape.seq * l->out_shape.width;
 }
 
+static int embedding_id_limit(const pn_layer *l, int k)
+{
+    return ((const embedding_attrs *)l->attrs)->vocab;
+}
+
 const pn_layer_type pn_layer_embedding = {
     .name = "embedding",
     .summary = "lookup of integer ids in a learned table; attrs vocab, size",
@@ -66,4 +71,5 @@ const pn_layer_type pn_layer_embedding = {
     .forward = embedding_forward,
     .backward = embedding_backward,
     .flops = embedding_flops,
+    .id_limit = embedding_id_limit,
 };

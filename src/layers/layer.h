@@ -75,6 +75,9 @@ typedef struct pn_layer_type {
     double (*saved_bytes)(const pn_layer *l);
     /* Releases the buffers an instance holds in its scratch (optional). */
     void (*release)(pn_layer_inst *x);
+    /* Integer ids on input k must lie in [0, this); 0: no bound (optional). The data
+     * reader checks them against it, so a bad label is named by file and sample. */
+    int (*id_limit)(const pn_layer *l, int k);
 } pn_layer_type;
 
 /* The description: set up by pn_layer_create, read-only afterwards. */

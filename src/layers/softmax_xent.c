@@ -62,6 +62,8 @@ static double xent_saved_bytes(const pn_layer *l)
     return (double)l->in_shapes[0].seq * l->in_shapes[0].width * sizeof(float);
 }
 
+static int xent_id_limit(const pn_layer *l, int k) { return k == 1 ? l->in_shapes[0].width : 0; }
+
 static void xent_release(pn_layer_inst *x)
 {
     xent_scratch *s = x->scratch;
@@ -82,4 +84,5 @@ const pn_layer_type pn_layer_softmax_xent = {
     .flops = xent_flops,
     .saved_bytes = xent_saved_bytes,
     .release = xent_release,
+    .id_limit = xent_id_limit,
 };

@@ -295,6 +295,25 @@ int pn_graph_load(pn_graph **out, const char *path)
     return rc;
 }
 
+int pn_graph_id_limit(const pn_graph *g, int node, const pn_graph_node **user)
+{
+    int limit = 0;
+    if (user) *user = NULL;
+    for (int i = node + 1; i < g->n_nodes; i++) { /* consumers come later */
+        const pn_graph_node *n = &g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) {
+            int bound = n->inputs[k] == node && n->layer->type->id_limit
+                            ? n->layer->type->id_limit(n->layer, k)
+                            : 0;
+            if (bound > 0 && (limit == 0 || bound < limit)) {
+                limit = bound;
+                if (user) *user = n;
+            }
+        }
+    }
+    return limit;
+}
+
 void pn_graph_free(pn_graph *g)
 {
     if (!g) return;

@@ -33,6 +33,10 @@ typedef struct pn_graph {
     pn_graph_node *nodes;   /* topological order: inputs of a node come before it */
 } pn_graph;
 
+/* The bound the layers reading node's ids put on them: ids must lie in [0, limit);
+ * 0 when no consumer bounds them. *user (may be NULL) names the tightest consumer. */
+int pn_graph_id_limit(const pn_graph *g, int node, const pn_graph_node **user);
+
 /* Parses and validates a model file. */
 int pn_graph_load(pn_graph **out, const char *path);
 

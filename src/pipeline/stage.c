@@ -106,9 +106,12 @@ static int collect_fields(pn_stage *s)
     for (int pass = 0; pass < 2 && s->n_fields == 0; pass++)
         for (int i = 0; i < g->n_nodes; i++) {
             if (!g->nodes[i].is_input || (pass == 0 && !pn_network_arg(s->nets[0], i))) continue;
+            const pn_graph_node *user;
+            int limit = pn_graph_id_limit(g, i, &user);
             s->fields[s->n_fields] = (pn_reader_field){
                 .dataset = pn_data_layer_dataset(g->nodes[i].layer),
-                .shape = g->nodes[i].layer->out_shape, .input = g->nodes[i].name};
+                .shape = g->nodes[i].layer->out_shape, .input = g->nodes[i].name,
+                .id_limit = limit, .id_user = user ? user->name : NULL};
             s->field_nodes[s->n_fields++] = i;
             s->fields_used = pass == 0;
             if (pass == 1) break;
