@@ -8,6 +8,7 @@
  * is overwritten, and after the load it must hold the saved bits again.
  *
  * usage: [mpirun -np P] bench_snapshot [MODEL.json] [--dir DIR] [--rounds R] */
+#include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,7 +168,7 @@ int main(int argc, char **argv)
                1e3 * bench_median(save, rounds), 1e3 * save_min);
         printf("load (read + verify + set): median %.1f ms (min %.1f)\n",
                1e3 * bench_median(load, rounds), 1e3 * load_min);
-        CHECK(pn_snapshot_prune(dir, 0));
+        CHECK(pn_snapshot_prune(dir, 0, LONG_MAX));
         rmdir(dir);
     }
     free(save);

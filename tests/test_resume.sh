@@ -73,6 +73,8 @@ mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/fm/train.h5"
     --resume auto >"$tmp/auto.out" 2>&1 || { cat "$tmp/auto.out"; fail "resume auto exited non-zero"; }
 grep -q "resuming from $tmp/corrupt/snapshot-0000000020.h5: step 20" "$tmp/auto.out" ||
     { cat "$tmp/auto.out"; fail "resume auto did not fall back to step 20"; }
+grep -q "warning: .*skipped newer snapshots that do not verify: $newest" "$tmp/auto.out" ||
+    { cat "$tmp/auto.out"; fail "resume auto skipped the corrupted snapshot silently"; }
 "$PIPENET" train "$model" --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" --steps 40 --resume "$newest" >"$tmp/bad.out" 2>&1 &&
     fail "a corrupted snapshot was accepted"
 grep -q "snapshot-0000000030.h5" "$tmp/bad.out" || fail "the corrupted snapshot is not named: $(cat "$tmp/bad.out")"

@@ -467,17 +467,26 @@ START_TEST(prune_keeps_the_newest)
     snprintf(tmp, sizeof tmp, "snapshot-0000000080.h5.tmp-%ld", (long)getppid());
     touch(tmp);
     touch("notes.txt");
-    ck_assert_msg(pn_snapshot_prune(dir, 2) == 0, "%s", pn_error_message());
+    /* a run that just wrote step 30 (50 and 40 are not its own: kept, a warning) */
+    ck_assert_msg(pn_snapshot_prune(dir, 2, 30) == 0, "%s", pn_error_message());
+    list_dir(names, sizeof names);
+    snprintf(want, sizeof want,
+             "notes.txt\nsnapshot-0000000020.h5\nsnapshot-0000000030.h5\n"
+             "snapshot-0000000040.h5\nsnapshot-0000000050.h5\n"
+             "snapshot-0000000070.h5.tmp-%ld\nsnapshot-0000000080.h5.tmp-%ld\n",
+             (long)getpid(), (long)getppid());
+    ck_assert_str_eq(names, want);
+    ck_assert_msg(pn_snapshot_prune(dir, 2, 50) == 0, "%s", pn_error_message());
     list_dir(names, sizeof names);
     snprintf(want, sizeof want,
              "notes.txt\nsnapshot-0000000040.h5\nsnapshot-0000000050.h5\n"
              "snapshot-0000000070.h5.tmp-%ld\nsnapshot-0000000080.h5.tmp-%ld\n",
              (long)getpid(), (long)getppid());
     ck_assert_str_eq(names, want);
-    ck_assert_msg(pn_snapshot_prune(dir, 5) == 0, "%s", pn_error_message());
+    ck_assert_msg(pn_snapshot_prune(dir, 5, 50) == 0, "%s", pn_error_message());
     list_dir(names, sizeof names);
     ck_assert_str_eq(names, want);
-    ck_assert_int_eq(pn_snapshot_prune(dir, -1), PN_ERR_INVALID);
+    ck_assert_int_eq(pn_snapshot_prune(dir, -1, 50), PN_ERR_INVALID);
     pn_train_state_free(st);
 }
 END_TEST
@@ -529,7 +538,7 @@ START_TEST(kill_during_write_keeps_the_previous_snapshot)
     ck_assert_int_ne(pn_snapshot_read(tmp, PN_FORMAT_SNAPSHOT, &back), 0);
     ck_assert_msg(pn_snapshot_latest(dir, found, sizeof found) == 0, "%s", pn_error_message());
     ck_assert_str_eq(found, path);
-    ck_assert_int_eq(pn_snapshot_prune(dir, 3), 0);
+    ck_assert_int_eq(pn_snapshot_prune(dir, 3, 100), 0);
     ck_assert_int_eq(file_size(tmp), -1);
     ck_assert_int_gt(file_size(path), 0);
     pn_train_state_free(good);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "io/snapshot_file.h"
 
 static const char SNAPSHOT_PREFIX[] = "snapshot-";
@@ -212,6 +213,7 @@ int pn_snapshot_latest(const char *dir, char *out, size_t cap)
         snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
         pn_train_state *st;
         if (pn_snapshot_read(path, PN_FORMAT_SNAPSHOT, &st) == 0) {
+            if (used) pn_log_warn("%s: skipped newer snapshots that do not verify: %s", dir, refused);
             pn_train_state_free(st);
             free(files);
             if ((size_t)snprintf(out, cap, "%s", path) >= cap)
@@ -229,13 +231,20 @@ int pn_snapshot_latest(const char *dir, char *out, size_t cap)
     return pn_error_set(PN_ERR_IO, "no usable snapshot in %s (%d refused): %s", dir, n, refused);
 }
 
-int pn_snapshot_prune(const char *dir, int keep)
+int pn_snapshot_prune(const char *dir, int keep, long written)
 {
     if (keep < 0) return pn_error_set(PN_ERR_INVALID, "cannot keep %d snapshots", keep);
     snap_file *files;
-    int n, rc = 0;
+    int n, rc = 0, kept = 0;
     PN_TRY(list_snapshots(dir, &files, &n, true));
-    for (int i = keep; rc == 0 && i < n; i++) {
+    for (int i = 0; rc == 0 && i < n; i++) { /* newest first */
+        if (files[i].step > written) {
+            pn_log_warn("%s/%s is newer than this run's snapshot of step %ld and is not this "
+                        "run's: --resume auto would take it first (move it away if it is stale)",
+                        dir, files[i].name, written);
+            continue;
+        }
+        if (kept++ < keep) continue;
         char path[PATH_MAX + NAME_MAX + 2];
         snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
         if (unlink(path) != 0 && errno != ENOENT)

@@ -25,11 +25,15 @@ int pn_snapshot_dir_prepare(const char *dir);
 void pn_snapshot_path(const char *dir, long step, char *out, size_t cap);
 
 /* The newest snapshot of dir that opens and verifies (by step), into out; an error
- * when there is none (the message lists what was refused and why). */
+ * when there is none (the message lists what was refused and why). Each newer file
+ * it skips is named, with the reason, in a warning. */
 int pn_snapshot_latest(const char *dir, char *out, size_t cap);
 
-/* Deletes all but the newest keep snapshots of dir (by step), and the temporary
- * files snapshot-*.tmp-<pid> whose writer process is gone (on this host). */
-int pn_snapshot_prune(const char *dir, int keep);
+/* After a run wrote dir's snapshot of step `written`: deletes the older snapshots
+ * but the newest keep (the one written counts), and the temporary files
+ * snapshot-*.tmp-<pid> whose writer process is gone (on this host). Snapshots of
+ * later steps are not this run's (a stale or another run's file): they are left
+ * alone, with a warning, since --resume auto would take them first. */
+int pn_snapshot_prune(const char *dir, int keep, long written);
 
 #endif

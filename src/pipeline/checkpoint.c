@@ -128,7 +128,7 @@ static int write_on_root(pn_train_state *st, const char *dir, int keep, char *pa
     PN_TRY(pn_snapshot_dir_create(dir));
     pn_snapshot_path(dir, st->step, path, cap);
     PN_TRY(pn_snapshot_write(path, st, NULL));
-    return pn_snapshot_prune(dir, keep);
+    return pn_snapshot_prune(dir, keep, st->step);
 }
 
 int pn_checkpoint_prepare(pn_comm *c, const char *dir)
