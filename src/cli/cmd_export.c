@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "base/error.h"
+#include "base/path.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "io/snapshot_dir.h"
@@ -50,6 +51,9 @@ static int export_model(const char *arg, const char *out)
         PN_TRY(pn_snapshot_latest(arg, src, sizeof src));
     else
         snprintf(src, sizeof src, "%s", arg);
+    if (pn_path_same_file(out, src))
+        return pn_error_set(PN_ERR_INVALID, "--out '%s' is the file exported from: writing it "
+                                            "would replace it; choose another name", out);
     pn_train_state *st;
     PN_TRY(pn_snapshot_read(src, NULL, &st));
     pn_model *check = NULL;

@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/path.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "io/predictions.h"
@@ -196,6 +197,12 @@ static void softmax_rows(float *scores, int *predictions, long rows, int classes
 
 static int infer(const infer_options *o)
 {
+    const char *inputs_of[2][2] = {{o->model, "model"}, {o->data, "data"}};
+    for (int i = 0; o->out && i < 2; i++)
+        if (pn_path_same_file(o->out, inputs_of[i][0]))
+            return pn_error_set(PN_ERR_INVALID, "--out '%s' is the %s file: writing it would "
+                                                "replace it; choose another name",
+                                o->out, inputs_of[i][1]);
     pn_model *m;
     PN_TRY(pn_model_load(&m, o->model));
     const pn_graph *g = pn_model_graph(m);
