@@ -67,7 +67,7 @@ sed 's/"optimizer": {[^}]*}[^}]*}/"optimizer": {"type": "sgd", "lr": 1e6}/' \
     "$here/models/fashion_mlp.json" >"$tmp/diverge.json"
 grep -q '"sgd", "lr": 1e6' "$tmp/diverge.json" || fail "could not make the diverging model"
 mpirun --oversubscribe -np 2 "$PIPENET" train "$tmp/diverge.json" --stages 2 --steps 30 \
-    --batch 64 --threads 1 --data "$tmp/fm/train.h5" --snapshot-dir "$tmp/div" \
+    --batch 64 --threads 1 --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" --snapshot-dir "$tmp/div" \
     --snapshot-every 1 >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ $rc -eq 1 ] || { cat "$tmp/err"; fail "divergence: exit $rc, expected 1"; }

@@ -26,7 +26,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # train NAME STEPS [options]: 2 stages on 2 ranks, output in $tmp/NAME.out, status in rc
 train() {
     name=$1 steps=$2; shift 2
-    timeout 300 mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/fm/train.h5" \
+    timeout 300 mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" \
         --stages 2 --steps "$steps" --batch 64 --threads 1 --log-every 1000 "$@" \
         >"$tmp/$name.out" 2>&1
     rc=$?
@@ -38,7 +38,7 @@ expect() { # expect NAME STATUS PATTERN
 
 # 1. right after launch: wait until both ranks have their handler (SigCgt bit of
 # SIGUSR1 = 10), then signal mpirun, which forwards to the ranks
-timeout 300 mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/fm/train.h5" \
+timeout 300 mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" \
     --stages 2 --steps 100000 --batch 64 --threads 1 --log-every 1000 >"$tmp/early.out" 2>&1 &
 pid=$!
 ready=0 launcher=
@@ -73,7 +73,7 @@ grep -q "resuming from .*snapshot-0000000006.h5" "$tmp/at-resume.out" || fail "a
 echo "ok: signals during set-up, data loading, resume and a step: exit 3, snapshot when due"
 
 # 3. SIGUSR1 mid-run: snapshot, exit 3; then --resume auto finishes with exit 0
-timeout 300 mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/fm/train.h5" \
+timeout 300 mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" \
     --stages 2 --steps 100000 --batch 64 --threads 1 --log-every 1000 \
     --snapshot-dir "$tmp/mid" >"$tmp/mid.out" 2>&1 &
 pid=$!
