@@ -97,6 +97,7 @@ static pn_train_state *make_state(const char *format, int w_rows)
     st->epoch = 3;
     st->batch_index = 17;
     st->seed = big_seed;
+    st->batch = 96;
     add_param(st, 0, "fc1/w", w_rows, 37);
     add_param(st, 1, "fc1/b", 1, 37);
     add_param(st, 2, "emb/table", 11, 5);
@@ -117,6 +118,7 @@ static void assert_same_state(const pn_train_state *got, const pn_train_state *w
     ck_assert_int_eq(got->epoch, want->epoch);
     ck_assert_int_eq(got->batch_index, want->batch_index);
     ck_assert_msg(got->seed == want->seed, "seed %llu", (unsigned long long)got->seed);
+    ck_assert_int_eq(got->batch, want->batch);
     ck_assert_str_eq(got->config, want->config);
     ck_assert_int_eq(got->n_slot_names, want->n_slot_names);
     for (int s = 0; s < want->n_slot_names; s++)
@@ -238,6 +240,14 @@ START_TEST(snapshot_round_trip_is_bit_identical)
     ck_assert_str_eq(back->params[2].name, "fc1/w");
     pn_train_state_free(back);
     ck_assert_msg(pn_snapshot_read(path, NULL, &back) == 0, "%s", pn_error_message());
+    pn_train_state_free(back);
+    ck_assert_msg(pn_snapshot_read_header(path, PN_FORMAT_SNAPSHOT, &back) == 0, "%s",
+                  pn_error_message()); /* what a resume checks first: no parameters */
+    ck_assert_int_eq(back->n_params, 0);
+    ck_assert_int_eq(back->step, st->step);
+    ck_assert_int_eq(back->batch, st->batch);
+    ck_assert_msg(back->seed == st->seed, "seed %llu", (unsigned long long)back->seed);
+    ck_assert_str_eq(back->config, st->config);
     pn_train_state_free(back);
     list_dir(names, sizeof names);
     ck_assert_str_eq(names, "snapshot-0000000100.h5\n");

@@ -139,6 +139,7 @@ static int inspect_state(const char *path, long version)
         printf("batch:       %ld (the next batch of that epoch)\n", st->batch_index);
     }
     printf("seed:        %llu\n", (unsigned long long)st->seed);
+    if (st->batch > 0) printf("global batch: %ld\n", st->batch);
     if (snapshot) {
         printf("slots:       ");
         for (int s = 0; s < st->n_slot_names; s++)

@@ -84,6 +84,7 @@ static int write_attributes(hid_t file, const char *fname, const pn_train_state 
     PN_TRY(pn_hdf5_write_attr_int(file, fname, "epoch", st->epoch));
     PN_TRY(pn_hdf5_write_attr_int(file, fname, "batch_index", st->batch_index));
     PN_TRY(pn_hdf5_write_attr_uint(file, fname, "seed", st->seed, 64));
+    PN_TRY(pn_hdf5_write_attr_int(file, fname, "batch", st->batch));
     const char *config = st->config ? st->config : "";
     PN_TRY(pn_hdf5_write_attr_string(file, fname, "config", config, true));
     PN_TRY(pn_hdf5_write_attr_uint(file, fname, "config_crc32", text_crc32(config), 32));
@@ -107,9 +108,10 @@ static int check_state(const char *path, const pn_train_state *st, bool snapshot
         if (!pn_train_state_valid_slot_name(st->slot_names[s]))
             return pn_error_set(PN_ERR_INVALID, "%s: bad optimizer slot name '%s'", path,
                                 st->slot_names[s]);
-    if (st->step < 0 || st->epoch < 0 || st->batch_index < 0)
+    if (st->step < 0 || st->epoch < 0 || st->batch_index < 0 || st->batch < 0)
         return pn_error_set(PN_ERR_INVALID, "%s: negative counter (step %ld, epoch %ld, "
-                            "batch_index %ld)", path, st->step, st->epoch, st->batch_index);
+                            "batch_index %ld, batch %ld)", path, st->step, st->epoch,
+                            st->batch_index, st->batch);
     for (int i = 0; i < st->n_params; i++) {
         const pn_state_param *p = &st->params[i];
         size_t need = strlen("/optimizer/") + strlen(p->name) + 1;
@@ -364,8 +366,10 @@ static int read_params(hid_t file, const char *fname, pn_train_state *st)
     return rc;
 }
 
-/* Reads everything of the open file into a new state *out. */
-static int read_file(hid_t file, const char *fname, const char *expect, pn_train_state **out)
+/* Reads the open file into a new state *out: everything, or without params only
+ * the root attributes. */
+static int read_file(hid_t file, const char *fname, const char *expect, bool params,
+                     pn_train_state **out)
 {
     char format[32];
     PN_TRY(read_format(file, fname, expect, format, sizeof format));
@@ -377,6 +381,7 @@ static int read_file(hid_t file, const char *fname, const char *expect, pn_train
     PN_TRY(read_counter(file, fname, "batch_index", optional, &st->batch_index));
     bool found;
     PN_TRY(read_unsigned(file, fname, "seed", optional, &st->seed, &found));
+    PN_TRY(read_counter(file, fname, "batch", true, &st->batch)); /* older files lack it */
     PN_TRY(pn_hdf5_read_attr_text(file, fname, "config", &st->config));
     uint64_t crc;
     PN_TRY(read_unsigned(file, fname, "config_crc32", optional, &crc, &found));
@@ -391,16 +396,17 @@ static int read_file(hid_t file, const char *fname, const char *expect, pn_train
         free(slots);
         PN_TRY(rc);
     }
-    return read_params(file, fname, st);
+    return params ? read_params(file, fname, st) : 0;
 }
 
-int pn_snapshot_read(const char *path, const char *expect_format, pn_train_state **out)
+static int read_path(const char *path, const char *expect_format, bool params,
+                     pn_train_state **out)
 {
     *out = NULL;
     hid_t file;
     PN_TRY(pn_hdf5_open_file(path, H5P_DEFAULT, &file));
     pn_train_state *st = NULL;
-    int rc = read_file(file, path, expect_format, &st);
+    int rc = read_file(file, path, expect_format, params, &st);
     int rc_close = pn_hdf5_close(file, path);
     if (rc == 0) rc = rc_close;
     if (rc < 0) {
@@ -409,4 +415,14 @@ int pn_snapshot_read(const char *path, const char *expect_format, pn_train_state
     }
     *out = st;
     return 0;
+}
+
+int pn_snapshot_read(const char *path, const char *expect_format, pn_train_state **out)
+{
+    return read_path(path, expect_format, true, out);
+}
+
+int pn_snapshot_read_header(const char *path, const char *expect_format, pn_train_state **out)
+{
+    return read_path(path, expect_format, false, out);
 }

@@ -7,7 +7,7 @@
  * it. Writing to a final name safely is io/snapshot_dir.h's job.
  *
  * Layout: root attributes format, version, step, epoch, batch_index, seed (uint64),
- * config, config_crc32, slots (snapshots: the slot names joined by commas);
+ * batch, config, config_crc32, slots (snapshots: the slot names joined by commas);
  * /params/<layer>/<param> float32 [rows, cols] ([cols] when rows is 1);
  * /optimizer/<layer>/<param>/<slot> the same shape (snapshots only). */
 #ifndef PN_SNAPSHOT_FILE_H
@@ -21,5 +21,9 @@ int pn_snapshot_file_write(const char *path, const pn_train_state *st, const cha
 
 /* Reads and verifies a snapshot or model file. expect_format may be NULL (either). */
 int pn_snapshot_read(const char *path, const char *expect_format, pn_train_state **out);
+
+/* The same without the parameters: the root attributes and the config only (what a
+ * resume checks before it builds anything). */
+int pn_snapshot_read_header(const char *path, const char *expect_format, pn_train_state **out);
 
 #endif

@@ -1,7 +1,7 @@
 /* pn_train_state: the training state of a whole model in host memory, independent
  * of the layout that made it: every parameter by name with its shape, values and
- * optimizer slots, the step counters, the data position, the seed and the model's
- * JSON text. It is what a snapshot file holds (io/snapshot_file.h) and what rank 0
+ * optimizer slots, the step counters, the data position, the seed, the global batch
+ * and the model's JSON text. It is what a snapshot file holds (io/snapshot_file.h) and what rank 0
  * assembles from the stages' arenas (pipeline/checkpoint.h). Parameters point into
  * blocks the state owns: one block per arena image (values, then each slot), so
  * taking in a stage's arena costs no allocation per parameter. */
@@ -33,6 +33,7 @@ typedef struct pn_train_state {
     long epoch;          /* epoch of the next batch */
     long batch_index;    /* index of the next batch within that epoch */
     uint64_t seed;
+    long batch;          /* the run's global batch; 0: not recorded (older files) */
     char *config;        /* the model file's JSON text */
     int n_slot_names;
     char **slot_names;   /* optimizer slots, e.g. "adam_m", "adam_v" */
