@@ -137,14 +137,16 @@ int main(int argc, char **argv)
         pn_progress_mark mark = {r + 1, 0, 0}, got;
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = pn_now();
-        CHECK(pn_checkpoint_save(comm, params, config, 1, mark, dir, 2, path, sizeof path));
+        pn_run_settings run = {config, 1, 64};
+        CHECK(pn_checkpoint_save(comm, params, run, mark, dir, 2, path, sizeof path));
         MPI_Barrier(MPI_COMM_WORLD);
         save[r] = pn_now() - t0;
         char used[1200];
         scramble(params);
         MPI_Barrier(MPI_COMM_WORLD);
         double t1 = pn_now();
-        CHECK(pn_checkpoint_load(comm, params, "auto", dir, &got, used, sizeof used));
+        CHECK(pn_checkpoint_find(comm, "auto", dir, used, sizeof used)); /* as --resume auto */
+        CHECK(pn_checkpoint_load(comm, params, used, &got));
         MPI_Barrier(MPI_COMM_WORLD);
         load[r] = pn_now() - t1;
         if (state_sum(params) != saved) {

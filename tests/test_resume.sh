@@ -3,8 +3,10 @@
 # package): N steps straight vs N/2, snapshot, resume, N/2 give identical losses and
 # parameter hash; a snapshot written by a 2-stage pipeline resumes on one process
 # and on 2 replicas x 2 stages along the same trajectory (bit-exact with
-# --deterministic); --resume auto skips a corrupted newest snapshot. (Stop signals:
-# test_signals.sh.)
+# --deterministic); --resume auto skips a corrupted newest snapshot; the snapshot's
+# seed and batch carry over, and a different seed, batch or network is refused
+# unless --resume-override; --resume auto starts fresh before the first snapshot.
+# (Stop signals: test_signals.sh.)
 set -u
 PIPENET=${PIPENET:-./pipenet}
 SRC=/usr/share/datasets/fashion-mnist
@@ -79,4 +81,66 @@ grep -q "warning: .*skipped newer snapshots that do not verify: $newest" "$tmp/a
     fail "a corrupted snapshot was accepted"
 grep -q "snapshot-0000000030.h5" "$tmp/bad.out" || fail "the corrupted snapshot is not named: $(cat "$tmp/bad.out")"
 echo "ok: resume auto skipped the corrupted newest snapshot; resuming it directly is refused"
+
+# 5. the snapshot's settings, on one process with a small model: batches of 10000
+# (6 steps an epoch), so that a resume at step 4 crosses into the second epoch
+cat >"$tmp/small.json" <<EOF
+{"name": "small", "inputs": {"x": {"dataset": "features", "size": 784},
+                             "y": {"dataset": "labels", "ids": true}},
+ "layers": [{"name": "h", "type": "fc", "input": "x", "size": 16, "act": "relu"},
+            {"name": "out", "type": "fc", "input": "h", "size": 10},
+            {"name": "loss", "type": "softmax_xent", "input": ["out", "y"]}],
+ "train": {"batch": 64, "seed": 1, "optimizer": {"type": "adam", "lr": 0.01}}}
+EOF
+sed 's/"size": 16, "act": "relu"/"size": 16, "act": "tanh"/' "$tmp/small.json" >"$tmp/tanh.json"
+short() {
+    name=$1 m=$2 want=$3; shift 3
+    "$PIPENET" train "$m" --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" --steps 9 \
+        --threads 1 --log-every 1000 "$@" >"$tmp/$name.out" 2>&1
+    rc=$?
+    [ "$rc" -eq "$want" ] || { cat "$tmp/$name.out"; fail "$name: exit $rc, expected $want"; }
+}
+has() { grep -qF -- "$2" "$tmp/$1.out" || { cat "$tmp/$1.out"; fail "$1: no '$2'"; }; }
+hash9() { grep -o 'parameter hash after 9 steps: [0-9a-f]*' "$tmp/$1.out" | cut -d' ' -f6; }
+after4() { grep -o '"step": [0-9]*, "epoch": [0-9]*, "[a-z_]*' "$tmp/$1.jsonl" | awk '$2 + 0 > 4'; }
+short s7 "$tmp/small.json" 0 --seed 7 --batch 10000 --snapshot-dir "$tmp/s7" --snapshot-every 4 \
+    --metrics "$tmp/s7.jsonl"
+snap4=$tmp/s7/snapshot-0000000004.h5
+short kept "$tmp/small.json" 0 --resume "$snap4" --metrics "$tmp/kept.jsonl"
+[ -n "$(hash9 s7)" ] && [ "$(hash9 s7)" = "$(hash9 kept)" ] ||
+    fail "resumed without --seed: hash $(hash9 kept), the --seed 7 run's $(hash9 s7)"
+has kept "resuming from $snap4: step 4, epoch 1, next batch 5 of 6, seed 7"
+[ "$(grep '^epoch [0-9]*:' "$tmp/kept.out" | cut -d: -f1 | tr '\n' ' ')" = "epoch 1 epoch 2 " ] ||
+    fail "kept: the epoch lines are not epoch 1 and 2: $(grep '^epoch' "$tmp/kept.out")"
+[ "$(after4 s7 | grep -c '"epoch": 1')" -eq 4 ] && [ "$(after4 s7)" = "$(after4 kept)" ] ||
+    fail "the metrics after step 4 differ from the straight run's: $(after4 kept)"
+echo "ok: resumed without --seed and --batch: seed 7, batch 10000, epoch numbers kept;" \
+     "hash $(hash9 kept)"
+
+short seed8 "$tmp/small.json" 1 --resume "$snap4" --seed 8
+has seed8 "$snap4: the snapshot's run has seed 7, --seed gives 8"
+has seed8 "--resume-override"
+short batch5k "$tmp/small.json" 1 --resume "$snap4" --batch 5000
+has batch5k "$snap4: the snapshot's run has global batch 10000, --batch gives 5000"
+has batch5k "--resume-override"
+short tanh "$tmp/tanh.json" 1 --resume "$snap4"
+where="at layers[0].act (layer 'h'): \"relu\" in the snapshot, \"tanh\" in $tmp/tanh.json"
+has tanh "$snap4: was written by another model than $tmp/tanh.json: $where"
+has tanh "--resume-override"
+echo "ok: another --seed, --batch or activation is refused, naming the snapshot and both values"
+
+short forced "$tmp/tanh.json" 0 --resume "$snap4" --seed 8 --batch 5000 --resume-override
+for w in "with seed 8, its run had 7" "with global batch 5000, its run had 10000" \
+         "with another model than its own (--resume-override): at layers[0].act"; do
+    [ "$(grep -cF "warning: resuming $snap4 $w" "$tmp/forced.out")" -eq 1 ] ||
+        { cat "$tmp/forced.out"; fail "forced: not one warning '$w'"; }
+done
+has forced "batch 5000, 12 steps/epoch"
+echo "ok: --resume-override resumes with the new seed, batch and model, one warning each"
+
+short fresh "$tmp/small.json" 0 --seed 7 --batch 10000 --snapshot-dir "$tmp/fresh" --resume auto
+has fresh "no snapshot in $tmp/fresh yet: starting at step 0"
+[ "$(hash9 fresh)" = "$(hash9 s7)" ] ||
+    fail "resume auto from nothing: hash $(hash9 fresh) != $(hash9 s7)"
+echo "ok: --resume auto before the first snapshot starts at step 0 with the settings given"
 echo "PASS: resume"

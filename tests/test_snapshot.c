@@ -420,10 +420,14 @@ START_TEST(latest_skips_corrupt_snapshots_and_temporaries)
 {
     char path[PATH_MAX + 32], found[PATH_MAX + 32], tmp[64];
     pn_error_clear();
-    ck_assert_int_lt(pn_snapshot_latest(dir, found, sizeof found), 0);
+    ck_assert_int_lt(pn_snapshot_latest(dir, false, found, sizeof found), 0);
     ck_assert_msg(strstr(pn_error_message(), "no snapshots in ") &&
                       strstr(pn_error_message(), dir),
                   "%s", pn_error_message());
+    strcpy(found, "x"); /* none_ok: a run that has written nothing yet */
+    ck_assert_msg(pn_snapshot_latest(dir, true, found, sizeof found) == 0, "%s",
+                  pn_error_message());
+    ck_assert_str_eq(found, "");
 
     pn_train_state *st = make_state(PN_FORMAT_SNAPSHOT, 8);
     for (long step = 100; step <= 300; step += 100) {
@@ -434,11 +438,11 @@ START_TEST(latest_skips_corrupt_snapshots_and_temporaries)
     snprintf(tmp, sizeof tmp, "snapshot-0000000400.h5.tmp-%ld", (long)dead_pid());
     touch(tmp);
     touch("snapshot-500.h5");
-    ck_assert_msg(pn_snapshot_latest(dir, found, sizeof found) == 0, "%s", pn_error_message());
+    ck_assert_msg(pn_snapshot_latest(dir, false, found, sizeof found) == 0, "%s", pn_error_message());
     ck_assert_str_eq(found, path);
 
     flip_chunk_bit(path, "/params/fc1/b");
-    ck_assert_msg(pn_snapshot_latest(dir, found, sizeof found) == 0, "%s", pn_error_message());
+    ck_assert_msg(pn_snapshot_latest(dir, false, found, sizeof found) == 0, "%s", pn_error_message());
     pn_snapshot_path(dir, 200, path, sizeof path);
     ck_assert_str_eq(found, path);
 
@@ -447,7 +451,7 @@ START_TEST(latest_skips_corrupt_snapshots_and_temporaries)
         ck_assert_int_eq(truncate(path, 1000), 0);
     }
     pn_error_clear();
-    ck_assert_int_lt(pn_snapshot_latest(dir, found, sizeof found), 0);
+    ck_assert_int_lt(pn_snapshot_latest(dir, true, found, sizeof found), 0); /* not none */
     const char *msg = pn_error_message();
     ck_assert_msg(strstr(msg, "(3 refused)") && strstr(msg, "snapshot-0000000300.h5") &&
                       strstr(msg, "snapshot-0000000200.h5") &&
@@ -546,7 +550,7 @@ START_TEST(kill_during_write_keeps_the_previous_snapshot)
      * progress; what matters is that the half-written file is refused */
     ck_assert_msg(file_size(tmp) >= (off_t)1 << 20, "no temporary file: %s", tmp);
     ck_assert_int_ne(pn_snapshot_read(tmp, PN_FORMAT_SNAPSHOT, &back), 0);
-    ck_assert_msg(pn_snapshot_latest(dir, found, sizeof found) == 0, "%s", pn_error_message());
+    ck_assert_msg(pn_snapshot_latest(dir, false, found, sizeof found) == 0, "%s", pn_error_message());
     ck_assert_str_eq(found, path);
     ck_assert_int_eq(pn_snapshot_prune(dir, 3, 100), 0);
     ck_assert_int_eq(file_size(tmp), -1);

@@ -48,7 +48,7 @@ static int export_model(const char *arg, const char *out)
     char src[PN_PATH_MAX + 64];
     struct stat sb;
     if (stat(arg, &sb) == 0 && S_ISDIR(sb.st_mode))
-        PN_TRY(pn_snapshot_latest(arg, src, sizeof src));
+        PN_TRY(pn_snapshot_latest(arg, false, src, sizeof src));
     else
         snprintf(src, sizeof src, "%s", arg);
     if (pn_path_same_file(out, src))

@@ -51,7 +51,10 @@ static void usage(FILE *out)
             "  --snapshot-every N  steps between snapshots [0: end and signals only]\n"
             "  --keep K         snapshots kept in DIR [3]\n"
             "  --resume PATH    continue from a snapshot file, or `auto`: the newest valid\n"
-            "                   one in --snapshot-dir (any layout can resume any other's)\n"
+            "                   one in --snapshot-dir (none yet: start at step 0). Any layout\n"
+            "                   resumes any other's; the seed and batch are the snapshot's\n"
+            "  --resume-override  resume even when --seed, --batch or the model's inputs and\n"
+            "                   layers differ from the snapshot's (refused without it; warned)\n"
             "\n"
             "  --deterministic  add gradients in a fixed tree over micro-batches of a fixed\n"
             "                   size: every layout with that size gives identical bits\n"
@@ -65,7 +68,7 @@ static void usage(FILE *out)
 enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_SEED,
        OPT_METRICS, OPT_THREADS, OPT_LOG_EVERY, OPT_DATA_CACHE, OPT_STAGES, OPT_MICRO,
        OPT_SCHEDULE, OPT_DETERMINISTIC, OPT_SNAPSHOT_DIR, OPT_SNAPSHOT_EVERY, OPT_KEEP,
-       OPT_RESUME, N_OPTS };
+       OPT_RESUME, OPT_RESUME_OVERRIDE, N_OPTS };
 
 /* Option values, and which ones were given (they override the model's "train"). */
 typedef struct overrides {
@@ -93,6 +96,7 @@ static const struct option longopts[] = {
     {"snapshot-every", required_argument, NULL, OPT_SNAPSHOT_EVERY},
     {"keep", required_argument, NULL, OPT_KEEP},
     {"resume", required_argument, NULL, OPT_RESUME},
+    {"resume-override", no_argument, NULL, OPT_RESUME_OVERRIDE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -137,6 +141,7 @@ static int parse_options(int argc, char **argv, overrides *o)
             break;
         case OPT_KEEP: rc = pn_opt_int("keep", optarg, 1, 1 << 20, &v->keep); break;
         case OPT_RESUME: rc = pn_opt_path("resume", optarg, v->resume, PN_PATH_MAX); break;
+        case OPT_RESUME_OVERRIDE: v->resume_override = true; break;
         case 'h': return 1;
         default: return -1; /* getopt printed why */
         }
@@ -153,9 +158,9 @@ static void apply(const overrides *o, pn_train_config *cfg)
     if (o->given[OPT_METRICS]) strcpy(cfg->metrics, v->metrics);
     if (o->given[OPT_EPOCHS]) cfg->epochs = v->epochs;
     if (o->given[OPT_STEPS]) cfg->steps = v->steps;
-    if (o->given[OPT_BATCH]) cfg->batch = v->batch;
+    if (o->given[OPT_BATCH]) cfg->batch = v->batch, cfg->batch_given = true;
     if (o->given[OPT_LR]) cfg->optimizer.lr = v->optimizer.lr;
-    if (o->given[OPT_SEED]) cfg->seed = v->seed;
+    if (o->given[OPT_SEED]) cfg->seed = v->seed, cfg->seed_given = true;
     if (o->given[OPT_THREADS]) cfg->threads = v->threads;
     if (o->given[OPT_LOG_EVERY]) cfg->log_every_s = v->log_every_s;
     if (o->given[OPT_DATA_CACHE]) cfg->data_cache_mb = v->data_cache_mb;
@@ -167,6 +172,7 @@ static void apply(const overrides *o, pn_train_config *cfg)
     if (o->given[OPT_SNAPSHOT_EVERY]) cfg->snapshot_every = v->snapshot_every;
     if (o->given[OPT_KEEP]) cfg->keep = v->keep;
     if (o->given[OPT_RESUME]) strcpy(cfg->resume, v->resume);
+    if (o->given[OPT_RESUME_OVERRIDE]) cfg->resume_override = true;
 }
 
 /* Ends the job after a failure: the rank that owns the error prints it once. When

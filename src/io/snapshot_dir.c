@@ -196,7 +196,7 @@ static int list_snapshots(const char *dir, snap_file **files, int *n, bool drop_
     return rc;
 }
 
-int pn_snapshot_latest(const char *dir, char *out, size_t cap)
+int pn_snapshot_latest(const char *dir, bool none_ok, char *out, size_t cap)
 {
     snap_file *files;
     int n;
@@ -204,7 +204,7 @@ int pn_snapshot_latest(const char *dir, char *out, size_t cap)
     PN_TRY(list_snapshots(dir, &files, &n, false));
     if (n == 0) {
         free(files);
-        return pn_error_set(PN_ERR_IO, "no snapshots in %s", dir);
+        return none_ok ? 0 : pn_error_set(PN_ERR_IO, "no snapshots in %s", dir);
     }
     char refused[1024] = "";
     size_t used = 0;

@@ -5,6 +5,7 @@
 #ifndef PN_SNAPSHOT_DIR_H
 #define PN_SNAPSHOT_DIR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "io/train_state.h"
@@ -25,9 +26,10 @@ int pn_snapshot_dir_prepare(const char *dir);
 void pn_snapshot_path(const char *dir, long step, char *out, size_t cap);
 
 /* The newest snapshot of dir that opens and verifies (by step), into out; an error
- * when there is none (the message lists what was refused and why). Each newer file
- * it skips is named, with the reason, in a warning. */
-int pn_snapshot_latest(const char *dir, char *out, size_t cap);
+ * when there is none (the message lists what was refused and why), except that with
+ * none_ok a dir without any snapshot file gives out "" (a run not started yet). Each
+ * newer file it skips is named, with the reason, in a warning. */
+int pn_snapshot_latest(const char *dir, bool none_ok, char *out, size_t cap);
 
 /* After a run wrote dir's snapshot of step `written`: deletes the older snapshots
  * but the newest keep (the one written counts), and the temporary files

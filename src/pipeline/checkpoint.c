@@ -86,10 +86,10 @@ static int adopt_stage(pn_train_state *st, const char *index, size_t bytes, cons
 
 /* Rank 0: the whole model's state from its own image and the gathered ones (the
  * state keeps both blocks). */
-static int assemble(const pn_params *params, const char *config, uint64_t seed,
-                    pn_progress_mark mark, int stages, const char *own_index,
-                    const char *indexes, const size_t *index_bytes, float *own_image,
-                    float *images, const size_t *image_floats, pn_train_state **out)
+static int assemble(const pn_params *params, pn_run_settings run, pn_progress_mark mark,
+                    int stages, const char *own_index, const char *indexes,
+                    const size_t *index_bytes, float *own_image, float *images,
+                    const size_t *image_floats, pn_train_state **out)
 {
     int rc = pn_train_state_create(out, PN_FORMAT_SNAPSHOT);
     pn_train_state *st = *out;
@@ -101,11 +101,12 @@ static int assemble(const pn_params *params, const char *config, uint64_t seed,
     st->step = mark.step;
     st->epoch = mark.epoch;
     st->batch_index = mark.batch_index;
-    st->seed = seed;
+    st->seed = run.seed;
+    st->batch = run.batch;
     rc = pn_train_state_keep(st, own_image);
     int rc2 = pn_train_state_keep(st, images);
     if (rc == PN_OK) rc = rc2;
-    if (rc == PN_OK) rc = pn_train_state_set_config(st, config);
+    if (rc == PN_OK) rc = pn_train_state_set_config(st, run.config);
     const char *names[PN_STATE_MAX_SLOTS];
     int n_slots = pn_params_n_slots(params);
     for (int s = 0; s < n_slots && s < PN_STATE_MAX_SLOTS; s++)
@@ -137,7 +138,7 @@ int pn_checkpoint_prepare(pn_comm *c, const char *dir)
     return pn_comm_agree_root(c, rc, "prepare the snapshot directory");
 }
 
-int pn_checkpoint_save(pn_comm *c, const pn_params *params, const char *config, uint64_t seed,
+int pn_checkpoint_save(pn_comm *c, const pn_params *params, pn_run_settings run,
                        pn_progress_mark mark, const char *dir, int keep, char *written_path,
                        size_t cap)
 {
@@ -156,7 +157,7 @@ int pn_checkpoint_save(pn_comm *c, const pn_params *params, const char *config, 
         rc = pn_comm_gather_stages(c, mine, floats, PN_COMM_FLOATS, (void **)&images, image_floats);
     if (rc == PN_OK && g->rank == 0) {
         pn_train_state *st = NULL;
-        rc = assemble(params, config, seed, mark, g->stages, own_index, indexes, index_bytes,
+        rc = assemble(params, run, mark, g->stages, own_index, indexes, index_bytes,
                       mine, images, image_floats, &st); /* st takes mine and images */
         mine = images = NULL;
         if (rc == PN_OK) rc = write_on_root(st, dir, keep, written_path, cap);
@@ -282,9 +283,8 @@ static int read_on_root(pn_params *params, const char *path, int stages, const c
     return rc;
 }
 
-/* The snapshot to load: resume itself, or for "auto" the newest good one of dir
- * (rank 0 looks); the same path on every rank. */
-static int resolve(pn_comm *c, const char *resume, const char *dir, char *path, size_t cap)
+int pn_checkpoint_find(pn_comm *c, const char *resume, const char *dir, char *path,
+                       size_t cap)
 {
     int rc = PN_OK;
     if (strcmp(resume, "auto")) {
@@ -293,18 +293,16 @@ static int resolve(pn_comm *c, const char *resume, const char *dir, char *path, 
         if (!dir || !dir[0])
             rc = pn_error_set(PN_ERR_INVALID, "--resume auto needs --snapshot-dir");
         else
-            rc = pn_snapshot_latest(dir, path, cap);
+            rc = pn_snapshot_latest(dir, true, path, cap);
     }
     PN_TRY(pn_comm_agree_root(c, rc, "find a snapshot"));
     return pn_comm_broadcast(c, path, cap);
 }
 
-int pn_checkpoint_load(pn_comm *c, pn_params *params, const char *resume, const char *dir,
-                       pn_progress_mark *mark, char *path_out, size_t cap)
+int pn_checkpoint_load(pn_comm *c, pn_params *params, const char *path,
+                       pn_progress_mark *mark)
 {
     const pn_grid *g = pn_comm_grid(c);
-    char path[4096] = "";
-    PN_TRY(resolve(c, resume, dir, path, sizeof path));
     size_t *index_bytes = NULL, *image_floats = NULL;
     char *own_index = NULL, *indexes = NULL;
     float *images = NULL, *mine = NULL;
@@ -331,10 +329,7 @@ int pn_checkpoint_load(pn_comm *c, pn_params *params, const char *resume, const 
     if (rc == PN_OK) rc = pn_comm_broadcast_replicas(c, mine, floats, PN_COMM_FLOATS);
     if (rc == PN_OK && !root) rc = write_image(params, mine);
     rc = pn_comm_agree(c, rc);
-    if (rc == PN_OK) {
-        *mark = (pn_progress_mark){counters[0], counters[1], counters[2]};
-        snprintf(path_out, cap, "%s", path);
-    }
+    if (rc == PN_OK) *mark = (pn_progress_mark){counters[0], counters[1], counters[2]};
     free(images);
     free(mine);
     free(own_index);

@@ -23,6 +23,14 @@ typedef struct pn_progress_mark {
     long batch_index; /* next batch within that epoch */
 } pn_progress_mark;
 
+/* What a snapshot records about its run besides the state: what a resume checks
+ * (pipeline/resume.h). */
+typedef struct pn_run_settings {
+    const char *config; /* the model's JSON text */
+    uint64_t seed;
+    long batch;         /* the global batch */
+} pn_run_settings;
+
 /* Collective: rank 0 creates dir (and its parents) and checks that it can write
  * there; every rank returns the same status. A run calls it before it trains. */
 int pn_checkpoint_prepare(pn_comm *c, const char *dir);
@@ -30,15 +38,20 @@ int pn_checkpoint_prepare(pn_comm *c, const char *dir);
 /* Collective: writes dir/snapshot-<step>.h5 from the first replica's stages (rank 0
  * writes), then keeps the newest `keep` snapshots. Every rank returns the same
  * status; *written_path (rank 0) names the file. */
-int pn_checkpoint_save(pn_comm *c, const pn_params *params, const char *config, uint64_t seed,
+int pn_checkpoint_save(pn_comm *c, const pn_params *params, pn_run_settings run,
                        pn_progress_mark mark, const char *dir, int keep, char *written_path,
                        size_t cap);
 
-/* Collective: resolves "auto" to the newest valid snapshot of dir (rank 0 looks),
- * reads it on rank 0 and gives every rank the values and optimizer slots of its
- * stage's parameters (an error names a parameter or slot the file lacks or shapes
- * that differ). *mark receives the counters; *path_out (cap bytes) the file used. */
-int pn_checkpoint_load(pn_comm *c, pn_params *params, const char *resume, const char *dir,
-                       pn_progress_mark *mark, char *path_out, size_t cap);
+/* Collective: the snapshot to resume from into path (cap bytes), the same on every
+ * rank: resume itself, or for "auto" the newest valid snapshot of dir (rank 0
+ * looks), "" when dir holds no snapshot yet (a run that starts fresh). */
+int pn_checkpoint_find(pn_comm *c, const char *resume, const char *dir, char *path,
+                       size_t cap);
+
+/* Collective: reads the snapshot at path on rank 0 and gives every rank the values
+ * and optimizer slots of its stage's parameters (an error names a parameter or slot
+ * the file lacks or shapes that differ). *mark receives the counters. */
+int pn_checkpoint_load(pn_comm *c, pn_params *params, const char *path,
+                       pn_progress_mark *mark);
 
 #endif

@@ -32,6 +32,8 @@ typedef struct pn_train_config {
     long snapshot_every;       /* steps between snapshots (0: only at the end and on signals) */
     int keep;                  /* snapshots kept in snapshot_dir */
     char resume[PN_PATH_MAX];  /* a snapshot file, "auto" (newest in snapshot_dir) or "" */
+    bool seed_given, batch_given; /* set on the command line: a resume must not differ */
+    bool resume_override;      /* resume even where seed, batch or model differ (warned) */
     pn_optimizer_config optimizer;
 } pn_train_config;
 

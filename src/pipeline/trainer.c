@@ -25,12 +25,13 @@
 #include "pipeline/optimizer.h"
 #include "pipeline/plan.h"
 #include "pipeline/progress.h"
+#include "pipeline/resume.h"
 #include "pipeline/schedule.h"
 #include "pipeline/stage.h"
 
 typedef struct trainer {
     const pn_graph *graph;
-    const pn_train_config *cfg;
+    pn_train_config cfg;                 /* the caller's, with a resume's seed and batch */
     const pn_train_hooks *hooks;
     pn_comm *comm;
     const pn_grid *grid;
@@ -47,6 +48,7 @@ typedef struct trainer {
     long total_steps;
     pn_fault fault;
     pn_progress_mark start;              /* where the run starts (a resumed snapshot) */
+    char resume_path[PN_PATH_MAX + 32];  /* the snapshot resumed from, "" for none */
     bool failed_together;                /* an agreed failure (a snapshot): no abort */
     char *config;                        /* the model's JSON text, for snapshots */
 } trainer;
@@ -59,7 +61,7 @@ static bool is_root(const trainer *t) { return t->grid->rank == 0; }
  * shared among this job's ranks on the node. */
 static int blas_threads(const trainer *t)
 {
-    if (t->cfg->threads > 0) return t->cfg->threads;
+    if (t->cfg.threads > 0) return t->cfg.threads;
     const char *env = getenv("OPENBLAS_NUM_THREADS");
     if (env && atoi(env) > 0) return atoi(env);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -69,7 +71,7 @@ static int blas_threads(const trainer *t)
 
 static int check_layout(trainer *t)
 {
-    const pn_train_config *cfg = t->cfg;
+    const pn_train_config *cfg = &t->cfg;
     int d = t->grid->replicas;
     if (cfg->batch % d)
         return pn_error_set(PN_ERR_INVALID, "the global batch %d does not split into %d replicas "
@@ -89,7 +91,7 @@ static int check_layout(trainer *t)
 
 static int open_data(trainer *t)
 {
-    const pn_train_config *cfg = t->cfg;
+    const pn_train_config *cfg = &t->cfg;
     if (!cfg->data[0])
         return pn_error_set(PN_ERR_INVALID, "%s: no training data: give --data FILE or "
                                             "\"train\": {\"data\": ...}", t->graph->file);
@@ -114,7 +116,7 @@ static int open_data(trainer *t)
 static int setup(trainer *t, pn_job *job)
 {
     const pn_graph *g = t->graph;
-    const pn_train_config *cfg = t->cfg;
+    const pn_train_config *cfg = &t->cfg;
     if (pn_graph_loss_count(g) != 1)
         return pn_error_set(PN_ERR_INVALID, "%s: layers: training needs exactly one loss layer "
                                             "(softmax_xent or mse), found %d",
@@ -125,6 +127,8 @@ static int setup(trainer *t, pn_job *job)
     if (cfg->snapshot_dir[0]) /* before any work that a bad directory would lose */
         PN_TRY(pn_checkpoint_prepare(t->comm, cfg->snapshot_dir));
     if (t->grid->size > 1) pn_log_set_rank(t->grid->rank);
+    if (cfg->resume[0]) /* the snapshot's seed and batch, before anything uses them */
+        PN_TRY(pn_resume_settings(t->comm, g, &t->cfg, t->resume_path, sizeof t->resume_path));
     t->fault = pn_fault_for_rank(t->grid->rank);
     PN_TRY(pn_fault_at(&t->fault, "setup"));
     pn_math_set_threads(blas_threads(t));
@@ -146,7 +150,7 @@ static int setup(trainer *t, pn_job *job)
     PN_TRY(pn_optimizer_create(&t->opt, &t->opt_cfg, pn_stage_params(t->stage)));
     PN_TRY(pn_global_sums_create(&t->sums, g, pn_stage_params(t->stage), t->comm));
     if (cfg->metrics[0] && is_root(t))
-        PN_TRY(pn_metrics_open(&t->metrics, cfg->metrics, cfg->resume[0] != '\0'));
+        PN_TRY(pn_metrics_open(&t->metrics, cfg->metrics, t->resume_path[0] != '\0'));
     if (!(t->config = json_dumps(g->root, JSON_INDENT(2) | JSON_PRESERVE_ORDER)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
     return PN_OK;
@@ -213,7 +217,7 @@ static int train_step(trainer *t, const pn_batch *b, long step, double *loss)
 static int evaluate(trainer *t, double *loss, double *accuracy)
 {
     long samples = pn_reader_samples(t->eval_data);
-    long batches = (samples + t->cfg->batch - 1) / t->cfg->batch;
+    long batches = (samples + t->cfg.batch - 1) / t->cfg.batch;
     PN_TRY(pn_reader_seek(t->eval_data, 0, 0));
     for (long i = 0; i < batches; i++) {
         const pn_batch *b;
@@ -260,14 +264,15 @@ static int snapshot(trainer *t, pn_progress_mark mark)
 {
     char path[PN_PATH_MAX + 32] = "";
     double t0 = pn_now();
-    int rc = pn_checkpoint_save(t->comm, pn_stage_params(t->stage), t->config, t->cfg->seed,
-                                mark, t->cfg->snapshot_dir, t->cfg->keep, path, sizeof path);
+    pn_run_settings run = {t->config, t->cfg.seed, t->cfg.batch};
+    int rc = pn_checkpoint_save(t->comm, pn_stage_params(t->stage), run, mark,
+                                t->cfg.snapshot_dir, t->cfg.keep, path, sizeof path);
     if (rc < 0) {
         t->failed_together = true;
         return rc == PN_ERR_PEER ? rc
                                  : pn_error_wrap(rc, "snapshot at step %ld (the snapshots "
                                                      "already in %s are kept)",
-                                                 mark.step, t->cfg->snapshot_dir);
+                                                 mark.step, t->cfg.snapshot_dir);
     }
     if (is_root(t))
         pn_progress_print(&t->progress, "snapshot at step %ld: %s (%.2f s)", mark.step, path,
@@ -280,7 +285,7 @@ static int snapshot(trainer *t, pn_progress_mark mark)
 static int stop_now(trainer *t, int signal, long step, long saved, pn_progress_mark next,
                     pn_train_result *r)
 {
-    const pn_train_config *cfg = t->cfg;
+    const pn_train_config *cfg = &t->cfg;
     const char *sig = pn_stop_signal_name(signal);
     bool save = cfg->snapshot_dir[0] && step > saved;
     if (save) PN_TRY(snapshot(t, next));
@@ -299,13 +304,17 @@ static int stop_now(trainer *t, int signal, long step, long saved, pn_progress_m
 
 static int resume(trainer *t)
 {
-    char path[PN_PATH_MAX + 32];
     PN_TRY(pn_fault_at(&t->fault, "resume"));
-    PN_TRY(pn_checkpoint_load(t->comm, pn_stage_params(t->stage), t->cfg->resume,
-                              t->cfg->snapshot_dir, &t->start, path, sizeof path));
-    if (is_root(t))
-        printf("resuming from %s: step %ld, epoch %ld, batch %ld\n", path, t->start.step,
-               t->start.epoch + 1, t->start.batch_index);
+    if (!t->resume_path[0]) { /* --resume auto before any snapshot */
+        if (is_root(t))
+            printf("no snapshot in %s yet: starting at step 0\n", t->cfg.snapshot_dir);
+        return PN_OK;
+    }
+    PN_TRY(pn_checkpoint_load(t->comm, pn_stage_params(t->stage), t->resume_path, &t->start));
+    if (is_root(t)) /* epochs and batches counted from 1, as progress lines count epochs */
+        printf("resuming from %s: step %ld, epoch %ld, next batch %ld of %ld, seed %llu\n",
+               t->resume_path, t->start.step, t->start.epoch + 1, t->start.batch_index + 1,
+               pn_reader_batches_per_epoch(t->train_data), (unsigned long long)t->cfg.seed);
     return PN_OK;
 }
 
@@ -313,7 +322,7 @@ static int resume(trainer *t)
 
 static void announce(trainer *t)
 {
-    const pn_train_config *cfg = t->cfg;
+    const pn_train_config *cfg = &t->cfg;
     if (!is_root(t)) return;
     pn_progress_print(&t->progress,
                       "training %s: %ld parameters, %ld samples, batch %d, %ld steps/epoch, "
@@ -332,7 +341,7 @@ static void announce(trainer *t)
 /* After the last step: the final snapshot, the parameter hash, the result. */
 static int finish(trainer *t, long step, pn_progress_mark next, double start, pn_train_result *r)
 {
-    const pn_train_config *cfg = t->cfg;
+    const pn_train_config *cfg = &t->cfg;
     if (cfg->snapshot_dir[0] && !r->stopped_by_signal && step > t->start.step)
         PN_TRY(snapshot(t, next));
     if (is_root(t)) pn_progress_finish(&t->progress);
@@ -351,7 +360,7 @@ static int finish(trainer *t, long step, pn_progress_mark next, double start, pn
 
 static int run(trainer *t, pn_train_result *r)
 {
-    const pn_train_config *cfg = t->cfg;
+    const pn_train_config *cfg = &t->cfg;
     long per_epoch = pn_reader_batches_per_epoch(t->train_data), total = t->total_steps;
     long step = t->start.step;
     pn_progress_start(&t->progress, stdout, step, total, cfg->log_every_s, t->grid->size == 1);
@@ -422,7 +431,7 @@ static int run(trainer *t, pn_train_result *r)
 int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_job *job,
              const pn_train_hooks *hooks, pn_train_result *result)
 {
-    trainer t = {.graph = g, .cfg = cfg, .hooks = hooks};
+    trainer t = {.graph = g, .cfg = *cfg, .hooks = hooks};
     pn_stop_signals_catch(); /* the program has done so already; a library caller may not */
     pn_train_result r = {0, NAN, NAN, NAN, 0, 0, NULL, 0, 0, 0};
     int rc = setup(&t, job);
