@@ -136,6 +136,8 @@ for w in "with seed 8, its run had 7" "with global batch 5000, its run had 10000
         { cat "$tmp/forced.out"; fail "forced: not one warning '$w'"; }
 done
 has forced "batch 5000, 12 steps/epoch"
+short lone "$tmp/small.json" 2 --resume-override
+has lone "--resume-override: only with --resume"
 echo "ok: --resume-override resumes with the new seed, batch and model, one warning each"
 
 short fresh "$tmp/small.json" 0 --seed 7 --batch 10000 --snapshot-dir "$tmp/fresh" --resume auto

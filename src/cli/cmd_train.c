@@ -147,6 +147,9 @@ static int parse_options(int argc, char **argv, overrides *o)
         }
         if (c >= OPT_DATA && c < N_OPTS) o->given[c] = true;
     }
+    if (rc == 0 && o->given[OPT_RESUME_OVERRIDE] && !o->given[OPT_RESUME])
+        rc = pn_opt_report("--resume-override: only with --resume (it lets a resume change "
+                           "the seed, the batch or the model)");
     return rc;
 }
 
