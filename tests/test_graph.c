@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/names.h"
 #include "pipeline/graph.h"
 #include "pipeline/train_config.h"
 #include "testutil.h"
@@ -173,6 +174,57 @@ START_TEST(train_section_is_validated)
 }
 END_TEST
 
+/* The model with a layer called `layer`, an input called `input` and a dataset
+ * called `dataset` (malloc'd). */
+static char *named_model(const char *layer, const char *input, const char *dataset)
+{
+    const char *fmt = "{\"inputs\": {\"%s\": {\"dataset\": \"%s\", \"size\": 4}},"
+                      " \"layers\": [{\"name\": \"%s\", \"type\": \"fc\", \"input\": \"%s\","
+                      " \"size\": 3}]}";
+    size_t n = strlen(fmt) + 2 * strlen(input) + strlen(dataset) + strlen(layer);
+    char *text = malloc(n);
+    snprintf(text, n, fmt, input, dataset, layer, input);
+    return text;
+}
+
+/* One limit for names: PN_NAME_MAX bytes are accepted (and the parameters named after
+ * the layer keep the whole name), one more is refused naming the place, so no two
+ * long names can be cut to one shared parameter. */
+START_TEST(names_have_one_length_limit)
+{
+    char at[PN_NAME_MAX + 1], over[PN_NAME_MAX + 2];
+    memset(at, 'a', PN_NAME_MAX);
+    at[PN_NAME_MAX] = '\0';
+    memset(over, 'b', PN_NAME_MAX + 1);
+    over[PN_NAME_MAX + 1] = '\0';
+    pn_graph *g = NULL;
+    char *text = named_model(at, at + 1, at);
+    ck_assert_msg(from_text(text, &g) == 0, "%s", pn_error_message());
+    free(text);
+    int node = pn_graph_find(g, at);
+    ck_assert_int_ge(node, 0);
+    char name[PN_PARAM_NAME_MAX + 1];
+    ck_assert_int_eq(pn_layer_param_name(g->nodes[node].layer, 0, name), 0);
+    ck_assert_uint_eq(strlen(name), PN_NAME_MAX + 2);
+    ck_assert_str_eq(name + PN_NAME_MAX, "/w");
+    pn_graph_free(g);
+
+    const struct { const char *layer, *input, *dataset, *expect; } cases[] = {
+        {over, "x", "f", "layers[0].name: expected a name of at most 200 bytes, found \"bbbb"},
+        {"a", over, "f", "inputs: expected input names of at most 200 bytes, found \"bbbb"},
+        {"a", "x", over, "inputs.x.dataset: expected a name of at most 200 bytes, found \"bbbb"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        text = named_model(cases[i].layer, cases[i].input, cases[i].dataset);
+        ck_assert_int_eq(from_text(text, &g), PN_ERR_INVALID);
+        free(text);
+        const char *msg = pn_error_message();
+        ck_assert_msg(strstr(msg, cases[i].expect) && strstr(msg, "(201 bytes)"),
+                      "case %zu: %s", i, msg);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("graph");
@@ -181,6 +233,7 @@ int main(void)
     tcase_add_loop_test(tc, mistakes_name_file_place_and_field, 0, N_MISTAKES);
     tcase_add_test(tc, syntax_errors_give_line_and_column);
     tcase_add_test(tc, train_section_is_validated);
+    tcase_add_test(tc, names_have_one_length_limit);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/names.h"
 #include "layers/params.h"
 #include "math/ops.h"
 #include "testutil.h"
@@ -141,7 +142,15 @@ START_TEST(declarations_are_checked)
     ck_assert_ptr_nonnull(strstr(pn_error_message(), "x/w"));
     ck_assert_int_eq(pn_params_declare(p, "y/w", 0, 3, inits[0], true, &b), PN_ERR_INVALID);
     ck_assert_int_eq(pn_params_add_slot(p, "m", &b), PN_ERR_INTERNAL);
+    char longest[PN_PARAM_NAME_MAX + 2]; /* names are never cut: the longest or refused */
+    memset(longest, 'n', PN_PARAM_NAME_MAX + 1);
+    longest[PN_PARAM_NAME_MAX + 1] = '\0';
+    ck_assert_int_eq(pn_params_declare(p, longest, 1, 1, inits[0], true, &b), PN_ERR_INVALID);
+    longest[PN_PARAM_NAME_MAX] = '\0';
+    ck_assert_int_eq(pn_params_declare(p, longest, 1, 1, inits[0], true, &b), 0);
+    ck_assert_str_eq(pn_params_get(p, b)->name, longest);
     ck_assert_int_eq(pn_params_finalize(p), 0);
+    ck_assert_int_eq(pn_params_add_slot(p, "a_sixteen_bytes_", &b), PN_ERR_INTERNAL);
     ck_assert_int_eq(pn_params_declare(p, "z/w", 2, 2, inits[0], true, &b), PN_ERR_INTERNAL);
     pn_params_free(p);
 }

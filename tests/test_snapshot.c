@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/names.h"
 #include "io/hdf5_util.h"
 #include "io/snapshot_dir.h"
 #include "io/snapshot_file.h"
@@ -308,6 +309,37 @@ START_TEST(state_refuses_bad_names_and_shapes)
 }
 END_TEST
 
+/* The longest names a state accepts (a layer of PN_NAME_MAX bytes, a parameter and
+ * slots of PN_SUFFIX_MAX) go through a file whole; one byte more is refused. */
+START_TEST(longest_names_round_trip)
+{
+    char layer[PN_NAME_MAX + 2], name[PN_PARAM_NAME_MAX + 2], path[PATH_MAX + 32];
+    const char *slots[2] = {"slot_of_15bytes", "other_15_bytes_"};
+    memset(layer, 'l', PN_NAME_MAX + 1);
+    layer[PN_NAME_MAX + 1] = '\0';
+    pn_train_state *st, *back;
+    ck_assert_int_eq(pn_train_state_create(&st, PN_FORMAT_SNAPSHOT), 0);
+    const char *long_slot[1] = {"a_sixteen_bytes_"};
+    ck_assert_int_eq(pn_train_state_set_slots(st, 1, long_slot), PN_ERR_INVALID);
+    ck_assert_int_eq(pn_train_state_set_slots(st, 2, slots), 0);
+    ck_assert_int_eq(pn_train_state_set_config(st, config_text), 0);
+    float v[2] = {1, 2};
+    const float *sv[2] = {v, v};
+    snprintf(name, sizeof name, "%s/w", layer); /* a layer name one byte too long */
+    ck_assert_int_eq(pn_train_state_add(st, name, 1, 2, v, sv), PN_ERR_INVALID);
+    snprintf(name, sizeof name, "%s/param_of_15byte", layer + 1);
+    ck_assert_int_eq(strlen(name), PN_PARAM_NAME_MAX);
+    ck_assert_msg(pn_train_state_add(st, name, 1, 2, v, sv) == 0, "%s", pn_error_message());
+    snprintf(path, sizeof path, "%s/long.h5", dir);
+    write_state(path, st);
+    ck_assert_msg(pn_snapshot_read(path, PN_FORMAT_SNAPSHOT, &back) == 0, "%s",
+                  pn_error_message());
+    assert_same_state(back, st);
+    pn_train_state_free(back);
+    pn_train_state_free(st);
+}
+END_TEST
+
 START_TEST(wrong_format_and_missing_pieces_are_refused)
 {
     char model[PATH_MAX + 32], snap[PATH_MAX + 32], plain[PATH_MAX + 32];
@@ -570,6 +602,7 @@ int main(void)
     tcase_add_test(tc, model_round_trip_has_no_slots);
     tcase_add_test(tc, parameters_sort_by_full_name);
     tcase_add_test(tc, state_refuses_bad_names_and_shapes);
+    tcase_add_test(tc, longest_names_round_trip);
     tcase_add_test(tc, wrong_format_and_missing_pieces_are_refused);
     tcase_add_test(tc, truncated_file_is_refused);
     tcase_add_test(tc, flipped_bit_fails_the_checksum);

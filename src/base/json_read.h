@@ -14,11 +14,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/names.h"
+
 /* A place in a JSON document. */
 typedef struct pn_json_at {
     const char *file;  /* the document's file, for messages (must outlive the place) */
-    char path[160];    /* "" at the top level */
-    char subject[96];  /* "" or what the place is about */
+    char path[PN_NAME_MAX + 64];    /* "" at the top level; "inputs.<name>.size" */
+    char subject[PN_NAME_MAX + 64]; /* "" or what the place is about: "layer '<name>', fc" */
 } pn_json_at;
 
 /* The top level of file's document. */

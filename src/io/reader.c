@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/names.h"
 #include "base/rng.h"
 #include "io/hdf5_util.h"
 
@@ -368,7 +369,7 @@ static int open_field(pn_reader *r, int i, const pn_reader_field *spec)
     f->id_limit = spec->id_limit;
     f->id_user = spec->id_user;
     f->elems = (size_t)spec->shape.seq * (f->ids ? 1 : (size_t)spec->shape.width);
-    char purpose[160];
+    char purpose[PN_NAME_MAX + 64];
     if (spec->input)
         snprintf(purpose, sizeof purpose, "the model's input '%s' reads it", spec->input);
     PN_TRY(pn_hdf5_open_dataset(r->file, r->path, f->name, spec->input ? purpose : NULL,

@@ -12,12 +12,14 @@
 #include <zlib.h>
 
 #include "base/error.h"
+#include "base/names.h"
 #include "io/hdf5_util.h"
 
 enum {
     FORMAT_VERSION = 1,
     CHUNK_FLOATS = 1 << 18, /* at most 1 MiB of float32 per chunk */
-    NAME_CAP = 512          /* "/optimizer/<layer>/<param>/<slot>" */
+    /* "/optimizer/<layer>/<param>/<slot>": what any name a state accepts needs */
+    NAME_CAP = sizeof "/optimizer/" + PN_PARAM_NAME_MAX + 1 + PN_SUFFIX_MAX
 };
 
 static bool known_format(const char *format)
@@ -112,17 +114,11 @@ static int check_state(const char *path, const pn_train_state *st, bool snapshot
         return pn_error_set(PN_ERR_INVALID, "%s: negative counter (step %ld, epoch %ld, "
                             "batch_index %ld, batch %ld)", path, st->step, st->epoch,
                             st->batch_index, st->batch);
-    for (int i = 0; i < st->n_params; i++) {
-        const pn_state_param *p = &st->params[i];
-        size_t need = strlen("/optimizer/") + strlen(p->name) + 1;
-        for (int s = 0; snapshot && s < st->n_slot_names; s++)
-            if (strlen(st->slot_names[s]) + need >= NAME_CAP)
-                return pn_error_set(PN_ERR_INVALID, "%s: parameter '%s': name too long", path,
-                                    p->name);
-        if (need >= NAME_CAP)
-            return pn_error_set(PN_ERR_INVALID, "%s: parameter '%s': name too long", path,
-                                p->name);
-    }
+    for (int i = 0; i < st->n_params; i++) /* so that every dataset name fits NAME_CAP */
+        if (strlen(st->params[i].name) > PN_PARAM_NAME_MAX)
+            return pn_error_set(PN_ERR_INVALID, "%s: parameter '%.40s...': a name of %zu bytes "
+                                "(at most %d)", path, st->params[i].name,
+                                strlen(st->params[i].name), PN_PARAM_NAME_MAX);
     return 0;
 }
 

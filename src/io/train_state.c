@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/names.h"
 
 static bool known_format(const char *format)
 {
@@ -42,7 +43,8 @@ void pn_train_state_free(pn_train_state *st)
 
 int pn_train_state_valid_slot_name(const char *name)
 {
-    return name[0] && !strpbrk(name, ",/") && strcmp(name, ".") && strcmp(name, "..");
+    return name[0] && strlen(name) <= PN_SUFFIX_MAX && !strpbrk(name, ",/") &&
+           strcmp(name, ".") && strcmp(name, "..");
 }
 
 int pn_train_state_set_slots(pn_train_state *st, int n, const char *const *names)
@@ -58,8 +60,9 @@ int pn_train_state_set_slots(pn_train_state *st, int n, const char *const *names
                             PN_STATE_MAX_SLOTS);
     for (int s = 0; s < n; s++) {
         if (!pn_train_state_valid_slot_name(names[s]))
-            return pn_error_set(PN_ERR_INVALID, "bad optimizer slot name '%s' (empty, '.', "
-                                "'..' or holding ',' or '/')", names[s]);
+            return pn_error_set(PN_ERR_INVALID, "bad optimizer slot name '%.*s' (empty, '.', "
+                                "'..', holding ',' or '/', or longer than %d bytes)",
+                                PN_SUFFIX_MAX + 1, names[s], PN_SUFFIX_MAX);
         for (int t = 0; t < s; t++)
             if (!strcmp(names[s], names[t]))
                 return pn_error_set(PN_ERR_INVALID, "optimizer slot '%s' named twice", names[s]);
@@ -88,12 +91,14 @@ int pn_train_state_set_config(pn_train_state *st, const char *config)
     return 0;
 }
 
-/* "<layer>/<param>": two non-empty link names, neither "." nor "..". */
+/* "<layer>/<param>": two non-empty link names, neither "." nor "..", no longer than
+ * base/names.h allows. */
 static bool valid_param_name(const char *name)
 {
     const char *slash = strchr(name, '/');
     if (!slash || slash == name || !slash[1] || strchr(slash + 1, '/')) return false;
     size_t layer = (size_t)(slash - name);
+    if (layer > PN_NAME_MAX || strlen(slash + 1) > PN_SUFFIX_MAX) return false;
     bool dots = (layer == 1 && name[0] == '.') || (layer == 2 && !strncmp(name, "..", 2));
     return !dots && strcmp(slash + 1, ".") && strcmp(slash + 1, "..");
 }
@@ -102,8 +107,10 @@ static bool valid_param_name(const char *name)
 static int check_new(pn_train_state *st, const char *name, int rows, int cols, int blocks)
 {
     if (!valid_param_name(name))
-        return pn_error_set(PN_ERR_INVALID, "bad parameter name '%s' (expected <layer>/<param>)",
-                            name);
+        return pn_error_set(PN_ERR_INVALID, "bad parameter name '%.*s%s' (expected "
+                            "<layer>/<param>, at most %d and %d bytes)", PN_PARAM_NAME_MAX, name,
+                            strlen(name) > PN_PARAM_NAME_MAX ? "..." : "", PN_NAME_MAX,
+                            PN_SUFFIX_MAX);
     if (rows < 1 || cols < 1)
         return pn_error_set(PN_ERR_INVALID, "parameter '%s': empty shape %d x %d", name, rows,
                             cols);

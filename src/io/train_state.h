@@ -75,7 +75,7 @@ int pn_train_state_keep(pn_train_state *st, void *block);
 const pn_state_param *pn_train_state_find(const pn_train_state *st, const char *name);
 
 /* True when name can be a slot name (one HDF5 link name and one item of the
- * comma-joined `slots` attribute). */
+ * comma-joined `slots` attribute, at most PN_SUFFIX_MAX bytes). */
 int pn_train_state_valid_slot_name(const char *name);
 
 #endif

@@ -89,14 +89,25 @@ void pn_layer_add_param(pn_layer *l, const char *suffix, int rows, int cols, pn_
     l->param_decls[l->n_params++] = (pn_param_decl){suffix, rows, cols, init, decay};
 }
 
+int pn_layer_param_name(const pn_layer *l, int i, char buf[PN_PARAM_NAME_MAX + 1])
+{
+    const char *suffix = l->param_decls[i].suffix;
+    if (strlen(l->name) > PN_NAME_MAX || strlen(suffix) > PN_SUFFIX_MAX)
+        return pn_error_set(PN_ERR_INVALID, "layer '%.40s...' (%zu bytes): parameter '%s': a "
+                            "layer name has at most %d bytes, a parameter's at most %d",
+                            l->name, strlen(l->name), suffix, PN_NAME_MAX, PN_SUFFIX_MAX);
+    snprintf(buf, PN_PARAM_NAME_MAX + 1, "%s/%s", l->name, suffix);
+    return PN_OK;
+}
+
 int pn_layer_inst_init(pn_layer_inst *x, const pn_layer *l, pn_params *params)
 {
     *x = (pn_layer_inst){.layer = l, .params = params};
     for (int i = 0; i < PN_LAYER_MAX_PARAMS; i++) x->param_index[i] = -1;
     for (int i = 0; i < l->n_params; i++) {
         const pn_param_decl *d = &l->param_decls[i];
-        char full[512];
-        snprintf(full, sizeof full, "%s/%s", l->name, d->suffix);
+        char full[PN_PARAM_NAME_MAX + 1];
+        PN_TRY(pn_layer_param_name(l, i, full));
         PN_TRY(pn_params_declare(params, full, d->rows, d->cols, d->init, d->decay,
                                  &x->param_index[i]));
     }

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "base/json_read.h"
+#include "base/names.h"
 #include "layers/arg.h"
 #include "layers/params.h"
 
@@ -115,6 +116,10 @@ int pn_layer_create(pn_layer **out, const pn_json_at *at, const char *name,
                     const char *type_name, const json_t *spec, const pn_shape *in_shapes,
                     int n_inputs);
 void pn_layer_free(pn_layer *l);
+
+/* Parameter i's name, "<layer>/<suffix>", into buf; PN_ERR_INVALID when the layer's
+ * name or the suffix is longer than base/names.h allows (so no name is ever cut). */
+int pn_layer_param_name(const pn_layer *l, int i, char buf[PN_PARAM_NAME_MAX + 1]);
 
 /* Makes x an instance of l over params: declares l's parameters there (an existing
  * name gives its handle, so instances share them) and zeroes scratch and stats. */

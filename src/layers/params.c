@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/names.h"
 #include "base/rng.h"
 #include "math/ops.h"
 
@@ -74,6 +75,9 @@ int pn_params_declare(pn_params *p, const char *name, int rows, int cols, pn_ini
     }
     if (p->finalized)
         return pn_error_set(PN_ERR_INTERNAL, "parameter '%s' declared after finalize", name);
+    if (strlen(name) > PN_PARAM_NAME_MAX) /* the packed index and snapshots hold no more */
+        return pn_error_set(PN_ERR_INVALID, "parameter '%.40s...': a name of %zu bytes (at most "
+                            "%d)", name, strlen(name), PN_PARAM_NAME_MAX);
     if (rows <= 0 || cols <= 0)
         return pn_error_set(PN_ERR_INVALID, "parameter '%s' has empty shape %d x %d", name,
                             rows, cols);
@@ -111,6 +115,9 @@ int pn_params_add_slot(pn_params *p, const char *name, int *slot_index)
 {
     if (!p->finalized)
         return pn_error_set(PN_ERR_INTERNAL, "slot '%s' added before finalize", name);
+    if (strlen(name) > PN_SUFFIX_MAX)
+        return pn_error_set(PN_ERR_INTERNAL, "slot '%s': a name of at most %d bytes", name,
+                            PN_SUFFIX_MAX);
     for (int s = 0; s < p->n_slots; s++)
         if (!strcmp(p->slots[s].name, name)) {
             *slot_index = s;

@@ -45,8 +45,12 @@ int pn_global_sums_create(pn_global_sums **out, const pn_graph *g, const pn_para
     for (int i = 0; i < g->n_nodes; i++) {
         const pn_layer *l = g->nodes[i].layer;
         for (int j = 0; j < l->n_params; j++) {
-            char name[512];
-            snprintf(name, sizeof name, "%s/%s", g->nodes[i].name, l->param_decls[j].suffix);
+            char name[PN_PARAM_NAME_MAX + 1];
+            int rc = pn_layer_param_name(l, j, name);
+            if (rc < 0) {
+                pn_global_sums_free(gs);
+                return rc;
+            }
             gs->node[k] = i;
             gs->local[k++] = pn_params_find(arena, name);
         }

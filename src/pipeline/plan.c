@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/names.h"
 
 /* The partitioner's time model, per sample: a device that runs a layer's forward and
  * backward FLOPs at 50 GFLOP/s and moves its activation bytes at 10 GB/s. Only the
@@ -341,7 +342,7 @@ void pn_plan_print(const pn_plan *p, const pn_graph *g, const pn_schedule *s, in
     double total_act = 0.0;
     for (int st = 0; st < p->stages; st++) {
         const pn_stage_cost *c = &p->cost[st];
-        char names[256];
+        char names[2 * PN_NAME_MAX + 32]; /* "first..last (n)" */
         stage_layers(p, g, st, names, sizeof names);
         int peak = pn_schedule_peak_in_flight(s, st);
         double act = c->activation_bytes * mb * peak;
