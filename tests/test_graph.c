@@ -104,6 +104,15 @@ static const mistake mistakes[] = {
      {"layers[0].input: expected integer ids", "found float values", "(layer 'e', embedding)"}},
     {"{" IN ", \"layers\": [{\"name\": \"l\", \"type\": \"softmax_xent\", \"input\": [\"x\", \"x\"]}]}",
      {"layers[0].input: expected integer labels as input 1", "found float values", "(layer 'l', softmax_xent)"}},
+    /* sizes in 64 bits: what a sample or a parameter holds fits a matrix's int sizes */
+    {"{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 784, \"seq\": 1073741824}}, \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3}]}",
+     {"inputs.x: expected at most 2147483647 values per sample", "found 1073741824 rows of 784 (841813590016 values)", "(layer 'x', data)"}},
+    {"{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 1073741824}}, \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 1073741824}]}",
+     {"layers[0]: expected parameters of at most 2147483647 floats", "found 'w' of 1073741824 x 1073741824", "(layer 'a', fc)"}},
+    {"{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 1073741824}}, \"layers\": [{\"name\": \"c\", \"type\": \"concat\", \"input\": [\"x\", \"x\"]}]}",
+     {"layers[0].input: expected widths that add up to at most 2147483647", "found widths that add up to 2147483648", "(layer 'c', concat)"}},
+    {"{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 1073741824}}, \"layers\": [{\"name\": \"t\", \"type\": \"attention\", \"input\": \"x\", \"heads\": 1}]}",
+     {"layers[0].input: expected a width of at most 715827882", "found a width of 1073741824", "(layer 't', attention)"}},
 };
 enum { N_MISTAKES = sizeof mistakes / sizeof *mistakes };
 

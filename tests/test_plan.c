@@ -167,6 +167,24 @@ START_TEST(more_stages_than_layers_is_refused)
 }
 END_TEST
 
+/* A stage's parameters live in one arena of at most INT_MAX floats: two layers of
+ * 2^30 each need two stages, and plan says so before anything is allocated. */
+START_TEST(a_stage_holds_at_most_int_max_parameters)
+{
+    const int widths[] = {32768, 32768};
+    pn_graph *g = fc_chain(32768, widths, 2);
+    pn_plan *p = NULL;
+    ck_assert_int_eq(pn_plan_build(&p, g, 1), PN_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(pn_error_message(), FILE_NAME ": stage 0 would hold 2147549184 "
+                                             "parameters, at most 2147483647"),
+                  "%s", pn_error_message());
+    ck_assert_int_eq(pn_plan_build(&p, g, 2), 0);
+    ck_assert_int_eq(p->cost[0].params, 32768L * 32768 + 32768);
+    pn_plan_free(p);
+    pn_graph_free(g);
+}
+END_TEST
+
 /* What the brute force measures of one placement of the layers. */
 typedef struct split_cost {
     double time;  /* largest stage time */
@@ -386,6 +404,7 @@ int main(void)
     tcase_add_test(tc, backward_edge_is_refused);
     tcase_add_test(tc, empty_stage_is_refused);
     tcase_add_test(tc, more_stages_than_layers_is_refused);
+    tcase_add_test(tc, a_stage_holds_at_most_int_max_parameters);
     tcase_add_test(tc, automatic_placement_is_balanced);
     tcase_add_test(tc, equal_time_cuts_prefer_fewer_bytes);
     tcase_add_test(tc, skip_connection_counts_once_per_consumer_stage);

@@ -41,6 +41,14 @@ grep -q "pipenet: error: --schedule: .*gpipe or 1f1b.*zigzag" "$tmp/e2" || fail 
 grep -q "pipenet: error: the batch 128 (train.batch in .*fashion_mlp.json) does not split into 1 replica x 3 micro-batches" "$tmp/e3" || fail "micro-batch message: $(cat "$tmp/e3")"
 "$PIPENET" plan "$model" --stages 2 --batch 100 --replicas 2 --micro-batches 4 >"$tmp/e4" 2>&1; [ $? -eq 1 ] || fail "100 / 8 accepted"
 grep -q "pipenet: error: the batch 100 (--batch)" "$tmp/e4" || fail "--batch message: $(cat "$tmp/e4")"
+printf '{"inputs": {"x": {"dataset": "f", "size": 784, "seq": 1073741824}},\n "layers": [{"name": "a", "type": "fc", "input": "x", "size": 3}]}\n' >"$tmp/seq.json"
+"$PIPENET" plan "$tmp/seq.json" >"$tmp/e5" 2>&1; [ $? -eq 1 ] || fail "a sample of 2^30 rows of 784 accepted"
+grep -q "pipenet: error: .*seq.json: inputs.x: expected at most 2147483647 values per sample, found 1073741824 rows of 784" "$tmp/e5" ||
+    fail "sample size message: $(cat "$tmp/e5")"
+sed 's/"size": [0-9]*/"size": 1/g' "$tmp/seq.json" >"$tmp/rows.json"
+"$PIPENET" plan "$tmp/rows.json" --batch 4 >"$tmp/e6" 2>&1; [ $? -eq 1 ] || fail "4 x 2^30 rows accepted"
+grep -q "pipenet: error: .*rows.json: inputs.x: 4 samples of 1073741824 rows make 4294967296 rows, more than a matrix holds" "$tmp/e6" ||
+    fail "rows message: $(cat "$tmp/e6")"
 "$PIPENET" plan >/dev/null 2>&1; [ $? -eq 2 ] || fail "no model accepted"
 "$PIPENET" plan "$model" --stages 0 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--stages 0 accepted"
 echo "PASS: plan"

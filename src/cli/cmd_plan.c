@@ -132,6 +132,7 @@ int pn_cmd_plan(int argc, char **argv)
     int rc = pn_graph_load(&g, path);
     if (rc == PN_OK) rc = pn_plan_build(&plan, g, o.stages);
     if (rc == PN_OK) rc = resolve_layout(g, path, plan->stages, &o);
+    if (rc == PN_OK) rc = pn_graph_check_batch(g, o.batch / o.replicas); /* an evaluation's */
     if (rc == PN_OK) rc = pn_schedule_build(&sched, o.schedule, plan->stages, o.micro);
     if (rc == PN_OK)
         pn_plan_print(plan, g, sched, o.replicas, o.batch / (o.replicas * o.micro), stdout);

@@ -1,13 +1,19 @@
 /* Storage management for pn_arg. */
 #include "layers/arg.h"
 
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "base/error.h"
 
 int pn_arg_reserve(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool with_grad)
 {
-    int rows = batch * shape.seq;
+    int64_t rows64 = (int64_t)batch * shape.seq; /* pn_layer_check_batch says why */
+    if (batch < 0 || rows64 > INT_MAX)
+        return pn_error_set(PN_ERR_UNSUPPORTED, "%d samples of %d rows: more rows than a "
+                            "matrix holds (%d)", batch, shape.seq, INT_MAX);
+    int rows = (int)rows64;
     a->shape = shape;
     a->batch = batch;
     a->seq_starts = NULL;

@@ -5,6 +5,7 @@
  *                       ctx = P V             [T, C/H] placed at the head's columns
  *   y = ctx Wo + bo                           [rows, C]
  * qkv, P and ctx are kept for backward. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -36,6 +37,11 @@ static int attention_infer(pn_layer *l)
     const attention_attrs *s = l->attrs;
     pn_shape in = l->in_shapes[0];
     if (in.ids) return pn_attr_error(l, "input", "integer ids", "float values");
+    if (in.width > INT_MAX / 3) { /* qkv has 3 C columns */
+        char found[32];
+        snprintf(found, sizeof found, "a width of %d", in.width);
+        return pn_attr_error(l, "input", found, "a width of at most %d", INT_MAX / 3);
+    }
     if (in.width % s->heads) {
         char found[32];
         snprintf(found, sizeof found, "%d", s->heads);
@@ -170,6 +176,13 @@ static double attention_saved_bytes(const pn_layer *l)
     return (t * 3.0 * c + s->heads * t * t + t * c) * sizeof(float);
 }
 
+/* The probabilities: heads x T rows per sample; the backward's work: 2 T. */
+static int64_t attention_rows_per_sample(const pn_layer *l)
+{
+    const attention_attrs *s = l->attrs;
+    return (int64_t)(s->heads > 2 ? s->heads : 2) * l->in_shapes[0].seq;
+}
+
 static void attention_release(pn_layer_inst *x)
 {
     attention_scratch *k = x->scratch;
@@ -192,5 +205,6 @@ const pn_layer_type pn_layer_attention = {
     .backward = attention_backward,
     .flops = attention_flops,
     .saved_bytes = attention_saved_bytes,
+    .rows_per_sample = attention_rows_per_sample,
     .release = attention_release,
 };

@@ -1,4 +1,6 @@
 /* concat: joins inputs side by side along the feature axis (same rows each). */
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "base/error.h"
@@ -7,7 +9,7 @@
 
 static int concat_infer(pn_layer *l)
 {
-    int width = 0;
+    int64_t width = 0;
     for (int i = 0; i < l->n_inputs; i++) {
         pn_shape s = l->in_shapes[i];
         char found[96];
@@ -19,7 +21,12 @@ static int concat_infer(pn_layer *l)
             return pn_attr_error(l, "input", found, "inputs with the same rows per sample");
         width += s.width;
     }
-    l->out_shape = (pn_shape){width, l->in_shapes[0].seq, false};
+    if (width > INT_MAX) {
+        char found[64];
+        snprintf(found, sizeof found, "widths that add up to %lld", (long long)width);
+        return pn_attr_error(l, "input", found, "widths that add up to at most %d", INT_MAX);
+    }
+    l->out_shape = (pn_shape){(int)width, l->in_shapes[0].seq, false};
     return PN_OK;
 }
 

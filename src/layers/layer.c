@@ -2,6 +2,7 @@
  * unknown attributes), instances over an arena, and shape-checked forward/backward. */
 #include "layers/layer.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,45 @@ static int check_known_attrs(const pn_layer *l, const json_t *spec)
     static const char *const none[] = {NULL};
     return pn_json_known_keys(spec, &l->where, l->type->attrs ? l->type->attrs : none,
                               graph_keys);
+}
+
+/* What a layer of these shapes holds per sample fits the int dimensions of a
+ * matrix: its output's values, and each parameter (a stage's arena holds at most
+ * INT_MAX floats). Sizes are counted in 64 bits. */
+static int check_sizes(const pn_layer *l)
+{
+    pn_shape o = l->out_shape;
+    int64_t values = (int64_t)o.seq * (o.ids ? 1 : o.width);
+    char found[128];
+    if (values > INT_MAX) {
+        snprintf(found, sizeof found, "%d rows of %d (%lld values)", o.seq, o.ids ? 1 : o.width,
+                 (long long)values);
+        return pn_json_error(&l->where, NULL, found, "at most %d values per sample", INT_MAX);
+    }
+    for (int i = 0; i < l->n_params; i++) {
+        const pn_param_decl *d = &l->param_decls[i];
+        int64_t floats = (int64_t)d->rows * d->cols;
+        if (floats <= INT_MAX) continue;
+        snprintf(found, sizeof found, "'%s' of %d x %d (%lld floats)", d->suffix, d->rows,
+                 d->cols, (long long)floats);
+        return pn_json_error(&l->where, NULL, found,
+                             "parameters of at most %d floats (what a stage holds)", INT_MAX);
+    }
+    return PN_OK;
+}
+
+int pn_layer_check_batch(const pn_layer *l, int batch)
+{
+    int64_t per = l->type->rows_per_sample ? l->type->rows_per_sample(l) : 0;
+    if (l->out_shape.seq > per) per = l->out_shape.seq;
+    for (int i = 0; i < l->n_inputs; i++)
+        if (l->in_shapes[i].seq > per) per = l->in_shapes[i].seq;
+    int64_t rows = per * batch;
+    if (rows <= INT_MAX) return PN_OK;
+    return pn_error_set(PN_ERR_UNSUPPORTED, "%s: %s: %d samples of %lld rows make %lld rows, more "
+                        "than a matrix holds (%d): use a smaller batch or shorter sequences "
+                        "(layer '%s')", l->where.file, l->where.path, batch, (long long)per,
+                        (long long)rows, INT_MAX, l->name);
 }
 
 int pn_layer_create(pn_layer **out, const pn_json_at *at, const char *name,
@@ -66,6 +106,7 @@ int pn_layer_create(pn_layer **out, const pn_json_at *at, const char *name,
     if (rc == PN_OK && type->parse) rc = type->parse(l, spec);
     if (rc == PN_OK) rc = type->infer(l);
     if (rc == PN_OK && type->declare) type->declare(l);
+    if (rc == PN_OK) rc = check_sizes(l);
     if (rc < 0) {
         pn_layer_free(l);
         return rc;

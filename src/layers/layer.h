@@ -76,6 +76,9 @@ typedef struct pn_layer_type {
     double (*saved_bytes)(const pn_layer *l);
     /* Releases the buffers an instance holds in its scratch (optional). */
     void (*release)(pn_layer_inst *x);
+    /* Rows per sample of the tallest matrix the layer makes, scratch included
+     * (optional: its inputs' and output's seq); a batch's rows of it must fit an int. */
+    int64_t (*rows_per_sample)(const pn_layer *l);
     /* Integer ids on input k must lie in [0, this); 0: no bound (optional). The data
      * reader checks them against it, so a bad label is named by file and sample. */
     int (*id_limit)(const pn_layer *l, int k);
@@ -116,6 +119,12 @@ int pn_layer_create(pn_layer **out, const pn_json_at *at, const char *name,
                     const char *type_name, const json_t *spec, const pn_shape *in_shapes,
                     int n_inputs);
 void pn_layer_free(pn_layer *l);
+
+/* Refuses (PN_ERR_UNSUPPORTED, naming the layer and its place) a batch of `batch`
+ * samples whose matrices would have more rows than an int holds. pn_layer_create
+ * has already refused an output of more values per sample, or a parameter of more
+ * floats, than that. */
+int pn_layer_check_batch(const pn_layer *l, int batch);
 
 /* Parameter i's name, "<layer>/<suffix>", into buf; PN_ERR_INVALID when the layer's
  * name or the suffix is longer than base/names.h allows (so no name is ever cut). */

@@ -59,6 +59,8 @@ int pn_buffer_acquire(pn_buffer *buf, pn_device dev, size_t bytes)
     const pn_backend *be;
     PN_TRY(check_device(dev));
     PN_TRY(pn_backend_for(dev, &be));
+    if (bytes > (size_t)1 << 62) /* past the size classes; no machine has it anyway */
+        return pn_error_set(PN_ERR_NOMEM, "cannot allocate %zu bytes on %s", bytes, be->name);
     size_t capacity;
     int cls = size_class(bytes ? bytes : 1, &capacity);
     void *ptr = NULL;

@@ -371,3 +371,9 @@ long pn_graph_param_count(const pn_graph *g)
     }
     return n;
 }
+
+int pn_graph_check_batch(const pn_graph *g, int batch)
+{
+    for (int i = 0; i < g->n_nodes; i++) PN_TRY(pn_layer_check_batch(g->nodes[i].layer, batch));
+    return PN_OK;
+}

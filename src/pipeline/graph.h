@@ -58,4 +58,8 @@ int pn_graph_loss_count(const pn_graph *g);
 /* Parameters the graph's layers declare, summed. */
 long pn_graph_param_count(const pn_graph *g);
 
+/* Refuses, naming the layer, a batch of `batch` samples (the most one network holds)
+ * for which a layer's matrices would have more rows than an int holds. */
+int pn_graph_check_batch(const pn_graph *g, int batch);
+
 #endif

@@ -125,8 +125,14 @@ int pn_network_plan(pn_network *net, int max_batch)
 {
     for (int i = 0; i < net->n; i++) {
         const pn_graph_node *gn = &net->graph->nodes[net->nodes[i].node];
-        PN_TRY(pn_arg_reserve(&net->args[net->nodes[i].node], net->device, gn->layer->out_shape,
-                              max_batch, gn->needs_grad && !net->forward_only));
+        PN_TRY(pn_layer_check_batch(gn->layer, max_batch));
+        int rc = pn_arg_reserve(&net->args[net->nodes[i].node], net->device,
+                                gn->layer->out_shape, max_batch,
+                                gn->needs_grad && !net->forward_only);
+        const pn_json_at *at = &gn->layer->where;
+        if (rc < 0)
+            return pn_error_wrap(rc, "%s: %s: the output of %d samples (layer '%s')", at->file,
+                                 at->path, max_batch, gn->name);
     }
     net->max_batch = max_batch;
     net->batch = max_batch;

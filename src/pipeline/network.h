@@ -45,7 +45,9 @@ int pn_network_build(const pn_graph *g, const pn_network_options *o, pn_params *
 /* The arena the network's layers use. */
 pn_params *pn_network_params(const pn_network *net);
 
-/* Reserves every argument for up to max_batch samples. */
+/* Reserves every argument for up to max_batch samples; a batch whose matrices would
+ * have more rows than an int holds, or whose memory cannot be had, is refused
+ * naming the layer. */
 int pn_network_plan(pn_network *net, int max_batch);
 
 /* The argument holding node's output here (computed or supplied), or NULL. */

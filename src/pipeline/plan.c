@@ -4,6 +4,7 @@
  * and prints the per-stage table of `pipenet plan`. */
 #include "pipeline/plan.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -284,6 +285,11 @@ int pn_plan_build(pn_plan **out, const pn_graph *g, int stages)
         p->cost = calloc((size_t)p->stages, sizeof *p->cost);
         rc = p->cost ? compute_costs(p, g) : pn_error_set(PN_ERR_NOMEM, "out of memory");
     }
+    for (int s = 0; rc == PN_OK && s < p->stages; s++) /* one arena, views of int length */
+        if (p->cost[s].params > INT_MAX)
+            rc = pn_error_set(PN_ERR_UNSUPPORTED, "%s: stage %d would hold %ld parameters, at "
+                              "most %d fit one stage (split the model into more stages)",
+                              g->file, s, p->cost[s].params, INT_MAX);
     if (rc < 0) {
         pn_plan_free(p);
         return rc;

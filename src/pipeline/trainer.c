@@ -133,6 +133,7 @@ static int setup(trainer *t, pn_job *job)
     PN_TRY(pn_fault_at(&t->fault, "setup"));
     pn_math_set_threads(blas_threads(t));
     PN_TRY(check_layout(t));
+    PN_TRY(pn_graph_check_batch(g, t->replica_rows)); /* evaluation takes a replica's slice */
     PN_TRY(pn_schedule_build(&t->sched, (pn_schedule_kind)cfg->schedule, t->plan->stages,
                              t->micro));
     PN_TRY(pn_schedule_check(t->sched));
