@@ -574,6 +574,56 @@ static void expect_bad_value(const char *path, pn_reader_field field, bool cache
     if (r) pn_reader_close(r);
 }
 
+/* Rows a writer declared but never wrote have no storage in HDF5 and would read as
+ * zeros: refused, naming the dataset and the first such row (chunked: the first
+ * missing chunk; contiguous: never allocated at all). */
+START_TEST(unwritten_rows_are_refused)
+{
+    char path[PATH_MAX + 16], want[PATH_MAX + 256];
+    snprintf(path, sizeof path, "%s/partial.h5", dir);
+    hid_t f, d;
+    hsize_t dims[2] = {N, WIDTH}, n1 = N;
+    float rows[48 * WIDTH] = {0};
+    ck_assert_int_eq(pn_hdf5_create_file(path, false, &f), 0);
+    ck_assert_int_eq(pn_hdf5_create_dataset(f, path, "part", PN_HDF5_FLOAT32, 2, dims, 16, &d), 0);
+    ck_assert_int_eq(pn_hdf5_write_rows(d, path, "part", PN_HDF5_FLOAT32, 0, 48, rows), 0);
+    ck_assert_int_eq(pn_hdf5_close(d, path), 0);
+    pn_hdf5_lock();
+    hid_t space = H5Screate_simple(1, &n1, NULL);
+    d = H5Dcreate2(f, "never", H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    ck_assert(d >= 0);
+    H5Dclose(d);
+    H5Sclose(space);
+    pn_hdf5_unlock();
+    ck_assert_int_eq(pn_hdf5_close(f, path), 0);
+
+    const char *tail = "(HDF5 holds no storage for them, so they would read as its fill value): "
+                       "was the file written to the end?";
+    snprintf(want, sizeof want, "%s: dataset '/part': rows from 48 on (of 103) were never "
+             "written %s", path, tail);
+    expect_open_error(path, (pn_reader_field){"part", {WIDTH, 1, false}, "x", 0, NULL},
+                      PN_ERR_INVALID, want);
+    snprintf(want, sizeof want, "%s: dataset '/never': rows from 0 on (of 103) were never "
+             "written %s", path, tail);
+    expect_open_error(path, (pn_reader_field){"never", {0, 1, true}, "y", 0, NULL},
+                      PN_ERR_INVALID, want);
+}
+END_TEST
+
+/* HDF5's reasons can hold newlines; messages stay one line. */
+START_TEST(hdf5_reasons_are_one_line)
+{
+    pn_hdf5_lock();
+    H5Epush2(H5E_DEFAULT, __FILE__, __func__, __LINE__, H5E_ERR_CLS, H5E_ARGS, H5E_BADVALUE,
+             "%s", "  can't do it.\n    The following caused it:\n\tthis \r\n");
+    int rc = pn_hdf5_fail("dset = H5Dopen2(f, name, H5P_DEFAULT)", "%s: cannot open", "f.h5");
+    pn_hdf5_unlock();
+    ck_assert_int_eq(rc, PN_ERR_IO);
+    ck_assert_str_eq(pn_error_message(),
+                     "f.h5: cannot open (H5Dopen2: can't do it. The following caused it: this)");
+}
+END_TEST
+
 START_TEST(bad_values_name_file_dataset_and_sample)
 {
     char path[PATH_MAX + 16], want[PATH_MAX + 128];
@@ -615,6 +665,8 @@ int main(void)
     tcase_add_test(tc, sequences_read_from_flat_or_3d_datasets);
     tcase_add_test(tc, errors_name_the_file_and_the_dataset);
     tcase_add_loop_test(tc, bad_values_name_file_dataset_and_sample, 0, 2);
+    tcase_add_test(tc, unwritten_rows_are_refused);
+    tcase_add_test(tc, hdf5_reasons_are_one_line);
     suite_add_tcase(s, tc);
     TCase *ti = tcase_create("import");
     tcase_add_unchecked_fixture(ti, setup, teardown);

@@ -47,9 +47,27 @@ void pn_hdf5_unlock(void) { pthread_mutex_unlock(&hdf5_mutex); }
 /* "/" when name lacks its leading slash, so messages always show '/name'. */
 static const char *slash(const char *name) { return name[0] == '/' ? "" : "/"; }
 
+/* Copies text into buf (cap bytes) as one line: every run of spaces, newlines and
+ * other control characters becomes one space, none at either end. */
+static void one_line(char *buf, size_t cap, const char *text)
+{
+    size_t n = 0;
+    bool gap = false;
+    for (const unsigned char *c = (const unsigned char *)text; *c && n + 1 < cap; c++) {
+        if (isspace(*c) || iscntrl(*c)) {
+            gap = n > 0;
+            continue;
+        }
+        if (gap && n + 2 < cap) buf[n++] = ' ';
+        gap = false;
+        buf[n++] = (char)*c;
+    }
+    buf[n] = '\0';
+}
+
 static herr_t innermost_cb(unsigned n, const H5E_error2_t *err, void *data)
 {
-    if (n == 0 && err->desc) snprintf(data, 256, "%s", err->desc);
+    if (n == 0 && err->desc) one_line(data, 256, err->desc);
     return 0;
 }
 
@@ -388,6 +406,64 @@ static int check_shape(hid_t dset, const char *fname, const char *name,
                         slash(name), name, want, got);
 }
 
+/* The first row of dset ([dims], chunked by chunk) in a chunk that was never
+ * allocated, or dims[0]. Looks chunks up by their place, row block by row block, so
+ * it costs one lookup per allocated chunk before the first gap. */
+static hsize_t first_unallocated_row(hid_t dset, int rank, const hsize_t *dims,
+                                     const hsize_t *chunk)
+{
+    hsize_t across = 1, offset[H5S_MAX_RANK] = {0}; /* chunks per row block */
+    for (int k = 1; k < rank; k++) across *= (dims[k] + chunk[k] - 1) / chunk[k];
+    for (offset[0] = 0; offset[0] < dims[0]; offset[0] += chunk[0])
+        for (hsize_t c = 0; c < across; c++) {
+            hsize_t i = c; /* the chunk's place across the other dimensions */
+            for (int k = rank - 1; k >= 1; k--) {
+                hsize_t n = (dims[k] + chunk[k] - 1) / chunk[k];
+                offset[k] = i % n * chunk[k];
+                i /= n;
+            }
+            unsigned mask;
+            haddr_t addr = HADDR_UNDEF;
+            hsize_t size = 0;
+            if (H5Dget_chunk_info_by_coord(dset, offset, &mask, &addr, &size) < 0 ||
+                addr == HADDR_UNDEF)
+                return offset[0];
+        }
+    return dims[0];
+}
+
+/* Refuses rows whose storage HDF5 never allocated (a writer that declared the extent
+ * and stopped early): they would read as the fill value. A contiguous dataset is
+ * allocated whole or not at all; a chunked one chunk by chunk. A chunk written in
+ * part, or storage allocated early and never written, cannot be told apart. */
+static int check_written(hid_t dset, const char *fname, const char *name, int rank,
+                         const hsize_t *dims)
+{
+    int rc = 0;
+    H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
+    hid_t dcpl = H5I_INVALID_HID;
+    hsize_t chunk[H5S_MAX_RANK], first = dims[0];
+    bool empty = rank < 1;
+    for (int k = 0; k < rank; k++) empty = empty || dims[k] == 0;
+    const char *what = "%s: dataset '%s%s': cannot read how its storage is allocated";
+    /* a layout that cannot say (virtual) is taken as written */
+    if (H5Dget_space_status(dset, &status) < 0) H5Eclear2(H5E_DEFAULT);
+    if (rc == 0 && !empty && status == H5D_SPACE_STATUS_NOT_ALLOCATED) first = 0;
+    if (rc == 0 && !empty && status == H5D_SPACE_STATUS_PART_ALLOCATED) {
+        PN_HDF5_CHECK(rc, dcpl = H5Dget_create_plist(dset), what, fname, slash(name), name);
+        PN_HDF5_CHECK(rc, H5Pget_chunk(dcpl, rank, chunk), what, fname, slash(name), name);
+        if (rc == 0) first = first_unallocated_row(dset, rank, dims, chunk);
+        H5Eclear2(H5E_DEFAULT);
+    }
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (rc == 0 && first < dims[0])
+        rc = pn_error_set(PN_ERR_INVALID, "%s: dataset '%s%s': rows from %llu on (of %llu) were "
+                          "never written (HDF5 holds no storage for them, so they would read as "
+                          "its fill value): was the file written to the end?", fname, slash(name),
+                          name, (unsigned long long)first, (unsigned long long)dims[0]);
+    return rc;
+}
+
 int pn_hdf5_check_dataset(hid_t dset, const char *fname, const char *name, pn_hdf5_type type,
                           const pn_hdf5_shape *shapes, int n_shapes, int *which, hsize_t *dims)
 {
@@ -403,6 +479,7 @@ int pn_hdf5_check_dataset(hid_t dset, const char *fname, const char *name, pn_hd
                           slash(name), name, type_label(type), found);
     }
     if (rc == 0) rc = check_shape(dset, fname, name, shapes, n_shapes, which, dims);
+    if (rc == 0) rc = check_written(dset, fname, name, shapes[*which].rank, dims);
     if (t >= 0) H5Tclose(t);
     pn_hdf5_unlock();
     return rc;

@@ -35,8 +35,9 @@ void pn_hdf5_lock(void);
 /* Releases one level of the HDF5 lock. */
 void pn_hdf5_unlock(void);
 
-/* HDF5's own description of the error it has just reported (or ""); clears HDF5's
- * error stack. Call it under the lock. */
+/* HDF5's own description of the error it has just reported (or ""), as one line
+ * (HDF5's texts may hold newlines); clears HDF5's error stack. Call it under the
+ * lock. */
 const char *pn_hdf5_reason(char buf[256]);
 
 /* Records "<what> (<function>: <HDF5's reason>)" as PN_ERR_IO, where function is
