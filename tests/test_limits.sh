@@ -1,7 +1,8 @@
 #!/bin/sh
 # Limits on Fashion-MNIST (skips, 77, without the Debian package): a layer name of
 # exactly the limit trains as a 2-stage pipeline, snapshots and resumes on one
-# process with its parameters named whole; one byte more is refused naming the layer.
+# process with its parameters named whole; one byte more is refused naming the layer;
+# an evaluation reports its progress at the cadence of steps.
 set -u
 PIPENET=${PIPENET:-./pipenet}
 SRC=/usr/share/datasets/fashion-mnist
@@ -44,4 +45,10 @@ model "$tmp/n201.json" "${name200}x"
 grep -q "n201.json: layers\[0\].name: expected a name of at most 200 bytes, found \"nnnn.*\" (201 bytes)" "$tmp/c.out" ||
     fail "message: $(cat "$tmp/c.out")"
 echo "ok: a name of 201 bytes is refused"
+# 3. an evaluation reports its progress at the steps' cadence (here: every batch)
+"$PIPENET" train "$tmp/n200.json" $data --steps 1 --batch 1000 --log-every 0 >"$tmp/d.out" 2>&1 ||
+    { cat "$tmp/d.out"; fail "train --log-every 0"; }
+grep -q "^evaluating: 9000/10000 samples  [0-9]* samples/s  ETA " "$tmp/d.out" ||
+    fail "no evaluation progress: $(cat "$tmp/d.out")"
+echo "ok: evaluation progress"
 echo "PASS: limits"

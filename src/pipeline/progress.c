@@ -38,6 +38,21 @@ void pn_progress_step(pn_progress *p, long step, long epoch, double loss, double
     fflush(p->out);
 }
 
+void pn_progress_eval(pn_progress *p, double started, long done, long total)
+{
+    double now = pn_now(), every = p->live ? 0.2 : p->every_s;
+    if (done <= 0 || done >= total || now - started < every || now - p->last_print < every)
+        return;
+    p->last_print = now;
+    char eta[32];
+    format_eta((now - started) / (double)done * (double)(total - done), eta, sizeof eta);
+    fprintf(p->out, "%sevaluating: %ld/%ld samples  %.0f samples/s  ETA %s%s",
+            p->live ? "\r\033[K" : "", done, total, (double)done / (now - started), eta,
+            p->live ? "" : "\n");
+    p->line_open = p->live;
+    fflush(p->out);
+}
+
 void pn_progress_print(pn_progress *p, const char *fmt, ...)
 {
     if (p->line_open) fputs("\r\033[K", p->out);

@@ -1,6 +1,6 @@
-/* Console progress of a training run: on a terminal, one live line rewritten in
- * place (step, epoch, loss, samples/s, ETA); otherwise a plain line at most every
- * few seconds, so batch-job logs stay readable. */
+/* Console progress of a training run and of its evaluations: on a terminal, one
+ * live line rewritten in place (step, epoch, loss, samples/s, ETA); otherwise a
+ * plain line at most every few seconds, so batch-job logs stay readable. */
 #ifndef PN_PROGRESS_H
 #define PN_PROGRESS_H
 
@@ -24,6 +24,11 @@ void pn_progress_start(pn_progress *p, FILE *out, long first_step, long total_st
 /* Reports that `step` steps are done. */
 void pn_progress_step(pn_progress *p, long step, long epoch, double loss,
                       double samples_per_s);
+
+/* Reports that `done` of `total` samples of an evaluation that began at `started`
+ * (pn_now()) are evaluated, at the cadence of steps counted from its start, so that
+ * an evaluation shorter than that prints nothing. */
+void pn_progress_eval(pn_progress *p, double started, long done, long total);
 
 /* Prints a whole line (clearing a live line first). */
 void pn_progress_print(pn_progress *p, const char *fmt, ...)

@@ -219,12 +219,15 @@ static int evaluate(trainer *t, double *loss, double *accuracy)
 {
     long samples = pn_reader_samples(t->eval_data);
     long batches = (samples + t->cfg.batch - 1) / t->cfg.batch;
+    double started = pn_now();
     PN_TRY(pn_reader_seek(t->eval_data, 0, 0));
     for (long i = 0; i < batches; i++) {
         const pn_batch *b;
         PN_TRY(pn_reader_next(t->eval_data, &b));
         if (b->rows == 0) continue; /* a short last batch that ends before this replica */
         PN_TRY(pn_stage_evaluate(t->stage, b, -(i + 1))); /* never a step's tag */
+        if (is_root(t)) /* a long set shows it is moving, as steps do */
+            pn_progress_eval(&t->progress, started, (i + 1) * t->cfg.batch, samples);
     }
     double s[3];
     PN_TRY(reduce_stats(t, s));
