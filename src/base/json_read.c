@@ -220,3 +220,13 @@ int pn_json_object(const json_t *obj, const pn_json_at *at, const char *key, boo
     if (*out && !json_is_object(*out)) return pn_json_error_value(at, key, *out, "an object");
     return PN_OK;
 }
+
+int pn_json_name_length(const pn_json_at *at, const char *key, const char *name,
+                        const char *what)
+{
+    size_t n = strlen(name);
+    if (n <= PN_NAME_MAX) return PN_OK;
+    char found[96];
+    snprintf(found, sizeof found, "\"%.40s...\" (%zu bytes)", name, n);
+    return pn_json_error(at, key, found, "%s of at most %d bytes", what, PN_NAME_MAX);
+}

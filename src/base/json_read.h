@@ -69,6 +69,12 @@ int pn_json_bool(const json_t *obj, const pn_json_at *at, const char *key, bool 
 int pn_json_string(const json_t *obj, const pn_json_at *at, const char *key, bool required,
                    const char *def, const char **out);
 
+/* Refuses a name longer than PN_NAME_MAX bytes (base/names.h), found at the field
+ * key of at (or at at itself when key is NULL): "expected <what> of at most 200
+ * bytes, found "<its start>..." (<n> bytes)". */
+int pn_json_name_length(const pn_json_at *at, const char *key, const char *name,
+                        const char *what);
+
 /* One of names[0 .. n) (what names the kind in messages: "optimizer"); *out is its index. */
 int pn_json_choice(const json_t *obj, const pn_json_at *at, const char *key, bool required,
                    const char *what, const char *const *names, int n, int def, int *out);

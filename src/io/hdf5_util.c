@@ -448,8 +448,8 @@ static int check_written(hid_t dset, const char *fname, const char *name, int ra
     const char *what = "%s: dataset '%s%s': cannot read how its storage is allocated";
     /* a layout that cannot say (virtual) is taken as written */
     if (H5Dget_space_status(dset, &status) < 0) H5Eclear2(H5E_DEFAULT);
-    if (rc == 0 && !empty && status == H5D_SPACE_STATUS_NOT_ALLOCATED) first = 0;
-    if (rc == 0 && !empty && status == H5D_SPACE_STATUS_PART_ALLOCATED) {
+    if (!empty && status == H5D_SPACE_STATUS_NOT_ALLOCATED) first = 0;
+    if (!empty && status == H5D_SPACE_STATUS_PART_ALLOCATED) {
         PN_HDF5_CHECK(rc, dcpl = H5Dget_create_plist(dset), what, fname, slash(name), name);
         PN_HDF5_CHECK(rc, H5Pget_chunk(dcpl, rank, chunk), what, fname, slash(name), name);
         if (rc == 0) first = first_unallocated_row(dset, rank, dims, chunk);

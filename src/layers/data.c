@@ -1,7 +1,6 @@
 /* data: a network input. It has no inputs and computes nothing: whoever feeds the
  * network (the reader, a test) writes its output arg. Its attributes come from the
  * model's "inputs" object: the dataset it reads and the shape of one sample. */
-#include <stdio.h>
 #include <string.h>
 
 #include "base/error.h"
@@ -22,11 +21,7 @@ static int data_parse(pn_layer *l, const json_t *spec)
     data_attrs *s = l->attrs;
     const char *dataset;
     PN_TRY(pn_attr_string(l, spec, "dataset", false, l->name, &dataset));
-    if (strlen(dataset) > PN_NAME_MAX) {
-        char found[96];
-        snprintf(found, sizeof found, "\"%.40s...\" (%zu bytes)", dataset, strlen(dataset));
-        return pn_attr_error(l, "dataset", found, "a name of at most %d bytes", PN_NAME_MAX);
-    }
+    PN_TRY(pn_json_name_length(&l->where, "dataset", dataset, "a name"));
     strcpy(s->dataset, dataset);
     PN_TRY(pn_attr_bool(l, spec, "ids", false, &s->ids));
     PN_TRY(pn_attr_int(l, spec, "seq", false, 1, 1, &s->seq));

@@ -44,7 +44,8 @@ static void fc_declare(pn_layer *l)
     const fc_attrs *s = l->attrs;
     int in = l->in_shapes[0].width;
     bool rectifier = s->act == PN_ACT_RELU || s->act == PN_ACT_GELU;
-    float limit = rectifier ? sqrtf(6.0f / (float)in) : sqrtf(6.0f / ((float)in + (float)s->size));
+    float limit = rectifier ? sqrtf(6.0f / (float)in)
+                            : sqrtf(6.0f / ((float)in + (float)s->size)); /* no int sum */
     pn_layer_add_param(l, "w", in, s->size, (pn_init){PN_INIT_UNIFORM, limit}, true);
     if (s->bias) pn_layer_add_param(l, "b", 1, s->size, (pn_init){PN_INIT_ZEROS, 0}, false);
 }

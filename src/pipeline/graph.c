@@ -10,7 +10,6 @@
 
 #include "base/error.h"
 #include "base/json_read.h"
-#include "base/names.h"
 
 static const char *const top_keys[] = {"name", "inputs", "layers", "train", NULL};
 
@@ -32,19 +31,6 @@ static const char *quoted(const char *name, char buf[96])
 {
     snprintf(buf, 96, "\"%.80s\"", name);
     return buf;
-}
-
-/* Refuses a name longer than PN_NAME_MAX bytes (the field key of at, or at itself
- * with key NULL): every buffer that holds one, a parameter's name included, is sized
- * for that, so no two long names are cut to one. */
-static int check_name_length(const pn_json_at *at, const char *key, const char *name,
-                             const char *what)
-{
-    size_t n = strlen(name);
-    if (n <= PN_NAME_MAX) return PN_OK;
-    char found[96];
-    snprintf(found, sizeof found, "\"%.40s...\" (%zu bytes)", name, n);
-    return pn_json_error(at, key, found, "%s of at most %d bytes", what, PN_NAME_MAX);
 }
 
 /* Reads "input": a name or a non-empty list of names. */
@@ -81,7 +67,7 @@ static int read_layer(const pn_json_at *layers, const json_t *spec, size_t index
     if (!json_is_string(name) || !json_string_length(name))
         return pn_json_error_value(&n->at, "name", name, "a non-empty string");
     n->name = json_string_value(name);
-    PN_TRY(check_name_length(&n->at, "name", n->name, "a name"));
+    PN_TRY(pn_json_name_length(&n->at, "name", n->name, "a name"));
     pn_json_about(&n->at, "layer '%s'", n->name);
     if (strchr(n->name, '/'))
         return pn_json_error_value(&n->at, "name", name, "a name without '/'");
@@ -97,7 +83,7 @@ static int read_layer(const pn_json_at *layers, const json_t *spec, size_t index
 static int read_input(const pn_json_at *inputs, const char *key, const json_t *spec,
                       raw_node *n)
 {
-    PN_TRY(check_name_length(inputs, NULL, key, "input names"));
+    PN_TRY(pn_json_name_length(inputs, NULL, key, "input names"));
     n->at = pn_json_field(inputs, key);
     n->name = key;
     n->type = "data";
