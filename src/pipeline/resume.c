@@ -114,7 +114,7 @@ static int check_model(const json_t *snap, const char *path, const pn_graph *g, 
         !layers_differ(json_object_get(snap, "layers"), json_object_get(g->root, "layers"),
                        &layers, &d))
         return PN_OK;
-    char text[512];
+    char text[sizeof(pn_json_at) + 256]; /* a whole place: path and subject */
     describe(&d, g->file, text, sizeof text);
     if (!over)
         return pn_error_set(PN_ERR_INVALID, "%s: was written by another model than %s: %s (give "
