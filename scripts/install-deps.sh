@@ -1,11 +1,13 @@
 #!/bin/sh
 # Installs the Debian packages pipenet needs to build, test and run its bundled
-# example, skipping those already present. Runs apt-get as root (or through sudo).
+# example, or, given package names, those; skips those already present. Runs
+# apt-get as root (or through sudo), and shows its output only when it fails.
 set -eu
 
 PACKAGES="build-essential pkg-config autoconf automake libtool make
 openmpi-bin libopenmpi-dev libopenblas-dev libhdf5-openmpi-dev libjansson-dev
 zlib1g-dev check dataset-fashion-mnist"
+[ $# -eq 0 ] || PACKAGES="$*"
 
 missing=""
 for p in $PACKAGES; do
@@ -29,6 +31,14 @@ else
 fi
 
 echo "install-deps: installing$missing"
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
+log=$(mktemp)
 # shellcheck disable=SC2086
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+if ! { $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+       $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+           $missing; } >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "install-deps: apt-get failed" >&2
+    exit 1
+fi
+rm -f "$log"

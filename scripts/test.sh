@@ -4,6 +4,9 @@
 set -u
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh || exit 1
+# test-only: tests/test_slurm.sh brings up a one-node Slurm, and skips without one
+scripts/install-deps.sh slurm-wlm munge ||
+    echo "test.sh: no slurm-wlm and munge: tests/test_slurm.sh will skip" >&2
 scripts/build.sh || exit 1
 
 start=$(date +%s)
