@@ -47,6 +47,7 @@ const char *pn_status_name(int code)
     case PN_ERR_MPI: return "MPI error";
     case PN_ERR_DEVICE: return "device error";
     case PN_ERR_PEER: return "failed on another rank";
+    case PN_ERR_STALL: return "stalled";
     default: return "unknown error";
     }
 }

@@ -15,7 +15,8 @@ typedef enum pn_status {
     PN_ERR_INTERNAL = -5,    /* a bug: an impossible state was reached */
     PN_ERR_MPI = -6,         /* an MPI call failed or a peer misbehaved */
     PN_ERR_DEVICE = -7,      /* a CUDA, cuBLAS or NCCL call failed */
-    PN_ERR_PEER = -8         /* another rank failed and reports why */
+    PN_ERR_PEER = -8,        /* another rank failed and reports why */
+    PN_ERR_STALL = -9        /* a wait for other ranks outlasted the stall timeout */
 } pn_status;
 
 /* Records a printf-style message for the calling thread and returns code. */

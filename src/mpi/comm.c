@@ -12,6 +12,23 @@
 #include "mpi/job_mpi.h"
 #include "mpi/mpi_check.h"
 
+/* What the control plane's waits are for, in a stall's message (watch.c). */
+static const pn_wait_for AGREEMENT = {"the agreement on the outcome among", NULL, -1,
+                                      PN_SCOPE_WORLD};
+static const pn_wait_for FROM_ROOT = {"a broadcast from rank 0 to", NULL, -1, PN_SCOPE_WORLD};
+static const pn_wait_for IMAGES = {"the snapshot's arena images between", NULL, -1,
+                                   PN_SCOPE_PIPE};
+static const pn_wait_for REPLICA_COPY = {"the copy of the first replica's state to", NULL, -1,
+                                         PN_SCOPE_REPLICAS};
+
+/* MPI_Bcast from rank 0 of comm through the watched wait. */
+static int bcast(pn_comm *c, void *data, int n, MPI_Datatype type, MPI_Comm comm,
+                 const pn_wait_for *what)
+{
+    MPI_Request r;
+    PN_MPI_CHECK(MPI_Ibcast(data, n, type, 0, comm, &r));
+    return pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE, what);
+}
 
 int pn_comm_create(pn_comm **out, pn_job *job, int stages)
 {
@@ -26,7 +43,7 @@ int pn_comm_create(pn_comm **out, pn_job *job, int stages)
                             size, stages);
     pn_comm *c = calloc(1, sizeof *c);
     if (!c) return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    c->world = c->pipe = c->replicas = MPI_COMM_NULL;
+    c->world = c->pipe = c->replicas = c->watch = MPI_COMM_NULL;
     c->transport = &pn_transport_mpi;
     *out = c;
     pn_grid *g = &c->grid;
@@ -36,6 +53,7 @@ int pn_comm_create(pn_comm **out, pn_job *job, int stages)
     PN_MPI_CHECK(MPI_Comm_set_errhandler(c->world, MPI_ERRORS_RETURN));
     PN_MPI_CHECK(MPI_Comm_split(c->world, g->replica, g->stage, &c->pipe));
     PN_MPI_CHECK(MPI_Comm_split(c->world, g->stage, g->replica, &c->replicas));
+    PN_MPI_CHECK(MPI_Comm_dup(c->world, &c->watch));
     int *tag_ub, found = 0; /* the largest tag this MPI takes, at least 32767 */
     PN_MPI_CHECK(MPI_Comm_get_attr(c->world, MPI_TAG_UB, &tag_ub, &found));
     c->image_tag = found ? *tag_ub : 32767;
@@ -51,8 +69,8 @@ void pn_comm_free(pn_comm *c)
 {
     if (!c) return;
     if (c->transport_state && c->transport->release) c->transport->release(c);
-    MPI_Comm *comms[] = {&c->pipe, &c->replicas, &c->world};
-    for (int i = 0; i < 3; i++)
+    MPI_Comm *comms[] = {&c->pipe, &c->replicas, &c->watch, &c->world};
+    for (int i = 0; i < 4; i++)
         if (*comms[i] != MPI_COMM_NULL) MPI_Comm_free(comms[i]);
     free(c);
 }
@@ -65,7 +83,12 @@ int pn_comm_agree(pn_comm *c, int rc)
 {
     const pn_grid *g = &c->grid;
     int mine = rc < 0 ? g->rank : g->size, first;
-    if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, c->world) != MPI_SUCCESS)
+    MPI_Request r;
+    int sent = MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, c->world, &r);
+    int waited =
+        sent == MPI_SUCCESS ? pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE, &AGREEMENT) : PN_ERR_MPI;
+    if (waited == PN_ERR_STALL) return waited;
+    if (waited < 0)
         return rc < 0 ? rc
                       : pn_error_set(PN_ERR_MPI, "cannot agree on the outcome with the other ranks");
     if (first == g->size) return PN_OK;
@@ -76,7 +99,7 @@ int pn_comm_agree(pn_comm *c, int rc)
 int pn_comm_agree_root(pn_comm *c, int rc, const char *what)
 {
     int root_rc = rc;
-    PN_MPI_CHECK(MPI_Bcast(&root_rc, 1, MPI_INT, 0, c->world));
+    PN_TRY(bcast(c, &root_rc, 1, MPI_INT, c->world, &AGREEMENT));
     if (c->grid.rank == 0 || rc < 0) return rc;
     return root_rc < 0 ? pn_error_set(PN_ERR_PEER, "rank 0 could not %s", what) : PN_OK;
 }
@@ -88,22 +111,28 @@ static MPI_Comm scope_comm(const pn_comm *c, pn_comm_scope scope)
     return scope == PN_SCOPE_PIPE ? c->pipe : scope == PN_SCOPE_REPLICAS ? c->replicas : c->world;
 }
 
+/* MPI_Allreduce through the watched wait. */
+static int allreduce(pn_comm *c, const void *in, void *out, int n, MPI_Datatype type, MPI_Op op,
+                     pn_comm_scope scope, const char *what)
+{
+    MPI_Request r;
+    PN_MPI_CHECK(MPI_Iallreduce(in, out, n, type, op, scope_comm(c, scope), &r));
+    return pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE, &(pn_wait_for){what, NULL, -1, scope});
+}
+
 int pn_comm_sum(pn_comm *c, pn_comm_scope scope, double *v, int n)
 {
-    PN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, scope_comm(c, scope)));
-    return PN_OK;
+    return allreduce(c, MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, scope, "a sum over");
 }
 
 int pn_comm_xor(pn_comm *c, pn_comm_scope scope, uint64_t *v, int n)
 {
-    PN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_UINT64_T, MPI_BXOR, scope_comm(c, scope)));
-    return PN_OK;
+    return allreduce(c, MPI_IN_PLACE, v, n, MPI_UINT64_T, MPI_BXOR, scope, "an XOR over");
 }
 
 int pn_comm_max(pn_comm *c, int mine, int *max)
 {
-    PN_MPI_CHECK(MPI_Allreduce(&mine, max, 1, MPI_INT, MPI_MAX, c->world));
-    return PN_OK;
+    return allreduce(c, &mine, max, 1, MPI_INT, MPI_MAX, PN_SCOPE_WORLD, "a maximum over");
 }
 
 int pn_comm_any(pn_comm *c, bool mine, bool *any)
@@ -117,8 +146,7 @@ int pn_comm_any(pn_comm *c, bool mine, bool *any)
 int pn_comm_broadcast(pn_comm *c, void *bytes, size_t n)
 {
     if (n > INT_MAX) return pn_error_set(PN_ERR_INTERNAL, "broadcast of %zu bytes", n);
-    PN_MPI_CHECK(MPI_Bcast(bytes, (int)n, MPI_BYTE, 0, c->world));
-    return PN_OK;
+    return bcast(c, bytes, (int)n, MPI_BYTE, c->world, &FROM_ROOT);
 }
 
 /* --- large messages ------------------------------------------------------------------------ */
@@ -132,34 +160,29 @@ static MPI_Datatype elem_type(pn_comm_type type)
     return type == PN_COMM_FLOATS ? MPI_FLOAT : MPI_BYTE;
 }
 
-static int send_large(const void *data, size_t count, pn_comm_type type, int to, MPI_Comm comm,
-                      int tag)
+/* An image sent to (or received from) stage peer of this replica, piece by piece. */
+static int move_large(pn_comm *c, bool send, void *data, size_t count, pn_comm_type type,
+                      int peer)
 {
     for (size_t done = 0; done < count; done += PIECE) {
         size_t n = count - done < PIECE ? count - done : PIECE;
-        PN_MPI_CHECK(MPI_Send((const char *)data + done * elem_size(type), (int)n, elem_type(type),
-                              to, tag, comm));
+        char *at = (char *)data + done * elem_size(type);
+        MPI_Request r;
+        if (send)
+            PN_MPI_CHECK(MPI_Isend(at, (int)n, elem_type(type), peer, c->image_tag, c->pipe, &r));
+        else
+            PN_MPI_CHECK(MPI_Irecv(at, (int)n, elem_type(type), peer, c->image_tag, c->pipe, &r));
+        PN_TRY(pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE, &IMAGES));
     }
     return PN_OK;
 }
 
-static int recv_large(void *data, size_t count, pn_comm_type type, int from, MPI_Comm comm,
-                      int tag)
+static int bcast_large(pn_comm *c, void *data, size_t count, pn_comm_type type)
 {
     for (size_t done = 0; done < count; done += PIECE) {
         size_t n = count - done < PIECE ? count - done : PIECE;
-        PN_MPI_CHECK(MPI_Recv((char *)data + done * elem_size(type), (int)n, elem_type(type),
-                              from, tag, comm, MPI_STATUS_IGNORE));
-    }
-    return PN_OK;
-}
-
-static int bcast_large(void *data, size_t count, pn_comm_type type, MPI_Comm comm)
-{
-    for (size_t done = 0; done < count; done += PIECE) {
-        size_t n = count - done < PIECE ? count - done : PIECE;
-        PN_MPI_CHECK(MPI_Bcast((char *)data + done * elem_size(type), (int)n, elem_type(type), 0,
-                               comm));
+        PN_TRY(bcast(c, (char *)data + done * elem_size(type), (int)n, elem_type(type),
+                     c->replicas, &REPLICA_COPY));
     }
     return PN_OK;
 }
@@ -172,8 +195,10 @@ int pn_comm_gather_stages(pn_comm *c, const void *mine, size_t count, pn_comm_ty
     const pn_grid *g = &c->grid;
     if (g->replica != 0) return PN_OK;
     _Static_assert(sizeof(size_t) == sizeof(unsigned long), "counts travel as MPI_UNSIGNED_LONG");
-    PN_MPI_CHECK(MPI_Gather(&count, 1, MPI_UNSIGNED_LONG, counts, 1, MPI_UNSIGNED_LONG, 0,
-                            c->pipe));
+    MPI_Request r;
+    PN_MPI_CHECK(MPI_Igather(&count, 1, MPI_UNSIGNED_LONG, counts, 1, MPI_UNSIGNED_LONG, 0,
+                             c->pipe, &r));
+    PN_TRY(pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE, &IMAGES));
     /* rank 0 makes room for the others, then tells the stages whether to send */
     int ready = 1;
     char *buf = NULL;
@@ -182,19 +207,18 @@ int pn_comm_gather_stages(pn_comm *c, const void *mine, size_t count, pn_comm_ty
         for (int s = 1; s < g->stages; s++) total += counts[s];
         ready = (buf = malloc((total ? total : 1) * elem_size(type))) != NULL;
     }
-    PN_MPI_CHECK(MPI_Bcast(&ready, 1, MPI_INT, 0, c->pipe));
+    PN_TRY(bcast(c, &ready, 1, MPI_INT, c->pipe, &IMAGES));
     if (!ready)
         return g->stage == 0
                    ? pn_error_set(PN_ERR_NOMEM, "out of memory gathering the stages' state")
                    : pn_error_set(PN_ERR_PEER, "rank 0 has no memory for the stages' state");
-    if (g->stage != 0) return send_large(mine, count, type, 0, c->pipe, c->image_tag);
+    if (g->stage != 0) return move_large(c, true, (void *)mine, count, type, 0);
     size_t at = 0;
     for (int s = 1; s < g->stages; s++) {
-        int r = recv_large(buf + at * elem_size(type), counts[s], type, s, c->pipe,
-                           c->image_tag);
-        if (r < 0) {
+        int rc = move_large(c, false, buf + at * elem_size(type), counts[s], type, s);
+        if (rc < 0) {
             free(buf);
-            return r;
+            return rc;
         }
         at += counts[s];
     }
@@ -207,11 +231,10 @@ int pn_comm_scatter_stages(pn_comm *c, const void *all, const size_t *counts, vo
 {
     const pn_grid *g = &c->grid;
     if (g->replica != 0) return PN_OK;
-    if (g->stage != 0) return recv_large(mine, count, type, 0, c->pipe, c->image_tag);
+    if (g->stage != 0) return move_large(c, false, mine, count, type, 0);
     size_t at = 0;
     for (int s = 1; s < g->stages; s++) {
-        PN_TRY(send_large((const char *)all + at * elem_size(type), counts[s], type, s, c->pipe,
-                          c->image_tag));
+        PN_TRY(move_large(c, true, (char *)all + at * elem_size(type), counts[s], type, s));
         at += counts[s];
     }
     return PN_OK;
@@ -219,7 +242,7 @@ int pn_comm_scatter_stages(pn_comm *c, const void *all, const size_t *counts, vo
 
 int pn_comm_broadcast_replicas(pn_comm *c, void *data, size_t count, pn_comm_type type)
 {
-    return c->grid.replicas > 1 ? bcast_large(data, count, type, c->replicas) : PN_OK;
+    return c->grid.replicas > 1 ? bcast_large(c, data, count, type) : PN_OK;
 }
 
 /* --- the data plane, through the transport ------------------------------------------------- */

@@ -7,7 +7,8 @@
  *  - scalar sums and XORs over the world, a replica's pipe or a stage's replicas;
  *  - gathers and scatters of stages' arena images between rank 0 and the first
  *    replica (snapshots), and a broadcast from rank 0;
- *  - status agreement, so every rank takes the same exit path after a failure.
+ *  - status agreement, so every rank takes the same exit path after a failure;
+ *  - a watchdog over every wait, so a stalled rank ends the job with a message.
  * The data plane (links, buckets, replica gathers) goes through a transport table
  * (comm_impl.h): the MPI transport moves host memory today; an NCCL transport for
  * device memory goes beside it without changing the callers. Matrices passed in
@@ -52,6 +53,17 @@ int pn_comm_agree(pn_comm *c, int rc);
 /* Rank 0's status, for everyone: rc on rank 0, PN_ERR_PEER elsewhere when it failed
  * (what names the work in the peers' message), else each rank's own rc. */
 int pn_comm_agree_root(pn_comm *c, int rc, const char *what);
+
+/* --- the stall watchdog -------------------------------------------------------------------- */
+
+/* From now on, a wait of this rank in the seam that lasts longer than seconds (0:
+ * never, the default) asks every rank whether it still answers and fails with
+ * PN_ERR_STALL, on one rank only: the lowest that timed out (the others wait for its
+ * abort), its message naming what it waited for and the ranks that did not answer,
+ * after the work fmt describes ("step 12"). The caller then ends the job
+ * (pn_job_abort) without freeing what the abandoned wait may still write into. */
+void pn_comm_watch(pn_comm *c, double seconds, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* --- scalars ----------------------------------------------------------------------------- */
 

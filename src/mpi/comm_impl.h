@@ -9,6 +9,7 @@
 #define PN_COMM_IMPL_H
 
 #include <mpi.h>
+#include <stdbool.h>
 
 #include "mpi/comm.h"
 
@@ -32,10 +33,28 @@ struct pn_comm {
     MPI_Comm world;    /* a duplicate of the job's communicator, errors returned */
     MPI_Comm pipe;     /* this replica's stages, rank = stage */
     MPI_Comm replicas; /* this stage's replicas, rank = replica */
+    MPI_Comm watch;    /* the watchdog's census after a stall (watch.c), apart from data */
     int image_tag;     /* arena images on pipe: MPI_TAG_UB, above every link's tag */
     const pn_transport *transport;
     void *transport_state;
+    double stall_s;    /* pn_comm_watch: a wait this long ends the job; 0: never */
+    char doing[80];    /* pn_comm_watch: the work, for the message */
+    bool lower_stalled; /* a lower rank timed out and reports the stall */
 };
+
+/* What a wait is for, named in the message when it stalls. */
+typedef struct pn_wait_for {
+    const char *op;        /* "the receive of", "a sum over", ... */
+    const pn_link *link;   /* the link waited on, or NULL: a collective over scope */
+    int micro;             /* the link's micro-batch, or -1 */
+    pn_comm_scope scope;
+} pn_wait_for;
+
+/* Waits for reqs[0 .. n) (statuses may be MPI_STATUSES_IGNORE), as MPI_Waitall but
+ * watched (watch.c): PN_ERR_STALL when they have not completed within the stall bound;
+ * long waits sleep between polls. Every wait of the seam goes through here. */
+int pn_comm_wait(pn_comm *c, int n, MPI_Request *reqs, MPI_Status *statuses,
+                 const pn_wait_for *what);
 
 /* What every transport's link starts with. */
 struct pn_link {

@@ -1,8 +1,9 @@
 /* The MPI transport of the communication seam (comm_impl.h): stage links as
  * non-blocking point-to-point messages through host buffers, one per micro-batch,
  * each a checked header and the payload; the replicas' gradient buckets as
- * MPI_Iallreduce in place; the replica gather as MPI_Allgather. Data on a device
- * other than the host is staged through host memory (pn_matrix_read/write). */
+ * MPI_Iallreduce in place; the replica gather as MPI_Iallgather; every wait through
+ * the seam's watched wait (watch.c). Data on a device other than the host is staged
+ * through host memory (pn_matrix_read/write). */
 #include "mpi/comm_impl.h"
 
 #include <stdint.h>
@@ -113,9 +114,8 @@ static int link_recv(pn_link *base, long step, int micro, pn_matrix *into, bool 
     mpi_link *l = (mpi_link *)base;
     const pn_link_spec *sp = &base->spec;
     MPI_Status status;
-    int rc = MPI_Wait(&l->req[micro], &status);
-    if (rc != MPI_SUCCESS)
-        return pn_mpi_fail(rc, "MPI_Wait (receive from a neighbour stage)", __FILE__, __LINE__);
+    PN_TRY(pn_comm_wait(base->comm, 1, &l->req[micro], &status,
+                        &(pn_wait_for){"the receive of", base, micro, PN_SCOPE_PIPE}));
     header h;
     memcpy(&h, l->buf[micro], sizeof h);
     int got = 0, rows = into->rows;
@@ -152,8 +152,8 @@ static int link_send(pn_link *base, long step, int micro, const pn_matrix *m)
 static int link_wait_sends(pn_link *base)
 {
     mpi_link *l = (mpi_link *)base;
-    PN_MPI_CHECK(MPI_Waitall(base->spec.slots, l->req, MPI_STATUSES_IGNORE));
-    return PN_OK;
+    return pn_comm_wait(base->comm, base->spec.slots, l->req, MPI_STATUSES_IGNORE,
+                        &(pn_wait_for){"the sends of", base, -1, PN_SCOPE_PIPE});
 }
 
 /* MPI reads and writes these buffers itself: they must be host memory. */
@@ -190,8 +190,8 @@ static int buckets_wait(pn_comm *c)
     if (!st) return PN_OK;
     int n = st->n_buckets;
     st->n_buckets = 0;
-    PN_MPI_CHECK(MPI_Waitall(n, st->buckets, MPI_STATUSES_IGNORE));
-    return PN_OK;
+    return pn_comm_wait(c, n, st->buckets, MPI_STATUSES_IGNORE,
+                        &(pn_wait_for){"the gradient sum over", NULL, -1, PN_SCOPE_REPLICAS});
 }
 
 static int gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all)
@@ -199,8 +199,11 @@ static int gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all)
     PN_TRY(need_host(mine, "replica gathers"));
     PN_TRY(need_host(all, "replica gathers"));
     int n = mine->cols;
-    PN_MPI_CHECK(MPI_Allgather(mine->data, n, MPI_FLOAT, all->data, n, MPI_FLOAT, c->replicas));
-    return PN_OK;
+    MPI_Request r;
+    PN_MPI_CHECK(MPI_Iallgather(mine->data, n, MPI_FLOAT, all->data, n, MPI_FLOAT, c->replicas,
+                                &r));
+    return pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE,
+                        &(pn_wait_for){"the gradient gather over", NULL, -1, PN_SCOPE_REPLICAS});
 }
 
 static void release(pn_comm *c)
