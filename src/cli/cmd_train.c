@@ -56,6 +56,9 @@ static void usage(FILE *out)
             "  --resume-override  resume even when --seed, --batch or the model's inputs and\n"
             "                   layers differ from the snapshot's (refused without it; warned)\n"
             "\n"
+            "  --stall-timeout S  end the job when a rank waits S seconds on others during a\n"
+            "                   step or an evaluation (a stalled rank); 0: never [max(20 s,\n"
+            "                   20 x the median step time), at least 300 s in the first step]\n"
             "  --deterministic  add gradients in a fixed tree over micro-batches of a fixed\n"
             "                   size: every layout with that size gives identical bits\n"
             "                   (M must be a power of two)\n"
@@ -68,7 +71,7 @@ static void usage(FILE *out)
 enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_SEED,
        OPT_METRICS, OPT_THREADS, OPT_LOG_EVERY, OPT_DATA_CACHE, OPT_STAGES, OPT_MICRO,
        OPT_SCHEDULE, OPT_DETERMINISTIC, OPT_SNAPSHOT_DIR, OPT_SNAPSHOT_EVERY, OPT_KEEP,
-       OPT_RESUME, OPT_RESUME_OVERRIDE, N_OPTS };
+       OPT_RESUME, OPT_RESUME_OVERRIDE, OPT_STALL_TIMEOUT, N_OPTS };
 
 /* Option values, and which ones were given (they override the model's "train"). */
 typedef struct overrides {
@@ -97,6 +100,7 @@ static const struct option longopts[] = {
     {"keep", required_argument, NULL, OPT_KEEP},
     {"resume", required_argument, NULL, OPT_RESUME},
     {"resume-override", no_argument, NULL, OPT_RESUME_OVERRIDE},
+    {"stall-timeout", required_argument, NULL, OPT_STALL_TIMEOUT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -142,6 +146,9 @@ static int parse_options(int argc, char **argv, overrides *o)
         case OPT_KEEP: rc = pn_opt_int("keep", optarg, 1, 1 << 20, &v->keep); break;
         case OPT_RESUME: rc = pn_opt_path("resume", optarg, v->resume, PN_PATH_MAX); break;
         case OPT_RESUME_OVERRIDE: v->resume_override = true; break;
+        case OPT_STALL_TIMEOUT:
+            rc = pn_opt_double("stall-timeout", optarg, 0.0, 1e9, &v->stall_timeout_s);
+            break;
         case 'h': return 1;
         default: return -1; /* getopt printed why */
         }
@@ -176,6 +183,7 @@ static void apply(const overrides *o, pn_train_config *cfg)
     if (o->given[OPT_KEEP]) cfg->keep = v->keep;
     if (o->given[OPT_RESUME]) strcpy(cfg->resume, v->resume);
     if (o->given[OPT_RESUME_OVERRIDE]) cfg->resume_override = true;
+    if (o->given[OPT_STALL_TIMEOUT]) cfg->stall_timeout_s = v->stall_timeout_s;
 }
 
 /* Ends the job after a failure: the rank that owns the error prints it once. When

@@ -24,6 +24,7 @@ pn_fault pn_fault_for_rank(int rank)
     else
         snprintf(f.point, sizeof f.point, "%s", when);
     f.signal = !strcmp(what, "kill") ? SIGKILL
+               : !strcmp(what, "stop") ? SIGSTOP
                : !strcmp(what, "usr1") ? SIGUSR1
                : !strcmp(what, "term") ? SIGTERM
                                        : 0;

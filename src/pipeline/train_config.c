@@ -19,6 +19,7 @@ void pn_train_config_default(pn_train_config *cfg)
     cfg->data_cache_mb = 1024;
     cfg->schedule = PN_SCHEDULE_1F1B;
     cfg->keep = 3;
+    cfg->stall_timeout_s = -1.0;
     cfg->device = pn_device_host();
     pn_optimizer_config_default(&cfg->optimizer, PN_OPT_SGD, 0.01);
 }

@@ -34,11 +34,14 @@ typedef struct pn_train_config {
     char resume[PN_PATH_MAX];  /* a snapshot file, "auto" (newest in snapshot_dir) or "" */
     bool seed_given, batch_given; /* set on the command line: a resume must not differ */
     bool resume_override;      /* resume even where seed, batch or model differ (warned) */
+    double stall_timeout_s;    /* a wait in a step longer than this ends the job; 0: never,
+                                  < 0: automatic (pipeline/trainer.c: stall_bound) */
     pn_optimizer_config optimizer;
 } pn_train_config;
 
 /* Defaults: batch 64, 1 epoch, seed 1, sgd with lr 0.01, progress every 10 s,
- * datasets up to 1024 MiB cached in memory, 1f1b, the last 3 snapshots kept. */
+ * datasets up to 1024 MiB cached in memory, 1f1b, the last 3 snapshots kept, the
+ * automatic stall timeout. */
 void pn_train_config_default(pn_train_config *cfg);
 
 /* M when none is given: the largest divisor of a replica's samples up to 4 P (enough

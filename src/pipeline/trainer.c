@@ -29,6 +29,8 @@
 #include "pipeline/schedule.h"
 #include "pipeline/stage.h"
 
+enum { STEP_TIMES = 31 };
+
 typedef struct trainer {
     const pn_graph *graph;
     pn_train_config cfg;                 /* the caller's, with a resume's seed and batch */
@@ -49,6 +51,8 @@ typedef struct trainer {
     pn_fault fault;
     pn_progress_mark start;              /* where the run starts (a resumed snapshot) */
     char resume_path[PN_PATH_MAX + 32];  /* the snapshot resumed from, "" for none */
+    double step_s[STEP_TIMES];           /* the last steps' times, for the stall bound */
+    long timed;                          /* steps timed in this run */
     bool failed_together;                /* an agreed failure (a snapshot): no abort */
     char *config;                        /* the model's JSON text, for snapshots */
 } trainer;
@@ -171,6 +175,37 @@ static void teardown(trainer *t)
     pn_comm_free(t->comm);
 }
 
+/* --- the stall watchdog ----------------------------------------------------------- */
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* How long a wait of this rank may last in a step or an evaluation before the job
+ * ends (mpi/comm.h: pn_comm_watch). --stall-timeout S is taken as given; by default
+ * it is max(20 s, 20 x the median of the last 31 steps' times): a wait in a step
+ * never lasts longer than a step, and a step at its usual pace is far from 20 times
+ * the median. An evaluation batch is a forward pass, shorter than a step, so it gets
+ * the same bound. Until this run has timed a step, at least 5 minutes: the first
+ * step does one-time work (memory pools grow, device kernels load). Set-up, resume
+ * and snapshots are not watched: their length follows the size of the files and the
+ * speed of the file system, which no step time predicts. */
+static double stall_bound(const trainer *t)
+{
+    double given = t->cfg.stall_timeout_s, bound = given;
+    if (given == 0) return 0;
+    if (given < 0 && t->timed > 0) {
+        int n = t->timed < STEP_TIMES ? (int)t->timed : STEP_TIMES;
+        double s[STEP_TIMES];
+        memcpy(s, t->step_s, (size_t)n * sizeof *s);
+        qsort(s, (size_t)n, sizeof *s, by_value);
+        bound = 20.0 * s[n / 2] > 20.0 ? 20.0 * s[n / 2] : 20.0;
+    }
+    return t->timed == 0 && bound < 300.0 ? 300.0 : bound;
+}
+
 /* --- a step, an evaluation ----------------------------------------------------------- */
 
 /* The loss statistics of every stage since the last call, summed over all ranks:
@@ -240,6 +275,7 @@ static int end_of_epoch(trainer *t, long step, long epoch, double epoch_loss, do
                         long samples, pn_train_result *r)
 {
     char eval_text[96] = "";
+    pn_comm_watch(t->comm, stall_bound(t), "the evaluation after step %ld", step);
     if (t->eval_data) {
         PN_TRY(evaluate(t, &r->eval_loss, &r->eval_accuracy));
         snprintf(eval_text, sizeof eval_text, "  eval loss %.4f  eval accuracy %.2f%%",
@@ -268,6 +304,7 @@ static int snapshot(trainer *t, pn_progress_mark mark)
 {
     char path[PN_PATH_MAX + 32] = "";
     double t0 = pn_now();
+    pn_comm_watch(t->comm, 0, "the snapshot at step %ld", mark.step); /* see stall_bound */
     pn_run_settings run = {t->config, t->cfg.seed, t->cfg.batch};
     int rc = pn_checkpoint_save(t->comm, pn_stage_params(t->stage), run, mark,
                                 t->cfg.snapshot_dir, t->cfg.keep, path, sizeof path);
@@ -381,6 +418,7 @@ static int run(trainer *t, pn_train_result *r)
     long epoch_steps = 0, saved = step; /* saved: the newest step on disk (or the start) */
     pn_progress_mark next = t->start; /* the batch after the last one trained */
     while (step < total) {
+        pn_comm_watch(t->comm, stall_bound(t), "step %ld", step);
         int stop = 0;
         PN_TRY(stop_requested(t, &stop));
         if (stop) {
@@ -405,6 +443,7 @@ static int run(trainer *t, pn_train_result *r)
         next = (pn_progress_mark){step + 1, b->index + 1 < per_epoch ? b->epoch : b->epoch + 1,
                                   b->index + 1 < per_epoch ? b->index + 1 : 0};
         double lr = pn_optimizer_lr(&t->opt_cfg, step), dt = pn_now() - t0;
+        t->step_s[t->timed++ % STEP_TIMES] = dt;
         step++;
         epoch_loss += loss;
         epoch_steps++;
@@ -453,7 +492,9 @@ int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_job *job,
     if (rc < 0 && rc != PN_ERR_PEER && t.grid && t.grid->size > 1)
         rc = pn_error_wrap(rc, "rank %d (stage %d, replica %d)", t.grid->rank, t.grid->stage,
                            t.grid->replica);
-    teardown(&t);
+    if (rc != PN_ERR_STALL) /* else the job ends now, and MPI may still write into what
+                               the abandoned wait handed it: nothing is freed */
+        teardown(&t);
     if (result)
         *result = r;
     else
