@@ -194,7 +194,8 @@ steps=${final%% *}
 slurm_s=$((SECONDS - start))
 
 # the same steps without a stop: the same layout (2 ranks, 1 thread), the same bits
-ref=$(timeout 600 mpirun --oversubscribe -np 2 "$PIPENET" train "$model" \
+# (tagged like the jobs, so the clean-up finds its ranks if the test is stopped)
+ref=$(PIPENET_SLURM_TEST=$tmp timeout 600 mpirun --oversubscribe -np 2 "$PIPENET" train "$model" \
     --stages 2 $train_args --steps "$steps" 2>&1) || { echo "$ref"; fail "the uninterrupted run failed"; }
 expect=$(echo "$ref" | sed -n 's/^parameter hash after \([0-9]* steps: [0-9a-f]*\)$/\1/p')
 [ "$final" = "$expect" ] ||

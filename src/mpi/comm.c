@@ -207,7 +207,11 @@ int pn_comm_gather_stages(pn_comm *c, const void *mine, size_t count, pn_comm_ty
         for (int s = 1; s < g->stages; s++) total += counts[s];
         ready = (buf = malloc((total ? total : 1) * elem_size(type))) != NULL;
     }
-    PN_TRY(bcast(c, &ready, 1, MPI_INT, c->pipe, &IMAGES));
+    int rc = bcast(c, &ready, 1, MPI_INT, c->pipe, &IMAGES);
+    if (rc < 0) {
+        free(buf);
+        return rc;
+    }
     if (!ready)
         return g->stage == 0
                    ? pn_error_set(PN_ERR_NOMEM, "out of memory gathering the stages' state")
@@ -215,7 +219,7 @@ int pn_comm_gather_stages(pn_comm *c, const void *mine, size_t count, pn_comm_ty
     if (g->stage != 0) return move_large(c, true, (void *)mine, count, type, 0);
     size_t at = 0;
     for (int s = 1; s < g->stages; s++) {
-        int rc = move_large(c, false, buf + at * elem_size(type), counts[s], type, s);
+        rc = move_large(c, false, buf + at * elem_size(type), counts[s], type, s);
         if (rc < 0) {
             free(buf);
             return rc;

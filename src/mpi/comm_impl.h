@@ -51,8 +51,9 @@ typedef struct pn_wait_for {
 } pn_wait_for;
 
 /* Waits for reqs[0 .. n) (statuses may be MPI_STATUSES_IGNORE), as MPI_Waitall but
- * watched (watch.c): PN_ERR_STALL when they have not completed within the stall bound;
- * long waits sleep between polls. Every wait of the seam goes through here. */
+ * watched (watch.c) while a stall bound is set: PN_ERR_STALL when they have not
+ * completed within it; waits past half a second nap between polls. Every wait of the
+ * seam goes through here. */
 int pn_comm_wait(pn_comm *c, int n, MPI_Request *reqs, MPI_Status *statuses,
                  const pn_wait_for *what);
 

@@ -6,6 +6,7 @@
  * through host memory (pn_matrix_read/write). */
 #include "mpi/comm_impl.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,12 +71,22 @@ static int link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out)
     mpi_link *l = calloc(1, sizeof *l);
     if (!l) return pn_error_set(PN_ERR_NOMEM, "out of memory for link buffers");
     l->base = (pn_link){*spec, c};
+    /* One message carries a micro-batch's argument, and MPI counts bytes in an int. */
+    size_t most = bytes_for(&l->base, spec->max_rows);
+    if (most > INT_MAX) {
+        free(l);
+        return pn_error_set(PN_ERR_INVALID,
+                            "the %s of '%s' (%d x %d per micro-batch, %zu bytes) is more than "
+                            "one MPI message holds (%d bytes): use more micro-batches",
+                            kind_name(spec->kind), spec->name, spec->max_rows, spec->cols, most,
+                            INT_MAX);
+    }
     l->buf = calloc((size_t)spec->slots, sizeof *l->buf);
     l->req = malloc((size_t)spec->slots * sizeof *l->req);
     int rc = l->buf && l->req ? PN_OK
                               : pn_error_set(PN_ERR_NOMEM, "out of memory for link buffers");
     for (int s = 0; rc == PN_OK && s < spec->slots; s++) l->req[s] = MPI_REQUEST_NULL;
-    size_t bytes = (bytes_for(&l->base, spec->max_rows) + 63) / 64 * 64;
+    size_t bytes = (most + 63) / 64 * 64;
     for (int s = 0; rc == PN_OK && s < spec->slots; s++)
         if (!(l->buf[s] = aligned_alloc(64, bytes)))
             rc = pn_error_set(PN_ERR_NOMEM, "out of memory for link buffers");

@@ -2,7 +2,7 @@
  * the calling (main) thread, so a wait that outlasts the stall bound can end the job
  * with MPI_Abort from the only thread MPI_Init (MPI_THREAD_SINGLE) lets call MPI; a
  * watchdog thread could not, while the main thread sits in MPI_Wait. Long waits
- * sleep between polls, so ranks left waiting on a stalled peer stop burning CPU.
+ * nap between polls, so ranks left waiting on a stalled peer stop burning CPU.
  * When a wait stalls, this rank asks every rank whether it answers (a census on its
  * own communicator): the message names the ranks that do not, and the lowest rank
  * that timed out reports, once. */
@@ -20,15 +20,22 @@
 
 enum { TAG_PING = 1, TAG_ANSWER = 2 };
 
-/* A wait spins this long before it sleeps: the waits of a healthy step (a
- * neighbour's micro-batch, a sum) end sooner, and pay no sleep's latency. */
-static const double SPIN_S = 0.01;
-/* Then it sleeps a sixteenth of the time waited so far, up to this long: at most
- * ~6% more latency on a long wait, about no CPU on a stalled one. */
-static const double NAP_MAX_S = 0.001;
-/* After a stall, how long the other ranks have to answer the census: a waiting rank
- * answers within a nap; one that does not in this time is stopped or hung. */
-static const double CENSUS_S = 2.0;
+/* A watched wait polls without pause this long before it naps: Open MPI moves a
+ * non-blocking collective or a large transfer only inside an MPI call, so the waits
+ * of a healthy step (a neighbour's micro-batch, a bucket sum, even a slow one) must
+ * not sleep between the rounds of their progress. */
+static const double SPIN_S = 0.5;
+/* Then it naps this long between polls: little latency on a wait that long, about no
+ * CPU on ranks left waiting on a stalled peer. */
+static const double NAP_S = 1e-4;
+/* A gap this long between two polls of one wait means this process was not running
+ * (the whole job suspended by the scheduler, or SIGSTOP and SIGCONT): that time is not
+ * a peer's stall, and the wait's clock skips it. */
+static const double SUSPENDED_S = 1.0;
+/* After a stall, how long the other ranks have to answer the census (at least): a
+ * waiting rank answers within SPIN_S and a nap, a computing one when its work is done
+ * and it waits again, well within a quarter of the bound (20 step times by default). */
+static const double CENSUS_MIN_S = 2.0;
 /* How long a rank that is not the reporter waits for the reporter's abort before it
  * reports itself (the reporter could not). */
 static const double DEFER_S = 10.0;
@@ -101,8 +108,11 @@ static void describe(const pn_comm *c, const pn_wait_for *w, char *out, size_t c
 
 /* The wait has lasted past the bound: the census, then the error (PN_ERR_STALL) on the
  * reporter. A rank that hears of a lower rank that stalled too leaves the report to it
- * and waits for its abort. The requests stay as they are: the job is about to end. */
-static int stalled(pn_comm *c, int n, MPI_Request *reqs, const pn_wait_for *w, double waited)
+ * and waits for its abort. When the wait completes during the census after all, the
+ * peer was late, not stalled: PN_OK, and the step goes on. Otherwise the requests stay
+ * as they are: the job is about to end. */
+static int stalled(pn_comm *c, int n, MPI_Request *reqs, MPI_Status *statuses,
+                   const pn_wait_for *w)
 {
     const pn_grid *g = &c->grid;
     bool *heard = calloc((size_t)g->size, sizeof *heard);
@@ -111,19 +121,24 @@ static int stalled(pn_comm *c, int n, MPI_Request *reqs, const pn_wait_for *w, d
         if (r != g->rank && MPI_Isend(NULL, 0, MPI_BYTE, r, TAG_PING, c->watch, &q) == MPI_SUCCESS)
             MPI_Request_free(&q);
     }
-    int flag;
-    for (double end = pn_now() + CENSUS_S; heard && pn_now() < end;) {
-        MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE); /* keep this rank's part moving */
+    double window = c->stall_s / 4 > CENSUS_MIN_S ? c->stall_s / 4 : CENSUS_MIN_S;
+    for (double end = pn_now() + window; heard && pn_now() < end;) {
+        int done = 0;
+        MPI_Testall(n, reqs, &done, statuses); /* keep this rank's part moving */
+        if (done) {
+            free(heard);
+            return PN_OK;
+        }
         census(c, heard);
         heard[g->rank] = true;
         int count = 0;
         for (int r = 0; r < g->size; r++) count += heard[r];
         if (count == g->size) break;
-        nap(NAP_MAX_S);
+        nap(NAP_S);
     }
     for (double end = pn_now() + DEFER_S; c->lower_stalled && pn_now() < end;) {
         census(c, NULL);
-        nap(NAP_MAX_S);
+        nap(NAP_S);
     }
     char what[256], silent[512] = "";
     describe(c, w, what, sizeof what);
@@ -137,29 +152,44 @@ static int stalled(pn_comm *c, int n, MPI_Request *reqs, const pn_wait_for *w, d
         at += (size_t)snprintf(silent + at, sizeof silent - at, named > 1 ? ", " : "");
         if (at < sizeof silent) at += (size_t)rank_text(g, r, silent + at, sizeof silent - at);
     }
-    const char *outcome = !heard      ? "no census (out of memory)"
-                          : silent[0] ? "stopped answering: "
-                                      : "every rank still answers (ranks that wait on each "
-                                        "other, or work outside MPI that takes longer)";
+    char outcome[96];
+    if (!heard)
+        snprintf(outcome, sizeof outcome, "no census (out of memory)");
+    else if (silent[0])
+        snprintf(outcome, sizeof outcome, "no answer within %.0f s (stopped, or busy outside "
+                 "MPI) from ", window);
+    else
+        snprintf(outcome, sizeof outcome, "every rank still answers (ranks that wait on each "
+                 "other, or work outside MPI that takes longer)");
     free(heard);
     return pn_error_set(PN_ERR_STALL,
-                        "%s: no progress for %.0f s (--stall-timeout) waiting for %s; %s%s",
-                        c->doing, waited, what, outcome, silent);
+                        "%s: no progress for %g s (--stall-timeout) waiting for %s; %s%s",
+                        c->doing, c->stall_s, what, outcome, silent);
 }
 
 int pn_comm_wait(pn_comm *c, int n, MPI_Request *reqs, MPI_Status *statuses,
                  const pn_wait_for *what)
 {
+    if (c->stall_s == 0) { /* set-up, resume, snapshots: MPI's own wait, at full speed */
+        PN_MPI_CHECK(MPI_Waitall(n, reqs, statuses));
+        return PN_OK;
+    }
     int done = 0;
     PN_MPI_CHECK(MPI_Testall(n, reqs, &done, statuses));
-    for (double start = pn_now(); !done;) {
-        double waited = pn_now() - start;
-        if (c->stall_s > 0 && waited > c->stall_s) return stalled(c, n, reqs, what, waited);
-        if (waited > SPIN_S) { /* a long wait: others may be asking who still answers */
+    for (double start = pn_now(), last = start; !done;) {
+        double now = pn_now();
+        if (now - last > SUSPENDED_S) start += now - last;
+        last = now;
+        if (now - start > c->stall_s) {
+            PN_TRY(stalled(c, n, reqs, statuses, what));
+            break; /* completed late, during the census */
+        }
+        if (now - start > SPIN_S) { /* a long wait: others may be asking who still answers */
             census(c, NULL);
-            nap(waited / 16 < NAP_MAX_S ? waited / 16 : NAP_MAX_S);
+            nap(NAP_S);
         }
         PN_MPI_CHECK(MPI_Testall(n, reqs, &done, statuses));
     }
+    c->lower_stalled = false; /* progress: a lower rank's earlier stall is over */
     return PN_OK;
 }

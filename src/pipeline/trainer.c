@@ -184,11 +184,12 @@ static int by_value(const void *a, const void *b)
 }
 
 /* How long a wait of this rank may last in a step or an evaluation before the job
- * ends (mpi/comm.h: pn_comm_watch). --stall-timeout S is taken as given; by default
- * it is max(20 s, 20 x the median of the last 31 steps' times): a wait in a step
- * never lasts longer than a step, and a step at its usual pace is far from 20 times
- * the median. An evaluation batch is a forward pass, shorter than a step, so it gets
- * the same bound. Until this run has timed a step, at least 5 minutes: the first
+ * ends (mpi/comm.h: pn_comm_watch): --stall-timeout S, by default max(20 s, 20 x the
+ * median of the last 31 steps' times): a wait in a step never lasts longer than a
+ * step, and a step at its usual pace is far from 20 times the median. An evaluation
+ * batch gets the same bound: its longest wait, the last stage's for P - 1 forward
+ * passes of a replica's batch, stays under 20 steps for pipelines up to ~60 stages.
+ * Until this run has timed a step, at least 5 minutes, S given or not: the first
  * step does one-time work (memory pools grow, device kernels load). Set-up, resume
  * and snapshots are not watched: their length follows the size of the files and the
  * speed of the file system, which no step time predicts. */

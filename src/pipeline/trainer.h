@@ -42,7 +42,7 @@ typedef struct pn_train_hooks {
  * where it happened (its message names the rank and stage); its peers may be left
  * waiting, so the program must then abort the job. A wait that outlasts
  * cfg->stall_timeout_s (a stalled peer: mpi/comm.h, pn_comm_watch) returns
- * PN_ERR_STALL on one rank, whose message names the ranks that stopped answering,
+ * PN_ERR_STALL on one rank, whose message names the ranks that did not answer,
  * and leaves its memory allocated: the program must abort the job at once. */
 int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_job *job,
              const pn_train_hooks *hooks, pn_train_result *result);
