@@ -407,13 +407,21 @@ static int check_shape(hid_t dset, const char *fname, const char *name,
 }
 
 /* The first row of dset ([dims], chunked by chunk) in a chunk that was never
- * allocated, or dims[0]. Looks chunks up by their place, row block by row block, so
- * it costs one lookup per allocated chunk before the first gap. */
+ * allocated, or dims[0]. HDF5 1.10 reports a complete dataset as partly allocated
+ * when its chunks hold fewer bytes than its extent (compressed, or a last chunk that
+ * sticks out), so the chunks are counted first; only a dataset short of chunks is
+ * walked, by place, row block by row block: one lookup per chunk before the gap. A
+ * lookup HDF5 cannot answer is taken as allocated, never as a reason to refuse. */
 static hsize_t first_unallocated_row(hid_t dset, int rank, const hsize_t *dims,
                                      const hsize_t *chunk)
 {
     hsize_t across = 1, offset[H5S_MAX_RANK] = {0}; /* chunks per row block */
     for (int k = 1; k < rank; k++) across *= (dims[k] + chunk[k] - 1) / chunk[k];
+    hsize_t expected = across * ((dims[0] + chunk[0] - 1) / chunk[0]), allocated = 0;
+    hid_t space = H5Dget_space(dset);
+    herr_t counted = space < 0 ? -1 : H5Dget_num_chunks(dset, space, &allocated);
+    if (space >= 0) H5Sclose(space);
+    if (counted >= 0 && allocated >= expected) return dims[0];
     for (offset[0] = 0; offset[0] < dims[0]; offset[0] += chunk[0])
         for (hsize_t c = 0; c < across; c++) {
             hsize_t i = c; /* the chunk's place across the other dimensions */
@@ -425,9 +433,8 @@ static hsize_t first_unallocated_row(hid_t dset, int rank, const hsize_t *dims,
             unsigned mask;
             haddr_t addr = HADDR_UNDEF;
             hsize_t size = 0;
-            if (H5Dget_chunk_info_by_coord(dset, offset, &mask, &addr, &size) < 0 ||
-                addr == HADDR_UNDEF)
-                return offset[0];
+            if (H5Dget_chunk_info_by_coord(dset, offset, &mask, &addr, &size) < 0) continue;
+            if (addr == HADDR_UNDEF) return offset[0];
         }
     return dims[0];
 }
