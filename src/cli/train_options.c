@@ -1,0 +1,125 @@
+/* `pipenet train`'s options (train_options.h): the table, the parser with a message
+ * naming the option for every bad value, and applying what was given. */
+#include "cli/train_options.h"
+
+#include <getopt.h>
+#include <string.h>
+
+#include "cli/options.h"
+#include "pipeline/optimizer.h"
+#include "pipeline/schedule.h"
+
+enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_SEED,
+       OPT_METRICS, OPT_THREADS, OPT_LOG_EVERY, OPT_DATA_CACHE, OPT_STAGES, OPT_MICRO,
+       OPT_SCHEDULE, OPT_DETERMINISTIC, OPT_SNAPSHOT_DIR, OPT_SNAPSHOT_EVERY, OPT_KEEP,
+       OPT_RESUME, OPT_RESUME_OVERRIDE, OPT_STALL_TIMEOUT, N_OPTS };
+_Static_assert(N_OPTS - OPT_DATA <= PN_TRAIN_OPT_MAX, "pn_train_overrides.given is too small");
+
+
+#define GIVEN(opt) o->given[(opt) - OPT_DATA]
+
+static const struct option longopts[] = {
+    {"data", required_argument, NULL, OPT_DATA},
+    {"eval", required_argument, NULL, OPT_EVAL},
+    {"epochs", required_argument, NULL, OPT_EPOCHS},
+    {"steps", required_argument, NULL, OPT_STEPS},
+    {"batch", required_argument, NULL, OPT_BATCH},
+    {"lr", required_argument, NULL, OPT_LR},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"metrics", required_argument, NULL, OPT_METRICS},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"log-every", required_argument, NULL, OPT_LOG_EVERY},
+    {"data-cache", required_argument, NULL, OPT_DATA_CACHE},
+    {"stages", required_argument, NULL, OPT_STAGES},
+    {"micro-batches", required_argument, NULL, OPT_MICRO},
+    {"schedule", required_argument, NULL, OPT_SCHEDULE},
+    {"deterministic", no_argument, NULL, OPT_DETERMINISTIC},
+    {"snapshot-dir", required_argument, NULL, OPT_SNAPSHOT_DIR},
+    {"snapshot-every", required_argument, NULL, OPT_SNAPSHOT_EVERY},
+    {"keep", required_argument, NULL, OPT_KEEP},
+    {"resume", required_argument, NULL, OPT_RESUME},
+    {"resume-override", no_argument, NULL, OPT_RESUME_OVERRIDE},
+    {"stall-timeout", required_argument, NULL, OPT_STALL_TIMEOUT},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+int pn_train_options_parse(int argc, char **argv, pn_train_overrides *o)
+{
+    pn_train_config *v = &o->v;
+    int c, rc = 0;
+    optind = 0; /* glibc starts over, even after a parse that stopped inside "-hh" */
+    pn_opt_quiet_unless_first_rank();
+    while (rc == 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_DATA: rc = pn_opt_path("data", optarg, v->data, PN_PATH_MAX); break;
+        case OPT_EVAL: rc = pn_opt_path("eval", optarg, v->eval, PN_PATH_MAX); break;
+        case OPT_METRICS: rc = pn_opt_path("metrics", optarg, v->metrics, PN_PATH_MAX); break;
+        case OPT_EPOCHS: rc = pn_opt_int("epochs", optarg, 1, 1 << 24, &v->epochs); break;
+        case OPT_STEPS: rc = pn_opt_long("steps", optarg, 1, 1L << 40, &v->steps); break;
+        case OPT_BATCH: rc = pn_opt_int("batch", optarg, 1, 1 << 24, &v->batch); break;
+        case OPT_LR: rc = pn_opt_double("lr", optarg, PN_LR_MIN, PN_LR_MAX, &v->optimizer.lr); break;
+        case OPT_SEED: rc = pn_opt_u64("seed", optarg, &v->seed); break;
+        case OPT_THREADS: rc = pn_opt_int("threads", optarg, 1, 4096, &v->threads); break;
+        case OPT_LOG_EVERY:
+            rc = pn_opt_double("log-every", optarg, 0.0, 1e9, &v->log_every_s);
+            break;
+        case OPT_DATA_CACHE:
+            rc = pn_opt_long("data-cache", optarg, 0, 1L << 30, &v->data_cache_mb);
+            break;
+        case OPT_STAGES: rc = pn_opt_int("stages", optarg, 1, 1 << 16, &v->stages); break;
+        case OPT_MICRO: rc = pn_opt_int("micro-batches", optarg, 1, 1 << 20, &v->micro_batches); break;
+        case OPT_SCHEDULE:
+            v->schedule = pn_schedule_kind_from_name(optarg);
+            if (v->schedule < 0)
+                rc = pn_opt_report("--schedule: expected gpipe or 1f1b, got '%s'", optarg);
+            break;
+        case OPT_DETERMINISTIC: v->deterministic = true; break;
+        case OPT_SNAPSHOT_DIR:
+            rc = pn_opt_path("snapshot-dir", optarg, v->snapshot_dir, PN_PATH_MAX);
+            break;
+        case OPT_SNAPSHOT_EVERY:
+            rc = pn_opt_long("snapshot-every", optarg, 0, 1L << 40, &v->snapshot_every);
+            break;
+        case OPT_KEEP: rc = pn_opt_int("keep", optarg, 1, 1 << 20, &v->keep); break;
+        case OPT_RESUME: rc = pn_opt_path("resume", optarg, v->resume, PN_PATH_MAX); break;
+        case OPT_RESUME_OVERRIDE: v->resume_override = true; break;
+        case OPT_STALL_TIMEOUT:
+            rc = pn_opt_double("stall-timeout", optarg, 0.0, 1e9, &v->stall_timeout_s);
+            break;
+        case 'h': return 1;
+        default: return -1; /* getopt printed why */
+        }
+        if (c >= OPT_DATA && c < N_OPTS) GIVEN(c) = true;
+    }
+    if (rc == 0 && GIVEN(OPT_RESUME_OVERRIDE) && !GIVEN(OPT_RESUME))
+        rc = pn_opt_report("--resume-override: only with --resume (it lets a resume change "
+                           "the seed, the batch or the model)");
+    return rc;
+}
+
+void pn_train_options_apply(const pn_train_overrides *o, pn_train_config *cfg)
+{
+    const pn_train_config *v = &o->v;
+    if (GIVEN(OPT_DATA)) strcpy(cfg->data, v->data);
+    if (GIVEN(OPT_EVAL)) strcpy(cfg->eval, v->eval);
+    if (GIVEN(OPT_METRICS)) strcpy(cfg->metrics, v->metrics);
+    if (GIVEN(OPT_EPOCHS)) cfg->epochs = v->epochs;
+    if (GIVEN(OPT_STEPS)) cfg->steps = v->steps;
+    if (GIVEN(OPT_BATCH)) cfg->batch = v->batch, cfg->batch_given = true;
+    if (GIVEN(OPT_LR)) cfg->optimizer.lr = v->optimizer.lr;
+    if (GIVEN(OPT_SEED)) cfg->seed = v->seed, cfg->seed_given = true;
+    if (GIVEN(OPT_THREADS)) cfg->threads = v->threads;
+    if (GIVEN(OPT_LOG_EVERY)) cfg->log_every_s = v->log_every_s;
+    if (GIVEN(OPT_DATA_CACHE)) cfg->data_cache_mb = v->data_cache_mb;
+    if (GIVEN(OPT_STAGES)) cfg->stages = v->stages;
+    if (GIVEN(OPT_MICRO)) cfg->micro_batches = v->micro_batches;
+    if (GIVEN(OPT_SCHEDULE)) cfg->schedule = v->schedule;
+    if (GIVEN(OPT_DETERMINISTIC)) cfg->deterministic = true;
+    if (GIVEN(OPT_SNAPSHOT_DIR)) strcpy(cfg->snapshot_dir, v->snapshot_dir);
+    if (GIVEN(OPT_SNAPSHOT_EVERY)) cfg->snapshot_every = v->snapshot_every;
+    if (GIVEN(OPT_KEEP)) cfg->keep = v->keep;
+    if (GIVEN(OPT_RESUME)) strcpy(cfg->resume, v->resume);
+    if (GIVEN(OPT_RESUME_OVERRIDE)) cfg->resume_override = true;
+    if (GIVEN(OPT_STALL_TIMEOUT)) cfg->stall_timeout_s = v->stall_timeout_s;
+}

@@ -1,0 +1,27 @@
+/* The options of `pipenet train` over the model's "train" object: parsed into a
+ * set of overrides, then applied to the config read from the model. Apart from
+ * cmd_train.c so that fuzz/fuzz_train_config.c reads a config exactly as the
+ * program does. */
+#ifndef PN_TRAIN_OPTIONS_H
+#define PN_TRAIN_OPTIONS_H
+
+#include <stdbool.h>
+
+#include "pipeline/train_config.h"
+
+enum { PN_TRAIN_OPT_MAX = 32 }; /* room for this many long options */
+
+/* Option values, and which ones were given (they override the model's "train"). */
+typedef struct pn_train_overrides {
+    pn_train_config v;
+    bool given[PN_TRAIN_OPT_MAX]; /* by option, in the table's order */
+} pn_train_overrides;
+
+/* Parses argv's options into o (zeroed by the caller); returns 0, 1 for --help, -1
+ * on misuse (already reported). optind is left at the first non-option. */
+int pn_train_options_parse(int argc, char **argv, pn_train_overrides *o);
+
+/* Sets in cfg every value given on the command line. */
+void pn_train_options_apply(const pn_train_overrides *o, pn_train_config *cfg);
+
+#endif
