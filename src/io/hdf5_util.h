@@ -167,6 +167,11 @@ int pn_hdf5_check_dataset(hid_t dset, const char *fname, const char *name, pn_hd
 int pn_hdf5_read_all(hid_t dset, const char *fname, const char *name, pn_hdf5_type type,
                      void *out);
 
+/* The hash-table slots of a chunk cache of cache_bytes for chunks of chunk_bytes:
+ * a prime about 100 times the chunks it holds (HDF5's advice), but at most about
+ * 2^20 (an 8 MiB table), however small the chunks. */
+size_t pn_hdf5_chunk_cache_slots(size_t cache_bytes, size_t chunk_bytes);
+
 /* Calls fn with the name of every link of group path, in name order; a non-zero
  * return of fn stops the walk and is returned. */
 typedef int (*pn_hdf5_name_fn)(void *ctx, const char *name);

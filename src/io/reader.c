@@ -309,13 +309,6 @@ static int accepted_shapes(pn_shape s, pn_hdf5_shape *shapes)
     return 2;
 }
 
-static bool is_prime(size_t n)
-{
-    for (size_t d = 2; d * d <= n; d++)
-        if (n % d == 0) return false;
-    return n >= 2;
-}
-
 /* Compressed chunks are decompressed whole: reopens f with a chunk cache that holds
  * the whole dataset (up to FILTERED_CACHE_MAX), after checking the filters exist.
  * Unfiltered chunks keep the file's empty cache, so HDF5 reads only the rows asked. */
@@ -347,8 +340,7 @@ static int tune_cache(pn_reader *r, field *f)
         size_t chunk_bytes = 4, total = 4;
         for (int k = 0; k < f->rank; k++) chunk_bytes *= chunk[k], total *= f->dims[k];
         size_t bytes = total < FILTERED_CACHE_MAX ? total : FILTERED_CACHE_MAX;
-        size_t slots = 100 * (bytes / chunk_bytes + 1) + 1;
-        while (!is_prime(slots)) slots += 2;
+        size_t slots = pn_hdf5_chunk_cache_slots(bytes, chunk_bytes);
         what = "%s: dataset '/%s': cannot set its chunk cache";
         PN_HDF5_CHECK(rc, dapl = H5Pcreate(H5P_DATASET_ACCESS), what, r->path, f->name);
         PN_HDF5_CHECK(rc, H5Pset_chunk_cache(dapl, slots, bytes, 0.75), what, r->path, f->name);
