@@ -27,10 +27,12 @@ for t in $targets; do
     *) seeds="$out/seeds/$name"
        [ -d "$seeds" ] || "$srcdir/fuzz/make_seeds.sh" "$seeds" ;;
     esac
+    dict=
+    [ -f "$srcdir/fuzz/$name.dict" ] && dict="-dict=$srcdir/fuzz/$name.dict"
     log=$out/$t.log
     # -close_fd_mask=3: the targets' own messages would flood the terminal; libFuzzer
     # and the sanitizers still report on a copy of stderr.
-    nice -n 19 "$out/$t" "$corpus" $seeds $limit -close_fd_mask=3 -timeout=30 \
+    nice -n 19 "$out/$t" "$corpus" $seeds $limit $dict -close_fd_mask=3 -timeout=30 \
         -rss_limit_mb=3072 -malloc_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$out/findings/$t-" >"$log" 2>&1
     rc=$?
