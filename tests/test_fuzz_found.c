@@ -8,7 +8,18 @@
 
 #include "base/error.h"
 #include "io/hdf5_util.h"
+#include "io/reader.h"
 #include "testutil.h"
+
+static char path[PATH_MAX];
+
+static void setup(void)
+{
+    snprintf(path, sizeof path, "%s/pipenet-fuzz-found-%ld.h5",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
+}
+
+static void teardown(void) { unlink(path); }
 
 static bool prime(size_t n)
 {
@@ -31,11 +42,43 @@ START_TEST(chunk_cache_tables_stay_small_for_tiny_chunks)
 }
 END_TEST
 
+/* fuzz_dataset: ids [2^62] in chunks of one, never written, with a fill value.
+ * HDF5 counts 2^62 x 4 bytes as 0 and calls that storage allocated, so the check
+ * for unwritten rows let it through; the reader's cache size wrapped to 1 byte and
+ * HDF5 read the whole extent into it. */
+START_TEST(reader_refuses_an_extent_no_file_holds)
+{
+    hsize_t dims = (hsize_t)1 << 62, chunk = 1;
+    int fill = -7;
+    pn_hdf5_lock();
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t space = H5Screate_simple(1, &dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    ck_assert(f >= 0 && H5Pset_chunk(dcpl, 1, &chunk) >= 0 &&
+              H5Pset_fill_value(dcpl, H5T_NATIVE_INT, &fill) >= 0);
+    hid_t d = H5Dcreate2(f, "labels", H5T_STD_I32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    ck_assert(d >= 0);
+    H5Dclose(d), H5Pclose(dcpl), H5Sclose(space), H5Fclose(f);
+    pn_hdf5_unlock();
+    pn_reader_field y = {.dataset = "labels", .shape = {.seq = 1, .ids = true}, .id_limit = 3};
+    for (int cached = 0; cached < 2; cached++) {
+        pn_reader_options o = {.global_batch = 4, .count = 4, .drop_last = true,
+                               .cache_bytes = cached ? (size_t)1 << 30 : 0};
+        pn_reader *r = NULL;
+        ck_assert_int_eq(pn_reader_open(&r, path, &y, 1, &o), PN_ERR_INVALID);
+        ck_assert_msg(strstr(pn_error_message(), "dataset '/labels' declares 4611686018427387904 "
+                                                 "samples of 1 values: more than any file holds"),
+                      "%s", pn_error_message());
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("fuzz_found");
     TCase *tc = tcase_create("fuzz_found");
+    tcase_add_unchecked_fixture(tc, setup, teardown);
     tcase_add_test(tc, chunk_cache_tables_stay_small_for_tiny_chunks);
+    tcase_add_test(tc, reader_refuses_an_extent_no_file_holds);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

@@ -384,10 +384,16 @@ static int open_field(pn_reader *r, int i, const pn_reader_field *spec)
     return rc;
 }
 
+/* A field's bytes for n samples; false when that does not fit a size_t. */
+static bool field_bytes(const field *f, size_t n, size_t *bytes)
+{
+    return !__builtin_mul_overflow(n, f->elems * 4, bytes); /* elems * 4 <= 2^62 (count_samples) */
+}
+
 /* Allocates the permutation and sort arrays and both slots' buffers. */
 static int allocate_buffers(pn_reader *r)
 {
-    size_t count = (size_t)r->opt.count;
+    size_t count = (size_t)r->opt.count, bytes;
     bool ok = (r->order = malloc(count * sizeof *r->order)) &&
               (!r->opt.shuffle || (r->perm = malloc((size_t)r->samples * sizeof *r->perm)));
     for (int s = 0; ok && s < 2; s++) {
@@ -396,7 +402,7 @@ static int allocate_buffers(pn_reader *r)
              (sl->batch.values = calloc((size_t)r->n_fields, sizeof *sl->batch.values)) &&
              (sl->batch.ids = calloc((size_t)r->n_fields, sizeof *sl->batch.ids));
         for (int f = 0; ok && f < r->n_fields; f++) {
-            ok = (sl->data[f] = malloc(count * r->fields[f].elems * 4)) != NULL;
+            ok = field_bytes(&r->fields[f], count, &bytes) && (sl->data[f] = malloc(bytes));
             if (r->fields[f].ids)
                 sl->batch.ids[f] = sl->data[f];
             else
@@ -409,13 +415,17 @@ static int allocate_buffers(pn_reader *r)
 /* Reads every field whole into memory when together they fit opt.cache_bytes. */
 static int load_cache(pn_reader *r)
 {
-    size_t total = 0;
-    for (int f = 0; f < r->n_fields; f++) total += (size_t)r->samples * r->fields[f].elems * 4;
-    if (total > r->opt.cache_bytes) return 0;
+    size_t total = 0, bytes;
+    for (int f = 0; f < r->n_fields; f++)
+        if (!field_bytes(&r->fields[f], (size_t)r->samples, &bytes) ||
+            bytes > r->opt.cache_bytes - total)
+            return 0;
+        else
+            total += bytes;
     int rc = 0;
     for (int i = 0; rc == 0 && i < r->n_fields; i++) {
         field *f = &r->fields[i];
-        if (!(f->cache = malloc((size_t)r->samples * f->elems * 4 + 1)))
+        if (!field_bytes(f, (size_t)r->samples, &bytes) || !(f->cache = malloc(bytes + 1)))
             return pn_error_set(PN_ERR_NOMEM, "%s: out of memory caching dataset '/%s'",
                                 r->path, f->name);
         rc = pn_hdf5_read_all(f->dset, r->path, f->name, f->ids ? PN_HDF5_INT32 : PN_HDF5_FLOAT32,
@@ -426,10 +436,18 @@ static int load_cache(pn_reader *r)
     return rc;
 }
 
-/* Checks that all fields hold the same number of samples and sets the batch count. */
+/* Checks that all fields hold the same number of samples and sets the batch count.
+ * An extent of over 2^62 bytes cannot have been written (HDF5 then miscounts it as
+ * allocated) and sizes computed from it would wrap: it is refused. */
 static int count_samples(pn_reader *r)
 {
     const pn_reader_options *o = &r->opt;
+    for (int f = 0; f < r->n_fields; f++)
+        if (r->fields[f].dims[0] > ((uint64_t)1 << 62) / 4 / r->fields[f].elems)
+            return pn_error_set(PN_ERR_INVALID, "%s: dataset '/%s' declares %llu samples of %zu "
+                                "values: more than any file holds",
+                                r->path, r->fields[f].name,
+                                (unsigned long long)r->fields[f].dims[0], r->fields[f].elems);
     r->samples = (long)r->fields[0].dims[0];
     for (int f = 1; f < r->n_fields; f++)
         if ((long)r->fields[f].dims[0] != r->samples)
