@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "io/hdf5_util.h"
 #include "io/reader.h"
+#include "io/snapshot_file.h"
 #include "testutil.h"
 
 static char path[PATH_MAX];
@@ -72,6 +73,25 @@ START_TEST(reader_refuses_an_extent_no_file_holds)
 }
 END_TEST
 
+/* fuzz_snapshot: a state without parameters was written without a /params group,
+ * which the reader requires: export wrote a model file that nothing could read. */
+START_TEST(a_state_without_parameters_reads_back)
+{
+    const char *formats[] = {PN_FORMAT_MODEL, PN_FORMAT_SNAPSHOT};
+    for (int k = 0; k < 2; k++) {
+        pn_train_state *st, *back = NULL;
+        ck_assert_int_eq(pn_train_state_create(&st, formats[k]), 0);
+        ck_assert_int_eq(pn_train_state_set_config(st, "{\"inputs\": {}}"), 0);
+        ck_assert_msg(pn_snapshot_file_write(path, st, NULL) == 0, "%s", pn_error_message());
+        ck_assert_msg(pn_snapshot_read(path, formats[k], &back) == 0, "%s", pn_error_message());
+        ck_assert_int_eq(back->n_params, 0);
+        ck_assert_str_eq(back->config, st->config);
+        pn_train_state_free(back);
+        pn_train_state_free(st);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("fuzz_found");
@@ -79,6 +99,7 @@ int main(void)
     tcase_add_unchecked_fixture(tc, setup, teardown);
     tcase_add_test(tc, chunk_cache_tables_stay_small_for_tiny_chunks);
     tcase_add_test(tc, reader_refuses_an_extent_no_file_holds);
+    tcase_add_test(tc, a_state_without_parameters_reads_back);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

@@ -226,6 +226,22 @@ static int create(hid_t file, const char *fname, const char *name, pn_hdf5_type 
     return rc;
 }
 
+int pn_hdf5_create_group(hid_t file, const char *fname, const char *path)
+{
+    int rc = 0;
+    pn_hdf5_lock();
+    hid_t lcpl = H5I_INVALID_HID, group = H5I_INVALID_HID;
+    const char *what = "%s: cannot create group '%s'";
+    PN_HDF5_CHECK(rc, lcpl = H5Pcreate(H5P_LINK_CREATE), what, fname, path);
+    PN_HDF5_CHECK(rc, H5Pset_create_intermediate_group(lcpl, 1), what, fname, path);
+    PN_HDF5_CHECK(rc, group = H5Gcreate2(file, path, lcpl, H5P_DEFAULT, H5P_DEFAULT), what, fname,
+                  path);
+    PN_HDF5_CHECK(rc, H5Gclose(group), what, fname, path);
+    if (lcpl >= 0) H5Pclose(lcpl);
+    pn_hdf5_unlock();
+    return rc;
+}
+
 int pn_hdf5_create_dataset(hid_t file, const char *fname, const char *name, pn_hdf5_type type,
                            int rank, const hsize_t *dims, hsize_t chunk_rows, hid_t *out)
 {

@@ -127,6 +127,9 @@ int pn_hdf5_list_attrs(hid_t file, const char *fname, pn_hdf5_attr_fn fn, void *
 
 /* --- datasets ----------------------------------------------------------------------- */
 
+/* Creates group path (its parents too) in file. */
+int pn_hdf5_create_group(hid_t file, const char *fname, const char *path);
+
 /* Creates dataset name of type with extents dims[rank], chunked by chunk_rows
  * samples along the first dimension; *out is the open dataset. Groups on the way
  * are created. */

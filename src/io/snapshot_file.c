@@ -145,6 +145,8 @@ int pn_snapshot_file_write(const char *path, const pn_train_state *st, const cha
     PN_TRY(pn_hdf5_create_file(path, true, &file));
     int rc = pn_hdf5_reserve(file, path, file_size_bound(st, snapshot));
     if (rc == 0) rc = write_attributes(file, path, st, snapshot);
+    /* the reader wants the group even when no parameter is in it */
+    if (rc == 0) rc = pn_hdf5_create_group(file, path, "/params");
     char name[NAME_CAP];
     for (int i = 0; rc == 0 && i < st->n_params; i++) {
         const pn_state_param *p = &st->params[i];
