@@ -1,11 +1,8 @@
-/* Fuzz target: dataset files as pipenet reads them. The input describes what the
- * model expects (fields: dataset name, floats or ids, seq, width, id bound), what
- * the file holds for each (missing, a group, links; dtype, rank, extents, layout,
- * filters, fill value, rows written or only declared, NaN/Inf and ids out of
- * bounds), root attributes, damage after writing, and the reader's options. The
- * file is written with the HDF5 API to /dev/shm; then pn_reader_probe, pn_reader_open,
- * a few batches, a seek and a permutation, and inspect's listing run over it.
- * Structure-aware on purpose (fuzz/README.md): byte flips of HDF5 test HDF5. */
+/* Fuzz target: dataset files as `train`, `infer` and `inspect` read them. The input
+ * chooses what the model expects and what the file holds (names, dtypes, ranks,
+ * extents, layouts, rows written or only declared, bad values, root attributes),
+ * which is written with the HDF5 API to /dev/shm and handed to the reader: bytes of
+ * HDF5 itself are left alone, since flipping them tests HDF5 (fuzz/README.md). */
 #include <hdf5.h>
 #include <limits.h>
 #include <math.h>

@@ -1,10 +1,7 @@
-/* Fuzz target: model JSON files. The input is the file's text; what jansson refuses
- * is jansson's business (pn_graph_load reports it with line and column), everything
- * it parses goes through pn_graph_from_json as `train`, `plan`, `infer` and `export`
- * take it. A graph that loads is then used as they use it: id bounds, counts, the
- * "train" section, placement on its own stages and on two, and, when its
- * parameters and activations are small, a network built over it that runs one
- * forward and one backward pass on two samples. */
+/* Fuzz target: model JSON files. The input is the file's text; what jansson parses
+ * goes through pn_graph_from_json as every command takes it, and a graph that loads
+ * is used as they use it: id bounds, the "train" section, placement, and (when it is
+ * small) a network built over it running one forward and one backward pass. */
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>

@@ -1,15 +1,8 @@
 /* Fuzz target: snapshot and model files as resume, export, inspect and infer read
- * them. The input describes the file: its root attributes (format, version,
- * counters, seed, config and its CRC-32, slots; each right, missing, of another
- * type or value), the config (one of a few models, empty, not JSON, or the input's
- * text), each parameter the config declares (right, missing, misshapen, of another
- * type, a group, unchecksummed, NaN, only declared) and its optimizer slots, extra
- * objects, the HDF5 format version, and damage after writing. The file is written
- * with the HDF5 API to /dev/shm; then pn_snapshot_read takes it as resume (a
- * snapshot), export and infer (either) do; a state read is written back in its own
- * format and as a model and must read back the same; infer's model is built from it
- * and runs a forward; and inspect's reading of the attributes and listing runs.
- * Structure-aware on purpose (fuzz/README.md). */
+ * them. The input chooses the file's attributes, config, parameters and slots (each
+ * right, missing, misshapen or of another type), written with the HDF5 API to
+ * /dev/shm; what pipenet reads is written back and must read back the same, and
+ * infer's model is built from it and runs a forward (fuzz/README.md). */
 #include <hdf5.h>
 #include <jansson.h>
 #include <limits.h>

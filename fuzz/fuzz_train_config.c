@@ -1,11 +1,8 @@
-/* Fuzz target: the training configuration. The input is the model's "train" object
- * as JSON text, then a line "%%", then `pipenet train` options, one argument per
- * line ("--lr", "0.5", "--batch=12", ...). The object is read as the program reads
- * it (pn_train_config_from_json), the options are parsed and applied over it with
- * the program's own parser (cli/train_options.c), and the result goes where the
- * trainer sends it: the layout checks and default micro-batches, the schedule, the
- * run's length, the optimizer (created over a tiny arena, two updates, the
- * learning rate along the run). */
+/* Fuzz target: the training configuration. The input is a "train" object (JSON), a
+ * line "%%", then `pipenet train` options one per line; they are read and applied
+ * with the program's own code (cli/train_options.c), and the result goes where the
+ * trainer sends it: layout checks, micro-batches, schedule, optimizer and its
+ * learning rate along the run. */
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>

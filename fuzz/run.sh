@@ -1,9 +1,8 @@
 #!/bin/sh
-# Runs the fuzz targets built by fuzz.mk (`make fuzz`): each from its corpus in
-# OUT/corpus/<target>, started from fuzz/seeds/<name> and models/ (the JSON targets)
-# or from make_seeds.sh's inputs (the HDF5 targets), niced, for SECONDS or for RUNS executions, and prints one line per
-# target with the executions done. A finding is saved in OUT/findings/ and makes
-# this script fail after the other targets ran.
+# Runs the fuzz targets built by fuzz.mk (`make fuzz`), niced, each for SECONDS or
+# RUNS executions from its corpus OUT/corpus/<target> (seeded from fuzz/seeds and
+# models/, or make_seeds.sh for the HDF5 targets); one line per target. A finding is
+# saved in OUT/findings/ and fails the script once every target has run.
 # usage: run.sh OUT SRCDIR "TARGETS" SECONDS [RUNS]
 set -u
 out=$1 srcdir=$2 targets=$3 seconds=$4 runs=${5:-}
