@@ -352,6 +352,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc == 0) read_batches(&in, r, &o);
     pn_reader_close(r);
     inspect(path);
+    fz_check_hdf5_closed("the reader");
     unlink(path);
     return 0;
 }

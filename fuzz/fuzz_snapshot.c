@@ -406,6 +406,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     pn_train_state_free(st);
     inspect(path);
+    fz_check_hdf5_closed("reading a snapshot");
     unlink(path);
     return 0;
 }

@@ -226,3 +226,19 @@ void fz_check_status(int rc, const char *what)
         abort();
     }
 }
+
+void fz_check_hdf5_closed(const char *what)
+{
+    ssize_t open = H5Fget_obj_count((hid_t)H5F_OBJ_ALL, H5F_OBJ_ALL);
+    if (open > 0) {
+        fprintf(stderr, "fuzz: %s left %zd HDF5 objects open\n", what, open);
+        hid_t ids[16];
+        ssize_t n = H5Fget_obj_ids((hid_t)H5F_OBJ_ALL, H5F_OBJ_ALL, 16, ids);
+        for (ssize_t i = 0; i < n; i++) {
+            char name[256] = "";
+            H5Iget_name(ids[i], name, sizeof name);
+            fprintf(stderr, "  type %d: %s\n", (int)H5Iget_type(ids[i]), name);
+        }
+        abort();
+    }
+}

@@ -64,4 +64,8 @@ void fz_damage(fz_in *in, const char *path, const fz_region *regions, int n);
  * environment, prints every outcome (to see what an input reaches). */
 void fz_check_status(int rc, const char *what);
 
+/* Aborts when an HDF5 object (file, dataset, group, type, space, attribute) is still
+ * open after the input: pipenet must close what it opens, also on every error. */
+void fz_check_hdf5_closed(const char *what);
+
 #endif
