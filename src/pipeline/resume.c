@@ -167,9 +167,8 @@ static bool changed_in_file(const json_t *snap, const pn_graph *g, const char *k
                           &d);
 }
 
-/* Rank 0: the seed and batch the resume of path takes, or an error. */
-static int settle(const char *path, const pn_graph *g, const pn_train_config *cfg,
-                  uint64_t *seed, long *batch)
+int pn_resume_check(const char *path, const pn_graph *g, const pn_train_config *cfg,
+                    uint64_t *seed, long *batch)
 {
     pn_train_state *st;
     PN_TRY(pn_snapshot_read_header(path, PN_FORMAT_SNAPSHOT, &st));
@@ -214,7 +213,8 @@ int pn_resume_settings(pn_comm *c, const pn_graph *g, pn_train_config *cfg, char
         uint64_t seed;
         long batch;
     } got = {cfg->seed, cfg->batch};
-    int rc = pn_comm_grid(c)->rank == 0 ? settle(path, g, cfg, &got.seed, &got.batch) : PN_OK;
+    int rc = pn_comm_grid(c)->rank == 0 ? pn_resume_check(path, g, cfg, &got.seed, &got.batch)
+                                        : PN_OK;
     PN_TRY(pn_comm_agree_root(c, rc, "check the snapshot's settings"));
     PN_TRY(pn_comm_broadcast(c, &got, sizeof got));
     if (got.batch < 1 || got.batch > 1 << 24)

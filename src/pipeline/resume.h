@@ -23,4 +23,10 @@
 int pn_resume_settings(pn_comm *c, const pn_graph *g, pn_train_config *cfg, char *path,
                        size_t cap);
 
+/* Rank 0's part of it, without MPI (fuzz/fuzz_snapshot.c calls it too): reads the
+ * header of the snapshot at path, checks it against g and cfg as above, and gives
+ * the seed and global batch the resume takes. */
+int pn_resume_check(const char *path, const pn_graph *g, const pn_train_config *cfg,
+                    uint64_t *seed, long *batch);
+
 #endif
