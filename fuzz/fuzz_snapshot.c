@@ -1,8 +1,8 @@
 /* Fuzz target: snapshot and model files as resume, export, inspect and infer read
  * them. The input chooses the file's attributes, config, parameters and slots (each
  * right, missing, misshapen or of another type), written with the HDF5 API to
- * /dev/shm; what pipenet reads is written back and must read back the same, and
- * infer's model is built from it and runs a forward (fuzz/README.md). */
+ * /dev/shm; what pipenet reads is written back and must read back the same, infer's
+ * model runs a forward, and resume checks the header against a model (README.md). */
 #include <hdf5.h>
 #include <jansson.h>
 #include <limits.h>
@@ -21,6 +21,7 @@
 #include "io/train_state.h"
 #include "model/model.h"
 #include "pipeline/graph.h"
+#include "pipeline/resume.h"
 
 /* Where the values of this input's datasets lie, for fz_damage. */
 static fz_region regions[FZ_MAX_REGIONS];
@@ -324,6 +325,30 @@ done:
     pn_model_free(m);
 }
 
+/* What a resume checks before it builds anything: the snapshot's header against a
+ * model file (the snapshot's own model, or another) and the command line. */
+static void resume(fz_in *in, const char *path, const char *own_config)
+{
+    unsigned which = fz_below(in, 3);
+    const char *text = which == 0 ? own_config : CONFIGS[which - 1];
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+    pn_graph *g = NULL;
+    if (root && pn_graph_from_json(&g, root, "model.json") == 0) {
+        pn_train_config cfg;
+        pn_train_config_default(&cfg);
+        unsigned flags = fz_below(in, 8);
+        cfg.seed_given = flags & 1, cfg.batch_given = flags & 2, cfg.resume_override = flags & 4;
+        if (cfg.seed_given) cfg.seed = fz_uint(in, 8);
+        if (cfg.batch_given) cfg.batch = 1 + (int)fz_below(in, 255);
+        uint64_t seed;
+        long batch;
+        pn_error_clear();
+        fz_check_status(pn_resume_check(path, g, &cfg, &seed, &batch), "pn_resume_check");
+    }
+    pn_graph_free(g);
+    json_decref(root);
+}
+
 static int ignore_dataset(void *ctx, const pn_hdf5_dataset_info *d) { return 0; }
 static int ignore_attr(void *ctx, const char *n, const char *t, const char *v) { return 0; }
 
@@ -405,6 +430,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         infer(&in, st, path);
     }
     pn_train_state_free(st);
+    resume(&in, path, text);
     inspect(path);
     fz_check_hdf5_closed("reading a snapshot");
     unlink(path);
