@@ -1,7 +1,8 @@
 /* The HDF5 helpers of src/io, the one module through which pipenet talks to HDF5
  * about files, attributes and datasets (the dataset reader, the importers, the
  * snapshot and model files, `pipenet inspect` and `infer`). hdf5_util.c holds the
- * lock, errors, files and datasets; hdf5_attr.c the root attributes.
+ * lock, errors, files and datasets; hdf5_attr.c the root attributes; hdf5_list.c
+ * the listings.
  * Debian's HDF5 is not a thread-safe build and the reader prefetches in a thread,
  * so every HDF5 call runs under pn_hdf5_lock(); the helpers take that (recursive)
  * lock themselves. Their messages name the file (fname) and the object, and end
@@ -174,6 +175,8 @@ int pn_hdf5_read_all(hid_t dset, const char *fname, const char *name, pn_hdf5_ty
  * a prime about 100 times the chunks it holds (HDF5's advice), but at most about
  * 2^20 (an 8 MiB table), however small the chunks. */
 size_t pn_hdf5_chunk_cache_slots(size_t cache_bytes, size_t chunk_bytes);
+
+/* --- listings (hdf5_list.c) --------------------------------------------------------- */
 
 /* Calls fn with the name of every link of group path, in name order; a non-zero
  * return of fn stops the walk and is returned. */

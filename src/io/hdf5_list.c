@@ -1,0 +1,116 @@
+/* Listings (hdf5_util.h): the names in a group, and every dataset of a file with
+ * its type, shape, chunking and checksum, as `pipenet inspect` shows them; a
+ * dataset HDF5 cannot open is listed as unreadable rather than ending the walk. */
+#include "io/hdf5_util.h"
+
+#include <stdio.h>
+
+#include "base/error.h"
+
+typedef struct name_walk {
+    pn_hdf5_name_fn fn;
+    void *ctx;
+    int rc;
+} name_walk;
+
+static herr_t on_link(hid_t group, const char *name, const H5L_info_t *info, void *data)
+{
+    name_walk *w = data;
+    w->rc = w->fn(w->ctx, name);
+    return w->rc != 0 ? 1 : 0;
+}
+
+int pn_hdf5_list_group(hid_t file, const char *fname, const char *path, pn_hdf5_name_fn fn,
+                       void *ctx)
+{
+    name_walk w = {fn, ctx, 0};
+    int rc = 0;
+    pn_hdf5_lock();
+    hid_t group = H5I_INVALID_HID;
+    PN_HDF5_CHECK(rc, group = H5Gopen2(file, path, H5P_DEFAULT), "%s: '%s' is not a group",
+                  fname, path);
+    if (rc < 0) rc = PN_ERR_INVALID; /* the file's content, not I/O, is at fault */
+    PN_HDF5_CHECK(rc, H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, NULL, on_link, &w),
+                  "%s: group '%s': cannot list it", fname, path);
+    if (w.rc != 0) rc = w.rc;
+    if (group >= 0) H5Gclose(group);
+    pn_hdf5_unlock();
+    return rc;
+}
+
+typedef struct dataset_walk {
+    pn_hdf5_dataset_fn fn;
+    void *ctx;
+    int rc;
+} dataset_walk;
+
+/* Fills info from the open dataset dset. */
+static void describe_dataset(hid_t dset, pn_hdf5_dataset_info *info)
+{
+    hid_t t = H5Dget_type(dset), space = H5Dget_space(dset), dcpl = H5Dget_create_plist(dset);
+    snprintf(info->type, sizeof info->type, "?");
+    if (t >= 0) pn_hdf5_type_name(t, info->type, sizeof info->type);
+    info->rank = space < 0 ? -1 : H5Sget_simple_extent_dims(space, info->dims, NULL);
+    if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED) {
+        info->chunk_rank = H5Pget_chunk(dcpl, PN_HDF5_MAX_RANK + 4, info->chunk);
+        unsigned flags;
+        info->checksum = H5Pget_filter_by_id2(dcpl, H5Z_FILTER_FLETCHER32, &flags, NULL, NULL, 0,
+                                              NULL, NULL) >= 0;
+    }
+    H5Eclear2(H5E_DEFAULT);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (space >= 0) H5Sclose(space);
+    if (t >= 0) H5Tclose(t);
+}
+
+static herr_t on_object(hid_t root, const char *name, const H5L_info_t *info, void *data)
+{
+    dataset_walk *w = data;
+    pn_hdf5_dataset_info d = {.name = name};
+    hid_t obj = H5Oopen(root, name, H5P_DEFAULT);
+    if (obj < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        d.unreadable = true;
+        d.rank = -1;
+        w->rc = w->fn(w->ctx, &d);
+        return w->rc != 0;
+    }
+    if (H5Iget_type(obj) == H5I_DATASET) {
+        describe_dataset(obj, &d);
+        w->rc = w->fn(w->ctx, &d);
+    }
+    H5Oclose(obj);
+    return w->rc != 0;
+}
+
+int pn_hdf5_list_datasets(hid_t file, const char *fname, pn_hdf5_dataset_fn fn, void *ctx)
+{
+    dataset_walk w = {fn, ctx, 0};
+    int rc = 0;
+    pn_hdf5_lock();
+    PN_HDF5_CHECK(rc, H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, on_object, &w),
+                  "%s: cannot list its datasets", fname);
+    if (w.rc != 0) rc = w.rc;
+    pn_hdf5_unlock();
+    return rc;
+}
+
+void pn_hdf5_type_name(hid_t t, char *buf, size_t cap)
+{
+    size_t bits = H5Tget_size(t) * 8;
+    switch (H5Tget_class(t)) {
+    case H5T_INTEGER:
+        snprintf(buf, cap, "%sint%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "u" : "", bits);
+        break;
+    case H5T_FLOAT: snprintf(buf, cap, "float%zu", bits); break;
+    case H5T_STRING: snprintf(buf, cap, "string"); break;
+    case H5T_COMPOUND: snprintf(buf, cap, "a compound type"); break;
+    case H5T_ENUM: snprintf(buf, cap, "an enum"); break;
+    case H5T_ARRAY: snprintf(buf, cap, "an array type"); break;
+    case H5T_VLEN: snprintf(buf, cap, "a variable-length type"); break;
+    case H5T_OPAQUE: snprintf(buf, cap, "an opaque type"); break;
+    case H5T_BITFIELD: snprintf(buf, cap, "a bitfield"); break;
+    case H5T_REFERENCE: snprintf(buf, cap, "references"); break;
+    default: snprintf(buf, cap, "an unknown type"); break;
+    }
+}
