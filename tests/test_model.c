@@ -3,7 +3,6 @@
  * accuracy of a pn_network over the same values; labels are optional; a snapshot
  * loads too; inputs and outputs are described; a batch larger than the last one
  * re-plans; errors name the file, the parameter and the missing input. */
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,20 +56,13 @@ typedef struct direct {
 
 static char dir[512], path[600];
 
-static int remove_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-    return remove(p);
-}
-
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "%s/pn_test_model.XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    tu_make_temp_dir(dir, sizeof dir, "model");
     snprintf(path, sizeof path, "%s/model.h5", dir);
 }
 
-static void teardown(void) { nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static void teardown(void) { tu_remove_tree(dir); }
 
 /* Builds json's network for batch samples with random values (not the init's) and
  * random inputs, and runs it forward. */

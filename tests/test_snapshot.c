@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
-#include <ftw.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -35,19 +34,12 @@ static const char config_text[] =
     " \"note\": \"caf\xc3\xa9\"}\n";
 static const uint64_t big_seed = 0xfedcba9876543210ull; /* above 2^32 and 2^63 */
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    return remove(path);
-}
-
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "%s/pn_test_snapshot.XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    tu_make_temp_dir(dir, sizeof dir, "snapshot");
 }
 
-static void teardown(void) { nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static void teardown(void) { tu_remove_tree(dir); }
 
 /* Value k of parameter p, slot s (-1: the value): awkward floats included. */
 static float value_at(int p, int s, size_t k)

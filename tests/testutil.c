@@ -1,7 +1,9 @@
 /* Shared Check helpers (see testutil.h). */
 #include "testutil.h"
 
+#include <ftw.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "base/error.h"
@@ -43,6 +45,20 @@ void tu_assert_matrix_near(const pn_matrix *a, const double *want, double rtol, 
                           i, j, got, ref);
         }
 }
+
+void tu_make_temp_dir(char *dir, size_t cap, const char *name)
+{
+    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    ck_assert_int_lt(snprintf(dir, cap, "%s/pn_test_%s.XXXXXX", tmp, name), (int)cap);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+void tu_remove_tree(const char *dir) { nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 int tu_run_suite(Suite *suite)
 {

@@ -1,10 +1,12 @@
-/* Helpers shared by the Check suites: random host data, tolerant comparison and
- * a main() that runs one suite and maps the result to an exit status. */
+/* Helpers shared by the Check suites: random host data, tolerant comparison,
+ * temporary directories and a main() that runs one suite and maps the result to an
+ * exit status. */
 #ifndef PN_TESTUTIL_H
 #define PN_TESTUTIL_H
 
 #include <check.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "base/rng.h"
 #include "math/matrix.h"
@@ -23,6 +25,13 @@ bool tu_close(double a, double b, double rtol, double atol);
 /* Asserts every element of a matches the double reference want (row-major rows x cols). */
 void tu_assert_matrix_near(const pn_matrix *a, const double *want, double rtol, double atol,
                            const char *what);
+
+/* Creates a fresh directory $TMPDIR/pn_test_<name>.XXXXXX (or under /tmp) and
+ * writes its path into dir (cap bytes). */
+void tu_make_temp_dir(char *dir, size_t cap, const char *name);
+
+/* Removes dir and everything under it. */
+void tu_remove_tree(const char *dir);
 
 /* Runs suite and returns 0 when every test passed. */
 int tu_run_suite(Suite *suite);
