@@ -536,3 +536,23 @@ size_t pn_hdf5_chunk_cache_slots(size_t cache_bytes, size_t chunk_bytes)
     while (!is_prime(slots)) slots += 2;
     return slots;
 }
+
+void pn_hdf5_type_name(hid_t t, char *buf, size_t cap)
+{
+    size_t bits = H5Tget_size(t) * 8;
+    switch (H5Tget_class(t)) {
+    case H5T_INTEGER:
+        snprintf(buf, cap, "%sint%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "u" : "", bits);
+        break;
+    case H5T_FLOAT: snprintf(buf, cap, "float%zu", bits); break;
+    case H5T_STRING: snprintf(buf, cap, "string"); break;
+    case H5T_COMPOUND: snprintf(buf, cap, "a compound type"); break;
+    case H5T_ENUM: snprintf(buf, cap, "an enum"); break;
+    case H5T_ARRAY: snprintf(buf, cap, "an array type"); break;
+    case H5T_VLEN: snprintf(buf, cap, "a variable-length type"); break;
+    case H5T_OPAQUE: snprintf(buf, cap, "an opaque type"); break;
+    case H5T_BITFIELD: snprintf(buf, cap, "a bitfield"); break;
+    case H5T_REFERENCE: snprintf(buf, cap, "references"); break;
+    default: snprintf(buf, cap, "an unknown type"); break;
+    }
+}

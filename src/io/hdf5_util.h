@@ -176,6 +176,10 @@ int pn_hdf5_read_all(hid_t dset, const char *fname, const char *name, pn_hdf5_ty
  * 2^20 (an 8 MiB table), however small the chunks. */
 size_t pn_hdf5_chunk_cache_slots(size_t cache_bytes, size_t chunk_bytes);
 
+/* "float32", "uint8", "string", "a compound type", ... for a file datatype (the
+ * caller holds the lock). */
+void pn_hdf5_type_name(hid_t t, char *buf, size_t cap);
+
 /* --- listings (hdf5_list.c) --------------------------------------------------------- */
 
 /* Calls fn with the name of every link of group path, in name order; a non-zero
@@ -199,9 +203,5 @@ typedef struct pn_hdf5_dataset_info {
 /* Calls fn for every dataset of the file, groups walked recursively in name order. */
 typedef int (*pn_hdf5_dataset_fn)(void *ctx, const pn_hdf5_dataset_info *info);
 int pn_hdf5_list_datasets(hid_t file, const char *fname, pn_hdf5_dataset_fn fn, void *ctx);
-
-/* "float32", "uint8", "string", "a compound type", ... for a file datatype (the
- * caller holds the lock). */
-void pn_hdf5_type_name(hid_t t, char *buf, size_t cap);
 
 #endif
