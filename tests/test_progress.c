@@ -1,0 +1,80 @@
+/* Progress lines: after a resume the ETA is predicted from this run's steps only
+ * (steps done before the resume took no time here), and a plain (not live) report
+ * prints at most every few seconds but always at the last step. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pipeline/progress.h"
+#include "testutil.h"
+
+static void nap(double seconds)
+{
+    struct timespec ts = {0, (long)(seconds * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* The ETA of the line in text, in seconds ("ETA 1m05s"). */
+static long eta_of(const char *text)
+{
+    const char *e = strstr(text, "ETA ");
+    ck_assert_msg(e != NULL, "no ETA in '%s'", text);
+    long m = 0, s = 0;
+    ck_assert_int_eq(sscanf(e, "ETA %ldm%lds", &m, &s), 2);
+    return m * 60 + s;
+}
+
+START_TEST(eta_after_a_resume_counts_this_runs_steps_only)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    ck_assert_ptr_nonnull(out);
+    pn_progress p;
+    /* resumed at step 900 of 1000; 10 steps take ~0.3 s here, so 90 more take ~2.7 s
+     * (counting the 900 resumed steps as done here would predict ~0 s) */
+    pn_progress_start(&p, out, 900, 1000, 0.0, false);
+    nap(0.3);
+    pn_progress_step(&p, 910, 1, 0.5, 100.0);
+    fflush(out);
+    long eta = eta_of(text);
+    ck_assert_msg(eta >= 2 && eta <= 60, "ETA %ld s after a resume, expected ~3 s: %s", eta, text);
+    ck_assert_ptr_nonnull(strstr(text, "step 910/1000  epoch 1  loss 0.5000  100 samples/s"));
+    fclose(out);
+    free(text);
+}
+END_TEST
+
+START_TEST(plain_lines_keep_their_cadence_and_the_last_step)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    ck_assert_ptr_nonnull(out);
+    pn_progress p;
+    pn_progress_start(&p, out, 0, 3, 3600.0, true); /* a memory stream is no terminal */
+    pn_progress_step(&p, 1, 1, 1.0, 10.0);
+    pn_progress_step(&p, 2, 1, 1.0, 10.0);
+    pn_progress_step(&p, 3, 1, 1.0, 10.0);
+    pn_progress_finish(&p);
+    fflush(out);
+    ck_assert_msg(strstr(text, "step 1/3") == NULL && strstr(text, "step 2/3") == NULL,
+                  "printed before its cadence: %s", text);
+    ck_assert_ptr_nonnull(strstr(text, "step 3/3"));
+    ck_assert_ptr_null(strchr(text, '\r'));
+    fclose(out);
+    free(text);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("progress");
+    TCase *tc = tcase_create("progress");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, eta_after_a_resume_counts_this_runs_steps_only);
+    tcase_add_test(tc, plain_lines_keep_their_cadence_and_the_last_step);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s);
+}
