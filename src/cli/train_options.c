@@ -15,7 +15,6 @@ enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_S
        OPT_RESUME, OPT_RESUME_OVERRIDE, OPT_STALL_TIMEOUT, N_OPTS };
 _Static_assert(N_OPTS - OPT_DATA <= PN_TRAIN_OPT_MAX, "pn_train_overrides.given is too small");
 
-
 #define GIVEN(opt) o->given[(opt) - OPT_DATA]
 
 static const struct option longopts[] = {
