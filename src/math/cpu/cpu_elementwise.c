@@ -1,10 +1,12 @@
 /* Elementwise CPU kernels: each walks rows (views may be strided) and keeps the
- * inner loop over contiguous columns simple enough for the compiler to vectorize. */
+ * inner loop over contiguous columns simple enough for the compiler to vectorize.
+ * The activations' math is math/act_math.h: no libm call per element. */
 #include <math.h>
 #include <string.h>
 
 #include "base/error.h"
 #include "base/rng.h"
+#include "math/act_math.h"
 #include "math/cpu/cpu_kernels.h"
 
 PN_VECTOR_CLONES int pn_cpu_fill(pn_matrix *m, float value)
@@ -55,20 +57,6 @@ PN_VECTOR_CLONES int pn_cpu_mul(const pn_matrix *a, const pn_matrix *b, float be
     return PN_OK;
 }
 
-static const float GELU_C = 0.7978845608028654f; /* sqrt(2 / pi) */
-static const float GELU_A = 0.044715f;
-
-static float gelu(float x)
-{
-    return 0.5f * x * (1.0f + tanhf(GELU_C * (x + GELU_A * x * x * x)));
-}
-
-static float gelu_grad(float x)
-{
-    float t = tanhf(GELU_C * (x + GELU_A * x * x * x));
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_C * (1.0f + 3.0f * GELU_A * x * x);
-}
-
 PN_VECTOR_CLONES int pn_cpu_act_forward(pn_act act, const pn_matrix *x, pn_matrix *y)
 {
     if (act == PN_ACT_SOFTMAX) return pn_cpu_softmax_rows(x, 1.0f, 0, y);
@@ -79,9 +67,9 @@ PN_VECTOR_CLONES int pn_cpu_act_forward(pn_act act, const pn_matrix *x, pn_matri
         switch (act) {
         case PN_ACT_NONE: memmove(yr, xr, (size_t)n * sizeof(float)); break;
         case PN_ACT_RELU: for (int j = 0; j < n; j++) yr[j] = xr[j] > 0.0f ? xr[j] : 0.0f; break;
-        case PN_ACT_TANH: for (int j = 0; j < n; j++) yr[j] = tanhf(xr[j]); break;
-        case PN_ACT_SIGMOID: for (int j = 0; j < n; j++) yr[j] = 1.0f / (1.0f + expf(-xr[j])); break;
-        case PN_ACT_GELU: for (int j = 0; j < n; j++) yr[j] = gelu(xr[j]); break;
+        case PN_ACT_TANH: for (int j = 0; j < n; j++) yr[j] = pn_am_tanh(xr[j]); break;
+        case PN_ACT_SIGMOID: for (int j = 0; j < n; j++) yr[j] = pn_am_sigmoid(xr[j]); break;
+        case PN_ACT_GELU: for (int j = 0; j < n; j++) yr[j] = pn_am_gelu(xr[j]); break;
         default: return pn_error_set(PN_ERR_INTERNAL, "act_forward: bad activation %d", act);
         }
     }
@@ -111,7 +99,7 @@ PN_VECTOR_CLONES int pn_cpu_act_backward(pn_act act, const pn_matrix *x, const p
         case PN_ACT_RELU: BACKWARD_LOOP(yr[j] > 0.0f ? dyr[j] : 0.0f); break;
         case PN_ACT_TANH: BACKWARD_LOOP(dyr[j] * (1.0f - yr[j] * yr[j])); break;
         case PN_ACT_SIGMOID: BACKWARD_LOOP(dyr[j] * yr[j] * (1.0f - yr[j])); break;
-        case PN_ACT_GELU: BACKWARD_LOOP(dyr[j] * gelu_grad(xr[j])); break;
+        case PN_ACT_GELU: BACKWARD_LOOP(dyr[j] * pn_am_gelu_grad(xr[j])); break;
         case PN_ACT_SOFTMAX: {
             float dot = 0.0f; /* sum_j dy_j y_j */
             for (int j = 0; j < n; j++) dot += dyr[j] * yr[j];

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "base/error.h"
+#include "math/act_math.h"
 #include "math/cpu/cpu_kernels.h"
 
 PN_VECTOR_CLONES int pn_cpu_add_row_vector(const pn_matrix *v, pn_matrix *m)
@@ -48,7 +49,7 @@ PN_VECTOR_CLONES int pn_cpu_sum_squares(const pn_matrix *m, double *out)
     return PN_OK;
 }
 
-int pn_cpu_softmax_rows(const pn_matrix *x, float scale, int causal_period, pn_matrix *y)
+PN_VECTOR_CLONES int pn_cpu_softmax_rows(const pn_matrix *x, float scale, int causal_period, pn_matrix *y)
 {
     for (int i = 0; i < y->rows; i++) {
         const float *xr = pn_cpu_row(x, i);
@@ -56,11 +57,9 @@ int pn_cpu_softmax_rows(const pn_matrix *x, float scale, int causal_period, pn_m
         int n = causal_period > 0 ? i % causal_period + 1 : y->cols;
         float max = -FLT_MAX;
         for (int j = 0; j < n; j++) max = fmaxf(max, scale * xr[j]);
-        float sum = 0.0f;
-        for (int j = 0; j < n; j++) {
-            yr[j] = expf(scale * xr[j] - max);
-            sum += yr[j];
-        }
+        for (int j = 0; j < n; j++) yr[j] = pn_am_exp(scale * xr[j] - max); /* vectorized */
+        float sum = 0.0f; /* a float sum in order: its own loop, not vectorized */
+        for (int j = 0; j < n; j++) sum += yr[j];
         float inv = 1.0f / sum;
         for (int j = 0; j < n; j++) yr[j] *= inv;
         for (int j = n; j < y->cols; j++) yr[j] = 0.0f;
