@@ -49,20 +49,35 @@ PN_VECTOR_CLONES int pn_cpu_sum_squares(const pn_matrix *m, double *out)
     return PN_OK;
 }
 
+/* Softmax's max and sum run in SOFTMAX_LANES independent lanes (vector registers);
+ * a single running max or sum is a chain the compiler may not reorder. */
+enum { SOFTMAX_LANES = 16 };
+
 PN_VECTOR_CLONES int pn_cpu_softmax_rows(const pn_matrix *x, float scale, int causal_period, pn_matrix *y)
 {
     for (int i = 0; i < y->rows; i++) {
         const float *xr = pn_cpu_row(x, i);
         float *yr = pn_cpu_row(y, i);
-        int n = causal_period > 0 ? i % causal_period + 1 : y->cols;
-        float max = -FLT_MAX;
-        for (int j = 0; j < n; j++) max = fmaxf(max, scale * xr[j]);
-        for (int j = 0; j < n; j++) yr[j] = pn_am_exp(scale * xr[j] - max); /* vectorized */
-        float sum = 0.0f; /* a float sum in order: its own loop, not vectorized */
-        for (int j = 0; j < n; j++) sum += yr[j];
+        int n = causal_period > 0 ? i % causal_period + 1 : y->cols, j = 0;
+        float lanes[SOFTMAX_LANES], max = -FLT_MAX, sum = 0.0f;
+        for (int k = 0; k < SOFTMAX_LANES; k++) lanes[k] = -FLT_MAX;
+        for (; j + SOFTMAX_LANES <= n; j += SOFTMAX_LANES)
+            for (int k = 0; k < SOFTMAX_LANES; k++) {
+                float v = scale * xr[j + k];
+                int more = v > lanes[k]; /* NaN is skipped here, as by fmaxf */
+                lanes[k] = pn_am_where(more, v, lanes[k]);
+            }
+        for (; j < n; j++) max = fmaxf(max, scale * xr[j]);
+        for (int k = 0; k < SOFTMAX_LANES; k++) max = fmaxf(max, lanes[k]);
+        for (j = 0; j < n; j++) yr[j] = pn_am_exp(scale * xr[j] - max);
+        for (int k = 0; k < SOFTMAX_LANES; k++) lanes[k] = 0.0f;
+        for (j = 0; j + SOFTMAX_LANES <= n; j += SOFTMAX_LANES)
+            for (int k = 0; k < SOFTMAX_LANES; k++) lanes[k] += yr[j + k];
+        for (; j < n; j++) sum += yr[j];
+        for (int k = 0; k < SOFTMAX_LANES; k++) sum += lanes[k];
         float inv = 1.0f / sum;
-        for (int j = 0; j < n; j++) yr[j] *= inv;
-        for (int j = n; j < y->cols; j++) yr[j] = 0.0f;
+        for (j = 0; j < n; j++) yr[j] *= inv;
+        for (j = n; j < y->cols; j++) yr[j] = 0.0f;
     }
     return PN_OK;
 }
