@@ -162,7 +162,8 @@ int main(int argc, char **argv)
     pn_buffer bufs[8] = {0};
     data d = {.x = alloc(&bufs[0], rows, cols, &rng, 4.0f), .y = alloc(&bufs[1], rows, cols, &rng, 1.0f),
               .dy = alloc(&bufs[2], rows, cols, &rng, 1.0f), .dx = alloc(&bufs[3], rows, cols, &rng, 1.0f),
-              .bias = alloc(&bufs[4], 1, cols, &rng, 0.1f), .pre = alloc(&bufs[5], rows, cols, &rng, 1.0f)};
+              .bias = alloc(&bufs[4], 1, cols, &rng, 0.0f), /* zero: pre += bias repeats */
+              .pre = alloc(&bufs[5], rows, cols, &rng, 4.0f)};
     int sm_cols = 64; /* attention's score rows: T wide */
     int sm_rows = (int)((size_t)rows * cols / (size_t)sm_cols);
     pn_matrix sm_x = alloc(&bufs[6], sm_rows, sm_cols, &rng, 8.0f);
