@@ -52,6 +52,8 @@ static void fc_declare(pn_layer *l)
 
 static bool keeps_pre(pn_act act) { return act == PN_ACT_GELU; }
 
+/* The bias add and the activation stay two ops: a fused loop was 0.96x to 1.18x as
+ * fast as the pair (bench_act, 1024 x 512, gelu), under 0.3% of a small GPT's step. */
 static int fc_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
 {
     (void)pass;
