@@ -136,7 +136,10 @@ START_TEST(dense_sweep_within_bounds)
                old.specials_wrong ? " (and wrong specials)" : "");
         ck_assert_msg(e.specials_wrong == 0, "%s: %ld specials wrong, e.g. at %g", func_names[f],
                       e.specials_wrong, e.wrong_at);
-        if (f == F_GELU_GRAD) continue;
+        if (f == F_GELU_GRAD) { /* its relative error means nothing where it crosses 0 */
+            printf("         (gelu' relative errors above: not bounded, see its absolute test)\n");
+            continue;
+        }
         ck_assert_msg(e.rel <= bounds[f].rel, "%s: relative error %.2f eps at %g > %.1f",
                       func_names[f], e.rel, e.rel_at, bounds[f].rel);
         ck_assert_msg(e.abs <= bounds[f].abs, "%s: absolute error %g at %g > %g", func_names[f],
