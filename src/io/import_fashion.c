@@ -11,12 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include "base/error.h"
 #include "io/hdf5_util.h"
+#include "io/import_util.h"
 
 enum {
     IMAGE_MAGIC = 0x00000803,
@@ -215,14 +214,8 @@ static int import_split(const char *src, const char *prefix, const char *out, lo
         rc = pn_error_set(PN_ERR_NOMEM, "%s: out of memory for %ld labels", labels_file.path,
                           labels_file.count);
     if (rc == 0) rc = read_labels(&labels_file, labels);
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", out, (long)getpid());
-    if (rc == 0) {
-        rc = write_split(tmp, &images, &labels_file, labels);
-        if (rc == 0 && rename(tmp, out) != 0)
-            rc = pn_error_set(PN_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, out,
-                              strerror(errno));
-        if (rc < 0) unlink(tmp);
-    }
+    if (rc == 0) rc = pn_import_tmp_name(out, tmp, sizeof tmp);
+    if (rc == 0) rc = pn_import_finish(tmp, out, write_split(tmp, &images, &labels_file, labels));
     free(labels);
     idx_close(&images);
     idx_close(&labels_file);
@@ -230,32 +223,12 @@ static int import_split(const char *src, const char *prefix, const char *out, lo
     return rc;
 }
 
-/* mkdir -p: creates dir and any missing parents. */
-static int make_dirs(const char *dir)
-{
-    char path[PATH_MAX];
-    if ((size_t)snprintf(path, sizeof path, "%s", dir) >= sizeof path)
-        return pn_error_set(PN_ERR_INVALID, "path too long: %s", dir);
-    for (char *p = path + 1;; p++) {
-        bool end = *p == '\0';
-        if (*p != '/' && !end) continue;
-        *p = '\0';
-        struct stat st;
-        if (mkdir(path, 0777) != 0 && (errno != EEXIST || stat(path, &st) != 0 ||
-                                       !S_ISDIR(st.st_mode)))
-            return pn_error_set(PN_ERR_IO, "cannot create directory '%s': %s", path,
-                                errno == EEXIST ? "not a directory" : strerror(errno));
-        if (end) return 0;
-        *p = '/';
-    }
-}
-
 int pn_import_fashion_mnist(const char *src_dir, const char *out_dir,
                             pn_import_progress progress, void *ctx)
 {
     static const char *const prefixes[2] = {"train", "t10k"};
     static const char *const outputs[2] = {"train.h5", "test.h5"};
-    PN_TRY(make_dirs(out_dir));
+    PN_TRY(pn_import_make_dirs(out_dir));
     for (int s = 0; s < 2; s++) {
         char out[PATH_MAX];
         long samples;

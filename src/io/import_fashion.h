@@ -5,11 +5,11 @@
 #ifndef PN_IMPORT_FASHION_H
 #define PN_IMPORT_FASHION_H
 
+#include "io/import_util.h"
+
 /* Where Debian's dataset-fashion-mnist package installs the IDX files. */
 #define PN_FASHION_MNIST_SRC "/usr/share/datasets/fashion-mnist"
 
-/* Told about each output file once it is complete under its final name. */
-typedef void (*pn_import_progress)(const char *path, long samples, void *ctx);
 
 /* Converts src_dir/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz into
  * out_dir/train.h5 and out_dir/test.h5 (out_dir is created if missing; each file is

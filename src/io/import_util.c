@@ -1,0 +1,48 @@
+/* The importers' shared file handling (import_util.h): output directories and the
+ * temporary-name-then-rename of every file they write. */
+#include "io/import_util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/error.h"
+
+int pn_import_make_dirs(const char *dir)
+{
+    char path[PATH_MAX];
+    if ((size_t)snprintf(path, sizeof path, "%s", dir) >= sizeof path)
+        return pn_error_set(PN_ERR_INVALID, "path too long: %s", dir);
+    for (char *p = path + 1;; p++) {
+        bool end = *p == '\0';
+        if (*p != '/' && !end) continue;
+        *p = '\0';
+        struct stat st;
+        if (mkdir(path, 0777) != 0 && (errno != EEXIST || stat(path, &st) != 0 ||
+                                       !S_ISDIR(st.st_mode)))
+            return pn_error_set(PN_ERR_IO, "cannot create directory '%s': %s", path,
+                                errno == EEXIST ? "not a directory" : strerror(errno));
+        if (end) return 0;
+        *p = '/';
+    }
+}
+
+int pn_import_tmp_name(const char *out, char *tmp, size_t cap)
+{
+    if ((size_t)snprintf(tmp, cap, "%s.tmp-%ld", out, (long)getpid()) >= cap)
+        return pn_error_set(PN_ERR_INVALID, "path too long: %s", out);
+    return 0;
+}
+
+int pn_import_finish(const char *tmp, const char *out, int rc)
+{
+    if (rc == 0 && rename(tmp, out) != 0)
+        rc = pn_error_set(PN_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, out,
+                          strerror(errno));
+    if (rc < 0) unlink(tmp);
+    return rc;
+}

@@ -1,0 +1,24 @@
+/* What the importers (import_fashion.c, import_text.c) share: the progress callback
+ * the command line passes them, creating the output directory, and putting a file
+ * written under a temporary name in place. */
+#ifndef PN_IMPORT_UTIL_H
+#define PN_IMPORT_UTIL_H
+
+#include <stddef.h>
+
+/* Told about each output file once it is complete under its final name. */
+typedef void (*pn_import_progress)(const char *path, long samples, void *ctx);
+
+/* mkdir -p: creates dir and any missing parents; an existing non-directory on the
+ * way is an error naming it. */
+int pn_import_make_dirs(const char *dir);
+
+/* The temporary name out is written under: "<out>.tmp-<pid>" into tmp (cap bytes). */
+int pn_import_tmp_name(const char *out, char *tmp, size_t cap);
+
+/* Ends the writing of tmp whose status is rc: on success renames tmp to out (an
+ * error naming both when that fails); on any failure removes tmp. Returns the
+ * status. */
+int pn_import_finish(const char *tmp, const char *out, int rc);
+
+#endif
