@@ -1,7 +1,8 @@
 #!/bin/sh
-# `pipenet import fashion-mnist`: --help and misuse, then (only where Debian's
-# dataset-fashion-mnist package is installed; else skip) the real import of its
-# 60000 + 10000 samples, and a source directory with a truncated gzip file.
+# `pipenet import`: --help and misuse; `import text` on a small file (its misuse and
+# an empty file too); then (only where Debian's dataset-fashion-mnist package is
+# installed; else skip) the real Fashion-MNIST import of its 60000 + 10000 samples,
+# and a source directory with a truncated gzip file.
 set -u
 PIPENET=${PIPENET:-./pipenet}
 SRC=/usr/share/datasets/fashion-mnist
@@ -15,6 +16,30 @@ echo "$err" | grep -q '^pipenet: error: .*--out' || fail "missing --out message:
 err=$("$PIPENET" import cifar --out /nonexistent 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "unknown dataset: exit $rc, expected 2"
 echo "$err" | grep -q "unknown dataset 'cifar'" || fail "unknown dataset message: $err"
+
+"$PIPENET" import --help | grep -q '^       pipenet import text FILE\.\.\. --out DIR --seq T' ||
+    fail "import --help lacks text"
+ttmp=$(mktemp -d "${TMPDIR:-/tmp}/pn_test_import_text.XXXXXX") || fail "mktemp"
+i=0; while [ $i -lt 20 ]; do echo "line $i of a small text"; i=$((i + 1)); done > "$ttmp/a.txt"
+err=$("$PIPENET" import text "$ttmp/a.txt" --out "$ttmp/t" 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "import text without --seq: exit $rc, expected 2"
+echo "$err" | grep -q -- 'needs --seq T' || fail "missing --seq message: $err"
+err=$("$PIPENET" import text --out "$ttmp/t" --seq 8 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "import text without FILE: exit $rc, expected 2"
+: > "$ttmp/empty.txt"
+err=$("$PIPENET" import text "$ttmp/a.txt" "$ttmp/empty.txt" --out "$ttmp/t" --seq 8 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "empty text file: exit $rc, expected 1"
+echo "$err" | grep -q "^pipenet: error: $ttmp/empty.txt: empty file" || fail "empty: $err"
+# 20 lines of 23 or 24 bytes: 470 bytes; 0.2 of them (94) for test.h5: (376 - 1) / 8 = 46
+# train samples, (94 - 1) / 8 = 11 test samples
+out=$("$PIPENET" import text "$ttmp/a.txt" --out "$ttmp/t" --seq 8 --eval-fraction 0.2 2>&1)
+rc=$?
+[ $rc -eq 0 ] || fail "import text exited $rc: $out"
+echo "$out" | grep -qx "wrote $ttmp/t/train.h5: 46 samples" || fail "text train summary: $out"
+echo "$out" | grep -qx "wrote $ttmp/t/test.h5: 11 samples" || fail "text test summary: $out"
+"$PIPENET" inspect "$ttmp/t/train.h5" | grep -q '/tokens  *int32  *\[46, 8\]' ||
+    fail "inspect: tokens shape"
+rm -rf "$ttmp"
 
 if [ ! -f "$SRC/train-images-idx3-ubyte.gz" ]; then
     echo "SKIP: $SRC not installed (apt install dataset-fashion-mnist)"

@@ -1,33 +1,53 @@
-/* `pipenet import`: converts a public dataset into dataset HDF5 files
- * (DESIGN.md section 3). Only Fashion-MNIST so far; progress goes to stdout.
+/* `pipenet import`: converts a public dataset (Fashion-MNIST) or text files into
+ * dataset HDF5 files (DESIGN.md section 3, docs/formats.md); progress goes to stdout.
  * Exit 0 on success, 1 on bad data or I/O errors, 2 on misuse. */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/error.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "io/import_fashion.h"
+#include "io/import_text.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: pipenet import fashion-mnist [--src DIR] --out DIR\n"
+            "       pipenet import text FILE... --out DIR --seq T [--eval-fraction F]\n"
             "\n"
-            "Converts Fashion-MNIST's gzip IDX files into DIR/train.h5 (60000 samples)\n"
-            "and DIR/test.h5 (10000 samples): /features float32 [N, 784] scaled to\n"
-            "[0, 1], /labels int32 [N] in 0..9, root attributes `source` and\n"
-            "`num_classes`. Each file is written under a temporary name and renamed\n"
-            "when complete; DIR is created if missing.\n"
+            "fashion-mnist: converts Fashion-MNIST's gzip IDX files into DIR/train.h5\n"
+            "(60000 samples) and DIR/test.h5 (10000 samples): /features float32\n"
+            "[N, 784] scaled to [0, 1], /labels int32 [N] in 0..9, root attributes\n"
+            "`source` and `num_classes`.\n"
+            "\n"
+            "text: the bytes of the FILEs, concatenated, become samples of T byte ids\n"
+            "(vocabulary: the 256 byte values) cut from consecutive non-overlapping\n"
+            "windows (stride T): /tokens int32 [N, T] holds bytes kT..kT+T-1 of a split\n"
+            "and /targets int32 [N, T] the bytes one further, the next token to\n"
+            "predict. DIR/train.h5 takes the text's first 1 - F, DIR/test.h5 its last F.\n"
+            "Root attributes: `tokenizer` = \"bytes\", `vocab_size` = `num_classes` =\n"
+            "256, `seq`, `stride`, `source`. A model reads them with inputs like\n"
+            "  \"x\": {\"dataset\": \"tokens\", \"ids\": true, \"seq\": T},\n"
+            "  \"y\": {\"dataset\": \"targets\", \"ids\": true, \"seq\": T}\n"
+            "\n"
+            "Each file is written under a temporary name and renamed when complete;\n"
+            "DIR is created if missing.\n"
             "\n"
             "options:\n"
-            "  --src DIR   where train-images-idx3-ubyte.gz and the three other IDX\n"
-            "              files are (default %s, from Debian's\n"
-            "              dataset-fashion-mnist package)\n"
-            "  --out DIR   where to write train.h5 and test.h5\n"
-            "  -h, --help  this text\n",
-            PN_FASHION_MNIST_SRC);
+            "  --src DIR    fashion-mnist: where train-images-idx3-ubyte.gz and the\n"
+            "               three other IDX files are (default %s,\n"
+            "               from Debian's dataset-fashion-mnist package)\n"
+            "  --out DIR    where to write train.h5 and test.h5\n"
+            "  --seq T      text: positions per sample (required)\n"
+            "  --eval-fraction F\n"
+            "               text: the share of the text, from its end, that becomes\n"
+            "               test.h5, in (0, 1) (default %g)\n"
+            "  -h, --help   this text\n",
+            PN_FASHION_MNIST_SRC, PN_TEXT_EVAL_FRACTION);
 }
 
 static int misuse(const char *message)
@@ -49,22 +69,85 @@ static double seconds_now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* After the options: the dataset argument and what it needs. */
+static int run_import(int argc, char **argv, const char *src, bool src_given, const char *out,
+                      int seq, bool eval_given, double eval_fraction)
+{
+    char message[256];
+    if (optind >= argc)
+        return misuse("which dataset? `pipenet import fashion-mnist --out DIR` or "
+                      "`pipenet import text FILE... --out DIR --seq T`");
+    const char *dataset = argv[optind];
+    bool text = !strcmp(dataset, "text");
+    if (!text && strcmp(dataset, "fashion-mnist") != 0) {
+        snprintf(message, sizeof message, "unknown dataset '%s' (known: fashion-mnist, text)",
+                 dataset);
+        return misuse(message);
+    }
+    if (!out) {
+        snprintf(message, sizeof message, "import %s needs --out DIR", dataset);
+        return misuse(message);
+    }
+    double start = seconds_now();
+    if (text) {
+        if (optind + 1 >= argc) return misuse("import text needs at least one FILE");
+        if (src_given) return misuse("--src is for fashion-mnist; name text FILEs instead");
+        if (seq == 0) return misuse("import text needs --seq T (positions per sample)");
+        int n_files = argc - optind - 1;
+        printf("importing %d text file%s into %s (--seq %d, --eval-fraction %g)\n", n_files,
+               n_files > 1 ? "s" : "", out, seq, eval_fraction);
+        fflush(stdout);
+        if (pn_import_text((const char *const *)argv + optind + 1, n_files, out, seq,
+                           eval_fraction, report, NULL) < 0)
+            return pn_cli_fail(pn_error_message());
+    } else {
+        if (optind + 1 < argc) {
+            snprintf(message, sizeof message, "unexpected argument '%s'", argv[optind + 1]);
+            return misuse(message);
+        }
+        if (seq || eval_given) return misuse("--seq and --eval-fraction are for import text");
+        printf("importing Fashion-MNIST from %s into %s\n", src, out);
+        fflush(stdout);
+        if (pn_import_fashion_mnist(src, out, report, NULL) < 0)
+            return pn_cli_fail(pn_error_message());
+    }
+    printf("done in %.1f s\n", seconds_now() - start);
+    return 0;
+}
+
 int pn_cmd_import(int argc, char **argv)
 {
     static const struct option long_options[] = {
         {"src", required_argument, NULL, 's'},
         {"out", required_argument, NULL, 'o'},
+        {"seq", required_argument, NULL, 'T'},
+        {"eval-fraction", required_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *src = PN_FASHION_MNIST_SRC, *out = NULL;
+    bool src_given = false, eval_given = false;
+    int seq = 0;
+    double eval_fraction = PN_TEXT_EVAL_FRACTION;
     char message[256];
     opterr = 0;
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1;) {
         switch (c) {
-        case 's': src = optarg; break;
+        case 's': src = optarg, src_given = true; break;
         case 'o': out = optarg; break;
+        case 'T':
+            if (pn_opt_int("--seq", optarg, 1, 1 << 20, &seq) < 0) return 2;
+            break;
+        case 'f':
+            if (pn_opt_double("--eval-fraction", optarg, 0, 1, &eval_fraction) < 0) return 2;
+            if (eval_fraction == 0 || eval_fraction == 1) {
+                snprintf(message, sizeof message, "--eval-fraction: expected a number in "
+                         "(0, 1): both splits need text, found '%s'", optarg);
+                return misuse(message);
+            }
+            eval_given = true;
+            break;
         case 'h': usage(stdout); return 0;
         case ':':
             snprintf(message, sizeof message, "option '%s' needs a value", argv[optind - 1]);
@@ -74,23 +157,5 @@ int pn_cmd_import(int argc, char **argv)
             return misuse(message);
         }
     }
-    if (optind >= argc) return misuse("which dataset? `pipenet import fashion-mnist --out DIR`");
-    if (strcmp(argv[optind], "fashion-mnist") != 0) {
-        snprintf(message, sizeof message, "unknown dataset '%s' (known: fashion-mnist)",
-                 argv[optind]);
-        return misuse(message);
-    }
-    if (optind + 1 < argc) {
-        snprintf(message, sizeof message, "unexpected argument '%s'", argv[optind + 1]);
-        return misuse(message);
-    }
-    if (!out) return misuse("import fashion-mnist needs --out DIR");
-
-    printf("importing Fashion-MNIST from %s into %s\n", src, out);
-    fflush(stdout);
-    double start = seconds_now();
-    if (pn_import_fashion_mnist(src, out, report, NULL) < 0)
-        return pn_cli_fail(pn_error_message());
-    printf("done in %.1f s\n", seconds_now() - start);
-    return 0;
+    return run_import(argc, argv, src, src_given, out, seq, eval_given, eval_fraction);
 }

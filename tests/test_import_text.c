@@ -1,0 +1,189 @@
+/* The text importer on small files this test writes: byte ids and next-byte targets
+ * of non-overlapping windows read back through the dataset reader, the split sizes
+ * and the root attributes; a missing or empty file, a --seq longer than a split and
+ * a bad fraction refused with the file named and nothing left in the output
+ * directory. */
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "io/hdf5_util.h"
+#include "io/import_text.h"
+#include "io/reader.h"
+#include "testutil.h"
+
+static char dir[PATH_MAX];
+
+static void setup(void) { tu_make_temp_dir(dir, sizeof dir, "import_text"); }
+
+static void teardown(void) { tu_remove_tree(dir); }
+
+/* Writes n bytes of content into dir/name; path receives its path. */
+static void write_text(const char *name, const char *content, size_t n, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(content, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Names in directory path, each followed by a newline. */
+static void list_dir(const char *path, char *out, size_t cap)
+{
+    out[0] = '\0';
+    DIR *d = opendir(path);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.') strncat(out, e->d_name, cap - strlen(out) - 2), strcat(out, "\n");
+    closedir(d);
+}
+
+typedef struct seen_files {
+    int calls;
+    long samples[2];
+} seen_files;
+
+static void count_files(const char *path, long samples, void *ctx)
+{
+    seen_files *seen = ctx;
+    ck_assert_ptr_nonnull(strstr(path, seen->calls == 0 ? "/train.h5" : "/test.h5"));
+    seen->samples[seen->calls++ % 2] = samples;
+}
+
+/* Reads the n samples of path and checks them against the bytes text[0, ...) with
+ * seq positions each: ids are bytes kT.., targets the bytes one further. */
+static void check_split(const char *path, const unsigned char *text, int n, int seq)
+{
+    const pn_reader_field f[] = {{"tokens", {0, seq, true}, "x", 256, "embed"},
+                                 {"targets", {0, seq, true}, "y", 256, "loss"}};
+    pn_reader_options o = {.global_batch = n, .first = 0, .count = n, .drop_last = false};
+    pn_reader *r;
+    ck_assert_msg(pn_reader_open(&r, path, f, 2, &o) == 0, "%s", pn_error_message());
+    ck_assert_int_eq(pn_reader_samples(r), n);
+    const pn_batch *b;
+    ck_assert_msg(pn_reader_next(r, &b) == 0, "%s", pn_error_message());
+    ck_assert_int_eq(b->rows, n);
+    for (int k = 0; k < n; k++)
+        for (int t = 0; t < seq; t++) {
+            ck_assert_int_eq(b->ids[0][k * seq + t], text[k * seq + t]);
+            ck_assert_int_eq(b->ids[1][k * seq + t], text[k * seq + t + 1]);
+        }
+    pn_reader_close(r);
+
+    hid_t file;
+    char tokenizer[64], source[1024];
+    long vocab = 0, classes = 0, file_seq = 0, stride = 0;
+    ck_assert_int_eq(pn_hdf5_open_file(path, H5P_DEFAULT, &file), 0);
+    ck_assert_int_eq(pn_hdf5_read_attr_string(file, path, "tokenizer", tokenizer,
+                                              sizeof tokenizer), 0);
+    ck_assert_int_eq(pn_hdf5_read_attr_string(file, path, "source", source, sizeof source), 0);
+    ck_assert_int_eq(pn_hdf5_read_attr_int(file, path, "vocab_size", &vocab), 0);
+    ck_assert_int_eq(pn_hdf5_read_attr_int(file, path, "num_classes", &classes), 0);
+    ck_assert_int_eq(pn_hdf5_read_attr_int(file, path, "seq", &file_seq), 0);
+    ck_assert_int_eq(pn_hdf5_read_attr_int(file, path, "stride", &stride), 0);
+    ck_assert_int_eq(pn_hdf5_close(file, path), 0);
+    ck_assert_str_eq(tokenizer, "bytes");
+    ck_assert_int_eq(vocab, 256);
+    ck_assert_int_eq(classes, 256);
+    ck_assert_int_eq(file_seq, seq);
+    ck_assert_int_eq(stride, seq);
+    ck_assert_msg(strstr(source, "text: ") && strstr(source, "/one.txt and 1 more file"),
+                  "source: %s", source);
+}
+
+START_TEST(import_writes_windows_targets_and_attributes)
+{
+    /* 100 bytes over two files, all 256 values possible: bytes 0..255 cycle. */
+    unsigned char text[100];
+    for (int k = 0; k < 100; k++) text[k] = (unsigned char)(k * 97 + 200);
+    char one[2 * PATH_MAX], two[2 * PATH_MAX], out[PATH_MAX + 16], path[2 * PATH_MAX];
+    char names[256];
+    write_text("one.txt", (const char *)text, 37, one, sizeof one);
+    write_text("two.txt", (const char *)text + 37, 63, two, sizeof two);
+    snprintf(out, sizeof out, "%s/out/nested", dir);
+    const char *files[] = {one, two};
+    seen_files seen = {0};
+    /* eval fraction 0.25: test = the last 25 bytes, train = the first 75.
+     * seq 6: train holds (75 - 1) / 6 = 12 samples, test (25 - 1) / 6 = 4. */
+    ck_assert_msg(pn_import_text(files, 2, out, 6, 0.25, count_files, &seen) == 0, "%s",
+                  pn_error_message());
+    ck_assert_int_eq(seen.calls, 2);
+    ck_assert_int_eq(seen.samples[0], 12);
+    ck_assert_int_eq(seen.samples[1], 4);
+    snprintf(path, sizeof path, "%s/train.h5", out);
+    check_split(path, text, 12, 6);
+    snprintf(path, sizeof path, "%s/test.h5", out);
+    check_split(path, text + 75, 4, 6);
+    list_dir(out, names, sizeof names);
+    ck_assert_msg(!strcmp(names, "train.h5\ntest.h5\n") || !strcmp(names, "test.h5\ntrain.h5\n"),
+                  "out dir holds: %s", names);
+
+    /* The longest --seq both splits hold: test's 25 bytes give one sample of 24. */
+    ck_assert_msg(pn_import_text(files, 2, out, 24, 0.25, NULL, NULL) == 0, "%s",
+                  pn_error_message());
+    snprintf(path, sizeof path, "%s/test.h5", out);
+    check_split(path, text + 75, 1, 24);
+}
+END_TEST
+
+START_TEST(import_refuses_bad_input)
+{
+    char good[2 * PATH_MAX], empty[2 * PATH_MAX], missing[2 * PATH_MAX];
+    char text[100];
+    memset(text, 'a', sizeof text);
+    write_text("good.txt", text, sizeof text, good, sizeof good);
+    write_text("empty.txt", text, 0, empty, sizeof empty);
+    snprintf(missing, sizeof missing, "%s/missing.txt", dir);
+    static const struct {
+        int file; /* 0: good, 1: empty, 2: missing as the second file */
+        int seq;
+        double fraction;
+        const char *words;
+        bool names_good; /* the message names good.txt rather than the second file */
+    } cases[] = {
+        {2, 4, 0.1, "cannot open '", false},
+        {1, 4, 0.1, ": empty file, no text to import", false},
+        /* 100 bytes at 0.1: train 90, test 10; seq 10 needs 11 bytes in test */
+        {0, 10, 0.1, "the test split (its last 10%: 10 of the text's 100 bytes) holds no "
+                     "sample of --seq 10", true},
+        /* seq 100 is too long for train's 90 bytes as well: train is named first */
+        {0, 100, 0.1, "the train split (its first 90%: 90 of the text's 100 bytes) holds no "
+                      "sample of --seq 100, which needs 101 bytes", true},
+        {0, 4, 0.0, "--eval-fraction 0: expected a number in (0, 1)", false},
+        {0, 4, 1.0, "--eval-fraction 1: expected a number in (0, 1)", false},
+        {0, 0, 0.1, "--seq 0: expected 1..", false},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char out[PATH_MAX + 16], names[256];
+        snprintf(out, sizeof out, "%s/out_bad%zu", dir, c);
+        const char *second = cases[c].file == 1 ? empty : missing;
+        const char *files[] = {good, second};
+        int n_files = cases[c].file ? 2 : 1;
+        pn_error_clear();
+        ck_assert_int_lt(pn_import_text(files, n_files, out, cases[c].seq, cases[c].fraction,
+                                        NULL, NULL), 0);
+        const char *msg = pn_error_message();
+        const char *named = cases[c].names_good ? good : cases[c].file ? second : "";
+        ck_assert_msg(strstr(msg, named) && strstr(msg, cases[c].words),
+                      "case %zu: message '%s' lacks '%s' or '%s'", c, msg, named,
+                      cases[c].words);
+        list_dir(out, names, sizeof names);
+        ck_assert_msg(!names[0], "case %zu: out dir holds %s", c, names);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("import_text");
+    TCase *tc = tcase_create("import");
+    tcase_add_unchecked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, import_writes_windows_targets_and_attributes);
+    tcase_add_test(tc, import_refuses_bad_input);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s);
+}
