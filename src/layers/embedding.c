@@ -1,18 +1,25 @@
-/* embedding: integer ids -> rows of a learned table [vocab, size]. */
+/* embedding: integer ids -> rows of a learned table [vocab, size]; with "positions",
+ * plus a learned position table [seq, size] whose row t is added at position t of
+ * every sample (GPT's token + position embedding in one layer, no position dataset).
+ * A sample's seq x size outputs are contiguous, so the position table is added as one
+ * row vector [1, seq*size] to the batch seen as [batch, seq*size], and its gradient
+ * is the column sums of the output gradient seen the same way. */
 #include "base/error.h"
 #include "layers/attrs.h"
 #include "layers/layer_types.h"
 
 typedef struct embedding_attrs {
     int vocab, size;
+    bool positions;
 } embedding_attrs;
 
-static const char *const embedding_attr_names[] = {"vocab", "size", NULL};
+static const char *const embedding_attr_names[] = {"vocab", "size", "positions", NULL};
 
 static int embedding_parse(pn_layer *l, const json_t *spec)
 {
     embedding_attrs *s = l->attrs;
     PN_TRY(pn_attr_int(l, spec, "vocab", true, 1, 0, &s->vocab));
+    PN_TRY(pn_attr_bool(l, spec, "positions", false, &s->positions));
     return pn_attr_int(l, spec, "size", true, 1, 0, &s->size);
 }
 
@@ -30,6 +37,15 @@ static void embedding_declare(pn_layer *l)
 {
     const embedding_attrs *s = l->attrs;
     pn_layer_add_param(l, "table", s->vocab, s->size, (pn_init){PN_INIT_NORMAL, 0.02f}, true);
+    if (s->positions)
+        pn_layer_add_param(l, "pos", l->out_shape.seq, s->size,
+                           (pn_init){PN_INIT_NORMAL, 0.02f}, true);
+}
+
+/* m [batch*seq, size] seen as [batch, seq*size]. */
+static pn_matrix per_sample(pn_matrix m, int seq)
+{
+    return pn_matrix_reshape(m, m.rows / seq, m.cols * seq);
 }
 
 static int embedding_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
@@ -37,7 +53,13 @@ static int embedding_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *cons
 {
     (void)pass;
     pn_matrix table = pn_layer_param(x, 0);
-    return pn_gather_rows(&table, in[0]->ids, &out->value);
+    PN_TRY(pn_gather_rows(&table, in[0]->ids, &out->value));
+    if (!((const embedding_attrs *)x->layer->attrs)->positions || out->value.rows == 0)
+        return PN_OK;
+    int seq = x->layer->out_shape.seq;
+    pn_matrix pos = pn_layer_param(x, 1), rows = per_sample(out->value, seq);
+    pos = pn_matrix_reshape(pos, 1, pos.rows * pos.cols);
+    return pn_add_row_vector(&pos, &rows);
 }
 
 static int embedding_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
@@ -45,12 +67,19 @@ static int embedding_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *con
 {
     (void)pass;
     pn_matrix dtable = pn_layer_param_grad(x, 0);
-    return pn_scatter_add_rows(&out->grad, in[0]->ids, &dtable);
+    PN_TRY(pn_scatter_add_rows(&out->grad, in[0]->ids, &dtable));
+    if (!((const embedding_attrs *)x->layer->attrs)->positions || out->grad.rows == 0)
+        return PN_OK;
+    int seq = x->layer->out_shape.seq;
+    pn_matrix dpos = pn_layer_param_grad(x, 1), rows = per_sample(out->grad, seq);
+    dpos = pn_matrix_reshape(dpos, 1, dpos.rows * dpos.cols);
+    return pn_col_sums(&rows, 1.0f, &dpos);
 }
 
 static double embedding_flops(const pn_layer *l)
 {
-    return (double)l->out_shape.seq * l->out_shape.width;
+    const embedding_attrs *s = l->attrs;
+    return (double)l->out_shape.seq * l->out_shape.width * (s->positions ? 3 : 1);
 }
 
 static int embedding_id_limit(const pn_layer *l, int k)
@@ -60,7 +89,7 @@ static int embedding_id_limit(const pn_layer *l, int k)
 
 const pn_layer_type pn_layer_embedding = {
     .name = "embedding",
-    .summary = "lookup of integer ids in a learned table; attrs vocab, size",
+    .summary = "lookup of integer ids in a learned table; attrs vocab, size, positions",
     .min_inputs = 1,
     .max_inputs = 1,
     .attrs_size = sizeof(embedding_attrs),
