@@ -113,6 +113,52 @@ static const mistake mistakes[] = {
      {"layers[0].input: expected widths that add up to at most 2147483647", "found widths that add up to 2147483648", "(layer 'c', concat)"}},
     {"{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 1073741824}}, \"layers\": [{\"name\": \"t\", \"type\": \"attention\", \"input\": \"x\", \"heads\": 1}]}",
      {"layers[0].input: expected a width of at most 715827882", "found a width of 1073741824", "(layer 't', attention)"}},
+    /* repeat blocks */
+#define BLOCK(head, inner) "{" IN ", \"layers\": [{" head ", \"layers\": [" inner "]}]}"
+#define F_IN "{\"name\": \"f\", \"type\": \"fc\", \"input\": \"$in\", \"size\": 4}"
+    {BLOCK("\"repeat\": 0, \"name\": \"blk\", \"input\": \"x\"", F_IN),
+     {"layers[0].repeat: expected an integer in [1, 4096]", "found 0", "(repeat 'blk')"}},
+    {BLOCK("\"repeat\": \"four\", \"name\": \"blk\", \"input\": \"x\"", F_IN),
+     {"layers[0].repeat: expected an integer", "found \"four\""}},
+    {BLOCK("\"repeat\": 2, \"input\": \"x\"", F_IN),
+     {"layers[0].name: expected a non-empty string (the block's name)", "found nothing"}},
+    {BLOCK("\"repeat\": 2, \"name\": \"blk\"", F_IN),
+     {"layers[0].input: expected the name of the layer or input that feeds the first copy",
+      "found nothing", "(repeat 'blk')"}},
+    {BLOCK("\"repeat\": 2, \"name\": \"blk\", \"input\": \"nope\"", F_IN),
+     {"layers[0].input: expected the name of a layer, input or other block", "found \"nope\""}},
+    {BLOCK("\"repeat\": 2, \"name\": \"blk\", \"input\": \"x\", \"stage\": 1", F_IN),
+     {"layers[0].stage: expected one of the keys repeat, name, input, layers",
+      "found an unknown key"}},
+    {BLOCK("\"repeat\": 2, \"name\": \"blk\", \"input\": \"x\"", ""),
+     {"layers[0].layers: expected a non-empty list of layers", "found []"}},
+    {BLOCK("\"repeat\": 2, \"name\": \"blk\", \"input\": \"x\"",
+           F_IN ", {\"repeat\": 2, \"name\": \"in\", \"input\": \"f\", \"layers\": [" F_IN "]}"),
+     {"layers[0].layers[1].repeat: expected a layer (repeat blocks do not nest)"}},
+    {BLOCK("\"repeat\": 2, \"name\": \"blk\", \"input\": \"x\"",
+           "{\"name\": \"f\", \"type\": \"fc\", \"input\": \"$in\", \"size\": 0}"),
+     {"layers[0].layers[0].size: expected an integer >= 1", "found 0", "(layer 'f_0', fc)"}},
+    {BLOCK("\"repeat\": 2, \"name\": \"blk\", \"input\": \"x\"",
+           "{\"name\": \"f\", \"type\": \"fc\", \"input\": \"g\", \"size\": 4}"),
+     {"layers[0].layers[0].input: expected the name of a layer or input", "found \"g\"",
+      "(layer 'f_0'"}},
+    {BLOCK("\"repeat\": 2, \"name\": \"$blk\", \"input\": \"x\"", F_IN),
+     {"layers[0].name: expected a name without '/' that does not start with '$'",
+      "found \"$blk\""}},
+    {"{" IN ", \"layers\": [{\"repeat\": 2, \"name\": \"blk\", \"input\": \"x\", \"layers\": [" F_IN "]},"
+     " {\"name\": \"f_1\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3}]}",
+     {"layers[1].name: expected a name no other layer or input has", "found \"f_1\"",
+      "(already used by layers[0].layers[0])"}},
+    {"{" IN ", \"layers\": [{\"repeat\": 2, \"name\": \"blk\", \"input\": \"x\", \"layers\": [" F_IN "]},"
+     " {\"name\": \"blk\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3}]}",
+     {"layers[0].name: expected a name no other layer, input or block has", "found \"blk\"",
+      "(already used by layers[1])"}},
+    {"{" IN ", \"layers\": [" F_IN "]}",
+     {"layers[0].input: expected the name of a layer or input", "found \"$in\"", "(layer 'f')"}},
+    {BLOCK("\"repeat\": 4096, \"name\": \"blk\", \"input\": \"x\"", F_IN ", " F_IN ", " F_IN),
+     {"layers: expected at most 10000 layers", "found more than 10000 with repeat blocks expanded"}},
+#undef BLOCK
+#undef F_IN
 };
 enum { N_MISTAKES = sizeof mistakes / sizeof *mistakes };
 
@@ -127,6 +173,61 @@ START_TEST(mistakes_name_file_place_and_field)
                   "case %d: not \"<file>: <path>: expected ..., found ...\": %s", _i, msg);
     for (int k = 0; k < 3 && m->expect[k]; k++)
         ck_assert_msg(strstr(msg, m->expect[k]), "case %d: no \"%s\" in: %s", _i, m->expect[k], msg);
+}
+END_TEST
+
+/* A block of three layers (one names a later one), repeated 3 times between "pre"
+ * and "out", which names the block; a residual to "$in" and to an input outside. */
+static const char *const REPEATED =
+    "{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 4}},"
+    " \"layers\": ["
+    "  {\"name\": \"out\", \"type\": \"mse\", \"input\": [\"blk\", \"x\"]},"
+    "  {\"repeat\": 3, \"name\": \"blk\", \"input\": \"pre\", \"layers\": ["
+    "    {\"name\": \"h\", \"type\": \"fc\", \"input\": \"f\", \"size\": 4},"
+    "    {\"name\": \"f\", \"type\": \"fc\", \"input\": \"$in\", \"size\": 4, \"stage\": 0},"
+    "    {\"name\": \"r\", \"type\": \"add\", \"input\": [\"$in\", \"h\", \"x\"]}"
+    "  ]},"
+    "  {\"name\": \"pre\", \"type\": \"fc\", \"input\": \"x\", \"size\": 4}"
+    "]}";
+
+/* The name of input k of node name in g. */
+static const char *input_of(const pn_graph *g, const char *name, int k)
+{
+    int i = pn_graph_find(g, name);
+    ck_assert_msg(i >= 0, "no node %s", name);
+    ck_assert_int_lt(k, g->nodes[i].n_inputs);
+    return g->nodes[g->nodes[i].inputs[k]].name;
+}
+
+START_TEST(repeat_blocks_expand_into_wired_copies)
+{
+    pn_graph *g;
+    ck_assert_msg(from_text(REPEATED, &g) == 0, "%s", pn_error_message());
+    ck_assert_int_eq(g->n_nodes, 1 + 1 + 3 * 3 + 1); /* x, pre, the copies, out */
+    ck_assert_int_lt(pn_graph_find(g, "blk"), 0);    /* the block is a name, no node */
+    ck_assert_int_lt(pn_graph_find(g, "f"), 0);
+    ck_assert_int_lt(pn_graph_find(g, "f_3"), 0);
+    char prev[16] = "pre";
+    for (int c = 0; c < 3; c++) {
+        char f[16], h[16], r[16], param[PN_PARAM_NAME_MAX + 1];
+        snprintf(f, sizeof f, "f_%d", c);
+        snprintf(h, sizeof h, "h_%d", c);
+        snprintf(r, sizeof r, "r_%d", c);
+        ck_assert_str_eq(input_of(g, f, 0), prev);          /* "$in" */
+        ck_assert_str_eq(input_of(g, h, 0), f);             /* block-local: the same copy */
+        ck_assert_str_eq(input_of(g, r, 0), prev);          /* "$in" in a residual */
+        ck_assert_str_eq(input_of(g, r, 1), h);
+        ck_assert_str_eq(input_of(g, r, 2), "x");           /* outside: unchanged */
+        ck_assert_int_eq(g->nodes[pn_graph_find(g, f)].stage, 0);
+        ck_assert_int_eq(g->nodes[pn_graph_find(g, h)].stage, -1);
+        ck_assert_int_eq(pn_layer_param_name(g->nodes[pn_graph_find(g, f)].layer, 0, param), 0);
+        snprintf(f, sizeof f, "f_%d/w", c);
+        ck_assert_str_eq(param, f);
+        snprintf(prev, sizeof prev, "%s", r);               /* the last layer is the output */
+    }
+    ck_assert_str_eq(input_of(g, "out", 0), "r_2");         /* the block's name */
+    ck_assert_int_eq(pn_graph_param_count(g), 7 * (16 + 4));
+    pn_graph_free(g);
 }
 END_TEST
 
@@ -240,6 +341,7 @@ int main(void)
     TCase *tc = tcase_create("model json");
     tcase_add_test(tc, valid_model_is_ordered_and_shaped);
     tcase_add_loop_test(tc, mistakes_name_file_place_and_field, 0, N_MISTAKES);
+    tcase_add_test(tc, repeat_blocks_expand_into_wired_copies);
     tcase_add_test(tc, syntax_errors_give_line_and_column);
     tcase_add_test(tc, train_section_is_validated);
     tcase_add_test(tc, names_have_one_length_limit);

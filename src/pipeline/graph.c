@@ -1,6 +1,7 @@
-/* Model JSON -> pn_graph: structure checks, name resolution, topological sort
- * (Kahn's algorithm, ties broken by file order), then layer creation in that order
- * so that every layer sees its inputs' inferred shapes. */
+/* Model JSON -> pn_graph: structure checks, the expansion of "repeat" blocks into
+ * their copies, name resolution, topological sort (Kahn's algorithm, ties broken by
+ * file order), then layer creation in that order so that every layer sees its inputs'
+ * inferred shapes. */
 #include "pipeline/graph.h"
 
 #include <stdio.h>
@@ -12,6 +13,15 @@
 #include "base/json_read.h"
 
 static const char *const top_keys[] = {"name", "inputs", "layers", "train", NULL};
+static const char *const repeat_keys[] = {"repeat", "name", "input", "layers", NULL};
+
+enum {
+    MAX_REPEAT = 4096,  /* copies of one block */
+    MAX_LAYERS = 10000  /* layers once blocks are expanded (sorting is quadratic) */
+};
+
+/* Inside a repeat block, the input that names the previous copy's output. */
+#define PN_REPEAT_IN "$in"
 
 /* A node while parsing: where it came from and the names it consumes. */
 typedef struct raw_node {
@@ -24,7 +34,16 @@ typedef struct raw_node {
     int *inputs;
     int stage;
     bool is_input;
+    char *own_name;         /* a copy's name, "<name>_<copy>" (NULL: name is the file's) */
 } raw_node;
+
+/* A repeat block's name, which stands for its last copy's output. */
+typedef struct alias {
+    const char *name;
+    const char *target;     /* the name of that output's node */
+    const char *input;      /* what feeds its first copy */
+    pn_json_at at;          /* the block's place */
+} alias;
 
 /* "\"name\"" for a message. */
 static const char *quoted(const char *name, char buf[96])
@@ -69,8 +88,9 @@ static int read_layer(const pn_json_at *layers, const json_t *spec, size_t index
     n->name = json_string_value(name);
     PN_TRY(pn_json_name_length(&n->at, "name", n->name, "a name"));
     pn_json_about(&n->at, "layer '%s'", n->name);
-    if (strchr(n->name, '/'))
-        return pn_json_error_value(&n->at, "name", name, "a name without '/'");
+    if (strchr(n->name, '/') || n->name[0] == '$')
+        return pn_json_error_value(&n->at, "name", name, "a name without '/' that does not "
+                                   "start with '$'");
     if (!json_is_string(type))
         return pn_json_error_value(&n->at, "type", type, "a layer type (a string)");
     n->type = json_string_value(type);
@@ -105,12 +125,128 @@ static void free_raw(raw_node *raw, int n)
     for (int i = 0; i < n; i++) {
         free(raw[i].input_names);
         free(raw[i].inputs);
+        free(raw[i].own_name);
     }
     free(raw);
 }
 
+/* Checks a repeat block at (an entry of "layers"): its keys, its name, its input, its
+ * copies and its layers; *copies and *len receive the last two. */
+static int check_repeat(const pn_json_at *at, const json_t *spec, long *copies, size_t *len)
+{
+    PN_TRY(pn_json_known_keys(spec, at, repeat_keys, NULL));
+    const json_t *name = json_object_get(spec, "name"), *input = json_object_get(spec, "input");
+    const json_t *layers = json_object_get(spec, "layers");
+    if (!json_is_string(name) || !json_string_length(name))
+        return pn_json_error_value(at, "name", name, "a non-empty string (the block's name)");
+    PN_TRY(pn_json_name_length(at, "name", json_string_value(name), "a name"));
+    if (strchr(json_string_value(name), '/') || json_string_value(name)[0] == '$')
+        return pn_json_error_value(at, "name", name, "a name without '/' that does not "
+                                   "start with '$'");
+    if (!json_is_string(input))
+        return pn_json_error_value(at, "input", input, "the name of the layer or input that "
+                                   "feeds the first copy (a string)");
+    PN_TRY(pn_json_int(spec, at, "repeat", true, 1, MAX_REPEAT, 1, copies));
+    if (!json_is_array(layers) || json_array_size(layers) == 0)
+        return pn_json_error_value(at, "layers", layers, "a non-empty list of layers");
+    pn_json_at list = pn_json_field(at, "layers");
+    for (size_t j = 0; j < json_array_size(layers); j++) {
+        const json_t *inner = json_array_get(layers, j);
+        if (json_is_object(inner) && json_object_get(inner, "repeat")) {
+            pn_json_at item = pn_json_item(&list, j);
+            return pn_json_error(&item, "repeat", "a repeat block inside a repeat block",
+                                 "a layer (repeat blocks do not nest)");
+        }
+    }
+    *len = json_array_size(layers);
+    return PN_OK;
+}
+
+/* The name of layer j of a block's "layers", or NULL. */
+static const char *inner_name(const json_t *layers, size_t j)
+{
+    const json_t *name = json_object_get(json_array_get(layers, j), "name");
+    return json_is_string(name) ? json_string_value(name) : NULL;
+}
+
+/* Reads the repeat block spec (entry index of "layers", already checked) into its
+ * copies raw[0 .. copies * len): copy c of layer "x" is "x_c"; inside copy c, "$in"
+ * names copy c-1's last layer (the block's input for copy 0), a name of the block's
+ * layers names that layer in copy c, and any other name is left as it is. *al is
+ * the block's name, standing for the last copy's last layer. */
+static int read_repeat(const pn_json_at *layers_at, const json_t *spec, size_t index,
+                       raw_node *raw, alias *al)
+{
+    pn_json_at at = pn_json_item(layers_at, index);
+    pn_json_about(&at, "repeat '%s'", json_string_value(json_object_get(spec, "name")));
+    pn_json_at list = pn_json_field(&at, "layers");
+    const json_t *layers = json_object_get(spec, "layers");
+    size_t len = json_array_size(layers);
+    long copies = json_integer_value(json_object_get(spec, "repeat"));
+    for (long c = 0; c < copies; c++) {
+        raw_node *copy = raw + (size_t)c * len;
+        for (size_t j = 0; j < len; j++) {
+            raw_node *r = &copy[j];
+            PN_TRY(read_layer(&list, json_array_get(layers, j), j, r));
+            char name[PN_NAME_MAX + 32];
+            snprintf(name, sizeof name, "%s_%ld", r->name, c);
+            pn_json_at name_at = r->at;
+            PN_TRY(pn_json_name_length(&name_at, "name", name, "copy names (<name>_<index>)"));
+            if (!(r->own_name = strdup(name))) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+            r->name = r->own_name;
+            pn_json_about(&r->at, "layer '%s' of repeat '%s'", r->name, al->name);
+        }
+        for (size_t j = 0; j < len; j++)
+            for (int k = 0; k < copy[j].n_inputs; k++) {
+                const char **in = &copy[j].input_names[k];
+                if (!strcmp(*in, PN_REPEAT_IN)) {
+                    *in = c ? copy[-1].name : json_string_value(json_object_get(spec, "input"));
+                    continue;
+                }
+                for (size_t m = 0; m < len; m++)
+                    if (inner_name(layers, m) && !strcmp(*in, inner_name(layers, m))) {
+                        *in = copy[m].name;
+                        break;
+                    }
+            }
+    }
+    al->target = raw[(size_t)copies * len - 1].name;
+    al->input = json_string_value(json_object_get(spec, "input"));
+    al->at = at;
+    return PN_OK;
+}
+
+/* The nodes "layers" expands to (a block counts its copies), checking each block. */
+static int count_layers(const pn_json_at *layers_at, const json_t *layers, int *count,
+                        int *blocks)
+{
+    long total = 0;
+    *blocks = 0;
+    for (size_t i = 0; i < json_array_size(layers); i++) {
+        const json_t *spec = json_array_get(layers, i);
+        long copies = 1;
+        size_t len = 1;
+        if (json_is_object(spec) && json_object_get(spec, "repeat")) {
+            pn_json_at at = pn_json_item(layers_at, i);
+            const json_t *name = json_object_get(spec, "name");
+            if (json_is_string(name)) pn_json_about(&at, "repeat '%.80s'", json_string_value(name));
+            PN_TRY(check_repeat(&at, spec, &copies, &len));
+            ++*blocks;
+        }
+        total += copies * (long)len;
+        if (total > MAX_LAYERS) {
+            char found[64];
+            snprintf(found, sizeof found, "more than %d with repeat blocks expanded", MAX_LAYERS);
+            return pn_json_error(layers_at, NULL, found, "at most %d layers", MAX_LAYERS);
+        }
+    }
+    *count = (int)total;
+    return PN_OK;
+}
+
 /* Resolves input names, then orders nodes so producers come first. */
-static int sort_nodes(const pn_json_at *layers, raw_node *raw, int n, int *order)
+static int sort_nodes(const pn_json_at *layers, raw_node *raw, int n, const alias *aliases,
+                      int n_aliases, int *order)
 {
     int *pending = calloc((size_t)n, sizeof *pending);
     if (!pending) return pn_error_set(PN_ERR_NOMEM, "out of memory");
@@ -118,8 +254,14 @@ static int sort_nodes(const pn_json_at *layers, raw_node *raw, int n, int *order
     for (int i = 0; i < n; i++) {
         for (int k = 0; k < raw[i].n_inputs; k++) {
             int found = -1;
+            const char *name = raw[i].input_names[k];
+            for (int a = 0; a < n_aliases; a++)
+                if (!strcmp(aliases[a].name, name)) {
+                    name = aliases[a].target;
+                    break;
+                }
             for (int j = 0; j < n && found < 0; j++)
-                if (!strcmp(raw[j].name, raw[i].input_names[k])) found = j;
+                if (!strcmp(raw[j].name, name)) found = j;
             if (found < 0 || found == i) {
                 free(pending);
                 return pn_json_error(&raw[i].at, "input", quoted(raw[i].input_names[k], buf),
@@ -229,18 +371,57 @@ static int check_structure(const pn_json_at *top, const json_t *root)
     return pn_json_object(root, top, "train", false, &train);
 }
 
+/* Refuses a name two nodes or blocks share, and a block input that names nothing. */
+static int check_names(const raw_node *raw, int n, const alias *aliases, int n_aliases)
+{
+    char buf[96];
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (!strcmp(raw[i].name, raw[j].name)) {
+                pn_json_at at = raw[i].at;
+                pn_json_about(&at, "already used by %s", raw[j].at.path);
+                return pn_json_error(&at, raw[i].is_input ? NULL : "name",
+                                     quoted(raw[i].name, buf),
+                                     "a name no other layer or input has");
+            }
+    for (int a = 0; a < n_aliases; a++) {
+        pn_json_at at = aliases[a].at;
+        const char *used = NULL;
+        for (int i = 0; i < n && !used; i++)
+            if (!strcmp(raw[i].name, aliases[a].name)) used = raw[i].at.path;
+        for (int b = 0; b < a && !used; b++)
+            if (!strcmp(aliases[b].name, aliases[a].name)) used = aliases[b].at.path;
+        if (used) {
+            pn_json_about(&at, "already used by %s", used);
+            return pn_json_error(&at, "name", quoted(aliases[a].name, buf),
+                                 "a name no other layer, input or block has");
+        }
+        bool found = false;
+        for (int i = 0; i < n && !found; i++) found = !strcmp(raw[i].name, aliases[a].input);
+        for (int b = 0; b < n_aliases && !found; b++)
+            found = b != a && !strcmp(aliases[b].name, aliases[a].input);
+        if (!found)
+            return pn_json_error(&at, "input", quoted(aliases[a].input, buf),
+                                 "the name of a layer, input or other block");
+    }
+    return PN_OK;
+}
+
 int pn_graph_from_json(pn_graph **out, json_t *root, const char *file)
 {
     pn_json_at top = pn_json_root(file), at_inputs = pn_json_field(&top, "inputs");
     pn_json_at at_layers = pn_json_field(&top, "layers");
     PN_TRY(check_structure(&top, root));
     const json_t *inputs = json_object_get(root, "inputs"), *layers = json_object_get(root, "layers");
-    int n = (int)(json_object_size(inputs) + json_array_size(layers));
+    int n_layers = 0, n_aliases = 0;
+    PN_TRY(count_layers(&at_layers, layers, &n_layers, &n_aliases));
+    int n = (int)json_object_size(inputs) + n_layers;
     raw_node *raw = calloc((size_t)n, sizeof *raw);
     int *order = calloc((size_t)n, sizeof *order);
+    alias *aliases = calloc((size_t)n_aliases + 1, sizeof *aliases);
     pn_graph *g = calloc(1, sizeof *g);
-    if (!raw || !order || !g) {
-        free(raw), free(order), free(g);
+    if (!raw || !order || !aliases || !g) {
+        free(raw), free(order), free(aliases), free(g);
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
     }
     g->file = strdup(file);
@@ -249,28 +430,30 @@ int pn_graph_from_json(pn_graph **out, json_t *root, const char *file)
     const char *base = strrchr(file, '/');
     g->name = strdup(name ? json_string_value(name) : base ? base + 1 : file);
 
-    int rc = PN_OK, count = 0; /* raw nodes read so far */
+    int rc = PN_OK, count = 0, blocks = 0; /* raw nodes and blocks read so far */
     const char *key;
     json_t *value;
     json_object_foreach((json_t *)inputs, key, value) {
         if (rc == PN_OK) rc = read_input(&at_inputs, key, value, &raw[count++]);
     }
-    for (size_t i = 0; rc == PN_OK && i < json_array_size(layers); i++)
-        rc = read_layer(&at_layers, json_array_get(layers, i), i, &raw[count++]);
-    for (int i = 0; rc == PN_OK && i < n; i++)
-        for (int j = 0; j < i; j++)
-            if (!strcmp(raw[i].name, raw[j].name)) {
-                char buf[96];
-                pn_json_at at = raw[i].at;
-                pn_json_about(&at, "already used by %s", raw[j].at.path);
-                rc = pn_json_error(&at, raw[i].is_input ? NULL : "name", quoted(raw[i].name, buf),
-                                   "a name no other layer or input has");
-                break;
-            }
-    if (rc == PN_OK) rc = sort_nodes(&at_layers, raw, n, order);
+    for (size_t i = 0; rc == PN_OK && i < json_array_size(layers); i++) {
+        const json_t *spec = json_array_get(layers, i);
+        if (!(json_is_object(spec) && json_object_get(spec, "repeat"))) {
+            rc = read_layer(&at_layers, spec, i, &raw[count++]);
+            continue;
+        }
+        alias *al = &aliases[blocks++];
+        al->name = json_string_value(json_object_get(spec, "name"));
+        rc = read_repeat(&at_layers, spec, i, &raw[count], al);
+        count += (int)(json_integer_value(json_object_get(spec, "repeat")) *
+                       (json_int_t)json_array_size(json_object_get(spec, "layers")));
+    }
+    if (rc == PN_OK) rc = check_names(raw, n, aliases, n_aliases);
+    if (rc == PN_OK) rc = sort_nodes(&at_layers, raw, n, aliases, n_aliases, order);
     if (rc == PN_OK) rc = build_nodes(g, raw, n, order);
     free_raw(raw, n);
     free(order);
+    free(aliases);
     if (rc < 0) {
         pn_graph_free(g);
         return rc;
