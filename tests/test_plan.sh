@@ -1,7 +1,8 @@
 #!/bin/sh
 # `pipenet plan`: the per-stage table for Fashion-MNIST's MLP on 2 stages (two stage
-# rows, a totals line, the (P-1)/(M+P-1) bubble) and clean errors for more stages
-# than layers, an unknown schedule and a batch that does not split into micro-batches.
+# rows, a totals line, the (P-1)/(M+P-1) bubble), the expanded repeat blocks of
+# models/char_gpt.json on 4 stages, and clean errors for more stages than layers, an
+# unknown schedule and a batch that does not split into micro-batches.
 set -u
 PIPENET=${PIPENET:-./pipenet}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,6 +50,15 @@ sed 's/"size": [0-9]*/"size": 1/g' "$tmp/seq.json" >"$tmp/rows.json"
 "$PIPENET" plan "$tmp/rows.json" --batch 4 >"$tmp/e6" 2>&1; [ $? -eq 1 ] || fail "4 x 2^30 rows accepted"
 grep -q "pipenet: error: .*rows.json: inputs.x: 4 samples of 1073741824 rows make 4294967296 rows, more than a matrix holds" "$tmp/e6" ||
     fail "rows message: $(cat "$tmp/e6")"
+# models/char_gpt.json's 4 repeated blocks: their 28 copies are placed like any layer
+"$PIPENET" plan "$here/models/char_gpt.json" --stages 4 >"$tmp/gpt" 2>&1 ||
+    { cat "$tmp/gpt"; fail "plan char_gpt --stages 4 exited non-zero"; }
+grep '^total ' "$tmp/gpt" | grep -q ' 32 layers  *867328 ' ||
+    fail "char_gpt totals (32 layers, 867328 parameters): $(grep '^total' "$tmp/gpt")"
+[ "$(grep -c '^[0-9] ' "$tmp/gpt")" -eq 4 ] || fail "char_gpt: expected 4 stage rows"
+grep -q '^0  *embed\.\.' "$tmp/gpt" && grep -q '^3 .*\.\.loss ' "$tmp/gpt" ||
+    fail "char_gpt: embed first, loss last: $(cat "$tmp/gpt")"
+
 "$PIPENET" plan >/dev/null 2>&1; [ $? -eq 2 ] || fail "no model accepted"
 "$PIPENET" plan "$model" --stages 0 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--stages 0 accepted"
 echo "PASS: plan"

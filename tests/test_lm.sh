@@ -1,0 +1,60 @@
+#!/bin/sh
+# A character language model end to end: `import text` on a small generated text, a
+# tiny GPT (token + position embedding, 2 pre-LN blocks written as a repeat block,
+# causal attention) trained 40 steps in one process and on 2 pipeline stages. The
+# loss must fall, and both layouts must follow the same trajectory (layout
+# invariance, to float rounding); the evaluation after training reports a loss.
+set -u
+PIPENET=${PIPENET:-./pipenet}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/pn_test_lm.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# 600 lines such as "7 times 3 is 21." : learnable, not constant
+i=0
+while [ $i -lt 600 ]; do
+    echo "$((i % 10)) times $((i % 7)) is $(((i % 10) * (i % 7)))."
+    i=$((i + 1))
+done >"$tmp/text.txt"
+"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
+
+cat >"$tmp/gpt.json" <<'JSON'
+{"name": "tiny_gpt",
+ "inputs": {"x": {"dataset": "tokens", "ids": true, "seq": 16},
+            "y": {"dataset": "targets", "ids": true, "seq": 16}},
+ "layers": [
+  {"name": "embed", "type": "embedding", "input": "x", "vocab": 256, "size": 16,
+   "positions": true},
+  {"repeat": 2, "name": "blocks", "input": "embed", "layers": [
+    {"name": "ln1", "type": "layernorm", "input": "$in"},
+    {"name": "attn", "type": "attention", "input": "ln1", "heads": 2},
+    {"name": "res1", "type": "add", "input": ["$in", "attn"]},
+    {"name": "ln2", "type": "layernorm", "input": "res1"},
+    {"name": "mlp1", "type": "fc", "input": "ln2", "size": 32, "act": "gelu"},
+    {"name": "mlp2", "type": "fc", "input": "mlp1", "size": 16},
+    {"name": "res2", "type": "add", "input": ["res1", "mlp2"]}]},
+  {"name": "ln_f", "type": "layernorm", "input": "blocks"},
+  {"name": "logits", "type": "fc", "input": "ln_f", "size": 256},
+  {"name": "loss", "type": "softmax_xent", "input": ["logits", "y"]}],
+ "train": {"batch": 16, "steps": 40, "seed": 3,
+           "optimizer": {"type": "adam", "lr": 0.01}}}
+JSON
+args="--data $tmp/lm/train.h5 --eval $tmp/lm/test.h5 --threads 1 --log-every 1000"
+"$PIPENET" train "$tmp/gpt.json" $args --metrics "$tmp/m1" >"$tmp/out1" 2>&1 ||
+    { cat "$tmp/out1"; fail "train, 1 process"; }
+timeout 120 mpirun --oversubscribe -np 2 "$PIPENET" train "$tmp/gpt.json" $args --stages 2 \
+    --metrics "$tmp/m2" >"$tmp/out2" 2>&1 || { cat "$tmp/out2"; fail "train, 2 stages"; }
+
+# loss at step S of a metrics file
+loss() { sed -n "s/^{\"step\": $2, .*\"loss\": \([0-9.e+-]*\),.*/\1/p" "$1"; }
+first=$(loss "$tmp/m1" 1) last=$(loss "$tmp/m1" 40) last2=$(loss "$tmp/m2" 40)
+[ -n "$first" ] && [ -n "$last" ] && [ -n "$last2" ] ||
+    fail "no step 1 or 40 in the metrics: $(head -c 400 "$tmp/m1")"
+echo "loss: step 1 $first, step 40 $last (1 process), $last2 (2 stages)"
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 1.5) }' ||
+    fail "the loss did not fall by 1.5 in 40 steps: $first -> $last"
+awk -v a="$last" -v b="$last2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 1e-3 * a) }' ||
+    fail "2 stages and 1 process differ at step 40: $last2 vs $last"
+grep -q '"eval_loss": [0-9]' "$tmp/m1" || fail "no evaluation in the metrics"
+echo "PASS: lm"
