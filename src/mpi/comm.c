@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "base/error.h"
+#include "base/trace.h"
 #include "mpi/job_mpi.h"
 #include "mpi/mpi_check.h"
 
@@ -273,28 +274,56 @@ int pn_link_post_recv(pn_link *l, int micro)
     return l->comm->transport->link_post_recv(l, micro);
 }
 
+/* The trace's name of a transfer on l. */
+static const char *transfer_name(const pn_link *l, bool send)
+{
+    return l->spec.kind == PN_LINK_VALUE ? (send ? "send value" : "recv value")
+                                         : (send ? "send grad" : "recv grad");
+}
+
 int pn_link_recv(pn_link *l, long step, int micro, pn_matrix *into, bool add)
 {
-    return l->comm->transport->link_recv(l, step, micro, into, add);
+    double t0 = PN_TRACE_T0();
+    int rc = l->comm->transport->link_recv(l, step, micro, into, add);
+    PN_TRACE(transfer_name(l, false), "comm", l->spec.name, step, micro, t0);
+    return rc;
 }
 
 int pn_link_send(pn_link *l, long step, int micro, const pn_matrix *m)
 {
-    return l->comm->transport->link_send(l, step, micro, m);
+    double t0 = PN_TRACE_T0();
+    int rc = l->comm->transport->link_send(l, step, micro, m);
+    PN_TRACE(transfer_name(l, true), "comm", l->spec.name, step, micro, t0);
+    return rc;
 }
 
-int pn_link_wait_sends(pn_link *l) { return l->comm->transport->link_wait_sends(l); }
+int pn_link_wait_sends(pn_link *l)
+{
+    double t0 = PN_TRACE_T0();
+    int rc = l->comm->transport->link_wait_sends(l);
+    PN_TRACE("wait sends", "wait", l->spec.name, -1, -1, t0);
+    return rc;
+}
 
 void pn_link_cancel(pn_link *l) { l->comm->transport->link_cancel(l); }
 
 int pn_comm_bucket_start(pn_comm *c, pn_matrix *m) { return c->transport->bucket_start(c, m); }
 
-int pn_comm_buckets_wait(pn_comm *c) { return c->transport->buckets_wait(c); }
+int pn_comm_buckets_wait(pn_comm *c)
+{
+    double t0 = PN_TRACE_T0();
+    int rc = c->transport->buckets_wait(c);
+    PN_TRACE("bucket all-reduce wait", "wait", NULL, -1, -1, t0);
+    return rc;
+}
 
 int pn_comm_gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all)
 {
     if (all->rows != c->grid.replicas || all->cols != mine->cols || mine->rows != 1)
         return pn_error_set(PN_ERR_INTERNAL, "replica gather: %d x %d from 1 x %d over %d replicas",
                             all->rows, all->cols, mine->cols, c->grid.replicas);
-    return c->transport->gather_replicas(c, mine, all);
+    double t0 = PN_TRACE_T0();
+    int rc = c->transport->gather_replicas(c, mine, all);
+    PN_TRACE("replica gather", "allreduce", NULL, -1, -1, t0);
+    return rc;
 }

@@ -161,4 +161,20 @@ int pn_comm_scatter_stages(pn_comm *c, const void *all, const size_t *counts, vo
  * stage's other replicas, which receive them into data. */
 int pn_comm_broadcast_replicas(pn_comm *c, void *data, size_t count, pn_comm_type type);
 
+/* --- traces (pipeline/tracing.c) ------------------------------------------------------------ */
+
+/* Compares every rank's monotonic clock with rank 0's (round trips, the quickest of
+ * a few per rank): *offset = rank 0's clock minus this rank's, and *origin = rank
+ * 0's clock now, the same on every rank. Collective over the job. */
+int pn_comm_clock_offset(pn_comm *c, double *offset, double *origin);
+
+/* Receives one rank's bytes on rank 0; returns a status. */
+typedef int (*pn_comm_take_fn)(void *ctx, int rank, const void *bytes, size_t n);
+
+/* Every rank sends n bytes at mine to rank 0, which hands them to take rank by
+ * rank in order (its own first), holding one rank's bytes at a time. After a take
+ * fails, rank 0 still receives the rest and returns that failure; the other ranks
+ * return once theirs are sent. Collective over the job. */
+int pn_comm_gather_each(pn_comm *c, const void *mine, size_t n, pn_comm_take_fn take, void *ctx);
+
 #endif
