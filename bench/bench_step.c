@@ -156,7 +156,7 @@ static double time_steps(bench *b, int steps, long *step, double *phase)
 {
     double t0 = pn_now(), t[N_PHASES + 1];
     for (int s = 0; s < steps; s++, (*step)++) {
-        pn_pass pass = {true, 1, *step, 0};
+        pn_pass pass = {true, 1, *step, 0, 0};
         t[0] = pn_now();
         feed(b);
         pn_network_reset_stats(b->net);

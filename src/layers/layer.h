@@ -32,6 +32,7 @@ typedef struct pn_pass {
     uint64_t seed;    /* run seed (dropout masks) */
     long step;        /* global optimizer step */
     long sample0;     /* global index, in the step's batch, of the arg's first sample */
+    int micro;        /* the step's micro-batch, for traces (base/trace.h) */
 } pn_pass;
 
 /* Loss-layer statistics, summed over forwards until reset by the caller. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "base/error.h"
+#include "base/trace.h"
 #include "math/ops.h"
 
 enum { MAX_INPUTS = 64 };
@@ -174,7 +175,10 @@ int pn_network_forward(pn_network *net, const pn_pass *pass)
     for (int i = 0; i < net->n; i++) {
         if (!net->nodes[i].computed) continue;
         int gi = net->nodes[i].node;
+        double t0 = PN_TRACE_T0();
         PN_TRY(pn_layer_forward(&net->inst[gi], pass, inputs_of(net, gi), &net->args[gi]));
+        PN_TRACE(net->graph->nodes[gi].name, pass->training ? "forward" : "eval forward", NULL,
+                 pass->training ? pass->step : -1, pass->micro, t0);
     }
     return PN_OK;
 }
@@ -202,7 +206,9 @@ int pn_network_backward_run(pn_network *net, const pn_pass *pass)
         int gi = net->nodes[i].node;
         if (!net->nodes[i].computed || !net->graph->nodes[gi].needs_grad) continue;
         pn_layer_inst *x = &net->inst[gi];
+        double t0 = PN_TRACE_T0();
         PN_TRY(pn_layer_backward(x, pass, inputs_of(net, gi), &net->args[gi]));
+        PN_TRACE(net->graph->nodes[gi].name, "backward", NULL, pass->step, pass->micro, t0);
         if (net->grads_ready && x->layer->n_params > 0)
             PN_TRY(net->grads_ready(net->grads_ready_ctx, x));
     }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "base/error.h"
+#include "base/trace.h"
 #include "layers/layer_types.h"
 #include "math/ops.h"
 #include "pipeline/grad_tree.h"
@@ -186,8 +187,8 @@ static int feed(pn_stage *s, pn_network *net, const pn_batch *b, int first, int 
 
 /* Receives the values this stage consumes, runs its layers forward, sends its
  * outputs on; rows from first of the batch, in network slot micro % n_slots. */
-static int forward_micro(pn_stage *s, const pn_batch *b, long step, int micro, int first,
-                         int rows, bool training)
+static int forward_pass(pn_stage *s, const pn_batch *b, long step, int micro, int first,
+                        int rows, bool training)
 {
     pn_network *net = s->nets[micro % s->n_slots];
     PN_TRY(feed(s, net, b, first, rows));
@@ -197,7 +198,7 @@ static int forward_micro(pn_stage *s, const pn_batch *b, long step, int micro, i
             PN_TRY(pn_link_recv(s->links[i], step, micro, &pn_network_arg(net, l->node)->value,
                                 false));
     }
-    pn_pass pass = {training, s->cfg.seed, step, b->sample0 + first};
+    pn_pass pass = {training, s->cfg.seed, step, b->sample0 + first, micro};
     PN_TRY(pn_network_forward(net, &pass));
     for (int i = 0; i < s->n_links; i++) {
         const pn_link_spec *l = pn_link_spec_of(s->links[i]);
@@ -205,6 +206,17 @@ static int forward_micro(pn_stage *s, const pn_batch *b, long step, int micro, i
             PN_TRY(pn_link_send(s->links[i], step, micro, &pn_network_arg(net, l->node)->value));
     }
     return PN_OK;
+}
+
+/* forward_pass as one event of the trace: a micro-batch's, or an evaluation batch's. */
+static int forward_micro(pn_stage *s, const pn_batch *b, long step, int micro, int first,
+                         int rows, bool training)
+{
+    double t0 = PN_TRACE_T0();
+    int rc = forward_pass(s, b, step, micro, first, rows, training);
+    PN_TRACE(training ? "forward" : "eval forward", training ? "micro-batch" : "eval", NULL,
+             training ? step : -1, micro, t0);
+    return rc;
 }
 
 /* A layer's gradients are final for the step: start summing them over the replicas
@@ -221,12 +233,15 @@ static int start_bucket(void *ctx, const pn_layer_inst *x)
     }
     pn_matrix grads = pn_params_all_grads(s->params);
     pn_matrix bucket = pn_matrix_cols(grads, (int)first, (int)(end - first));
-    return pn_comm_bucket_start(s->cfg.comm, &bucket);
+    double t0 = PN_TRACE_T0();
+    int rc = pn_comm_bucket_start(s->cfg.comm, &bucket);
+    PN_TRACE("bucket all-reduce start", "allreduce", x->layer->name, -1, -1, t0);
+    return rc;
 }
 
 /* Receives the gradients of this stage's outputs, runs its layers backward, sends
  * the gradients of its inputs back. */
-static int backward_micro(pn_stage *s, const pn_batch *b, long step, int micro, bool last)
+static int backward_pass(pn_stage *s, const pn_batch *b, long step, int micro, bool last)
 {
     pn_network *net = s->nets[micro % s->n_slots];
     bool bucketed = last && s->grid->replicas > 1 && !s->cfg.deterministic;
@@ -239,7 +254,7 @@ static int backward_micro(pn_stage *s, const pn_batch *b, long step, int micro, 
             PN_TRY(pn_link_recv(s->links[i], step, micro, &pn_network_arg(net, l->node)->grad,
                                 true));
     }
-    pn_pass pass = {true, s->cfg.seed, step, b->sample0 + (long)micro * s->cfg.micro_rows};
+    pn_pass pass = {true, s->cfg.seed, step, b->sample0 + (long)micro * s->cfg.micro_rows, micro};
     int rc = pn_network_backward_run(net, &pass);
     pn_network_on_grads_ready(net, NULL, NULL);
     PN_TRY(rc);
@@ -253,6 +268,14 @@ static int backward_micro(pn_stage *s, const pn_batch *b, long step, int micro, 
             PN_TRY(pn_link_send(s->links[i], step, micro, &pn_network_arg(net, l->node)->grad));
     }
     return PN_OK;
+}
+
+static int backward_micro(pn_stage *s, const pn_batch *b, long step, int micro, bool last)
+{
+    double t0 = PN_TRACE_T0();
+    int rc = backward_pass(s, b, step, micro, last);
+    PN_TRACE("backward", "micro-batch", NULL, step, micro, t0);
+    return rc;
 }
 
 /* --- a step ---------------------------------------------------------------------------- */

@@ -16,6 +16,7 @@ typedef struct pn_train_config {
     char data[PN_PATH_MAX];    /* training set (dataset HDF5) */
     char eval[PN_PATH_MAX];    /* evaluation set, "" for none */
     char metrics[PN_PATH_MAX]; /* JSON-lines metrics file, "" for none */
+    char trace[PN_PATH_MAX];   /* Chrome trace-event timeline of every rank, "" for none */
     int batch;                 /* global batch */
     int epochs;
     long steps;                /* > 0: stop when the global step count reaches it */

@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/stop_signal.h"
+#include "base/trace.h"
 #include "io/reader.h"
 #include "math/ops.h"
 #include "mpi/comm.h"
@@ -28,6 +29,7 @@
 #include "pipeline/resume.h"
 #include "pipeline/schedule.h"
 #include "pipeline/stage.h"
+#include "pipeline/tracing.h"
 
 enum { STEP_TIMES = 31 };
 
@@ -54,6 +56,7 @@ typedef struct trainer {
     double step_s[STEP_TIMES];           /* the last steps' times, for the stall bound */
     long timed;                          /* steps timed in this run */
     bool failed_together;                /* an agreed failure (a snapshot): no abort */
+    bool tracing;                        /* --trace: every rank records its timeline */
     char *config;                        /* the model's JSON text, for snapshots */
 } trainer;
 
@@ -238,13 +241,19 @@ static int train_step(trainer *t, const pn_batch *b, long step, double *loss)
 {
     PN_TRY(pn_fault_check(&t->fault, step));
     PN_TRY(pn_stage_step(t->stage, b, step));
-    double sq = 0.0; /* every step: for clipping, and to stop before a NaN is applied */
+    double sq = 0.0, t0 = PN_TRACE_T0(); /* every step: for clipping, and to stop before
+                                            a NaN is applied */
     PN_TRY(pn_global_grad_norm2(t->sums, &sq));
+    PN_TRACE("gradient norm", "sync", NULL, step, -1, t0);
     if (!isfinite(sq)) return diverged(t, step);
     double scale = t->opt_cfg.clip_norm > 0 ? pn_optimizer_clip_scale(&t->opt_cfg, sq) : 1.0;
+    t0 = PN_TRACE_T0();
     PN_TRY(pn_optimizer_step(t->opt, pn_stage_params(t->stage), step, scale));
+    PN_TRACE("optimizer", "optimizer", NULL, step, -1, t0);
     double s[3];
+    t0 = PN_TRACE_T0();
     PN_TRY(reduce_stats(t, s));
+    PN_TRACE("loss sum", "sync", NULL, step, -1, t0);
     *loss = s[0] / s[2];
     return PN_OK;
 }
@@ -278,7 +287,9 @@ static int end_of_epoch(trainer *t, long step, long epoch, double epoch_loss, do
     char eval_text[96] = "";
     pn_comm_watch(t->comm, stall_bound(t), "the evaluation after step %ld", step);
     if (t->eval_data) {
+        double t0 = PN_TRACE_T0();
         PN_TRY(evaluate(t, &r->eval_loss, &r->eval_accuracy));
+        PN_TRACE("evaluation", "eval", NULL, step, -1, t0);
         snprintf(eval_text, sizeof eval_text, "  eval loss %.4f  eval accuracy %.2f%%",
                  r->eval_loss, 100.0 * r->eval_accuracy);
         if (t->metrics)
@@ -309,6 +320,7 @@ static int snapshot(trainer *t, pn_progress_mark mark)
     pn_run_settings run = {t->config, t->cfg.seed, t->cfg.batch};
     int rc = pn_checkpoint_save(t->comm, pn_stage_params(t->stage), run, mark,
                                 t->cfg.snapshot_dir, t->cfg.keep, path, sizeof path);
+    PN_TRACE("snapshot", "snapshot", NULL, mark.step, -1, t0);
     if (rc < 0) {
         t->failed_together = true;
         return rc == PN_ERR_PEER ? rc
@@ -352,7 +364,9 @@ static int resume(trainer *t)
             printf("no snapshot in %s yet: starting at step 0\n", t->cfg.snapshot_dir);
         return PN_OK;
     }
+    double t0 = PN_TRACE_T0();
     PN_TRY(pn_checkpoint_load(t->comm, pn_stage_params(t->stage), t->resume_path, &t->start));
+    PN_TRACE("resume", "snapshot", NULL, t->start.step, -1, t0);
     if (is_root(t)) /* epochs and batches counted from 1, as progress lines count epochs */
         printf("resuming from %s: step %ld, epoch %ld, next batch %ld of %ld, seed %llu\n",
                t->resume_path, t->start.step, t->start.epoch + 1, t->start.batch_index + 1,
@@ -400,6 +414,21 @@ static int finish(trainer *t, long step, pn_progress_mark next, double start, pn
     return PN_OK;
 }
 
+/* The trace at the end of a run: gathered into one file when every rank gets here
+ * together (finished, stopped by a signal, or after a failure they agreed on), else
+ * this rank's own events alone (pipeline/tracing.h). The run's status and message
+ * come first; the trace's failure is reported only after a good run. */
+static int end_trace(trainer *t, int rc, bool together)
+{
+    if (!t->tracing) return rc;
+    char *why = rc < 0 ? strdup(pn_error_message()) : NULL;
+    int wrote = rc >= 0 || together ? pn_tracing_finish(t->comm, t->cfg.trace)
+                                              : pn_tracing_write_alone(t->grid, t->cfg.trace);
+    if (rc < 0 && wrote < 0) pn_error_set(rc, "%s", why ? why : "out of memory");
+    free(why);
+    return rc < 0 ? rc : wrote;
+}
+
 static int run(trainer *t, pn_train_result *r)
 {
     const pn_train_config *cfg = &t->cfg;
@@ -421,17 +450,21 @@ static int run(trainer *t, pn_train_result *r)
     while (step < total) {
         pn_comm_watch(t->comm, stall_bound(t), "step %ld", step);
         int stop = 0;
+        double t0 = pn_now();
         PN_TRY(stop_requested(t, &stop));
+        PN_TRACE("stop check", "sync", NULL, step, -1, t0);
         if (stop) {
             PN_TRY(stop_now(t, stop, step, saved, next, r));
             break;
         }
         const pn_batch *b;
-        double t0 = pn_now();
+        t0 = pn_now();
         PN_TRY(pn_reader_next(t->train_data, &b));
+        PN_TRACE("data", "data", NULL, step, -1, t0);
         long epoch = b->epoch;
         double loss = NAN;
         PN_TRY(train_step(t, b, step, &loss));
+        PN_TRACE("step", "step", NULL, step, -1, t0);
         if (!isfinite(loss)) { /* every rank sees the reduced loss: rank 0 reports */
             t->failed_together = true;
             return is_root(t) ? pn_error_set(PN_ERR_INVALID,
@@ -484,11 +517,14 @@ int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_job *job,
     } else if (rc < 0 && pn_job_rank(job) != 0) { /* no layout yet: every rank failed alike */
         rc = pn_error_set(PN_ERR_PEER, "rank 0 failed");
     }
+    if (rc == PN_OK && cfg->trace[0])
+        t.tracing = (rc = pn_tracing_start(t.comm, cfg->trace)) == PN_OK;
     int stop = 0; /* a stop signal during set-up: no resume to read */
     if (rc == PN_OK && cfg->resume[0]) rc = stop_requested(&t, &stop);
     if (rc == PN_OK && cfg->resume[0] && !stop) rc = pn_comm_agree(t.comm, resume(&t));
     r.failed_together = rc < 0;
     if (rc == PN_OK) rc = run(&t, &r);
+    rc = end_trace(&t, rc, r.failed_together || t.failed_together);
     if (t.failed_together) r.failed_together = 1;
     if (rc < 0 && rc != PN_ERR_PEER && t.grid && t.grid->size > 1)
         rc = pn_error_wrap(rc, "rank %d (stage %d, replica %d)", t.grid->rank, t.grid->stage,
