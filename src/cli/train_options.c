@@ -12,7 +12,7 @@
 enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_SEED,
        OPT_METRICS, OPT_THREADS, OPT_LOG_EVERY, OPT_DATA_CACHE, OPT_STAGES, OPT_MICRO,
        OPT_SCHEDULE, OPT_DETERMINISTIC, OPT_SNAPSHOT_DIR, OPT_SNAPSHOT_EVERY, OPT_KEEP,
-       OPT_RESUME, OPT_RESUME_OVERRIDE, OPT_STALL_TIMEOUT, N_OPTS };
+       OPT_RESUME, OPT_RESUME_OVERRIDE, OPT_STALL_TIMEOUT, OPT_TRACE, N_OPTS };
 _Static_assert(N_OPTS - OPT_DATA <= PN_TRAIN_OPT_MAX, "pn_train_overrides.given is too small");
 
 #define GIVEN(opt) o->given[(opt) - OPT_DATA]
@@ -39,6 +39,7 @@ static const struct option longopts[] = {
     {"resume", required_argument, NULL, OPT_RESUME},
     {"resume-override", no_argument, NULL, OPT_RESUME_OVERRIDE},
     {"stall-timeout", required_argument, NULL, OPT_STALL_TIMEOUT},
+    {"trace", required_argument, NULL, OPT_TRACE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -54,6 +55,7 @@ int pn_train_options_parse(int argc, char **argv, pn_train_overrides *o)
         case OPT_DATA: rc = pn_opt_path("data", optarg, v->data, PN_PATH_MAX); break;
         case OPT_EVAL: rc = pn_opt_path("eval", optarg, v->eval, PN_PATH_MAX); break;
         case OPT_METRICS: rc = pn_opt_path("metrics", optarg, v->metrics, PN_PATH_MAX); break;
+        case OPT_TRACE: rc = pn_opt_path("trace", optarg, v->trace, PN_PATH_MAX); break;
         case OPT_EPOCHS: rc = pn_opt_int("epochs", optarg, 1, 1 << 24, &v->epochs); break;
         case OPT_STEPS: rc = pn_opt_long("steps", optarg, 1, 1L << 40, &v->steps); break;
         case OPT_BATCH: rc = pn_opt_int("batch", optarg, 1, 1 << 24, &v->batch); break;
@@ -103,6 +105,7 @@ void pn_train_options_apply(const pn_train_overrides *o, pn_train_config *cfg)
     if (GIVEN(OPT_DATA)) strcpy(cfg->data, v->data);
     if (GIVEN(OPT_EVAL)) strcpy(cfg->eval, v->eval);
     if (GIVEN(OPT_METRICS)) strcpy(cfg->metrics, v->metrics);
+    if (GIVEN(OPT_TRACE)) strcpy(cfg->trace, v->trace);
     if (GIVEN(OPT_EPOCHS)) cfg->epochs = v->epochs;
     if (GIVEN(OPT_STEPS)) cfg->steps = v->steps;
     if (GIVEN(OPT_BATCH)) cfg->batch = v->batch, cfg->batch_given = true;
