@@ -7,8 +7,11 @@
  * Batches come from a dataset file when one is given (the reader prefetches in the
  * background, as in training), otherwise from random data in memory.
  *
+ * With --trace, also the step with the timeline recorder on (base/trace.h: one event
+ * per layer and pass) against off, in interleaved rounds: the cost of --trace.
+ *
  * usage: bench_step [MODEL.json] [--data train.h5] [--batch B] [--steps N] [--rounds R]
- *                   [--threads 1|2] [--data-cache MB] */
+ *                   [--threads 1|2] [--data-cache MB] [--trace] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +20,7 @@
 #include "base/error.h"
 #include "bench_util.h"
 #include "base/rng.h"
+#include "base/trace.h"
 #include "io/reader.h"
 #include "layers/layer_types.h"
 #include "math/ops.h"
@@ -172,6 +176,24 @@ static double time_steps(bench *b, int steps, long *step, double *phase)
     return (pn_now() - t0) / steps;
 }
 
+/* Median step time with the recorder off and on, rounds interleaved. */
+static void compare_trace(bench *b, int steps, int rounds, long *step)
+{
+    double *off = calloc((size_t)rounds, sizeof *off), *on = calloc((size_t)rounds, sizeof *on);
+    size_t events = 0;
+    for (int r = 0; r < rounds; r++) {
+        off[r] = time_steps(b, steps, step, NULL);
+        CHECK(pn_trace_start(0));
+        on[r] = time_steps(b, steps, step, NULL);
+        events = pn_trace_count();
+        pn_trace_reset();
+    }
+    double moff = bench_median(off, rounds), mon = bench_median(on, rounds);
+    printf("trace    step ms off %.3f, on %.3f (%zu events per step): on/off %.4f\n", 1e3 * moff,
+           1e3 * mon, events / (size_t)steps, mon / moff);
+    free(off), free(on);
+}
+
 static double time_gemms(bench *b, int steps)
 {
     double t0 = pn_now();
@@ -186,7 +208,7 @@ static double time_gemms(bench *b, int steps)
 int main(int argc, char **argv)
 {
     const char *model = "models/fashion_mlp.json", *data = NULL;
-    int batch = 128, steps = 20, rounds = 9, only_threads = 0;
+    int batch = 128, steps = 20, rounds = 9, only_threads = 0, trace = 0;
     long data_cache_mb = -1; /* -1: the training default */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
@@ -195,10 +217,11 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) only_threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--data-cache") && i + 1 < argc) data_cache_mb = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--trace")) trace = 1;
         else if (argv[i][0] != '-') model = argv[i];
         else {
             fprintf(stderr, "usage: bench_step [MODEL.json] [--data FILE] [--batch B] "
-                            "[--steps N] [--rounds R] [--threads 1|2] [--data-cache MB]\n");
+                            "[--steps N] [--rounds R] [--threads 1|2] [--data-cache MB] [--trace]\n");
             return 2;
         }
     }
@@ -234,6 +257,7 @@ int main(int argc, char **argv)
                1e3 * ms, 1e3 * mg, mr, 100.0 * mo);
         for (int p = 0; p < N_PHASES; p++) printf(" %s %.2f", phase_names[p], 1e3 * phase[p] / rounds);
         printf(")\n");
+        if (trace) compare_trace(&b, steps, rounds, &step);
         free(st), free(gt), free(ratio), free(other);
     }
     return 0;
