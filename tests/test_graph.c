@@ -255,6 +255,7 @@ START_TEST(train_section_is_validated)
     static const char *const bad[][2] = {
         {"{\"batch\": \"big\"}", "train.batch"},
         {"{\"epochs\": 0}", "train.epochs"},
+        {"{\"eval_every\": -1}", "train.eval_every"},
         {"{\"data\": 5}", "train.data"},
         {"{\"learning_rate\": 0.1}", "train.learning_rate"},
         {"{\"optimizer\": {\"type\": \"adagrad\"}}", "train.optimizer.type"},
@@ -270,6 +271,7 @@ START_TEST(train_section_is_validated)
         json_decref(train);
     }
     json_t *train = json_loads("{\"batch\": 32, \"epochs\": 3, \"seed\": 9, \"data\": \"t.h5\","
+                               " \"eval_every\": 500,"
                                " \"optimizer\": {\"type\": \"adam\", \"lr\": 0.002}}", 0, NULL);
     pn_train_config cfg;
     pn_train_config_default(&cfg);
@@ -278,6 +280,7 @@ START_TEST(train_section_is_validated)
     ck_assert_int_eq(cfg.epochs, 3);
     ck_assert_uint_eq(cfg.seed, 9);
     ck_assert_str_eq(cfg.data, "t.h5");
+    ck_assert_int_eq(cfg.eval_every, 500);
     ck_assert_int_eq(cfg.optimizer.kind, PN_OPT_ADAM);
     ck_assert_double_eq_tol(cfg.optimizer.lr, 0.002, 1e-12);
     json_decref(train);

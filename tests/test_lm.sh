@@ -57,4 +57,10 @@ awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 1.5) }' ||
 awk -v a="$last" -v b="$last2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 1e-3 * a) }' ||
     fail "2 stages and 1 process differ at step 40: $last2 vs $last"
 grep -q '"eval_loss": [0-9]' "$tmp/m1" || fail "no evaluation in the metrics"
+# a sequence model counts tokens: 16 per sample, in the metrics and the epoch line
+awk -F'"samples_per_s": |, "tokens_per_s": |}' '/"step": 40,/ {
+    r = $3 / $2; exit !(r > 15.999 && r < 16.001) }' "$tmp/m1" ||
+    fail "tokens_per_s is not 16 x samples_per_s: $(grep '"step": 40,' "$tmp/m1")"
+grep -q '^epoch 1: .* samples/s, [0-9]* tokens/s)$' "$tmp/out1" ||
+    fail "no tokens/s in the epoch line: $(grep '^epoch' "$tmp/out1")"
 echo "PASS: lm"

@@ -36,11 +36,16 @@ START_TEST(eta_after_a_resume_counts_this_runs_steps_only)
      * (counting the 900 resumed steps as done here would predict ~0 s) */
     pn_progress_start(&p, out, 900, 1000, 0.0, false);
     nap(0.3);
-    pn_progress_step(&p, 910, 1, 0.5, 100.0);
+    pn_progress_step(&p, 910, 1, 0.5, 100.0, 1);
     fflush(out);
     long eta = eta_of(text);
     ck_assert_msg(eta >= 2 && eta <= 60, "ETA %ld s after a resume, expected ~3 s: %s", eta, text);
-    ck_assert_ptr_nonnull(strstr(text, "step 910/1000  epoch 1  loss 0.5000  100 samples/s"));
+    ck_assert_ptr_nonnull(strstr(text, "step 910/1000  epoch 1  loss 0.5000  100 samples/s  ETA"));
+    /* a sequence model's line also counts tokens */
+    pn_progress_step(&p, 1000, 1, 0.5, 100.0, 64);
+    fflush(out);
+    ck_assert_msg(strstr(text, "step 1000/1000  epoch 1  loss 0.5000  100 samples/s  6400 tokens/s  ETA"),
+                  "no tokens/s: %s", text);
     fclose(out);
     free(text);
 }
@@ -54,9 +59,9 @@ START_TEST(plain_lines_keep_their_cadence_and_the_last_step)
     ck_assert_ptr_nonnull(out);
     pn_progress p;
     pn_progress_start(&p, out, 0, 3, 3600.0, true); /* a memory stream is no terminal */
-    pn_progress_step(&p, 1, 1, 1.0, 10.0);
-    pn_progress_step(&p, 2, 1, 1.0, 10.0);
-    pn_progress_step(&p, 3, 1, 1.0, 10.0);
+    pn_progress_step(&p, 1, 1, 1.0, 10.0, 1);
+    pn_progress_step(&p, 2, 1, 1.0, 10.0, 1);
+    pn_progress_step(&p, 3, 1, 1.0, 10.0, 1);
     pn_progress_finish(&p);
     fflush(out);
     ck_assert_msg(strstr(text, "step 1/3") == NULL && strstr(text, "step 2/3") == NULL,

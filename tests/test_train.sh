@@ -26,7 +26,7 @@ run c 8
 
 # metrics: 25 step lines with the promised fields, then one evaluation line
 [ "$(grep -c '"step"' "$tmp/a.jsonl")" -eq 26 ] || fail "expected 26 metrics lines"
-for key in '"step": 25' '"epoch": 0' '"loss":' '"lr":' '"samples_per_s":' '"eval_loss":' \
+for key in '"step": 25' '"epoch": 1' '"loss":' '"lr":' '"samples_per_s":' '"eval_loss":' \
            '"eval_accuracy":'; do
     grep -q "$key" "$tmp/a.jsonl" || fail "metrics lack $key"
 done
@@ -37,6 +37,16 @@ first=$(losses "$tmp/a.jsonl" | head -1 | cut -d' ' -f2)
 last=$(losses "$tmp/a.jsonl" | tail -1 | cut -d' ' -f2)
 awk "BEGIN { exit !($last < $first) }" || fail "loss did not fall ($first -> $last)"
 grep -q 'eval accuracy' "$tmp/a.out" || fail "no evaluation line in the output"
+grep -q 'tokens' "$tmp/a.jsonl" "$tmp/a.out" && fail "tokens/s for a model without sequences"
+
+# --eval-every 10: evaluations after steps 10 and 20 as well as at the (last) step 25,
+# in the output and the metrics, epochs counted from 1 in both
+run e 7 --eval-every 10
+[ "$(grep -o '"step": [0-9]*, "epoch": 1, "eval_loss"' "$tmp/e.jsonl" | cut -d' ' -f2 | tr '\n' ' ')" = \
+  "10, 20, 25, " ] || fail "--eval-every 10: evaluation lines $(grep eval_loss "$tmp/e.jsonl")"
+grep -q '^step 10, epoch 1: eval loss [0-9.]*  eval accuracy [0-9.]*%$' "$tmp/e.out" ||
+    fail "--eval-every: no line for step 10: $(cat "$tmp/e.out")"
+[ "$(losses "$tmp/a.jsonl")" = "$(losses "$tmp/e.jsonl")" ] || fail "evaluations changed the training"
 
 # errors: exit 2 for misuse, 1 for bad input, message names the culprit
 "$PIPENET" train "$model" --batch zero >"$tmp/e1" 2>&1; [ $? -eq 2 ] || fail "--batch zero"

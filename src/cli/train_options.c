@@ -12,7 +12,7 @@
 enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_SEED,
        OPT_METRICS, OPT_THREADS, OPT_LOG_EVERY, OPT_DATA_CACHE, OPT_STAGES, OPT_MICRO,
        OPT_SCHEDULE, OPT_DETERMINISTIC, OPT_SNAPSHOT_DIR, OPT_SNAPSHOT_EVERY, OPT_KEEP,
-       OPT_RESUME, OPT_RESUME_OVERRIDE, OPT_STALL_TIMEOUT, OPT_TRACE, N_OPTS };
+       OPT_RESUME, OPT_RESUME_OVERRIDE, OPT_STALL_TIMEOUT, OPT_EVAL_EVERY, OPT_TRACE, N_OPTS };
 _Static_assert(N_OPTS - OPT_DATA <= PN_TRAIN_OPT_MAX, "pn_train_overrides.given is too small");
 
 #define GIVEN(opt) o->given[(opt) - OPT_DATA]
@@ -20,6 +20,7 @@ _Static_assert(N_OPTS - OPT_DATA <= PN_TRAIN_OPT_MAX, "pn_train_overrides.given 
 static const struct option longopts[] = {
     {"data", required_argument, NULL, OPT_DATA},
     {"eval", required_argument, NULL, OPT_EVAL},
+    {"eval-every", required_argument, NULL, OPT_EVAL_EVERY},
     {"epochs", required_argument, NULL, OPT_EPOCHS},
     {"steps", required_argument, NULL, OPT_STEPS},
     {"batch", required_argument, NULL, OPT_BATCH},
@@ -54,6 +55,9 @@ int pn_train_options_parse(int argc, char **argv, pn_train_overrides *o)
         switch (c) {
         case OPT_DATA: rc = pn_opt_path("data", optarg, v->data, PN_PATH_MAX); break;
         case OPT_EVAL: rc = pn_opt_path("eval", optarg, v->eval, PN_PATH_MAX); break;
+        case OPT_EVAL_EVERY:
+            rc = pn_opt_long("eval-every", optarg, 0, 1L << 40, &v->eval_every);
+            break;
         case OPT_METRICS: rc = pn_opt_path("metrics", optarg, v->metrics, PN_PATH_MAX); break;
         case OPT_TRACE: rc = pn_opt_path("trace", optarg, v->trace, PN_PATH_MAX); break;
         case OPT_EPOCHS: rc = pn_opt_int("epochs", optarg, 1, 1 << 24, &v->epochs); break;
@@ -104,6 +108,7 @@ void pn_train_options_apply(const pn_train_overrides *o, pn_train_config *cfg)
     const pn_train_config *v = &o->v;
     if (GIVEN(OPT_DATA)) strcpy(cfg->data, v->data);
     if (GIVEN(OPT_EVAL)) strcpy(cfg->eval, v->eval);
+    if (GIVEN(OPT_EVAL_EVERY)) cfg->eval_every = v->eval_every;
     if (GIVEN(OPT_METRICS)) strcpy(cfg->metrics, v->metrics);
     if (GIVEN(OPT_TRACE)) strcpy(cfg->trace, v->trace);
     if (GIVEN(OPT_EPOCHS)) cfg->epochs = v->epochs;

@@ -530,6 +530,15 @@ int pn_graph_loss_count(const pn_graph *g)
     return n;
 }
 
+int pn_graph_tokens_per_sample(const pn_graph *g)
+{
+    int seq = 1;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].is_input && g->nodes[i].layer->out_shape.seq > seq)
+            seq = g->nodes[i].layer->out_shape.seq;
+    return seq;
+}
+
 long pn_graph_param_count(const pn_graph *g)
 {
     long n = 0;

@@ -55,6 +55,10 @@ const json_t *pn_graph_train_spec(const pn_graph *g);
 /* Number of loss layers. */
 int pn_graph_loss_count(const pn_graph *g);
 
+/* Positions per sample of the model's inputs (the largest "seq"; 1 when none is a
+ * sequence): what tokens/s counts. */
+int pn_graph_tokens_per_sample(const pn_graph *g);
+
 /* Parameters the graph's layers declare, summed. */
 long pn_graph_param_count(const pn_graph *g);
 

@@ -50,11 +50,14 @@ static int write_line(pn_metrics *m, json_t *obj)
 }
 
 int pn_metrics_step(pn_metrics *m, long step, long epoch, double loss, double lr,
-                    double samples_per_s)
+                    double samples_per_s, int tokens_per_sample)
 {
-    return write_line(m, json_pack("{sIsIsfsfsf}", "step", (json_int_t)step, "epoch",
-                                   (json_int_t)epoch, "loss", loss, "lr", lr, "samples_per_s",
-                                   samples_per_s));
+    json_t *line = json_pack("{sIsIsfsfsf}", "step", (json_int_t)step, "epoch",
+                             (json_int_t)epoch, "loss", loss, "lr", lr, "samples_per_s",
+                             samples_per_s);
+    if (line && tokens_per_sample > 1)
+        json_object_set_new(line, "tokens_per_s", json_real(samples_per_s * tokens_per_sample));
+    return write_line(m, line);
 }
 
 int pn_metrics_eval(pn_metrics *m, long step, long epoch, double eval_loss,

@@ -9,8 +9,10 @@ typedef struct pn_metrics pn_metrics;
 int pn_metrics_open(pn_metrics **out, const char *path, int append);
 void pn_metrics_close(pn_metrics *m);
 
+/* step counts the steps done, epoch counts from 1 (as the progress lines do);
+ * tokens_per_sample > 1 (a sequence model) adds "tokens_per_s". */
 int pn_metrics_step(pn_metrics *m, long step, long epoch, double loss, double lr,
-                    double samples_per_s);
+                    double samples_per_s, int tokens_per_sample);
 int pn_metrics_eval(pn_metrics *m, long step, long epoch, double eval_loss,
                     double eval_accuracy);
 

@@ -22,7 +22,8 @@ static void format_eta(double seconds, char *buf, size_t cap)
         snprintf(buf, cap, "%ldm%02lds", s / 60, s % 60);
 }
 
-void pn_progress_step(pn_progress *p, long step, long epoch, double loss, double samples_per_s)
+void pn_progress_step(pn_progress *p, long step, long epoch, double loss, double samples_per_s,
+                      int tokens_per_sample)
 {
     double now = pn_now();
     bool last = step >= p->total_steps;
@@ -31,9 +32,12 @@ void pn_progress_step(pn_progress *p, long step, long epoch, double loss, double
     double done = (double)(step - p->first_step), left = (double)(p->total_steps - step);
     char eta[32];
     format_eta(done > 0 ? (now - p->start) / done * left : 0, eta, sizeof eta);
-    fprintf(p->out, "%sstep %ld/%ld  epoch %ld  loss %.4f  %.0f samples/s  ETA %s%s",
-            p->live ? "\r\033[K" : "", step, p->total_steps, epoch, loss, samples_per_s, eta,
-            p->live ? "" : "\n");
+    char tokens[48] = "";
+    if (tokens_per_sample > 1)
+        snprintf(tokens, sizeof tokens, "  %.0f tokens/s", samples_per_s * tokens_per_sample);
+    fprintf(p->out, "%sstep %ld/%ld  epoch %ld  loss %.4f  %.0f samples/s%s  ETA %s%s",
+            p->live ? "\r\033[K" : "", step, p->total_steps, epoch, loss, samples_per_s, tokens,
+            eta, p->live ? "" : "\n");
     p->line_open = p->live;
     fflush(p->out);
 }

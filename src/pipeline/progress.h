@@ -1,5 +1,6 @@
 /* Console progress of a training run and of its evaluations: on a terminal, one
- * live line rewritten in place (step, epoch, loss, samples/s, ETA); otherwise a
+ * live line rewritten in place (step, epoch, loss, samples/s, tokens/s for sequence
+ * models, ETA); otherwise a
  * plain line at most every few seconds, so batch-job logs stay readable. */
 #ifndef PN_PROGRESS_H
 #define PN_PROGRESS_H
@@ -21,9 +22,10 @@ typedef struct pn_progress {
 void pn_progress_start(pn_progress *p, FILE *out, long first_step, long total_steps,
                        double every_s, bool allow_live);
 
-/* Reports that `step` steps are done. */
-void pn_progress_step(pn_progress *p, long step, long epoch, double loss,
-                      double samples_per_s);
+/* Reports that `step` steps are done; with tokens_per_sample > 1 (a sequence model)
+ * the line also gives tokens/s. */
+void pn_progress_step(pn_progress *p, long step, long epoch, double loss, double samples_per_s,
+                      int tokens_per_sample);
 
 /* Reports that `done` of `total` samples of an evaluation that began at `started`
  * (pn_now()) are evaluated, at the cadence of steps counted from its start, so that

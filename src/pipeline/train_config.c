@@ -42,19 +42,22 @@ static int read_path(const json_t *train, const pn_json_at *at, const char *key,
 int pn_train_config_from_json(const json_t *train, const char *file, pn_train_config *cfg)
 {
     static const char *const keys[] = {"batch", "epochs", "steps", "seed", "data",
-                                       "eval", "optimizer", NULL};
+                                       "eval", "eval_every", "optimizer", NULL};
     if (!train) return PN_OK;
     pn_json_at top = pn_json_root(file), at = pn_json_field(&top, "train");
     PN_TRY(pn_json_known_keys(train, &at, keys, NULL));
-    long batch, epochs, steps, seed;
+    long batch, epochs, steps, seed, eval_every;
     PN_TRY(pn_json_int(train, &at, "batch", false, 1, 1 << 24, cfg->batch, &batch));
     PN_TRY(pn_json_int(train, &at, "epochs", false, 1, 1 << 24, cfg->epochs, &epochs));
     PN_TRY(pn_json_int(train, &at, "steps", false, 1, LONG_MAX, cfg->steps, &steps));
     PN_TRY(pn_json_int(train, &at, "seed", false, 0, LONG_MAX, (long)cfg->seed, &seed));
+    PN_TRY(pn_json_int(train, &at, "eval_every", false, 0, LONG_MAX, cfg->eval_every,
+                       &eval_every));
     cfg->batch = (int)batch;
     cfg->epochs = (int)epochs;
     cfg->steps = steps;
     cfg->seed = (uint64_t)seed;
+    cfg->eval_every = eval_every;
     PN_TRY(read_path(train, &at, "data", cfg->data));
     PN_TRY(read_path(train, &at, "eval", cfg->eval));
     const json_t *opt = json_object_get(train, "optimizer");

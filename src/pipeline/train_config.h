@@ -15,6 +15,7 @@ enum { PN_PATH_MAX = 1024 };
 typedef struct pn_train_config {
     char data[PN_PATH_MAX];    /* training set (dataset HDF5) */
     char eval[PN_PATH_MAX];    /* evaluation set, "" for none */
+    long eval_every;           /* steps between evaluations (0: at the end of each epoch) */
     char metrics[PN_PATH_MAX]; /* JSON-lines metrics file, "" for none */
     char trace[PN_PATH_MAX];   /* Chrome trace-event timeline of every rank, "" for none */
     int batch;                 /* global batch */

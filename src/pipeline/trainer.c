@@ -50,6 +50,7 @@ typedef struct trainer {
     pn_metrics *metrics;
     pn_progress progress;
     long total_steps;
+    int tokens;                          /* positions per sample: tokens/s of sequence models */
     pn_fault fault;
     pn_progress_mark start;              /* where the run starts (a resumed snapshot) */
     char resume_path[PN_PATH_MAX + 32];  /* the snapshot resumed from, "" for none */
@@ -152,6 +153,7 @@ static int setup(trainer *t, pn_job *job)
     PN_TRY(open_data(t));
     long per_epoch = pn_reader_batches_per_epoch(t->train_data);
     t->total_steps = cfg->steps > 0 ? cfg->steps : (long)cfg->epochs * per_epoch;
+    t->tokens = pn_graph_tokens_per_sample(g);
     t->opt_cfg = cfg->optimizer;
     if (t->opt_cfg.schedule == PN_LR_COSINE && t->opt_cfg.total_steps == 0)
         t->opt_cfg.total_steps = t->total_steps;
@@ -281,23 +283,44 @@ static int evaluate(trainer *t, double *loss, double *accuracy)
     return PN_OK;
 }
 
+/* Evaluates after step (of epoch, counted from 0) when there is an evaluation set:
+ * the result goes to r, the metrics and text ("" without a set). */
+static int evaluation(trainer *t, long step, long epoch, pn_train_result *r, char *text,
+                      size_t cap)
+{
+    text[0] = '\0';
+    if (!t->eval_data) return PN_OK;
+    pn_comm_watch(t->comm, stall_bound(t), "the evaluation after step %ld", step);
+    double t0 = PN_TRACE_T0();
+    PN_TRY(evaluate(t, &r->eval_loss, &r->eval_accuracy));
+    PN_TRACE("evaluation", "eval", NULL, step, -1, t0);
+    snprintf(text, cap, "  eval loss %.4f  eval accuracy %.2f%%", r->eval_loss,
+             100.0 * r->eval_accuracy);
+    if (t->metrics)
+        PN_TRY(pn_metrics_eval(t->metrics, step, epoch + 1, r->eval_loss, r->eval_accuracy));
+    return PN_OK;
+}
+
 static int end_of_epoch(trainer *t, long step, long epoch, double epoch_loss, double seconds,
                         long samples, pn_train_result *r)
 {
-    char eval_text[96] = "";
-    pn_comm_watch(t->comm, stall_bound(t), "the evaluation after step %ld", step);
-    if (t->eval_data) {
-        double t0 = PN_TRACE_T0();
-        PN_TRY(evaluate(t, &r->eval_loss, &r->eval_accuracy));
-        PN_TRACE("evaluation", "eval", NULL, step, -1, t0);
-        snprintf(eval_text, sizeof eval_text, "  eval loss %.4f  eval accuracy %.2f%%",
-                 r->eval_loss, 100.0 * r->eval_accuracy);
-        if (t->metrics)
-            PN_TRY(pn_metrics_eval(t->metrics, step, epoch, r->eval_loss, r->eval_accuracy));
-    }
+    char eval_text[96], tokens[48] = "";
+    PN_TRY(evaluation(t, step, epoch, r, eval_text, sizeof eval_text));
+    if (t->tokens > 1)
+        snprintf(tokens, sizeof tokens, ", %.0f tokens/s", (double)samples * t->tokens / seconds);
     if (is_root(t))
-        pn_progress_print(&t->progress, "epoch %ld: train loss %.4f%s  (%.1f s, %.0f samples/s)",
-                          epoch + 1, epoch_loss, eval_text, seconds, samples / seconds);
+        pn_progress_print(&t->progress, "epoch %ld: train loss %.4f%s  (%.1f s, %.0f samples/s%s)",
+                          epoch + 1, epoch_loss, eval_text, seconds, samples / seconds, tokens);
+    return PN_OK;
+}
+
+/* --eval-every N: an evaluation between epoch ends. */
+static int evaluation_between(trainer *t, long step, long epoch, pn_train_result *r)
+{
+    char eval_text[96];
+    PN_TRY(evaluation(t, step, epoch, r, eval_text, sizeof eval_text));
+    if (is_root(t) && eval_text[0])
+        pn_progress_print(&t->progress, "step %ld, epoch %ld: %s", step, epoch + 1, eval_text + 2);
     return PN_OK;
 }
 
@@ -483,10 +506,12 @@ static int run(trainer *t, pn_train_result *r)
         epoch_steps++;
         r->last_loss = loss;
         if (t->metrics)
-            PN_TRY(pn_metrics_step(t->metrics, step, epoch, loss, lr, cfg->batch / dt));
+            PN_TRY(pn_metrics_step(t->metrics, step, epoch + 1, loss, lr, cfg->batch / dt,
+                                   t->tokens));
         if (is_root(t)) /* the rate of this run's steps, not those before a resume */
             pn_progress_step(&t->progress, step, epoch + 1, loss,
-                             (double)(step - t->start.step) * cfg->batch / (pn_now() - start));
+                             (double)(step - t->start.step) * cfg->batch / (pn_now() - start),
+                             t->tokens);
         if (b->index == per_epoch - 1 || step == total) {
             double now = pn_now();
             PN_TRY(end_of_epoch(t, step, epoch, epoch_loss / epoch_steps, now - epoch_start,
@@ -495,6 +520,12 @@ static int run(trainer *t, pn_train_result *r)
             start += epoch_start - now; /* evaluation time is not training time */
             epoch_loss = 0.0;
             epoch_steps = 0;
+        } else if (cfg->eval_every > 0 && step % cfg->eval_every == 0) {
+            double now = pn_now();
+            PN_TRY(evaluation_between(t, step, epoch, r));
+            double spent = pn_now() - now; /* not training time either */
+            epoch_start += spent;
+            start += spent;
         }
         if (cfg->snapshot_dir[0] && cfg->snapshot_every > 0 && step % cfg->snapshot_every == 0 &&
             step < total) {
