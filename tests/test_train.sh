@@ -71,4 +71,12 @@ printf '{"inputs": {"x": {"dataset": "features", "size": 784}, "y": {"dataset": 
 "$PIPENET" train "$tmp/five.json" --data "$tmp/fm/train.h5" >"$tmp/e5" 2>&1; [ $? -eq 1 ] || fail "labels beyond the classes accepted"
 grep -q "train.h5: dataset '/labels', sample [0-9]*: id [5-9] is outside \[0, 5) (layer 'l')" "$tmp/e5" ||
     fail "label message: $(cat "$tmp/e5")"
+# a warm-up longer than the run: named as such, not as a total_steps nobody wrote
+sed 's/"schedule": {"type": "cosine"}/"schedule": {"type": "cosine", "warmup_steps": 30}/' \
+    "$model" >"$tmp/warm.json"
+grep -q '"warmup_steps": 30' "$tmp/warm.json" || fail "could not make the warm-up model"
+"$PIPENET" train "$tmp/warm.json" --data "$tmp/fm/train.h5" --eval "" --steps 6 >"$tmp/e6" 2>&1
+[ $? -eq 1 ] || fail "a warm-up of 30 steps in a run of 6 accepted"
+grep -q "warm.json: the cosine schedule's warmup_steps (30) leave nothing of a run of 6 steps" \
+    "$tmp/e6" || fail "warm-up message: $(cat "$tmp/e6")"
 echo "PASS: train"

@@ -155,8 +155,14 @@ static int setup(trainer *t, pn_job *job)
     t->total_steps = cfg->steps > 0 ? cfg->steps : (long)cfg->epochs * per_epoch;
     t->tokens = pn_graph_tokens_per_sample(g);
     t->opt_cfg = cfg->optimizer;
-    if (t->opt_cfg.schedule == PN_LR_COSINE && t->opt_cfg.total_steps == 0)
+    if (t->opt_cfg.schedule == PN_LR_COSINE && t->opt_cfg.total_steps == 0) {
         t->opt_cfg.total_steps = t->total_steps;
+        if (t->total_steps <= t->opt_cfg.warmup_steps) /* else "total_steps", never written */
+            return pn_error_set(PN_ERR_INVALID, "%s: the cosine schedule's warmup_steps (%ld) "
+                                "leave nothing of a run of %ld steps: give more --steps or "
+                                "epochs, or fewer warmup_steps", g->file,
+                                t->opt_cfg.warmup_steps, t->total_steps);
+    }
     PN_TRY(pn_optimizer_create(&t->opt, &t->opt_cfg, pn_stage_params(t->stage)));
     PN_TRY(pn_global_sums_create(&t->sums, g, pn_stage_params(t->stage), t->comm));
     if (cfg->metrics[0] && is_root(t))
