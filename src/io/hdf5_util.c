@@ -331,13 +331,18 @@ int pn_hdf5_reserve(hid_t file, const char *fname, uint64_t bytes)
 
 int pn_hdf5_close_reserved(hid_t file, const char *fname, int rc)
 {
-    haddr_t used = HADDR_UNDEF;
-    if (rc == 0) {
-        pn_hdf5_lock();
-        PN_HDF5_CHECK(rc, H5Fget_eoa(file, &used), "%s: cannot close", fname);
-        pn_hdf5_unlock();
-    }
     rc = pn_hdf5_close_after(file, fname, rc);
+    if (rc != 0) return rc;
+    /* HDF5 may still allocate while it closes the file (a snapshot of ~40 parameters
+     * grew by 12 bytes, and trimming to the end seen before the close cut them off):
+     * the end the closed file records in its superblock is the one to keep. */
+    hid_t closed;
+    haddr_t used = HADDR_UNDEF;
+    PN_TRY(pn_hdf5_open_file(fname, H5P_DEFAULT, &closed));
+    pn_hdf5_lock();
+    PN_HDF5_CHECK(rc, H5Fget_eoa(closed, &used), "%s: cannot read the end of the file", fname);
+    pn_hdf5_unlock();
+    rc = pn_hdf5_close_after(closed, fname, rc);
     if (rc == 0 && truncate(fname, (off_t)used) != 0)
         rc = pn_error_set(PN_ERR_IO, "%s: cannot trim the file: %s", fname, strerror(errno));
     return rc;

@@ -48,12 +48,26 @@ static void parent_dir(const char *path, char *out, size_t cap)
         snprintf(out, cap, "%.*s", (int)(slash - path), path);
 }
 
+/* Opens what was just written and reads its header: a file HDF5 cannot open must
+ * never replace a snapshot (a trimmed file once could not be opened). */
+static int check_reads_back(const char *tmp, const char *path, const pn_train_state *st,
+                            const char *format)
+{
+    pn_train_state *back;
+    if (pn_snapshot_read_header(tmp, format ? format : st->format, &back) != 0)
+        return pn_error_set(PN_ERR_IO, "%s: the file just written does not read back, so it "
+                            "does not replace anything: %s", path, pn_error_message());
+    pn_train_state_free(back);
+    return 0;
+}
+
 int pn_snapshot_write(const char *path, const pn_train_state *st, const char *format)
 {
     char tmp[PATH_MAX + 32], dir[PATH_MAX];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid()) >= sizeof tmp)
         return pn_error_set(PN_ERR_INVALID, "path too long: %s", path);
     int rc = pn_snapshot_file_write(tmp, st, format);
+    if (rc == 0) rc = check_reads_back(tmp, path, st, format);
     if (rc == 0) rc = sync_path(tmp, 0, "file");
     if (rc == 0 && rename(tmp, path) != 0)
         rc = pn_error_set(PN_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path,

@@ -10,9 +10,10 @@
 
 #include "io/train_state.h"
 
-/* Writes st (as format, NULL: st's own) to path through a temporary name, fsynced
- * and renamed; the directory is fsynced too. On failure the temporary is removed
- * and whatever path held before is untouched. */
+/* Writes st (as format, NULL: st's own) to path through a temporary name, which is
+ * opened and its header read back, fsynced and renamed; the directory is fsynced
+ * too. On failure the temporary is removed and whatever path held before is
+ * untouched. */
 int pn_snapshot_write(const char *path, const pn_train_state *st, const char *format);
 
 /* Creates the snapshot directory dir and its missing parents (mkdir -p). */
