@@ -54,4 +54,5 @@ const pn_layer_type pn_layer_act = {
     .forward = act_forward,
     .backward = act_backward,
     .flops = act_flops,
+    .per_row = true,
 };

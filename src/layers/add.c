@@ -52,4 +52,5 @@ const pn_layer_type pn_layer_add = {
     .forward = add_forward,
     .backward = add_backward,
     .flops = add_flops,
+    .per_row = true,
 };

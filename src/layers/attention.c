@@ -4,25 +4,18 @@
  *   per (sample, head): P = softmax(Q K^T / sqrt(C/H)) with causal mask   [T, T]
  *                       ctx = P V             [T, C/H] placed at the head's columns
  *   y = ctx Wo + bo                           [rows, C]
- * qkv, P and ctx are kept for backward. */
+ * qkv, P and ctx are kept for backward. Generation runs it one position at a time
+ * over a key/value cache instead (attention_cache.c). */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 
 #include "base/error.h"
+#include "layers/attention.h"
 #include "layers/attrs.h"
 #include "layers/layer_types.h"
 
-typedef struct attention_attrs {
-    int heads;
-} attention_attrs;
-
-typedef struct attention_scratch {
-    pn_buffer qkv, probs, ctx;    /* kept from forward */
-    pn_buffer dqkv, dctx, dscore; /* backward work */
-} attention_scratch;
-
-enum { QKV_W, QKV_B, OUT_W, OUT_B };
+enum { QKV_W = ATTN_QKV_W, QKV_B = ATTN_QKV_B, OUT_W = ATTN_OUT_W, OUT_B = ATTN_OUT_B };
 
 static const char *const attention_attr_names[] = {"heads", NULL};
 
@@ -188,6 +181,7 @@ static void attention_release(pn_layer_inst *x)
     attention_scratch *k = x->scratch;
     pn_buffer *bufs[] = {&k->qkv, &k->probs, &k->ctx, &k->dqkv, &k->dctx, &k->dscore};
     for (int i = 0; i < 6; i++) pn_buffer_release(bufs[i]);
+    pn_attention_cache_release(&k->cache);
 }
 
 const pn_layer_type pn_layer_attention = {
@@ -207,4 +201,6 @@ const pn_layer_type pn_layer_attention = {
     .saved_bytes = attention_saved_bytes,
     .rows_per_sample = attention_rows_per_sample,
     .release = attention_release,
+    .step = pn_attention_step,
+    .step_reorder = pn_attention_step_reorder,
 };

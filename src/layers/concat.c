@@ -70,4 +70,5 @@ const pn_layer_type pn_layer_concat = {
     .forward = concat_forward,
     .backward = concat_backward,
     .flops = concat_flops,
+    .per_row = true,
 };

@@ -89,4 +89,5 @@ const pn_layer_type pn_layer_dropout = {
     .flops = dropout_flops,
     .saved_bytes = dropout_saved_bytes,
     .release = dropout_release,
+    .per_row = true,
 };

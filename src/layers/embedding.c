@@ -76,6 +76,17 @@ static int embedding_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *con
     return pn_col_sums(&rows, 1.0f, &dpos);
 }
 
+/* One id per sequence at position pos: its table row, plus row pos of the position
+ * table. */
+static int embedding_step(pn_layer_inst *x, int pos, pn_arg *const *in, pn_arg *out)
+{
+    pn_matrix table = pn_layer_param(x, 0);
+    PN_TRY(pn_gather_rows(&table, in[0]->ids, &out->value));
+    if (!((const embedding_attrs *)x->layer->attrs)->positions) return PN_OK;
+    pn_matrix row = pn_matrix_rows(pn_layer_param(x, 1), pos, 1);
+    return pn_add_row_vector(&row, &out->value);
+}
+
 static double embedding_flops(const pn_layer *l)
 {
     const embedding_attrs *s = l->attrs;
@@ -101,4 +112,5 @@ const pn_layer_type pn_layer_embedding = {
     .backward = embedding_backward,
     .flops = embedding_flops,
     .id_limit = embedding_id_limit,
+    .step = embedding_step,
 };

@@ -130,4 +130,5 @@ const pn_layer_type pn_layer_fc = {
     .flops = fc_flops,
     .saved_bytes = fc_saved_bytes,
     .release = fc_release,
+    .per_row = true,
 };

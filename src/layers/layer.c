@@ -201,6 +201,39 @@ int pn_layer_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, 
     return rc < 0 ? pn_error_wrap(rc, "layer '%s' backward", l->name) : rc;
 }
 
+int pn_layer_step(pn_layer_inst *x, int pos, pn_arg *const *in, pn_arg *out)
+{
+    const pn_layer *l = x->layer;
+    if (pos < 0 || pos >= l->out_shape.seq)
+        return pn_error_set(PN_ERR_INVALID, "layer '%s': position %d outside its %d", l->name,
+                            pos, l->out_shape.seq);
+    for (int i = 0; i < l->n_inputs; i++)
+        if (in[i]->batch != out->batch ||
+            (in[i]->shape.ids ? !in[i]->ids : in[i]->value.rows != out->batch))
+            return pn_error_set(PN_ERR_INTERNAL, "layer '%s': step input %d does not hold one "
+                                                 "row per sequence", l->name, i);
+    if (out->value.rows != out->batch)
+        return pn_error_set(PN_ERR_INTERNAL, "layer '%s': step output does not hold one row "
+                                             "per sequence", l->name);
+    int rc;
+    if (l->type->step) {
+        rc = l->type->step(x, pos, in, out);
+    } else if (l->type->per_row) {
+        const pn_pass eval = {.training = false};
+        rc = l->type->forward(x, &eval, in, out);
+    } else {
+        return pn_error_set(PN_ERR_UNSUPPORTED, "layer '%s' (%s) cannot run one position at a "
+                                                "time", l->name, l->type->name);
+    }
+    return rc < 0 ? pn_error_wrap(rc, "layer '%s' step at position %d", l->name, pos) : rc;
+}
+
+int pn_layer_step_reorder(pn_layer_inst *x, const int *from, int n, int len)
+{
+    if (!x->layer->type->step_reorder || len == 0) return PN_OK;
+    return x->layer->type->step_reorder(x, from, n, len);
+}
+
 double pn_layer_flops(const pn_layer *l) { return l->type->flops ? l->type->flops(l) : 0.0; }
 
 double pn_layer_activation_bytes(const pn_layer *l)

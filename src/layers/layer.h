@@ -83,6 +83,20 @@ typedef struct pn_layer_type {
     /* Integer ids on input k must lie in [0, this); 0: no bound (optional). The data
      * reader checks them against it, so a bad label is named by file and sample. */
     int (*id_limit)(const pn_layer *l, int k);
+
+    /* Generation, one position at a time (pn_layer_step): */
+    /* The forward computes each output row from the same rows of the inputs only, so
+     * it runs unchanged on one row per sequence (fc, act, layernorm, add...). */
+    bool per_row;
+    /* Incremental forward of a layer that is not per_row (optional): in and out hold
+     * one row per sequence, row i being position pos of sequence i (out->batch
+     * sequences); what the layer needs of positions 0..pos-1 it kept from the steps
+     * at those positions (attention's key/value cache). */
+    int (*step)(pn_layer_inst *x, int pos, pn_arg *const *in, pn_arg *out);
+    /* Makes sequence i (i < n) continue what sequence from[i] held at positions
+     * 0..len-1 (beam search reorders its hypotheses); optional, for types that keep
+     * state between steps. */
+    int (*step_reorder)(pn_layer_inst *x, const int *from, int n, int len);
 } pn_layer_type;
 
 /* The description: set up by pn_layer_create, read-only afterwards. */
@@ -141,6 +155,16 @@ void pn_layer_inst_release(pn_layer_inst *x);
 /* Runs the type's forward / backward after checking the args' shapes. */
 int pn_layer_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out);
 int pn_layer_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out);
+
+/* Runs the layer at position pos of out->batch sequences, one row each (the type's
+ * step, or its forward when it is per_row); PN_ERR_UNSUPPORTED, naming the layer,
+ * for a type that can do neither. Steps at positions 0..pos-1 of the same sequences
+ * must have run before (attention keeps their keys and values). */
+int pn_layer_step(pn_layer_inst *x, int pos, pn_arg *const *in, pn_arg *out);
+
+/* Makes sequence i continue sequence from[i]'s state at positions 0..len-1, for
+ * i < n (a no-op for a type without state). */
+int pn_layer_step_reorder(pn_layer_inst *x, const int *from, int n, int len);
 
 /* Estimates per sample: forward+backward FLOPs; bytes held from forward to backward
  * (output plus saved state). */

@@ -100,4 +100,5 @@ const pn_layer_type pn_layer_layernorm = {
     .flops = layernorm_flops,
     .saved_bytes = layernorm_saved_bytes,
     .release = layernorm_release,
+    .per_row = true,
 };

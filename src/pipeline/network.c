@@ -183,6 +183,34 @@ int pn_network_forward(pn_network *net, const pn_pass *pass)
     return PN_OK;
 }
 
+int pn_network_step(pn_network *net, int pos, int n)
+{
+    if (n < 1 || n > net->max_batch)
+        return pn_error_set(PN_ERR_INTERNAL, "step of %d sequences outside the planned 1..%d",
+                            n, net->max_batch);
+    for (int i = 0; i < net->n; i++) {
+        pn_arg *a = &net->args[net->nodes[i].node];
+        a->batch = n;
+        a->value.rows = n;
+        a->grad.rows = a->value.rows;
+    }
+    net->batch = n;
+    for (int i = 0; i < net->n; i++) {
+        if (!net->nodes[i].computed) continue;
+        int gi = net->nodes[i].node;
+        PN_TRY(pn_layer_step(&net->inst[gi], pos, inputs_of(net, gi), &net->args[gi]));
+    }
+    return PN_OK;
+}
+
+int pn_network_step_reorder(pn_network *net, const int *from, int n, int len)
+{
+    for (int i = 0; i < net->n; i++)
+        if (net->nodes[i].computed)
+            PN_TRY(pn_layer_step_reorder(&net->inst[net->nodes[i].node], from, n, len));
+    return PN_OK;
+}
+
 int pn_network_backward_begin(pn_network *net, long global_batch)
 {
     if (net->forward_only)

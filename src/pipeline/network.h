@@ -60,6 +60,17 @@ int pn_network_set_batch(pn_network *net, int batch);
  * arguments must hold their values for the current batch. */
 int pn_network_forward(pn_network *net, const pn_pass *pass);
 
+/* Generation, one position at a time: runs the member layers at position pos of n
+ * sequences (n <= the planned batch), one row each (pn_layer_step), after setting
+ * every argument to n rows. The data arguments must hold the n ids of position pos;
+ * positions 0..pos-1 of the same sequences must have been stepped before. A later
+ * pn_network_set_batch restores whole samples. */
+int pn_network_step(pn_network *net, int pos, int n);
+
+/* Makes sequence i continue sequence from[i] (its first len positions), i < n, in
+ * every layer that keeps state between steps (beam search). */
+int pn_network_step_reorder(pn_network *net, const int *from, int n, int len);
+
 /* Runs backward: pn_network_backward_begin, then pn_network_backward_run. */
 int pn_network_backward(pn_network *net, const pn_pass *pass, long global_batch);
 
