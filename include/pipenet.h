@@ -76,6 +76,49 @@ long pn_model_loss(const pn_model *m, double *mean_loss, double *accuracy);
 /* Forgets the rows counted by pn_model_loss. */
 void pn_model_reset_loss(pn_model *m);
 
+/* Text generation from a byte-level language model: a model whose output (the default
+ * one) holds 256 logits per position of its one input of byte ids (vocab 256, a window
+ * of T positions), such as models/char_gpt.json trained on `pipenet import text`
+ * data. The model reads the window of the last tokens; when a window of T tokens
+ * grows by one more, it is cut to its newest T/2 (which run through the model again),
+ * so generation never stops at T. Each token's log-probability is that of the model's
+ * distribution (temperature 1) given the window it was chosen from. */
+
+/* How tokens are chosen. Zeroed, it means greedy sampling with the cache. */
+typedef struct pn_gen_options {
+    double temperature;      /* 0: the most likely byte (argmax); else softmax(logits / t) */
+    int top_k;               /* draw among the k most likely bytes only; 0: all 256 */
+    int beam;                /* 0: sample as above; B >= 1: beam search of width B, which
+                              * ignores temperature, top_k and seed (B = 1 is greedy) */
+    unsigned long long seed; /* sampling: the same seed gives the same tokens */
+    int no_cache;            /* 1: recompute the whole window for every token instead of
+                              * one position over the attention layers' key/value cache:
+                              * the same tokens, slower (a reference) */
+} pn_gen_options;
+
+/* The model's window T (positions of its byte input), or -1 (with a message naming
+ * the file and what is missing) when the model is not a byte-level language model. */
+int pn_model_gen_window(const pn_model *m);
+
+/* Starts a generation from prompt (len >= 1 bytes; a longer prompt than the window
+ * keeps its last T bytes). Forgets any generation in progress on m. */
+int pn_model_gen_start(pn_model *m, const unsigned char *prompt, int len,
+                       const pn_gen_options *o);
+
+/* The 256 logits from which the next byte will be chosen. */
+int pn_model_gen_logits(pn_model *m, float *logits);
+
+/* Chooses the next byte into *byte and appends it (logprob, may be NULL: its
+ * log-probability). Sampling only: a beam search runs in pn_model_generate. */
+int pn_model_gen_next(pn_model *m, int *byte, double *logprob);
+
+/* Generates n bytes after prompt into out (n bytes, not terminated): pn_model_gen_start
+ * and n pn_model_gen_next, or a beam search when o->beam >= 1 (the hypothesis of the
+ * largest sum of log-probabilities; all have n bytes, so no length normalization).
+ * *logprob (may be NULL): the sum over the n bytes. */
+int pn_model_generate(pn_model *m, const unsigned char *prompt, int len, int n,
+                      const pn_gen_options *o, unsigned char *out, double *logprob);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,7 @@ int pn_cmd_plan(int argc, char **argv);
 int pn_cmd_inspect(int argc, char **argv);
 int pn_cmd_export(int argc, char **argv);
 int pn_cmd_infer(int argc, char **argv);
+int pn_cmd_generate(int argc, char **argv);
 
 /* Prints "pipenet: error: <message>" to stderr and returns 1. */
 int pn_cli_fail(const char *message);

@@ -20,6 +20,7 @@ static const command commands[] = {
     {"inspect", "show what a dataset, snapshot or model file holds", pn_cmd_inspect},
     {"export", "write a snapshot's model (config and values) as a model file", pn_cmd_export},
     {"infer", "run a model file over a dataset file: accuracy and predictions", pn_cmd_infer},
+    {"generate", "continue a text with a byte-level language model file", pn_cmd_generate},
 };
 enum { N_COMMANDS = sizeof commands / sizeof *commands };
 

@@ -33,6 +33,7 @@ struct pn_model {
     bool *want;          /* [n_nodes] the members a forward asks for */
     bool *avail;         /* [n_nodes] computable from the given inputs */
     int planned;         /* samples net is planned for */
+    pn_gen *gen;         /* generation in progress (model/generate.c), or NULL */
 };
 
 const char *pn_model_error(void) { return pn_error_message(); }
@@ -143,6 +144,7 @@ int pn_model_load(pn_model **out, const char *path)
 void pn_model_free(pn_model *m)
 {
     if (!m) return;
+    pn_gen_free(m->gen);
     pn_network_free(m->net);
     pn_params_free(m->params);
     pn_graph_free(m->graph);
@@ -157,6 +159,14 @@ void pn_model_free(pn_model *m)
 }
 
 const pn_graph *pn_model_graph(const pn_model *m) { return m->graph; }
+
+pn_gen **pn_model_gen_state(pn_model *m) { return &m->gen; }
+
+pn_params *pn_model_params(const pn_model *m) { return m->params; }
+
+const char *pn_model_path(const pn_model *m) { return m->path; }
+
+int pn_model_output_node(const pn_model *m) { return m->output_node; }
 
 const char *pn_model_name(const pn_model *m) { return m ? m->graph->name : NULL; }
 

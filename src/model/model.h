@@ -14,4 +14,14 @@ int pn_model_from_state(pn_model **out, const pn_train_state *st, const char *pa
 /* The model's graph (owned by the model). */
 const pn_graph *pn_model_graph(const pn_model *m);
 
+/* Generation (model/generate.c) keeps its state in the model: */
+typedef struct pn_gen pn_gen;
+pn_gen **pn_model_gen_state(pn_model *m);
+void pn_gen_free(pn_gen *g);
+
+/* The model's arena, the path it was loaded from, its default output's graph index. */
+pn_params *pn_model_params(const pn_model *m);
+const char *pn_model_path(const pn_model *m);
+int pn_model_output_node(const pn_model *m);
+
 #endif
