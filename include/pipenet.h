@@ -112,6 +112,10 @@ int pn_model_gen_logits(pn_model *m, float *logits);
  * log-probability). Sampling only: a beam search runs in pn_model_generate. */
 int pn_model_gen_next(pn_model *m, int *byte, double *logprob);
 
+/* Appends a byte of the caller's choice (0..255) as if it had been generated: a text
+ * that mixes given and generated parts, or a replay of a continuation to score it. */
+int pn_model_gen_append(pn_model *m, int byte);
+
 /* Generates n bytes after prompt into out (n bytes, not terminated): pn_model_gen_start
  * and n pn_model_gen_next, or a beam search when o->beam >= 1 (the hypothesis of the
  * largest sum of log-probabilities; all have n bytes, so no length normalization).

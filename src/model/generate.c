@@ -314,6 +314,19 @@ int pn_model_gen_next(pn_model *m, int *byte, double *logprob)
     return PN_OK;
 }
 
+int pn_model_gen_append(pn_model *m, int byte)
+{
+    pn_gen *g;
+    PN_TRY(current(m, "pn_model_gen_append", &g));
+    if (byte < 0 || byte >= VOCAB)
+        return pn_error_set(PN_ERR_INVALID, "pn_model_gen_append: byte %d outside 0..255", byte);
+    if (g->o.beam > 0)
+        return pn_error_set(PN_ERR_INVALID, "%s: pn_model_gen_append on a beam search (it "
+                                            "runs in pn_model_generate)", pn_model_path(m));
+    append(g, &byte);
+    return PN_OK;
+}
+
 /* A candidate of a beam step: sequence `from` followed by token `tok`. */
 typedef struct beam_cand {
     double score;
