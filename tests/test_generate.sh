@@ -1,0 +1,144 @@
+#!/bin/sh
+# `pipenet generate` end to end: a tiny character GPT trained 30 steps on generated
+# text (`import text`), snapshot, `export`; then generate prints N bytes, a seed fixes
+# the text and another one (likely) changes it, greedy ignores the seed, the cache
+# changes nothing but the speed, beam 1 is greedy and beam 4 scores at least as well,
+# a long prompt gets a note, examples/generate runs; a missing model, a model that is
+# not over byte tokens, --tokens 0 and --top-k 0 are refused with exit 1 or 2.
+set -u
+PIPENET=${PIPENET:-./pipenet}
+EXAMPLES=${TESTS_BUILDDIR:-./tests}/../examples
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/pn_test_generate.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$PIPENET" generate --help | grep -q '^usage: pipenet generate MODEL.h5 --prompt' ||
+    fail "generate --help"
+
+i=0
+while [ $i -lt 400 ]; do
+    echo "$((i % 10)) times $((i % 7)) is $(((i % 10) * (i % 7)))."
+    i=$((i + 1))
+done >"$tmp/text.txt"
+"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
+
+# gpt VOCAB: a tiny GPT whose embedding and logits have VOCAB entries
+gpt() {
+    cat <<JSON
+{"name": "tiny_gpt",
+ "inputs": {"x": {"dataset": "tokens", "ids": true, "seq": 16},
+            "y": {"dataset": "targets", "ids": true, "seq": 16}},
+ "layers": [
+  {"name": "embed", "type": "embedding", "input": "x", "vocab": $1, "size": 16,
+   "positions": true},
+  {"repeat": 2, "name": "blocks", "input": "embed", "layers": [
+    {"name": "ln1", "type": "layernorm", "input": "\$in"},
+    {"name": "attn", "type": "attention", "input": "ln1", "heads": 2},
+    {"name": "res1", "type": "add", "input": ["\$in", "attn"]},
+    {"name": "ln2", "type": "layernorm", "input": "res1"},
+    {"name": "mlp1", "type": "fc", "input": "ln2", "size": 32, "act": "gelu"},
+    {"name": "mlp2", "type": "fc", "input": "mlp1", "size": 16},
+    {"name": "res2", "type": "add", "input": ["res1", "mlp2"]}]},
+  {"name": "ln_f", "type": "layernorm", "input": "blocks"},
+  {"name": "logits", "type": "fc", "input": "ln_f", "size": $1},
+  {"name": "loss", "type": "softmax_xent", "input": ["logits", "y"]}],
+ "train": {"batch": 16, "steps": 30, "seed": 3, "optimizer": {"type": "adam", "lr": 0.01}}}
+JSON
+}
+# model VOCAB NAME: trains gpt VOCAB and exports it to $tmp/NAME.h5
+model() {
+    gpt "$1" >"$tmp/$2.json"
+    "$PIPENET" train "$tmp/$2.json" --data "$tmp/lm/train.h5" --threads 1 --log-every 1000 \
+        --snapshot-dir "$tmp/snap_$2" >"$tmp/train_$2.out" 2>&1 ||
+        { cat "$tmp/train_$2.out"; fail "train $2"; }
+    "$PIPENET" export "$tmp/snap_$2" --out "$tmp/$2.h5" >"$tmp/export_$2.out" 2>&1 ||
+        { cat "$tmp/export_$2.out"; fail "export $2"; }
+}
+model 256 gpt
+model 300 words
+M=$tmp/gpt.h5
+
+# gen NAME ARGS...: generate after "3 times 4 is" into $tmp/NAME (stderr: NAME.err)
+gen() {
+    name=$1
+    shift
+    "$PIPENET" generate "$M" --prompt "3 times 4 is" "$@" >"$tmp/$name" 2>"$tmp/$name.err" ||
+        { cat "$tmp/$name.err"; fail "generate $*"; }
+}
+# logprob NAME: the log-probability generate reported
+logprob() { sed -n 's/.*log-prob \([-0-9.e+]*\) .*/\1/p' "$tmp/$1.err"; }
+
+gen s1 --tokens 40 --seed 1
+[ "$(wc -c <"$tmp/s1")" -eq 40 ] || fail "--tokens 40 printed $(wc -c <"$tmp/s1") bytes"
+grep -Eq '^generated 40 tokens in [0-9.]+ s \([0-9.]+ tokens/s, cached, sampled\), log-prob' \
+    "$tmp/s1.err" || fail "summary line: $(cat "$tmp/s1.err")"
+gen s1b --tokens 40 --seed 1
+cmp -s "$tmp/s1" "$tmp/s1b" || fail "seed 1 twice gave two texts"
+gen s2 --tokens 40 --seed 2
+cmp -s "$tmp/s1" "$tmp/s2" && fail "seeds 1 and 2 gave the same 40 bytes at temperature 1"
+gen nc1 --tokens 40 --seed 1 --no-cache
+cmp -s "$tmp/s1" "$tmp/nc1" || fail "--no-cache changed the sampled text"
+grep -q "no cache" "$tmp/nc1.err" || fail "no 'no cache' in $(cat "$tmp/nc1.err")"
+gen k5 --tokens 40 --seed 1 --top-k 5 --temperature 0.7
+gen k5b --tokens 40 --seed 1 --top-k 5 --temperature 0.7 --no-cache
+cmp -s "$tmp/k5" "$tmp/k5b" || fail "--no-cache changed the top-k text"
+
+gen g1 --tokens 40 --temperature 0 --seed 1
+gen g2 --tokens 40 --temperature 0 --seed 77
+cmp -s "$tmp/g1" "$tmp/g2" || fail "greedy depends on the seed"
+gen b1 --tokens 40 --beam 1
+cmp -s "$tmp/g1" "$tmp/b1" || fail "beam 1 differs from greedy"
+gen b4 --tokens 40 --beam 4
+gen b4n --tokens 40 --beam 4 --no-cache
+cmp -s "$tmp/b4" "$tmp/b4n" || fail "--no-cache changed the beam search"
+[ "$(wc -c <"$tmp/b4")" -eq 40 ] || fail "beam 4 printed $(wc -c <"$tmp/b4") bytes"
+lg=$(logprob g1) l4=$(logprob b4)
+[ -n "$lg" ] && [ -n "$l4" ] || fail "no log-prob in $(cat "$tmp/g1.err" "$tmp/b4.err")"
+awk -v g="$lg" -v b="$l4" 'BEGIN { exit !(b >= g - 1e-4) }' ||
+    fail "beam 4 log-prob $l4 below greedy's $lg"
+echo "greedy: $(cat "$tmp/g1" | tr '\n' '|') ($lg)"
+echo "beam 4: $(cat "$tmp/b4" | tr '\n' '|') ($l4)"
+
+# a prompt longer than the window (16): a note, and the same text as its last 16 bytes
+long="0 times 0 is 0.
+3 times 4 is 12.
+5 times"
+short=$(printf '%s' "$long" | tail -c 16)
+"$PIPENET" generate "$M" --prompt "$long" --tokens 20 --seed 4 >"$tmp/long" 2>"$tmp/long.err" ||
+    fail "long prompt"
+grep -q "note: the prompt has 40 bytes, more than the model's window of 16" "$tmp/long.err" ||
+    fail "no note on the long prompt: $(cat "$tmp/long.err")"
+"$PIPENET" generate "$M" --prompt "$short" --tokens 20 --seed 4 >"$tmp/short" 2>"$tmp/short.err" ||
+    fail "short prompt"
+grep -q "note" "$tmp/short.err" && fail "a note on a prompt of 16 bytes"
+cmp -s "$tmp/long" "$tmp/short" || fail "a long prompt is not its last 16 bytes"
+
+# the example program, through pipenet.h only
+if [ -x "$EXAMPLES/generate" ]; then
+    "$EXAMPLES/generate" "$M" "3 times 4 is" 30 1 1 >"$tmp/ex" 2>"$tmp/ex.err" ||
+        { cat "$tmp/ex.err"; fail "examples/generate"; }
+    head -c 30 "$tmp/s1" | cmp -s - "$tmp/ex" ||
+        fail "examples/generate differs from pipenet generate --seed 1"
+fi
+
+# refusals: exit PIPENET ARGS... with status E and a message matching RE
+refuse() {
+    e=$1 re=$2
+    shift 2
+    "$PIPENET" generate "$@" >"$tmp/r.out" 2>"$tmp/r.err"
+    rc=$?
+    [ $rc -eq "$e" ] || fail "generate $* exited $rc, not $e: $(cat "$tmp/r.err")"
+    grep -q "$re" "$tmp/r.err" || fail "generate $*: no '$re' in: $(cat "$tmp/r.err")"
+    [ -s "$tmp/r.out" ] && fail "generate $* printed to stdout"
+    return 0
+}
+refuse 1 "cannot open\|No such file\|does not exist" "$tmp/missing.h5" --prompt a --tokens 3
+refuse 1 "not a byte-level language model: input 'x' holds ids below 300" \
+    "$tmp/words.h5" --prompt a --tokens 3
+refuse 2 "^pipenet: error: --tokens" "$M" --prompt a --tokens 0
+refuse 2 "^pipenet: error: --top-k" "$M" --prompt a --tokens 3 --top-k 0
+refuse 2 "^pipenet: error: --temperature" "$M" --prompt a --tokens 3 --temperature -1
+refuse 2 "needs --prompt" "$M" --tokens 3
+refuse 2 "at least one byte" "$M" --prompt "" --tokens 3
+refuse 2 "needs --tokens" "$M" --prompt a
+echo "PASS: generate"
