@@ -37,6 +37,17 @@ static const char *const TINY_GPT =
     "  {\"name\": \"logits\", \"type\": \"fc\", \"input\": \"ln_f\", \"size\": 256},"
     "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"logits\", \"y\"]}]}";
 
+/* The other per-row types (act, concat) and attention without positions. */
+static const char *const MIXED =
+    "{\"inputs\": {\"x\": {\"dataset\": \"tokens\", \"ids\": true, \"seq\": 6}},"
+    " \"layers\": ["
+    "  {\"name\": \"e\", \"type\": \"embedding\", \"input\": \"x\", \"vocab\": 256, \"size\": 8},"
+    "  {\"name\": \"a\", \"type\": \"attention\", \"input\": \"e\", \"heads\": 4},"
+    "  {\"name\": \"t\", \"type\": \"act\", \"input\": \"a\", \"act\": \"tanh\"},"
+    "  {\"name\": \"c\", \"type\": \"concat\", \"input\": [\"e\", \"t\"]},"
+    "  {\"name\": \"a2\", \"type\": \"attention\", \"input\": \"c\", \"heads\": 1},"
+    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"a2\", \"size\": 256}]}";
+
 /* Floats in, not byte ids: refused. */
 static const char *const MLP =
     "{\"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 5}},"
@@ -118,9 +129,14 @@ START_TEST(test_window)
 END_TEST
 
 /* Token by token, the cached step and the full recompute: same logits, same draws,
- * across the cuts of a window of 8 (N = 30 tokens after a prompt of 7). */
+ * across the cuts of a window of 8 (N = 30 tokens after a prompt of 7); and on a
+ * model of the other per-row types, window 6. */
 START_TEST(test_cached_matches_recompute)
 {
+    if (_i == 1) {
+        snprintf(path, sizeof path, "%s/mixed.h5", dir);
+        write_model(MIXED, path);
+    }
     pn_model *a = load(), *b = load();
     pn_gen_options cached = {.temperature = 1.0, .seed = 3}, full = cached;
     full.no_cache = 1;
@@ -270,7 +286,7 @@ static Suite *generate_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_window);
-    tcase_add_test(tc, test_cached_matches_recompute);
+    tcase_add_loop_test(tc, test_cached_matches_recompute, 0, 2);
     tcase_add_test(tc, test_seeds);
     tcase_add_test(tc, test_beam);
     tcase_add_test(tc, test_long_prompt);
