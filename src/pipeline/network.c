@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/trace.h"
 #include "math/ops.h"
@@ -29,6 +30,7 @@ struct pn_network {
     int batch, max_batch;
     pn_grads_ready_fn grads_ready;
     void *grads_ready_ctx;
+    double *forward_s, *backward_s; /* [graph->n_nodes] or NULL: pn_network_time_layers */
 };
 
 /* Marks the nodes held: the members, and whatever they consume (supplied). */
@@ -175,8 +177,9 @@ int pn_network_forward(pn_network *net, const pn_pass *pass)
     for (int i = 0; i < net->n; i++) {
         if (!net->nodes[i].computed) continue;
         int gi = net->nodes[i].node;
-        double t0 = PN_TRACE_T0();
+        double t0 = PN_TRACE_T0(), start = net->forward_s ? pn_now() : 0.0;
         PN_TRY(pn_layer_forward(&net->inst[gi], pass, inputs_of(net, gi), &net->args[gi]));
+        if (net->forward_s) net->forward_s[gi] = pn_now() - start;
         PN_TRACE(net->graph->nodes[gi].name, pass->training ? "forward" : "eval forward", NULL,
                  pass->training ? pass->step : -1, pass->micro, t0);
     }
@@ -234,13 +237,20 @@ int pn_network_backward_run(pn_network *net, const pn_pass *pass)
         int gi = net->nodes[i].node;
         if (!net->nodes[i].computed || !net->graph->nodes[gi].needs_grad) continue;
         pn_layer_inst *x = &net->inst[gi];
-        double t0 = PN_TRACE_T0();
+        double t0 = PN_TRACE_T0(), start = net->backward_s ? pn_now() : 0.0;
         PN_TRY(pn_layer_backward(x, pass, inputs_of(net, gi), &net->args[gi]));
+        if (net->backward_s) net->backward_s[gi] = pn_now() - start;
         PN_TRACE(net->graph->nodes[gi].name, "backward", NULL, pass->step, pass->micro, t0);
         if (net->grads_ready && x->layer->n_params > 0)
             PN_TRY(net->grads_ready(net->grads_ready_ctx, x));
     }
     return PN_OK;
+}
+
+void pn_network_time_layers(pn_network *net, double *forward_s, double *backward_s)
+{
+    net->forward_s = forward_s;
+    net->backward_s = backward_s;
 }
 
 void pn_network_on_grads_ready(pn_network *net, pn_grads_ready_fn fn, void *ctx)

@@ -91,6 +91,11 @@ typedef int (*pn_grads_ready_fn)(void *ctx, const pn_layer_inst *layer);
 /* Installs the callback; fn NULL removes it. */
 void pn_network_on_grads_ready(pn_network *net, pn_grads_ready_fn fn, void *ctx);
 
+/* From now on, each computed layer's forward (backward) pass stores its wall time
+ * in seconds in forward_s[node] (backward_s[node]), both indexed like the graph's
+ * nodes (`pipenet plan --measure`); NULL stops it. */
+void pn_network_time_layers(pn_network *net, double *forward_s, double *backward_s);
+
 /* Loss statistics of the member loss layers since the last reset, summed; and
  * those of one node (NULL unless it is a loss layer computed here). */
 void pn_network_stats(const pn_network *net, pn_layer_stats *out);

@@ -1,5 +1,6 @@
 /* pn_plan: places a graph's layers on pipeline stages, manually from "stage"
- * attributes or automatically by a DP over cut points of the topological order,
+ * attributes or automatically by a DP over cut points of the topological order
+ * (balancing estimated or, when given, measured layer times),
  * checks the placement (edges forward, no empty stage), sums what each stage costs,
  * and prints the per-stage table of `pipenet plan`. */
 #include "pipeline/plan.h"
@@ -41,6 +42,17 @@ static double layer_time(const pn_layer *l)
     pn_stage_cost c = {.flops = pn_layer_flops(l),
                        .activation_bytes = pn_layer_activation_bytes(l)};
     return pn_plan_stage_time(&c);
+}
+
+/* Measured times are refused unless finite and non-negative: the DP's -1 marks
+ * "no split" and a NaN would make every comparison false. */
+static int check_times(const pn_graph *g, const double *layer_s)
+{
+    for (int i = 0; layer_s && i < g->n_nodes; i++)
+        if (!g->nodes[i].is_input && !(layer_s[i] >= 0.0 && layer_s[i] < 1e30))
+            return pn_error_set(PN_ERR_INVALID, "%s: layer '%s': time %g s is not a "
+                                "non-negative number", g->file, g->nodes[i].name, layer_s[i]);
+    return PN_OK;
 }
 
 static double out_bytes(const pn_graph *g, int node)
@@ -184,7 +196,7 @@ static void dp_solve(const pn_graph *g, chain *c, dp_state *d, double limit)
 
 /* Cuts the layers into p->stages contiguous runs: the smallest largest run time, then
  * among those the fewest bytes crossing the cuts. */
-static int place_auto(pn_plan *p, const pn_graph *g)
+static int place_auto(pn_plan *p, const pn_graph *g, const double *layer_s)
 {
     chain c = {.n = count_layers(g)};
     dp_state d = {.stages = p->stages};
@@ -204,7 +216,7 @@ static int place_auto(pn_plan *p, const pn_graph *g)
         c.pos[i] = g->nodes[i].is_input ? -1 : n;
         if (g->nodes[i].is_input) continue;
         c.node[n] = i;
-        c.time[n++] = layer_time(g->nodes[i].layer);
+        c.time[n++] = layer_s ? layer_s[i] : layer_time(g->nodes[i].layer);
     }
     dp_solve(g, &c, &d, -1.0);
     double bottleneck = d.best[p->stages * (c.n + 1) + c.n];
@@ -260,6 +272,11 @@ static int compute_costs(pn_plan *p, const pn_graph *g)
 
 int pn_plan_build(pn_plan **out, const pn_graph *g, int stages)
 {
+    return pn_plan_build_timed(out, g, stages, NULL);
+}
+
+int pn_plan_build_timed(pn_plan **out, const pn_graph *g, int stages, const double *layer_s)
+{
     if (stages < 0)
         return pn_error_set(PN_ERR_INVALID, "%s: %d stages requested (expected 0 or more)",
                             g->file, stages);
@@ -267,6 +284,7 @@ int pn_plan_build(pn_plan **out, const pn_graph *g, int stages)
     if (stages > layers)
         return pn_error_set(PN_ERR_INVALID, "%s: %d layer%s cannot fill %d stages", g->file,
                             layers, layers == 1 ? "" : "s", stages);
+    PN_TRY(check_times(g, layer_s));
     bool manual = false;
     for (int i = 0; i < g->n_nodes; i++) manual |= !g->nodes[i].is_input && g->nodes[i].stage >= 0;
     pn_plan *p = calloc(1, sizeof *p);
@@ -278,7 +296,7 @@ int pn_plan_build(pn_plan **out, const pn_graph *g, int stages)
         rc = place_manual(p, g);
     } else if (rc == PN_OK) {
         if (p->stages == 0) p->stages = 1;
-        rc = place_auto(p, g);
+        rc = place_auto(p, g, layer_s);
     }
     if (rc == PN_OK) rc = check_placement(p, g);
     if (rc == PN_OK) {

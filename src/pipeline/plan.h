@@ -3,7 +3,8 @@
  * (a layer without one takes the stage of the layer before it in topological order,
  * the first layer stage 0), or automatic for a requested number of stages: a
  * partitioner cuts the topological order into contiguous runs that balance the
- * estimated time per stage (layer FLOP and byte estimates) and, among balanced
+ * estimated time per stage (layer FLOP and byte estimates, or measured layer times:
+ * pipeline/plan_measure.h) and, among balanced
  * cuts, prefers those that send fewer bytes. Data inputs are not placed: every
  * stage that consumes one reads it itself. Stages are non-decreasing along the
  * topological order, so every edge goes forward; a placement with a backward edge
@@ -36,6 +37,14 @@ typedef struct pn_plan {
  * the attributes (one stage when there are none). Errors: more stages than layers,
  * a backward edge, an empty stage, attributes that disagree with stages. */
 int pn_plan_build(pn_plan **out, const pn_graph *g, int stages);
+
+/* The same, with the partitioner balancing layer_s[node] (seconds of a layer's
+ * forward + backward, indexed like g->nodes; inputs ignored) instead of the FLOP
+ * estimate; NULL: the estimate. It minimizes the largest stage time, then the bytes
+ * crossing the cuts; among cuts equal in both, the one whose last cut comes first
+ * wins (deterministic: every rank given the same times places alike). A time that
+ * is negative, infinite or NaN is refused. Manual placement ignores layer_s. */
+int pn_plan_build_timed(pn_plan **out, const pn_graph *g, int stages, const double *layer_s);
 void pn_plan_free(pn_plan *p);
 
 /* Estimated seconds per sample of a stage with cost c: the measure the partitioner
