@@ -161,6 +161,13 @@ int pn_comm_scatter_stages(pn_comm *c, const void *all, const size_t *counts, vo
  * stage's other replicas, which receive them into data. */
 int pn_comm_broadcast_replicas(pn_comm *c, void *data, size_t count, pn_comm_type type);
 
+/* --- the link probe (`pipenet plan --measure`) -------------------------------------------- */
+
+/* Ranks 0 and 1 of the job bounce a message of bytes (at most INT_MAX) back and
+ * forth reps times; on rank 0, *seconds = the median one-way time (half a round
+ * trip). Other ranks, and a job of one rank, take no part: *seconds = 0 at once. */
+int pn_comm_pingpong(pn_comm *c, size_t bytes, int reps, double *seconds);
+
 /* --- traces (pipeline/tracing.c) ------------------------------------------------------------ */
 
 /* Compares every rank's monotonic clock with rank 0's (round trips, the quickest of
