@@ -1,15 +1,24 @@
 /* `pipenet plan MODEL.json --stages P`: where each layer runs and what each stage
  * costs for a layout of D replicas, M micro-batches and a schedule, without running
- * anything (no MPI, no data). */
+ * anything (no MPI, no data). With --measure (or --layer-times FILE) the layers are
+ * timed on this machine (or the times read back), the partitioner balances those
+ * times, and the step time, bubble and memory are predicted; under mpirun, --measure
+ * also times the link between ranks 0 and 1, and rank 0 alone prints. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "math/ops.h"
+#include "mpi/comm.h"
+#include "mpi/job.h"
 #include "pipeline/graph.h"
 #include "pipeline/plan.h"
+#include "pipeline/plan_measure.h"
+#include "pipeline/plan_predict.h"
 #include "pipeline/schedule.h"
 #include "pipeline/train_config.h"
 
@@ -24,6 +33,17 @@ static void usage(FILE *out)
             "schedule's peak, bytes sent and received per micro-batch, and the schedule's\n"
             "predicted bubble. Runs on one process; needs no MPI and no data.\n"
             "\n"
+            "With --measure, also times every layer's forward and backward and one optimizer\n"
+            "update on this machine (the whole model for one micro-batch of random inputs,\n"
+            "median of --repeat steps after 3 warm-up steps), balances the stages by those\n"
+            "times instead of FLOPs, and predicts per stage its time per micro-batch, link\n"
+            "transfers, update and memory (parameters, gradients, optimizer slots,\n"
+            "activations in flight), and the step: (M + P - 1) x the slowest stage's\n"
+            "forward + backward + link transfers + update, with its bubble. Under\n"
+            "`mpirun -np 2` (or more) it also times the link between ranks 0 and 1.\n"
+            "--save-times FILE keeps the times; `pipenet train --layer-times FILE` and\n"
+            "`pipenet plan --layer-times FILE` balance (and predict) by them.\n"
+            "\n"
             "options:\n"
             "  --stages P         pipeline stages          [the \"stage\" attributes, else 1]\n"
             "  --replicas D       data-parallel copies of the pipeline                 [1]\n"
@@ -32,10 +52,17 @@ static void usage(FILE *out)
             "  --schedule NAME    gpipe or 1f1b                                     [1f1b]\n"
             "  --batch B          global batch; B / (D M) samples per micro-batch\n"
             "                                                          [train.batch, 64]\n"
+            "  --measure          time the layers (and the link, under mpirun) here\n"
+            "  --layer-times FILE balance and predict by times saved earlier\n"
+            "  --save-times FILE  with --measure: write the times to FILE (JSON)\n"
+            "  --threads N        with --measure: BLAS threads                         [1]\n"
+            "  --repeat N         with --measure: timed steps (medians)               [11]\n"
+            "  --json             print the plan as JSON instead of tables\n"
             "  -h, --help         this text\n");
 }
 
-enum { OPT_STAGES = 256, OPT_REPLICAS, OPT_MICRO, OPT_SCHEDULE, OPT_BATCH };
+enum { OPT_STAGES = 256, OPT_REPLICAS, OPT_MICRO, OPT_SCHEDULE, OPT_BATCH, OPT_MEASURE,
+       OPT_TIMES, OPT_SAVE, OPT_THREADS, OPT_REPEAT, OPT_JSON };
 
 static const struct option longopts[] = {
     {"stages", required_argument, NULL, OPT_STAGES},
@@ -43,6 +70,12 @@ static const struct option longopts[] = {
     {"micro-batches", required_argument, NULL, OPT_MICRO},
     {"schedule", required_argument, NULL, OPT_SCHEDULE},
     {"batch", required_argument, NULL, OPT_BATCH},
+    {"measure", no_argument, NULL, OPT_MEASURE},
+    {"layer-times", required_argument, NULL, OPT_TIMES},
+    {"save-times", required_argument, NULL, OPT_SAVE},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"repeat", required_argument, NULL, OPT_REPEAT},
+    {"json", no_argument, NULL, OPT_JSON},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -53,12 +86,17 @@ typedef struct plan_options {
     int micro;     /* 0: chosen like the trainer does */
     int batch;     /* 0: from the model */
     pn_schedule_kind schedule;
+    bool measure, json;
+    int threads;   /* 0: 1 */
+    int repeat;
+    char times[PN_PATH_MAX], save[PN_PATH_MAX];
 } plan_options;
 
 /* Parses argv; returns 0, 1 for --help, -1 on misuse (already reported). */
 static int parse_options(int argc, char **argv, plan_options *o)
 {
     int c, rc = 0, kind;
+    pn_opt_quiet_unless_first_rank();
     optind = 1;
     while (rc == 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
@@ -75,24 +113,35 @@ static int parse_options(int argc, char **argv, plan_options *o)
             }
             o->schedule = (pn_schedule_kind)kind;
             break;
+        case OPT_MEASURE: o->measure = true; break;
+        case OPT_JSON: o->json = true; break;
+        case OPT_TIMES: rc = pn_opt_path("layer-times", optarg, o->times, PN_PATH_MAX); break;
+        case OPT_SAVE: rc = pn_opt_path("save-times", optarg, o->save, PN_PATH_MAX); break;
+        case OPT_THREADS: rc = pn_opt_int("threads", optarg, 1, 4096, &o->threads); break;
+        case OPT_REPEAT: rc = pn_opt_int("repeat", optarg, 1, 100000, &o->repeat); break;
         case 'h': return 1;
         default: return -1; /* getopt printed why */
         }
     }
+    if (rc == 0 && o->measure && o->times[0])
+        rc = pn_opt_report("--measure and --layer-times: give one (measure now, or read "
+                           "times measured before)");
+    if (rc == 0 && !o->measure && (o->save[0] || o->threads || o->repeat))
+        rc = pn_opt_report("--save-times, --threads and --repeat need --measure");
     return rc;
 }
 
 /* Fills in the batch and M; fails when B / (D M) is not a whole number, naming
  * where B came from. */
-static int resolve_layout(const pn_graph *g, const char *path, int stages, plan_options *o)
+static int resolve_layout(const pn_graph *g, const char *path, int stages, plan_options *o,
+                          pn_train_config *cfg)
 {
     char from[64 + PN_PATH_MAX];
     snprintf(from, sizeof from, "--batch");
+    pn_train_config_default(cfg);
+    PN_TRY(pn_train_config_from_json(pn_graph_train_spec(g), path, cfg));
     if (!o->batch) {
-        pn_train_config cfg;
-        pn_train_config_default(&cfg);
-        PN_TRY(pn_train_config_from_json(pn_graph_train_spec(g), path, &cfg));
-        o->batch = cfg.batch;
+        o->batch = cfg->batch;
         const json_t *train = pn_graph_train_spec(g);
         if (train && json_object_get(train, "batch"))
             snprintf(from, sizeof from, "train.batch in %s", path);
@@ -115,6 +164,100 @@ static int resolve_layout(const pn_graph *g, const char *path, int stages, plan_
     return PN_OK;
 }
 
+/* Optimizer slots per parameter (what the update keeps beside the values). */
+static int optimizer_slots(pn_opt_kind kind)
+{
+    return kind == PN_OPT_SGD ? 0 : kind == PN_OPT_MOMENTUM ? 1 : 2;
+}
+
+/* The times of --layer-times, or measured now (the link under mpirun on every
+ * rank, the layers on rank 0 only: *t stays NULL elsewhere). */
+static int get_times(const pn_graph *g, const plan_options *o, const pn_train_config *cfg,
+                     int micro_batch, pn_comm *comm, pn_plan_times **t)
+{
+    *t = NULL;
+    if (o->times[0]) return pn_plan_times_load(t, g, o->times);
+    PN_TRY(pn_plan_times_create(t, g));
+    PN_TRY(pn_plan_measure_link(*t, comm));
+    if (pn_comm_grid(comm)->rank != 0) {
+        pn_plan_times_free(*t);
+        *t = NULL;
+        return PN_OK;
+    }
+    int threads = o->threads ? o->threads : 1;
+    pn_math_set_threads(threads);
+    pn_measure_options mo = {.micro_batch = micro_batch, .warmup = 3,
+                             .repetitions = o->repeat ? o->repeat : 11, .threads = threads,
+                             .seed = cfg->seed, .optimizer = &cfg->optimizer};
+    return pn_plan_measure_layers(*t, g, &mo);
+}
+
+/* Prints the plan (tables or JSON) and, with times, its prediction. */
+static int report(const pn_plan *plan, const pn_graph *g, const pn_schedule *sched,
+                  const plan_options *o, const pn_train_config *cfg, const pn_plan_times *t)
+{
+    int mb = o->batch / (o->replicas * o->micro);
+    pn_plan_prediction pr = {0};
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (t)
+        PN_TRY(pn_plan_predict(&pr, plan, g, sched, t, o->replicas, mb,
+                               optimizer_slots(cfg->optimizer.kind), t->threads,
+                               cores > 0 ? (int)cores : 1));
+    int rc = PN_OK;
+    if (o->json) {
+        json_t *j = pn_plan_json(plan, g, sched, o->replicas, mb, t ? &pr : NULL, t);
+        if (!j || json_dumpf(j, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER |
+                                            JSON_REAL_PRECISION(9)) < 0)
+            rc = pn_error_set(PN_ERR_NOMEM, "out of memory writing the plan as JSON");
+        else
+            fputc('\n', stdout);
+        json_decref(j);
+    } else {
+        pn_plan_print(plan, g, sched, o->replicas, mb, stdout);
+        if (t) pn_plan_print_prediction(&pr, plan, g, t, stdout);
+    }
+    if (rc == PN_OK && t && o->save[0]) rc = pn_plan_times_save(t, g, o->save);
+    pn_plan_prediction_release(&pr);
+    return rc;
+}
+
+/* Places, measures or reads the times when asked, places again by them, reports. */
+static int plan_model(const char *path, plan_options *o, pn_comm *comm)
+{
+    pn_graph *g = NULL;
+    pn_plan *plan = NULL;
+    pn_schedule *sched = NULL;
+    pn_plan_times *t = NULL;
+    double *layer_s = NULL;
+    pn_train_config cfg;
+    int rc = pn_graph_load(&g, path);
+    if (rc == PN_OK) rc = pn_plan_build(&plan, g, o->stages);
+    if (rc == PN_OK) rc = resolve_layout(g, path, plan->stages, o, &cfg);
+    if (rc == PN_OK) rc = pn_graph_check_batch(g, o->batch / o->replicas); /* an evaluation's */
+    if (rc == PN_OK && (o->measure || o->times[0]))
+        rc = get_times(g, o, &cfg, o->batch / (o->replicas * o->micro), comm, &t);
+    if (rc == PN_OK && comm && pn_comm_grid(comm)->rank != 0) goto done; /* rank 0 reports */
+    if (rc == PN_OK && t) {
+        if (!(layer_s = malloc((size_t)g->n_nodes * sizeof *layer_s))) {
+            rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
+        } else {
+            pn_plan_times_layer_sum(t, layer_s);
+            pn_plan_free(plan);
+            plan = NULL;
+            rc = pn_plan_build_timed(&plan, g, o->stages, layer_s);
+        }
+    }
+    if (rc == PN_OK) rc = pn_schedule_build(&sched, o->schedule, plan->stages, o->micro);
+    if (rc == PN_OK) rc = report(plan, g, sched, o, &cfg, t);
+done:
+    free(layer_s);
+    pn_plan_times_free(t);
+    pn_schedule_free(sched);
+    pn_plan_free(plan);
+    pn_graph_free(g);
+    return rc;
+}
+
 int pn_cmd_plan(int argc, char **argv)
 {
     plan_options o = {.replicas = 1, .schedule = PN_SCHEDULE_1F1B};
@@ -126,18 +269,20 @@ int pn_cmd_plan(int argc, char **argv)
     if (parsed < 0) return 2;
     const char *path;
     if (pn_opt_model_argument(argc, argv, "plan", usage, &path)) return 2;
-    pn_graph *g = NULL;
-    pn_plan *plan = NULL;
-    pn_schedule *sched = NULL;
-    int rc = pn_graph_load(&g, path);
-    if (rc == PN_OK) rc = pn_plan_build(&plan, g, o.stages);
-    if (rc == PN_OK) rc = resolve_layout(g, path, plan->stages, &o);
-    if (rc == PN_OK) rc = pn_graph_check_batch(g, o.batch / o.replicas); /* an evaluation's */
-    if (rc == PN_OK) rc = pn_schedule_build(&sched, o.schedule, plan->stages, o.micro);
-    if (rc == PN_OK)
-        pn_plan_print(plan, g, sched, o.replicas, o.batch / (o.replicas * o.micro), stdout);
-    pn_schedule_free(sched);
-    pn_plan_free(plan);
-    pn_graph_free(g);
-    return rc < 0 ? pn_cli_fail(pn_error_message()) : 0;
+    if (!o.measure) {
+        int rc = plan_model(path, &o, NULL);
+        return rc < 0 ? pn_cli_fail(pn_error_message()) : 0;
+    }
+    /* --measure: every rank of the job takes part in the link probe, rank 0 in the
+     * rest; the others wait for its outcome, and rank 0 alone reports. */
+    pn_job *job;
+    pn_comm *comm = NULL;
+    if (pn_job_init(NULL, NULL, &job) < 0) return pn_cli_fail(pn_error_message());
+    int rc = pn_comm_create(&comm, job, 1);
+    if (rc == PN_OK) rc = plan_model(path, &o, comm);
+    if (comm) rc = pn_comm_agree(comm, rc);
+    if (rc < 0 && rc != PN_ERR_PEER) pn_cli_fail(pn_error_message());
+    pn_comm_free(comm);
+    pn_job_finalize(job);
+    return rc < 0 ? 1 : 0;
 }

@@ -1,0 +1,211 @@
+/* The plan's prediction from measured times (plan_predict.h), its table and its
+ * JSON. */
+#include "pipeline/plan_predict.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+
+/* Seconds to move bytes over the measured link (0 when it was not measured). */
+static double link_time(const pn_plan_times *t, double bytes)
+{
+    if (!t->link_measured || bytes <= 0.0) return 0.0;
+    return t->link_latency_s + bytes / t->link_bytes_per_s;
+}
+
+int pn_plan_predict(pn_plan_prediction *out, const pn_plan *p, const pn_graph *g,
+                    const pn_schedule *s, const pn_plan_times *t, int replicas,
+                    int micro_batch, int slots, int threads, int cores)
+{
+    pn_plan_prediction pr = {.stages = p->stages, .replicas = replicas, .micro = s->micro,
+                             .micro_batch = micro_batch, .threads = threads > 0 ? threads : 1,
+                             .cores = cores > 0 ? cores : 1, .ranks = p->stages * replicas};
+    pr.scale = (double)micro_batch / (double)t->micro_batch;
+    pr.stage = calloc((size_t)p->stages, sizeof *pr.stage);
+    if (!pr.stage) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < g->n_nodes; i++) {
+        int st = p->stage_of[i];
+        if (st < 0) continue;
+        pr.stage[st].forward_s += t->forward_s[i] * pr.scale;
+        pr.stage[st].backward_s += t->backward_s[i] * pr.scale;
+    }
+    double busy = 0.0, work = 0.0, mb = (double)micro_batch, d = (double)replicas;
+    for (int st = 0; st < p->stages; st++) {
+        pn_stage_prediction *sp = &pr.stage[st];
+        const pn_stage_cost *c = &p->cost[st];
+        double params = (double)c->params, bytes = 4.0 * params;
+        sp->link_s = 2.0 * link_time(t, c->send_bytes * mb); /* values, then gradients */
+        sp->optimizer_s = params * t->optimizer_s_per_param;
+        if (replicas > 1) /* a ring: 2 (D - 1) steps of bytes / D each */
+            sp->optimizer_s += 2.0 * (d - 1.0) * link_time(t, bytes / d);
+        sp->param_bytes = sp->grad_bytes = bytes;
+        sp->slot_bytes = bytes * slots;
+        sp->activation_bytes = c->activation_bytes * mb * pn_schedule_peak_in_flight(s, st);
+        double fb = sp->forward_s + sp->backward_s;
+        if (st == 0 || fb > pr.slot_s) pr.slot_s = fb, pr.slowest = st;
+        if (sp->optimizer_s > pr.optimizer_s) pr.optimizer_s = sp->optimizer_s;
+        pr.link_s += sp->link_s;
+        busy += fb;
+        work += (s->micro * fb + params * t->optimizer_s_per_param) * d;
+    }
+    pr.pipeline_s = (s->micro + p->stages - 1) * pr.slot_s;
+    pr.step_s = pr.pipeline_s + pr.link_s + pr.optimizer_s;
+    pr.bubble = pr.pipeline_s > 0.0 ? 1.0 - s->micro * busy / (p->stages * pr.pipeline_s) : 0.0;
+    if ((long)pr.ranks * pr.threads > pr.cores) {
+        pr.cpu_bound_s = work * pr.threads / pr.cores;
+        if (pr.cpu_bound_s > pr.step_s) pr.step_s = pr.cpu_bound_s;
+    }
+    pr.samples_per_s = pr.step_s > 0.0 ? mb * s->micro * d / pr.step_s : 0.0;
+    *out = pr;
+    return PN_OK;
+}
+
+void pn_plan_prediction_release(pn_plan_prediction *pr)
+{
+    free(pr->stage);
+    pr->stage = NULL;
+}
+
+void pn_plan_print_prediction(const pn_plan_prediction *pr, const pn_plan *p,
+                              const pn_graph *g, const pn_plan_times *t, FILE *out)
+{
+    const double ms = 1e3, mib = 1024.0 * 1024.0;
+    fprintf(out, "\nmeasured: per micro-batch of %d, ms; memory per rank, MiB\n",
+            pr->micro_batch);
+    fprintf(out, "%-5s  %9s  %9s  %9s  %9s  %9s  %9s  %9s  %9s  %9s\n", "stage", "forward",
+            "backward", "fwd+bwd", "link", "update", "params", "grads", "opt slots",
+            "act");
+    pn_stage_prediction tot = {0};
+    for (int st = 0; st < pr->stages; st++) {
+        const pn_stage_prediction *sp = &pr->stage[st];
+        fprintf(out, "%-5d  %9.3f  %9.3f  %9.3f  %9.3f  %9.3f  %9.2f  %9.2f  %9.2f  %9.2f%s\n",
+                st, sp->forward_s * ms, sp->backward_s * ms,
+                (sp->forward_s + sp->backward_s) * ms, sp->link_s * ms, sp->optimizer_s * ms,
+                sp->param_bytes / mib, sp->grad_bytes / mib, sp->slot_bytes / mib,
+                sp->activation_bytes / mib, st == pr->slowest && pr->stages > 1 ? "  slowest" : "");
+        tot.forward_s += sp->forward_s, tot.backward_s += sp->backward_s;
+        tot.link_s += sp->link_s, tot.optimizer_s += sp->optimizer_s;
+        tot.param_bytes += sp->param_bytes, tot.grad_bytes += sp->grad_bytes;
+        tot.slot_bytes += sp->slot_bytes, tot.activation_bytes += sp->activation_bytes;
+    }
+    fprintf(out, "%-5s  %9.3f  %9.3f  %9.3f  %9.3f  %9.3f  %9.2f  %9.2f  %9.2f  %9.2f\n",
+            "total", tot.forward_s * ms, tot.backward_s * ms,
+            (tot.forward_s + tot.backward_s) * ms, tot.link_s * ms, tot.optimizer_s * ms,
+            tot.param_bytes / mib, tot.grad_bytes / mib, tot.slot_bytes / mib,
+            tot.activation_bytes / mib);
+    fprintf(out,
+            "predicted step: %.3f ms = (M + P - 1 = %d) x %.3f ms (stage %d fwd+bwd) + links "
+            "%.3f ms + update %.3f ms; bubble %.1f%%; %.0f samples/s\n",
+            pr->step_s * ms, pr->micro + pr->stages - 1, pr->slot_s * ms, pr->slowest,
+            pr->link_s * ms, pr->optimizer_s * ms, 100.0 * pr->bubble, pr->samples_per_s);
+    if (pr->cpu_bound_s > 0.0)
+        fprintf(out,
+                "note: %d ranks x %d BLAS thread%s share %d cores: a step takes at least all "
+                "ranks' work / cores = %.3f ms%s\n",
+                pr->ranks, pr->threads, pr->threads == 1 ? "" : "s", pr->cores,
+                pr->cpu_bound_s * ms,
+                pr->cpu_bound_s >= pr->step_s ? " (the prediction above)" : "");
+    if (pr->scale != 1.0)
+        fprintf(out, "note: times measured for micro-batches of %d, scaled by %.3g\n",
+                t->micro_batch, pr->scale);
+    if (t->link_measured)
+        fprintf(out, "link (ranks 0-1): %.1f us + %.2f GB/s\n", t->link_latency_s * 1e6,
+                t->link_bytes_per_s / 1e9);
+    else if (pr->stages > 1 || pr->replicas > 1)
+        fprintf(out, "link: not measured (counted as free); measure it under "
+                     "mpirun -np 2 pipenet plan ... --measure\n");
+    fprintf(out, "%s: %d BLAS thread%s per rank, median of %d steps; update: optimizer step "
+                 "of the stage's parameters\n",
+            g->name, t->threads, t->threads == 1 ? "" : "s", t->repetitions);
+    (void)p;
+}
+
+/* Sets key to a new value; a failure (out of memory) sticks in *bad. */
+static void put(json_t *obj, const char *key, json_t *v, int *bad)
+{
+    *bad |= !v || json_object_set_new(obj, key, v);
+}
+
+static json_t *stage_json(const pn_plan *p, const pn_graph *g, const pn_schedule *s, int st,
+                          int micro_batch, const pn_plan_prediction *pr, int *bad)
+{
+    const pn_stage_cost *c = &p->cost[st];
+    double mb = (double)micro_batch;
+    json_t *o = json_object(), *names = json_array();
+    *bad |= !o || !names;
+    for (int i = 0; !*bad && i < g->n_nodes; i++)
+        if (p->stage_of[i] == st) *bad |= json_array_append_new(names, json_string(g->nodes[i].name));
+    if (*bad) {
+        json_decref(o), json_decref(names);
+        return NULL;
+    }
+    int peak = pn_schedule_peak_in_flight(s, st);
+    put(o, "stage", json_integer(st), bad);
+    put(o, "layers", names, bad);
+    put(o, "params", json_integer(c->params), bad);
+    put(o, "flops_per_sample", json_real(c->flops), bad);
+    put(o, "in_flight", json_integer(peak), bad);
+    put(o, "send_bytes", json_real(c->send_bytes * mb), bad);
+    put(o, "recv_bytes", json_real(c->recv_bytes * mb), bad);
+    put(o, "activation_bytes", json_real(c->activation_bytes * mb * peak), bad);
+    if (pr) {
+        const pn_stage_prediction *sp = &pr->stage[st];
+        put(o, "forward_s", json_real(sp->forward_s), bad);
+        put(o, "backward_s", json_real(sp->backward_s), bad);
+        put(o, "link_s", json_real(sp->link_s), bad);
+        put(o, "optimizer_s", json_real(sp->optimizer_s), bad);
+        put(o, "param_bytes", json_real(sp->param_bytes), bad);
+        put(o, "grad_bytes", json_real(sp->grad_bytes), bad);
+        put(o, "slot_bytes", json_real(sp->slot_bytes), bad);
+    }
+    return o;
+}
+
+json_t *pn_plan_json(const pn_plan *p, const pn_graph *g, const pn_schedule *s, int replicas,
+                     int micro_batch, const pn_plan_prediction *pr, const pn_plan_times *t)
+{
+    int bad = 0;
+    json_t *root = json_object(), *stages = json_array();
+    bad |= !root || !stages;
+    put(root, "model", json_string(g->name), &bad);
+    put(root, "stages", json_integer(p->stages), &bad);
+    put(root, "replicas", json_integer(replicas), &bad);
+    put(root, "micro_batches", json_integer(s->micro), &bad);
+    put(root, "micro_batch", json_integer(micro_batch), &bad);
+    put(root, "batch", json_integer((json_int_t)micro_batch * s->micro * replicas), &bad);
+    put(root, "schedule", json_string(pn_schedule_kind_name(s->kind)), &bad);
+    put(root, "bubble_equal_stages", json_real(pn_schedule_bubble(s)), &bad);
+    put(root, "measured", json_boolean(pr != NULL), &bad);
+    for (int st = 0; !bad && st < p->stages; st++)
+        bad |= json_array_append_new(stages, stage_json(p, g, s, st, micro_batch, pr, &bad));
+    put(root, "stage", stages, &bad);
+    if (pr && !bad) {
+        json_t *step = json_object();
+        put(step, "step_s", json_real(pr->step_s), &bad);
+        put(step, "pipeline_s", json_real(pr->pipeline_s), &bad);
+        put(step, "slowest_stage", json_integer(pr->slowest), &bad);
+        put(step, "slowest_fwd_bwd_s", json_real(pr->slot_s), &bad);
+        put(step, "link_s", json_real(pr->link_s), &bad);
+        put(step, "optimizer_s", json_real(pr->optimizer_s), &bad);
+        put(step, "cpu_bound_s", json_real(pr->cpu_bound_s), &bad);
+        put(step, "bubble", json_real(pr->bubble), &bad);
+        put(step, "samples_per_s", json_real(pr->samples_per_s), &bad);
+        put(root, "prediction", step, &bad);
+        json_t *m = json_object();
+        put(m, "micro_batch", json_integer(t->micro_batch), &bad);
+        put(m, "threads", json_integer(t->threads), &bad);
+        put(m, "repetitions", json_integer(t->repetitions), &bad);
+        put(m, "cores", json_integer(pr->cores), &bad);
+        if (t->link_measured) {
+            put(m, "link_latency_s", json_real(t->link_latency_s), &bad);
+            put(m, "link_bytes_per_s", json_real(t->link_bytes_per_s), &bad);
+        }
+        put(root, "measurement", m, &bad);
+    }
+    if (bad) {
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
