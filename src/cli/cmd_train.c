@@ -45,6 +45,8 @@ static void usage(FILE *out)
             "\n"
             "pipeline and data parallelism (under mpirun or srun; D = ranks / P):\n"
             "  --stages P       pipeline stages (default: the layers' \"stage\" attributes, else 1)\n"
+            "  --layer-times FILE  balance the stages by the layer times of FILE (from\n"
+            "                   `pipenet plan --measure --save-times FILE`) instead of FLOPs\n"
             "  --micro-batches M  micro-batches per step and replica (default: the largest\n"
             "                   divisor of the replica's batch up to 4 P)\n"
             "  --schedule S     gpipe or 1f1b [1f1b]\n"

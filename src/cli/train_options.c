@@ -12,7 +12,8 @@
 enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_SEED,
        OPT_METRICS, OPT_THREADS, OPT_LOG_EVERY, OPT_DATA_CACHE, OPT_STAGES, OPT_MICRO,
        OPT_SCHEDULE, OPT_DETERMINISTIC, OPT_SNAPSHOT_DIR, OPT_SNAPSHOT_EVERY, OPT_KEEP,
-       OPT_RESUME, OPT_RESUME_OVERRIDE, OPT_STALL_TIMEOUT, OPT_EVAL_EVERY, OPT_TRACE, N_OPTS };
+       OPT_RESUME, OPT_RESUME_OVERRIDE, OPT_STALL_TIMEOUT, OPT_EVAL_EVERY, OPT_TRACE,
+       OPT_LAYER_TIMES, N_OPTS };
 _Static_assert(N_OPTS - OPT_DATA <= PN_TRAIN_OPT_MAX, "pn_train_overrides.given is too small");
 
 #define GIVEN(opt) o->given[(opt) - OPT_DATA]
@@ -41,6 +42,7 @@ static const struct option longopts[] = {
     {"resume-override", no_argument, NULL, OPT_RESUME_OVERRIDE},
     {"stall-timeout", required_argument, NULL, OPT_STALL_TIMEOUT},
     {"trace", required_argument, NULL, OPT_TRACE},
+    {"layer-times", required_argument, NULL, OPT_LAYER_TIMES},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -60,6 +62,9 @@ int pn_train_options_parse(int argc, char **argv, pn_train_overrides *o)
             break;
         case OPT_METRICS: rc = pn_opt_path("metrics", optarg, v->metrics, PN_PATH_MAX); break;
         case OPT_TRACE: rc = pn_opt_path("trace", optarg, v->trace, PN_PATH_MAX); break;
+        case OPT_LAYER_TIMES:
+            rc = pn_opt_path("layer-times", optarg, v->layer_times, PN_PATH_MAX);
+            break;
         case OPT_EPOCHS: rc = pn_opt_int("epochs", optarg, 1, 1 << 24, &v->epochs); break;
         case OPT_STEPS: rc = pn_opt_long("steps", optarg, 1, 1L << 40, &v->steps); break;
         case OPT_BATCH: rc = pn_opt_int("batch", optarg, 1, 1 << 24, &v->batch); break;
@@ -111,6 +116,7 @@ void pn_train_options_apply(const pn_train_overrides *o, pn_train_config *cfg)
     if (GIVEN(OPT_EVAL_EVERY)) cfg->eval_every = v->eval_every;
     if (GIVEN(OPT_METRICS)) strcpy(cfg->metrics, v->metrics);
     if (GIVEN(OPT_TRACE)) strcpy(cfg->trace, v->trace);
+    if (GIVEN(OPT_LAYER_TIMES)) strcpy(cfg->layer_times, v->layer_times);
     if (GIVEN(OPT_EPOCHS)) cfg->epochs = v->epochs;
     if (GIVEN(OPT_STEPS)) cfg->steps = v->steps;
     if (GIVEN(OPT_BATCH)) cfg->batch = v->batch, cfg->batch_given = true;

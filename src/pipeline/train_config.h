@@ -18,6 +18,8 @@ typedef struct pn_train_config {
     long eval_every;           /* steps between evaluations (0: at the end of each epoch) */
     char metrics[PN_PATH_MAX]; /* JSON-lines metrics file, "" for none */
     char trace[PN_PATH_MAX];   /* Chrome trace-event timeline of every rank, "" for none */
+    char layer_times[PN_PATH_MAX]; /* measured layer times the partitioner balances
+                                      (pipeline/plan_measure.h), "" for FLOP estimates */
     int batch;                 /* global batch */
     int epochs;
     long steps;                /* > 0: stop when the global step count reaches it */

@@ -25,6 +25,7 @@
 #include "pipeline/metrics.h"
 #include "pipeline/optimizer.h"
 #include "pipeline/plan.h"
+#include "pipeline/plan_measure.h"
 #include "pipeline/progress.h"
 #include "pipeline/resume.h"
 #include "pipeline/schedule.h"
@@ -121,6 +122,25 @@ static int open_data(trainer *t)
     return PN_OK;
 }
 
+/* Places the layers: by the FLOP estimate, or by the times of --layer-times, which
+ * every rank reads from the same file, so that every rank places alike. */
+static int place(trainer *t)
+{
+    const pn_graph *g = t->graph;
+    if (!t->cfg.layer_times[0]) return pn_plan_build(&t->plan, g, t->cfg.stages);
+    pn_plan_times *times = NULL;
+    double *layer_s = malloc((size_t)g->n_nodes * sizeof *layer_s);
+    int rc = layer_s ? pn_plan_times_load(&times, g, t->cfg.layer_times)
+                     : pn_error_set(PN_ERR_NOMEM, "out of memory");
+    if (rc == PN_OK) {
+        pn_plan_times_layer_sum(times, layer_s);
+        rc = pn_plan_build_timed(&t->plan, g, t->cfg.stages, layer_s);
+    }
+    pn_plan_times_free(times);
+    free(layer_s);
+    return rc;
+}
+
 static int setup(trainer *t, pn_job *job)
 {
     const pn_graph *g = t->graph;
@@ -129,7 +149,7 @@ static int setup(trainer *t, pn_job *job)
         return pn_error_set(PN_ERR_INVALID, "%s: layers: training needs exactly one loss layer "
                                             "(softmax_xent or mse), found %d",
                             g->file, pn_graph_loss_count(g));
-    PN_TRY(pn_plan_build(&t->plan, g, cfg->stages));
+    PN_TRY(place(t));
     PN_TRY(pn_comm_create(&t->comm, job, t->plan->stages));
     t->grid = pn_comm_grid(t->comm);
     if (cfg->snapshot_dir[0]) /* before any work that a bad directory would lose */
