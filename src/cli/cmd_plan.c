@@ -279,6 +279,9 @@ int pn_cmd_plan(int argc, char **argv)
     pn_comm *comm = NULL;
     if (pn_job_init(NULL, NULL, &job) < 0) return pn_cli_fail(pn_error_message());
     int rc = pn_comm_create(&comm, job, 1);
+    /* A watched wait naps between polls: ranks waiting on rank 0's measurement must
+     * leave the cores to it (an unwatched wait is MPI's own, which spins). */
+    if (rc == PN_OK) pn_comm_watch(comm, 3600.0, "pipenet plan --measure");
     if (rc == PN_OK) rc = plan_model(path, &o, comm);
     if (comm) rc = pn_comm_agree(comm, rc);
     if (rc < 0 && rc != PN_ERR_PEER) pn_cli_fail(pn_error_message());
