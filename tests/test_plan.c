@@ -1,13 +1,16 @@
 /* pn_plan: manual placement from "stage" attributes, the mistakes it refuses, and
  * automatic placement checked against a brute-force search over every cut (balance
  * first, then fewer bytes crossing the cuts); per-stage costs add up to the graph's. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "pipeline/graph.h"
 #include "pipeline/plan.h"
+#include "pipeline/plan_measure.h"
 #include "testutil.h"
 
 #define FILE_NAME "models/x.json"
@@ -395,6 +398,181 @@ START_TEST(costs_add_up_to_the_graph)
 }
 END_TEST
 
+/* Times indexed like g's nodes from per-layer times of a chain (node 0 is the input). */
+static void chain_times(const pn_graph *g, const double *per_layer, double *layer_s)
+{
+    for (int i = 0, k = 0; i < g->n_nodes; i++)
+        layer_s[i] = g->nodes[i].is_input ? 0.0 : per_layer[k++];
+}
+
+/* The smallest largest-run time over every split of n times into stages runs. */
+static double brute_bottleneck(const double *t, int n, int stages)
+{
+    if (stages == 1) {
+        double sum = 0;
+        for (int i = 0; i < n; i++) sum += t[i];
+        return sum;
+    }
+    double best = -1, head = 0;
+    for (int k = 1; k <= n - stages + 1; k++) {
+        head += t[k - 1];
+        double rest = brute_bottleneck(t + k, n - k, stages - 1);
+        double v = head > rest ? head : rest;
+        if (best < 0 || v < best) best = v;
+    }
+    return best;
+}
+
+static double largest_stage(const pn_plan *p, const pn_graph *g, const double *layer_s)
+{
+    double st[8] = {0}, max = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (p->stage_of[i] >= 0) st[p->stage_of[i]] += layer_s[i];
+    for (int s = 0; s < p->stages; s++) max = st[s] > max ? st[s] : max;
+    return max;
+}
+
+START_TEST(measured_times_are_balanced)
+{
+    /* equal widths: every cut sends the same bytes, so time alone decides */
+    const int widths[] = {8, 8, 8, 8, 8, 8};
+    const double t[] = {0.009, 0.001, 0.002, 0.004, 0.001, 0.003};
+    pn_graph *g = fc_chain(8, widths, 6);
+    double layer_s[7];
+    chain_times(g, t, layer_s);
+    for (int stages = 1; stages <= 6; stages++) {
+        pn_plan *p = NULL;
+        ck_assert_msg(pn_plan_build_timed(&p, g, stages, layer_s) == 0, "%s", pn_error_message());
+        double want = brute_bottleneck(t, 6, stages), got = largest_stage(p, g, layer_s);
+        ck_assert_msg(got <= want * (1 + 1e-12), "%d stages: largest %g, best %g", stages, got,
+                      want);
+        pn_plan_free(p);
+    }
+    /* 2 stages: {l1, l2} | {l3..l6} is 0.010 | 0.010; after l1 11 ms, after l3 12 ms */
+    pn_plan *p = NULL;
+    ck_assert_int_eq(pn_plan_build_timed(&p, g, 2, layer_s), 0);
+    ck_assert_int_eq(stage_of(p, g, "l2"), 0);
+    ck_assert_int_eq(stage_of(p, g, "l3"), 1);
+    ck_assert_double_eq_tol(largest_stage(p, g, layer_s), 0.010, 1e-12);
+    pn_plan_free(p);
+    /* the FLOP estimate sees six equal layers and cuts in the middle instead */
+    ck_assert_int_eq(pn_plan_build(&p, g, 2), 0);
+    ck_assert_int_eq(stage_of(p, g, "l3"), 0);
+    pn_plan_free(p);
+    pn_graph_free(g);
+}
+END_TEST
+
+START_TEST(measured_ties_take_the_earliest_cut)
+{
+    /* {l1} | {l2, l3} and {l1, l2} | {l3} both take 0.003: the earlier cut wins, every time */
+    const int widths[] = {8, 8, 8};
+    const double t[] = {0.001, 0.002, 0.001};
+    pn_graph *g = fc_chain(8, widths, 3);
+    double layer_s[4];
+    chain_times(g, t, layer_s);
+    for (int round = 0; round < 3; round++) {
+        pn_plan *p = NULL;
+        ck_assert_int_eq(pn_plan_build_timed(&p, g, 2, layer_s), 0);
+        ck_assert_int_eq(stage_of(p, g, "l1"), 0);
+        ck_assert_int_eq(stage_of(p, g, "l2"), 1);
+        pn_plan_free(p);
+    }
+    /* all zero: still a valid split, the earliest */
+    const double zero[] = {0, 0, 0};
+    chain_times(g, zero, layer_s);
+    pn_plan *p = NULL;
+    ck_assert_int_eq(pn_plan_build_timed(&p, g, 3, layer_s), 0);
+    ck_assert_int_eq(stage_of(p, g, "l3"), 2);
+    pn_plan_free(p);
+    pn_graph_free(g);
+}
+END_TEST
+
+START_TEST(bad_times_are_refused)
+{
+    const int widths[] = {8, 8};
+    pn_graph *g = fc_chain(8, widths, 2);
+    double bad[][2] = {{0.001, -1.0}, {0.001, NAN}, {INFINITY, 0.001}};
+    for (int k = 0; k < 3; k++) {
+        double layer_s[3];
+        chain_times(g, bad[k], layer_s);
+        pn_plan *p = NULL;
+        ck_assert_int_eq(pn_plan_build_timed(&p, g, 2, layer_s), PN_ERR_INVALID);
+        ck_assert_ptr_null(p);
+        ck_assert_msg(strstr(pn_error_message(), "is not a non-negative number"), "%s",
+                      pn_error_message());
+    }
+    pn_graph_free(g);
+}
+END_TEST
+
+/* Writes text to a temporary file; returns its path (static). */
+static const char *write_temp(const char *text)
+{
+    static char path[64];
+    strcpy(path, "/tmp/test_plan_times_XXXXXX");
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static void expect_load_refused(const pn_graph *g, const char *text, const char *want)
+{
+    const char *path = write_temp(text);
+    pn_plan_times *t = NULL;
+    ck_assert_int_lt(pn_plan_times_load(&t, g, path), 0);
+    ck_assert_ptr_null(t);
+    ck_assert_msg(strstr(pn_error_message(), want), "no \"%s\" in: %s", want,
+                  pn_error_message());
+    ck_assert_msg(strstr(pn_error_message(), path), "no file in: %s", pn_error_message());
+    unlink(path);
+}
+
+START_TEST(times_file_round_trip_and_refusals)
+{
+    const int widths[] = {16, 4};
+    pn_graph *g = fc_chain(8, widths, 2);
+    pn_plan_times *t = NULL, *back = NULL;
+    ck_assert_int_eq(pn_plan_times_create(&t, g), 0);
+    pn_measure_options mo = {.micro_batch = 4, .warmup = 1, .repetitions = 3, .threads = 1,
+                             .seed = 1};
+    ck_assert_msg(pn_plan_measure_layers(t, g, &mo) == 0, "%s", pn_error_message());
+    for (int i = 0; i < g->n_nodes; i++)
+        ck_assert(t->forward_s[i] >= 0 && t->backward_s[i] >= 0);
+    ck_assert_int_eq(t->micro_batch, 4);
+    const char *path = write_temp("");
+    ck_assert_int_eq(pn_plan_times_save(t, g, path), 0);
+    ck_assert_msg(pn_plan_times_load(&back, g, path) == 0, "%s", pn_error_message());
+    for (int i = 0; i < g->n_nodes; i++) {
+        ck_assert_double_eq(back->forward_s[i], t->forward_s[i]);
+        ck_assert_double_eq(back->backward_s[i], t->backward_s[i]);
+    }
+    ck_assert_double_eq(back->optimizer_s_per_param, t->optimizer_s_per_param);
+    unlink(path);
+    pn_plan_times_free(t);
+    pn_plan_times_free(back);
+
+#define HEAD "{\"format\": \"pipenet layer times\", \"version\": 1, \"micro_batch\": 4, "
+    expect_load_refused(g, "[1, 2]", "expected an object of layer times");
+    expect_load_refused(g, "{\"format\": \"csv\"}", "format: expected \"pipenet layer times\"");
+    expect_load_refused(g, HEAD "\"layers\": {\"l1\": {\"forward_s\": 1, \"backward_s\": 1}}}",
+                        "layers.l2: expected a time for every layer");
+    expect_load_refused(g, HEAD "\"layers\": {\"l1\": {\"forward_s\": 1, \"backward_s\": 1}, "
+                           "\"l2\": {\"forward_s\": 1, \"backward_s\": 1}, \"fc9\": {}}}",
+                        "expected only layers of");
+    expect_load_refused(g, HEAD "\"layers\": {\"l1\": {\"forward_s\": -1, \"backward_s\": 1}, "
+                           "\"l2\": {\"forward_s\": 1, \"backward_s\": 1}}}",
+                        "layers.l1.forward_s: expected a number");
+    expect_load_refused(g, "{\"format\": ", "cannot read layer times");
+#undef HEAD
+    pn_graph_free(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("plan");
@@ -409,6 +587,10 @@ int main(void)
     tcase_add_test(tc, equal_time_cuts_prefer_fewer_bytes);
     tcase_add_test(tc, skip_connection_counts_once_per_consumer_stage);
     tcase_add_test(tc, costs_add_up_to_the_graph);
+    tcase_add_test(tc, measured_times_are_balanced);
+    tcase_add_test(tc, measured_ties_take_the_earliest_cut);
+    tcase_add_test(tc, bad_times_are_refused);
+    tcase_add_test(tc, times_file_round_trip_and_refusals);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

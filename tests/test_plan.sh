@@ -2,7 +2,9 @@
 # `pipenet plan`: the per-stage table for Fashion-MNIST's MLP on 2 stages (two stage
 # rows, a totals line, the (P-1)/(M+P-1) bubble), the expanded repeat blocks of
 # models/char_gpt.json on 4 stages, and clean errors for more stages than layers, an
-# unknown schedule and a batch that does not split into micro-batches.
+# unknown schedule and a batch that does not split into micro-batches; --measure
+# (a row per stage, the step's prediction), --json (python3 parses it), the layer
+# times file read back (it moves the cut) and the inputs refused.
 set -u
 PIPENET=${PIPENET:-./pipenet}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,6 +60,69 @@ grep '^total ' "$tmp/gpt" | grep -q ' 32 layers  *867328 ' ||
 [ "$(grep -c '^[0-9] ' "$tmp/gpt")" -eq 4 ] || fail "char_gpt: expected 4 stage rows"
 grep -q '^0  *embed\.\.' "$tmp/gpt" && grep -q '^3 .*\.\.loss ' "$tmp/gpt" ||
     fail "char_gpt: embed first, loss last: $(cat "$tmp/gpt")"
+
+# --measure: every stage timed and predicted, the step line, --json parses, the
+# times file round-trips into plan and train's placement; bad inputs refused
+"$PIPENET" plan "$model" --stages 2 --micro-batches 4 --measure --repeat 3 --save-times "$tmp/t.json" >"$tmp/m2" 2>&1 ||
+    { cat "$tmp/m2"; fail "plan --measure exited non-zero"; }
+cat "$tmp/m2"
+awk '/^measured:/ { on = 1; next } on && /^[0-9] / { n++ } END { exit n != 2 }' "$tmp/m2" ||
+    fail "--measure: expected 2 measured stage rows"
+grep -q '^predicted step: .* ms = (M + P - 1 = 5) x .* ms (stage [01] fwd+bwd) + links .* + update .*samples/s$' "$tmp/m2" ||
+    fail "--measure: no step prediction: $(cat "$tmp/m2")"
+grep -q '^link: not measured' "$tmp/m2" || fail "--measure on one rank should say the link was not measured"
+# under mpirun: the link between ranks 0 and 1 is measured, and rank 0 alone prints
+mpirun --oversubscribe -np 2 "$PIPENET" plan "$model" --stages 2 --micro-batches 4 --measure --repeat 3 >"$tmp/mpi2" 2>&1 ||
+    { cat "$tmp/mpi2"; fail "mpirun -np 2 plan --measure exited non-zero"; }
+grep -q '^link (ranks 0-1): .* us + .* GB/s$' "$tmp/mpi2" || fail "no link line: $(cat "$tmp/mpi2")"
+[ "$(grep -c '^predicted step' "$tmp/mpi2")" -eq 1 ] || fail "expected one report, from rank 0: $(cat "$tmp/mpi2")"
+"$PIPENET" plan "$model" --stages 2 --micro-batches 4 --layer-times "$tmp/t.json" --json >"$tmp/j2" 2>&1 ||
+    { cat "$tmp/j2"; fail "plan --layer-times --json exited non-zero"; }
+python3 - "$tmp/j2" "$tmp/t.json" <<'PY' || fail "--json: $(cat "$tmp/j2")"
+import json, sys
+p = json.load(open(sys.argv[1])); t = json.load(open(sys.argv[2]))
+assert p["model"] == "fashion_mlp" and p["stages"] == 2 and p["measured"], p
+assert [s["stage"] for s in p["stage"]] == [0, 1]
+assert sum(len(s["layers"]) for s in p["stage"]) == 4
+assert sum(s["params"] for s in p["stage"]) == 1863690
+for s in p["stage"]:
+    for k in ("forward_s", "backward_s", "link_s", "optimizer_s", "param_bytes", "slot_bytes", "activation_bytes"):
+        assert s[k] >= 0, (k, s)
+pr = p["prediction"]
+slot = max(s["forward_s"] + s["backward_s"] for s in p["stage"])
+assert abs(pr["pipeline_s"] - 5 * slot) <= 1e-9 + 1e-6 * slot, pr
+assert pr["step_s"] >= pr["pipeline_s"] and 0 <= pr["bubble"] < 1, pr
+assert t["format"] == "pipenet layer times" and set(t["layers"]) == {"fc1", "fc2", "out", "loss"}
+PY
+"$PIPENET" plan "$model" --stages 2 --json | python3 -c 'import json, sys; p = json.load(sys.stdin); assert not p["measured"] and "prediction" not in p' ||
+    fail "--json without --measure"
+# times that make fc1 and out heavy and fc2 light move the cut to fc2 | out (the FLOP
+# estimate cuts fc1 | fc2)
+python3 - "$tmp/t.json" "$tmp/heavy.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+for name, (f, b) in {"fc1": (1.0, 1.0), "fc2": (0.001, 0.001), "out": (1.0, 1.0), "loss": (0.001, 0.001)}.items():
+    t["layers"][name] = {"forward_s": f, "backward_s": b}
+json.dump(t, open(sys.argv[2], "w"))
+PY
+"$PIPENET" plan "$model" --stages 2 --layer-times "$tmp/heavy.json" >"$tmp/h2" 2>&1 || { cat "$tmp/h2"; fail "plan --layer-times heavy"; }
+grep -q '^0  *fc1, fc2 ' "$tmp/h2" || fail "measured times did not move the cut to fc2|out: $(cat "$tmp/h2")"
+# refusals
+"$PIPENET" plan "$model" --measure --layer-times "$tmp/t.json" >"$tmp/e7" 2>&1; [ $? -eq 2 ] || fail "--measure with --layer-times accepted"
+grep -q "pipenet: error: --measure and --layer-times: give one" "$tmp/e7" || fail "message: $(cat "$tmp/e7")"
+"$PIPENET" plan "$model" --save-times "$tmp/x.json" >"$tmp/e8" 2>&1; [ $? -eq 2 ] || fail "--save-times without --measure accepted"
+grep -q "pipenet: error: --save-times, --threads and --repeat need --measure" "$tmp/e8" || fail "message: $(cat "$tmp/e8")"
+"$PIPENET" plan "$model" --measure --repeat 0 >"$tmp/e9" 2>&1; [ $? -eq 2 ] || fail "--repeat 0 accepted"
+"$PIPENET" plan "$model" --layer-times "$tmp/missing.json" >"$tmp/e10" 2>&1; [ $? -eq 1 ] || fail "a missing times file accepted"
+grep -q "pipenet: error: .*missing.json: cannot read layer times" "$tmp/e10" || fail "message: $(cat "$tmp/e10")"
+"$PIPENET" plan "$here/models/char_gpt.json" --stages 2 --layer-times "$tmp/t.json" >"$tmp/e11" 2>&1; [ $? -eq 1 ] ||
+    fail "fashion_mlp's times accepted for char_gpt"
+grep -q "pipenet: error: .*t.json: layers: expected only layers of char_gpt" "$tmp/e11" || fail "message: $(cat "$tmp/e11")"
+python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); del t["layers"]["fc2"]; json.dump(t, open(sys.argv[2], "w"))' "$tmp/t.json" "$tmp/short.json"
+"$PIPENET" plan "$model" --stages 2 --layer-times "$tmp/short.json" >"$tmp/e12" 2>&1; [ $? -eq 1 ] || fail "a file without fc2 accepted"
+grep -q "pipenet: error: .*short.json: layers.fc2: expected a time for every layer" "$tmp/e12" || fail "message: $(cat "$tmp/e12")"
+"$PIPENET" train --help | grep -q -- "--layer-times FILE" || fail "train --help lacks --layer-times"
+"$PIPENET" plan --help | grep -q -- "--measure" || fail "plan --help lacks --measure"
 
 "$PIPENET" plan >/dev/null 2>&1; [ $? -eq 2 ] || fail "no model accepted"
 "$PIPENET" plan "$model" --stages 0 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--stages 0 accepted"
