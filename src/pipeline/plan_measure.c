@@ -97,6 +97,7 @@ typedef struct samples {
     int n, reps;
     double *fwd, *bwd;  /* [reps * n] */
     double *opt;        /* [reps] */
+    double *fwd_all, *bwd_all; /* [reps] the whole network's forward, backward */
 } samples;
 
 static int run_steps(pn_network *net, pn_params *arena, pn_optimizer *opt,
@@ -112,9 +113,13 @@ static int run_steps(pn_network *net, pn_params *arena, pn_optimizer *opt,
     int rc = PN_OK;
     for (int k = 0; rc == PN_OK && k < o->warmup + o->repetitions; k++) {
         pn_pass pass = {.training = true, .seed = o->seed, .step = k, .micro = 0};
-        rc = pn_network_forward(net, &pass);
-        if (rc == PN_OK) rc = pn_network_backward(net, &pass, o->micro_batch);
         double t0 = pn_now();
+        rc = pn_network_forward(net, &pass);
+        double t_fwd = pn_now() - t0;
+        t0 = pn_now();
+        if (rc == PN_OK) rc = pn_network_backward(net, &pass, o->micro_batch);
+        double t_bwd = pn_now() - t0;
+        t0 = pn_now();
         if (rc == PN_OK) rc = pn_optimizer_step(opt, arena, k, 1.0);
         double t_opt = pn_now() - t0;
         int r = k - o->warmup;
@@ -122,13 +127,26 @@ static int run_steps(pn_network *net, pn_params *arena, pn_optimizer *opt,
         memcpy(s->fwd + (size_t)r * s->n, fwd, (size_t)s->n * sizeof *fwd);
         memcpy(s->bwd + (size_t)r * s->n, bwd, (size_t)s->n * sizeof *bwd);
         s->opt[r] = t_opt;
+        s->fwd_all[r] = t_fwd;
+        s->bwd_all[r] = t_bwd;
     }
     pn_network_time_layers(net, NULL, NULL);
     free(fwd), free(bwd);
     return rc;
 }
 
-/* Per-layer medians of the samples into t. */
+/* Scales v[0 .. n) so that it sums to total (when it sums to more than 0). */
+static void scale_to(double *v, int n, double total)
+{
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += v[i];
+    for (int i = 0; sum > 0.0 && i < n; i++) v[i] *= total / sum;
+}
+
+/* Per-layer medians of the samples into t. The network's passes take longer than
+ * their layers (clearing the arguments' gradients, the loss's seed, the loop): that
+ * rest, measured as the median whole pass less the layers, is shared among the
+ * layers in proportion to their times, so that a stage's sum is what its pass takes. */
 static int take_medians(pn_plan_times *t, const samples *s, long params)
 {
     double *col = malloc((size_t)s->reps * sizeof *col);
@@ -139,6 +157,10 @@ static int take_medians(pn_plan_times *t, const samples *s, long params)
         for (int r = 0; r < s->reps; r++) col[r] = s->bwd[(size_t)r * s->n + i];
         t->backward_s[i] = median(col, s->reps);
     }
+    memcpy(col, s->fwd_all, (size_t)s->reps * sizeof *col);
+    scale_to(t->forward_s, s->n, median(col, s->reps));
+    memcpy(col, s->bwd_all, (size_t)s->reps * sizeof *col);
+    scale_to(t->backward_s, s->n, median(col, s->reps));
     memcpy(col, s->opt, (size_t)s->reps * sizeof *col);
     t->optimizer_s_per_param = params > 0 ? median(col, s->reps) / (double)params : 0.0;
     free(col);
@@ -164,7 +186,9 @@ int pn_plan_measure_layers(pn_plan_times *t, const pn_graph *g, const pn_measure
     s.fwd = calloc((size_t)s.n * (size_t)s.reps, sizeof *s.fwd);
     s.bwd = calloc((size_t)s.n * (size_t)s.reps, sizeof *s.bwd);
     s.opt = calloc((size_t)s.reps, sizeof *s.opt);
-    int rc = s.fwd && s.bwd && s.opt ? PN_OK : pn_error_set(PN_ERR_NOMEM, "out of memory");
+    s.fwd_all = calloc((size_t)s.reps, sizeof *s.fwd_all);
+    s.bwd_all = calloc((size_t)s.reps, sizeof *s.bwd_all);
+    int rc = s.fwd && s.bwd && s.opt && s.fwd_all && s.bwd_all ? PN_OK : pn_error_set(PN_ERR_NOMEM, "out of memory");
     if (rc == PN_OK) rc = pn_network_build(g, &no, &arena, &net);
     if (rc == PN_OK) rc = pn_network_plan(net, o->micro_batch);
     if (rc == PN_OK) rc = pn_network_set_batch(net, o->micro_batch);
@@ -180,7 +204,7 @@ int pn_plan_measure_layers(pn_plan_times *t, const pn_graph *g, const pn_measure
     pn_optimizer_free(opt);
     pn_network_free(net);
     pn_params_free(arena);
-    free(s.fwd), free(s.bwd), free(s.opt);
+    free(s.fwd), free(s.bwd), free(s.opt), free(s.fwd_all), free(s.bwd_all);
     return rc < 0 ? pn_error_wrap(rc, "%s: measuring the layers", g->file) : PN_OK;
 }
 
