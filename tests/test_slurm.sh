@@ -170,7 +170,12 @@ log=$tmp/job/pipenet-$job.out
 state="" until_s=$((SECONDS + 600))
 while [ $SECONDS -lt $until_s ]; do
     state=$(scontrol show job "$job" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
-    case $state in PENDING | RUNNING | REQUEUED | COMPLETING | CONFIGURING | "") ;; *) break ;; esac
+    # wait for an end: passing states (SIGNALING while the time-limit signal is delivered,
+    # REQUEUED, COMPLETING, ...) are many and differ between Slurm versions
+    case $state in
+    COMPLETED | FAILED | TIMEOUT | CANCELLED | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL | \
+        DEADLINE | PREEMPTED) break ;;
+    esac
     sleep 0.5
 done
 info=$(scontrol show job "$job")
