@@ -33,6 +33,9 @@ typedef struct pn_pass {
     long step;        /* global optimizer step */
     long sample0;     /* global index, in the step's batch, of the arg's first sample */
     int micro;        /* the step's micro-batch, for traces (base/trace.h) */
+    bool recompute;   /* a forward run again for its backward (--recompute): same
+                         values and dropout masks; the network keeps loss stats as
+                         they were, so the micro-batch counts once */
 } pn_pass;
 
 /* Loss-layer statistics, summed over forwards until reset by the caller. */

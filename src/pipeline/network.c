@@ -178,8 +178,10 @@ int pn_network_forward(pn_network *net, const pn_pass *pass)
         if (!net->nodes[i].computed) continue;
         int gi = net->nodes[i].node;
         double t0 = PN_TRACE_T0(), start = net->forward_s ? pn_now() : 0.0;
+        pn_layer_stats kept = net->inst[gi].stats;
         PN_TRY(pn_layer_forward(&net->inst[gi], pass, inputs_of(net, gi), &net->args[gi]));
         if (net->forward_s) net->forward_s[gi] = pn_now() - start;
+        if (pass->recompute) net->inst[gi].stats = kept; /* counted by the first forward */
         PN_TRACE(net->graph->nodes[gi].name, pass->training ? "forward" : "eval forward", NULL,
                  pass->training ? pass->step : -1, pass->micro, t0);
     }
@@ -263,6 +265,16 @@ int pn_network_backward(pn_network *net, const pn_pass *pass, long global_batch)
 {
     PN_TRY(pn_network_backward_begin(net, global_batch));
     return pn_network_backward_run(net, pass);
+}
+
+size_t pn_network_arg_bytes(const pn_network *net)
+{
+    size_t bytes = 0;
+    for (int i = 0; i < net->n; i++) {
+        const pn_arg *a = &net->args[net->nodes[i].node];
+        bytes += a->value_buf.capacity + a->grad_buf.capacity + a->ids_buf.capacity;
+    }
+    return bytes;
 }
 
 const pn_layer_stats *pn_network_node_stats(const pn_network *net, int node)

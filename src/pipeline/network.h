@@ -57,7 +57,9 @@ pn_arg *pn_network_arg(pn_network *net, int node);
 int pn_network_set_batch(pn_network *net, int batch);
 
 /* Runs the member layers forward in topological order. Data and external
- * arguments must hold their values for the current batch. */
+ * arguments must hold their values for the current batch. With pass->recompute
+ * (the same forward again, for its backward) the loss statistics are left as they
+ * were before the call. */
 int pn_network_forward(pn_network *net, const pn_pass *pass);
 
 /* Generation, one position at a time: runs the member layers at position pos of n
@@ -95,6 +97,10 @@ void pn_network_on_grads_ready(pn_network *net, pn_grads_ready_fn fn, void *ctx)
  * in seconds in forward_s[node] (backward_s[node]), both indexed like the graph's
  * nodes (`pipenet plan --measure`); NULL stops it. */
 void pn_network_time_layers(pn_network *net, double *forward_s, double *backward_s);
+
+/* Bytes of the blocks the network's arguments hold now (values, gradients, ids),
+ * inputs supplied by the caller included; layer scratch is not counted. */
+size_t pn_network_arg_bytes(const pn_network *net);
 
 /* Loss statistics of the member loss layers since the last reset, summed; and
  * those of one node (NULL unless it is a loss layer computed here). */
