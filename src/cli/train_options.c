@@ -13,7 +13,7 @@ enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_S
        OPT_METRICS, OPT_THREADS, OPT_LOG_EVERY, OPT_DATA_CACHE, OPT_STAGES, OPT_MICRO,
        OPT_SCHEDULE, OPT_DETERMINISTIC, OPT_SNAPSHOT_DIR, OPT_SNAPSHOT_EVERY, OPT_KEEP,
        OPT_RESUME, OPT_RESUME_OVERRIDE, OPT_STALL_TIMEOUT, OPT_EVAL_EVERY, OPT_TRACE,
-       OPT_LAYER_TIMES, N_OPTS };
+       OPT_LAYER_TIMES, OPT_RECOMPUTE, N_OPTS };
 _Static_assert(N_OPTS - OPT_DATA <= PN_TRAIN_OPT_MAX, "pn_train_overrides.given is too small");
 
 #define GIVEN(opt) o->given[(opt) - OPT_DATA]
@@ -35,6 +35,7 @@ static const struct option longopts[] = {
     {"micro-batches", required_argument, NULL, OPT_MICRO},
     {"schedule", required_argument, NULL, OPT_SCHEDULE},
     {"deterministic", no_argument, NULL, OPT_DETERMINISTIC},
+    {"recompute", no_argument, NULL, OPT_RECOMPUTE},
     {"snapshot-dir", required_argument, NULL, OPT_SNAPSHOT_DIR},
     {"snapshot-every", required_argument, NULL, OPT_SNAPSHOT_EVERY},
     {"keep", required_argument, NULL, OPT_KEEP},
@@ -85,6 +86,7 @@ int pn_train_options_parse(int argc, char **argv, pn_train_overrides *o)
                 rc = pn_opt_report("--schedule: expected gpipe or 1f1b, got '%s'", optarg);
             break;
         case OPT_DETERMINISTIC: v->deterministic = true; break;
+        case OPT_RECOMPUTE: v->recompute = true; break;
         case OPT_SNAPSHOT_DIR:
             rc = pn_opt_path("snapshot-dir", optarg, v->snapshot_dir, PN_PATH_MAX);
             break;
@@ -129,6 +131,7 @@ void pn_train_options_apply(const pn_train_overrides *o, pn_train_config *cfg)
     if (GIVEN(OPT_MICRO)) cfg->micro_batches = v->micro_batches;
     if (GIVEN(OPT_SCHEDULE)) cfg->schedule = v->schedule;
     if (GIVEN(OPT_DETERMINISTIC)) cfg->deterministic = true;
+    if (GIVEN(OPT_RECOMPUTE)) cfg->recompute = true;
     if (GIVEN(OPT_SNAPSHOT_DIR)) strcpy(cfg->snapshot_dir, v->snapshot_dir);
     if (GIVEN(OPT_SNAPSHOT_EVERY)) cfg->snapshot_every = v->snapshot_every;
     if (GIVEN(OPT_KEEP)) cfg->keep = v->keep;

@@ -13,6 +13,7 @@
 #include "layers/layer_types.h"
 #include "math/ops.h"
 #include "pipeline/grad_tree.h"
+#include "pipeline/kept_inputs.h"
 #include "pipeline/network.h"
 
 struct pn_stage {
@@ -20,8 +21,12 @@ struct pn_stage {
     const pn_grid *grid;
     int micro;                  /* M */
     bool *member;               /* [n_nodes] layers computed on this stage */
-    int n_slots;
-    pn_network **nets;          /* [n_slots]: one network per micro-batch in flight */
+    int n_slots;                /* micro-batches in flight at the peak */
+    int n_nets;                 /* n_slots, or 1 under --recompute */
+    pn_network **nets;          /* [n_nets]: a network per micro-batch in flight */
+    pn_kept_inputs kept;        /* --recompute: received inputs per micro-batch in flight */
+    int held;                   /* --recompute: the micro-batch nets[0] holds, or -1 */
+    size_t scratch_bytes;       /* pool growth during passes: layer scratch */
     pn_params *params;
     pn_link **links;
     int n_links;
@@ -43,14 +48,33 @@ static int build_networks(pn_stage *s)
     s->n_slots = pn_schedule_peak_in_flight(s->cfg.sched, s->grid->stage);
     if (s->n_slots < 1)
         return pn_error_set(PN_ERR_INTERNAL, "stage %d holds no micro-batch", s->grid->stage);
-    if (!(s->nets = calloc((size_t)s->n_slots, sizeof *s->nets)))
+    s->n_nets = s->cfg.recompute ? 1 : s->n_slots;
+    s->held = -1;
+    if (!(s->nets = calloc((size_t)s->n_nets, sizeof *s->nets)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    pn_network_options o = {.member = s->member, .device = s->cfg.device, .copies = s->n_slots,
+    pn_network_options o = {.member = s->member, .device = s->cfg.device, .copies = s->n_nets,
                             .init = true, .seed = s->cfg.seed};
     PN_TRY(pn_network_build(g, &o, &s->params, s->nets));
-    /* slot 0 also runs evaluation, a replica's whole slice at once */
-    for (int k = 0; k < s->n_slots; k++)
-        PN_TRY(pn_network_plan(s->nets[k], k == 0 ? s->cfg.eval_rows : s->cfg.micro_rows));
+    /* slot 0 also runs evaluation: a replica's whole slice at once, or under
+     * --recompute micro-batch by micro-batch (pn_stage_evaluate) */
+    for (int k = 0; k < s->n_nets; k++)
+        PN_TRY(pn_network_plan(s->nets[k], k == 0 && !s->cfg.recompute ? s->cfg.eval_rows
+                                                                        : s->cfg.micro_rows));
+    return PN_OK;
+}
+
+/* --recompute: a slot per micro-batch in flight for each value this stage receives. */
+static int keep_inputs(pn_stage *s)
+{
+    pn_kept_inputs_init(&s->kept, s->cfg.device, s->n_slots);
+    if (!s->cfg.recompute) return PN_OK;
+    for (int i = 0; i < s->n_links; i++) {
+        const pn_link_spec *l = pn_link_spec_of(s->links[i]);
+        if (l->kind != PN_LINK_VALUE || l->sends) continue;
+        const pn_arg *a = pn_network_arg(s->nets[0], l->node);
+        PN_TRY(pn_kept_inputs_add(&s->kept, l->node, s->cfg.micro_rows * a->shape.seq,
+                                  a->shape.width));
+    }
     return PN_OK;
 }
 
@@ -131,6 +155,7 @@ int pn_stage_create(pn_stage **out, const pn_stage_config *cfg)
     s->micro = cfg->sched->micro;
     PN_TRY(build_networks(s));
     PN_TRY(build_links(s));
+    PN_TRY(keep_inputs(s));
     PN_TRY(collect_fields(s));
     if (cfg->deterministic) {
         int n = (int)pn_params_size(s->params);
@@ -147,7 +172,8 @@ void pn_stage_free(pn_stage *s)
     if (!s) return;
     for (int i = 0; i < s->n_links; i++) pn_link_free(s->links[i]);
     free(s->links);
-    for (int k = 0; s->nets && k < s->n_slots; k++) pn_network_free(s->nets[k]);
+    for (int k = 0; s->nets && k < s->n_nets; k++) pn_network_free(s->nets[k]);
+    pn_kept_inputs_free(&s->kept);
     free(s->nets);
     pn_params_free(s->params);
     free(s->member);
@@ -159,6 +185,13 @@ void pn_stage_free(pn_stage *s)
 }
 
 pn_params *pn_stage_params(const pn_stage *s) { return s->params; }
+
+void pn_stage_memory(const pn_stage *s, pn_stage_mem *out)
+{
+    *out = (pn_stage_mem){.networks = s->n_nets, .kept_bytes = pn_kept_inputs_bytes(&s->kept),
+                          .scratch_bytes = s->scratch_bytes};
+    for (int k = 0; k < s->n_nets; k++) out->arg_bytes += pn_network_arg_bytes(s->nets[k]);
+}
 
 const pn_reader_field *pn_stage_fields(const pn_stage *s, int *n)
 {
@@ -190,7 +223,7 @@ static int feed(pn_stage *s, pn_network *net, const pn_batch *b, int first, int 
 static int forward_pass(pn_stage *s, const pn_batch *b, long step, int micro, int first,
                         int rows, bool training)
 {
-    pn_network *net = s->nets[micro % s->n_slots];
+    pn_network *net = s->nets[micro % s->n_nets];
     PN_TRY(feed(s, net, b, first, rows));
     for (int i = 0; i < s->n_links; i++) {
         const pn_link_spec *l = pn_link_spec_of(s->links[i]);
@@ -198,8 +231,12 @@ static int forward_pass(pn_stage *s, const pn_batch *b, long step, int micro, in
             PN_TRY(pn_link_recv(s->links[i], step, micro, &pn_network_arg(net, l->node)->value,
                                 false));
     }
-    pn_pass pass = {training, s->cfg.seed, step, b->sample0 + first, micro};
+    if (s->cfg.recompute && training)
+        PN_TRY(pn_kept_inputs_save(&s->kept, micro % s->n_slots, net));
+    s->held = -1;
+    pn_pass pass = {training, s->cfg.seed, step, b->sample0 + first, micro, false};
     PN_TRY(pn_network_forward(net, &pass));
+    if (s->cfg.recompute && training) s->held = micro;
     for (int i = 0; i < s->n_links; i++) {
         const pn_link_spec *l = pn_link_spec_of(s->links[i]);
         if (l->kind == PN_LINK_VALUE && l->sends)
@@ -208,12 +245,46 @@ static int forward_pass(pn_stage *s, const pn_batch *b, long step, int micro, in
     return PN_OK;
 }
 
+/* Bytes the device's pool hands out now; what a pass adds is its layers' scratch
+ * (kept from forward to backward, grown only when a batch is larger). */
+static size_t pool_in_use(const pn_stage *s)
+{
+    pn_pool_stats st;
+    pn_pool_stats_get(s->cfg.device, &st);
+    return st.bytes_in_use;
+}
+
+static void note_growth(pn_stage *s, size_t before)
+{
+    size_t now = pool_in_use(s);
+    if (now > before) s->scratch_bytes += now - before;
+}
+
+/* --recompute: puts micro's inputs back into the one network (the batch's rows, the
+ * values kept when they arrived) and runs its forward again, with the same pass as
+ * the first time, so dropout draws the same masks; loss statistics stay as they are. */
+static int recompute_forward(pn_stage *s, const pn_batch *b, long step, int micro)
+{
+    double t0 = PN_TRACE_T0();
+    pn_network *net = s->nets[0];
+    int first = micro * s->cfg.micro_rows;
+    PN_TRY(feed(s, net, b, first, s->cfg.micro_rows));
+    PN_TRY(pn_kept_inputs_restore(&s->kept, micro % s->n_slots, net));
+    pn_pass pass = {true, s->cfg.seed, step, b->sample0 + first, micro, true};
+    PN_TRY(pn_network_forward(net, &pass));
+    s->held = micro;
+    PN_TRACE("recompute", "micro-batch", NULL, step, micro, t0);
+    return PN_OK;
+}
+
 /* forward_pass as one event of the trace: a micro-batch's, or an evaluation batch's. */
 static int forward_micro(pn_stage *s, const pn_batch *b, long step, int micro, int first,
                          int rows, bool training)
 {
     double t0 = PN_TRACE_T0();
+    size_t used = pool_in_use(s);
     int rc = forward_pass(s, b, step, micro, first, rows, training);
+    note_growth(s, used);
     PN_TRACE(training ? "forward" : "eval forward", training ? "micro-batch" : "eval", NULL,
              training ? step : -1, micro, t0);
     return rc;
@@ -243,7 +314,9 @@ static int start_bucket(void *ctx, const pn_layer_inst *x)
  * the gradients of its inputs back. */
 static int backward_pass(pn_stage *s, const pn_batch *b, long step, int micro, bool last)
 {
-    pn_network *net = s->nets[micro % s->n_slots];
+    pn_network *net = s->nets[micro % s->n_nets];
+    if (s->cfg.recompute && s->held != micro) PN_TRY(recompute_forward(s, b, step, micro));
+    s->held = -1; /* backward may reuse what forward left */
     bool bucketed = last && s->grid->replicas > 1 && !s->cfg.deterministic;
     pn_network_on_grads_ready(net, bucketed ? start_bucket : NULL, s);
     if (s->cfg.deterministic) PN_TRY(pn_params_zero_grads(s->params)); /* one leaf each */
@@ -254,7 +327,8 @@ static int backward_pass(pn_stage *s, const pn_batch *b, long step, int micro, b
             PN_TRY(pn_link_recv(s->links[i], step, micro, &pn_network_arg(net, l->node)->grad,
                                 true));
     }
-    pn_pass pass = {true, s->cfg.seed, step, b->sample0 + (long)micro * s->cfg.micro_rows, micro};
+    pn_pass pass = {true, s->cfg.seed, step, b->sample0 + (long)micro * s->cfg.micro_rows, micro,
+                    false};
     int rc = pn_network_backward_run(net, &pass);
     pn_network_on_grads_ready(net, NULL, NULL);
     PN_TRY(rc);
@@ -273,7 +347,9 @@ static int backward_pass(pn_stage *s, const pn_batch *b, long step, int micro, b
 static int backward_micro(pn_stage *s, const pn_batch *b, long step, int micro, bool last)
 {
     double t0 = PN_TRACE_T0();
+    size_t used = pool_in_use(s);
     int rc = backward_pass(s, b, step, micro, last);
+    note_growth(s, used);
     PN_TRACE("backward", "micro-batch", NULL, step, micro, t0);
     return rc;
 }
@@ -321,6 +397,7 @@ static int deterministic_sum(pn_stage *s)
 int pn_stage_step(pn_stage *s, const pn_batch *b, long step)
 {
     PN_TRY(post_step_receives(s));
+    s->held = -1;
     int stage = s->grid->stage, n = s->cfg.sched->count[stage];
     pn_grad_tree_reset(&s->tree);
     for (int i = 0; i < n; i++) {
@@ -338,18 +415,27 @@ int pn_stage_step(pn_stage *s, const pn_batch *b, long step)
 
 int pn_stage_evaluate(pn_stage *s, const pn_batch *b, long tag)
 {
-    for (int i = 0; i < s->n_links; i++) { /* one batch, in micro-batch slot 0 */
+    /* one batch in micro-batch slot 0; under --recompute, whose one network holds a
+     * micro-batch, in pieces of a micro-batch in slots 0, 1, ... (at most M) */
+    int piece = s->cfg.recompute ? s->cfg.micro_rows : b->rows;
+    int pieces = (b->rows + piece - 1) / piece;
+    for (int i = 0; i < s->n_links; i++) {
         const pn_link_spec *l = pn_link_spec_of(s->links[i]);
-        if (!l->sends && l->kind == PN_LINK_VALUE) PN_TRY(pn_link_post_recv(s->links[i], 0));
+        if (!l->sends && l->kind == PN_LINK_VALUE)
+            for (int k = 0; k < pieces; k++) PN_TRY(pn_link_post_recv(s->links[i], k));
     }
-    PN_TRY(forward_micro(s, b, tag, 0, 0, b->rows, false));
+    for (int k = 0; k < pieces; k++) {
+        int first = k * piece, rows = b->rows - first < piece ? b->rows - first : piece;
+        PN_TRY(forward_micro(s, b, tag, k, first, rows, false));
+    }
+    s->held = -1;
     return wait_sends(s);
 }
 
 void pn_stage_take_stats(pn_stage *s, double out[3])
 {
     out[0] = out[1] = out[2] = 0.0;
-    for (int k = 0; k < s->n_slots; k++) {
+    for (int k = 0; k < s->n_nets; k++) {
         pn_layer_stats st;
         pn_network_stats(s->nets[k], &st);
         pn_network_reset_stats(s->nets[k]);

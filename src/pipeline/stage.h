@@ -34,7 +34,17 @@ typedef struct pn_stage_config {
     int micro_rows;              /* samples per micro-batch */
     int eval_rows;               /* samples of the largest forward-only batch */
     bool deterministic;          /* sum gradients in a fixed tree (--deterministic) */
+    bool recompute;              /* one network; keep only each micro-batch's received
+                                    inputs and run its forward again before its backward */
 } pn_stage_config;
+
+/* What the stage's activations take now: every network's arguments (values,
+ * gradients, ids), the inputs kept under --recompute, and the layers' scratch (what
+ * the pool grew by during passes, so known once a step and an evaluation ran). */
+typedef struct pn_stage_mem {
+    int networks;
+    size_t arg_bytes, kept_bytes, scratch_bytes;
+} pn_stage_mem;
 
 /* Builds this rank's stage: networks, arena (initialized from the seed), links. */
 int pn_stage_create(pn_stage **out, const pn_stage_config *cfg);
@@ -42,6 +52,8 @@ void pn_stage_free(pn_stage *s);
 
 /* The stage's parameter arena (the optimizer adds its slots to it). */
 pn_params *pn_stage_params(const pn_stage *s);
+
+void pn_stage_memory(const pn_stage *s, pn_stage_mem *out);
 
 /* The dataset fields the stage reads, in the order a pn_batch holds them: the
  * model inputs its layers consume, or, for a stage that consumes none, the first

@@ -42,7 +42,7 @@ static int read_path(const json_t *train, const pn_json_at *at, const char *key,
 int pn_train_config_from_json(const json_t *train, const char *file, pn_train_config *cfg)
 {
     static const char *const keys[] = {"batch", "epochs", "steps", "seed", "data",
-                                       "eval", "eval_every", "optimizer", NULL};
+                                       "eval", "eval_every", "recompute", "optimizer", NULL};
     if (!train) return PN_OK;
     pn_json_at top = pn_json_root(file), at = pn_json_field(&top, "train");
     PN_TRY(pn_json_known_keys(train, &at, keys, NULL));
@@ -58,6 +58,7 @@ int pn_train_config_from_json(const json_t *train, const char *file, pn_train_co
     cfg->steps = steps;
     cfg->seed = (uint64_t)seed;
     cfg->eval_every = eval_every;
+    PN_TRY(pn_json_bool(train, &at, "recompute", cfg->recompute, &cfg->recompute));
     PN_TRY(read_path(train, &at, "data", cfg->data));
     PN_TRY(read_path(train, &at, "eval", cfg->eval));
     const json_t *opt = json_object_get(train, "optimizer");

@@ -31,6 +31,7 @@ typedef struct pn_train_config {
     int micro_batches;         /* M per step and replica (0: automatic) */
     int schedule;              /* pn_schedule_kind */
     bool deterministic;        /* sum gradients in a fixed tree: bit-identical layouts */
+    bool recompute;            /* keep stage inputs, run forwards again for backward */
     pn_device device;          /* where each stage's parameters and activations live */
     char snapshot_dir[PN_PATH_MAX]; /* "" for none */
     long snapshot_every;       /* steps between snapshots (0: only at the end and on signals) */

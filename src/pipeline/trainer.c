@@ -168,7 +168,7 @@ static int setup(trainer *t, pn_job *job)
     pn_stage_config sc = {.graph = g, .plan = t->plan, .sched = t->sched, .comm = t->comm,
                           .device = cfg->device, .seed = cfg->seed, .global_batch = cfg->batch,
                           .micro_rows = t->micro_rows, .eval_rows = t->replica_rows,
-                          .deterministic = cfg->deterministic};
+                          .deterministic = cfg->deterministic, .recompute = cfg->recompute};
     PN_TRY(pn_stage_create(&t->stage, &sc));
     PN_TRY(open_data(t));
     long per_epoch = pn_reader_batches_per_epoch(t->train_data);
@@ -443,6 +443,35 @@ static void announce(trainer *t)
                           pn_schedule_kind_name(t->sched->kind));
 }
 
+/* One line of what each stage's activations took (the first replica's; the others
+ * are alike): arguments of its networks, inputs kept by --recompute, layer scratch. */
+static int report_memory(trainer *t)
+{
+    int p = t->grid->stages, at = 0;
+    double *v = calloc((size_t)p * 4, sizeof *v), mib = 1024.0 * 1024.0;
+    char line[2048];
+    if (!v) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    pn_stage_mem m;
+    pn_stage_memory(t->stage, &m);
+    if (t->grid->replica == 0)
+        memcpy(&v[4 * t->grid->stage], (double[4]){m.networks, (double)m.arg_bytes,
+                                                    (double)m.kept_bytes, (double)m.scratch_bytes},
+               sizeof(double[4]));
+    int rc = pn_comm_sum(t->comm, PN_SCOPE_WORLD, v, 4 * p);
+    for (int s = 0; rc == PN_OK && is_root(t) && s < p && at < (int)sizeof line - 200; s++) {
+        const double *x = &v[4 * s];
+        at += snprintf(line + at, sizeof line - (size_t)at,
+                       "%s stage %d %.2f MiB (%d network%s %.2f + kept inputs %.2f + scratch "
+                       "%.2f)", s ? "," : "", s, (x[1] + x[2] + x[3]) / mib, (int)x[0],
+                       x[0] == 1 ? "" : "s", x[1] / mib, x[2] / mib, x[3] / mib);
+    }
+    if (rc == PN_OK && is_root(t))
+        pn_progress_print(&t->progress, "activation memory%s:%s",
+                          t->cfg.recompute ? " (--recompute)" : "", line);
+    free(v);
+    return rc;
+}
+
 /* After the last step: the final snapshot, the parameter hash, the result. */
 static int finish(trainer *t, long step, pn_progress_mark next, double start, pn_train_result *r)
 {
@@ -450,6 +479,7 @@ static int finish(trainer *t, long step, pn_progress_mark next, double start, pn
     if (cfg->snapshot_dir[0] && !r->stopped_by_signal && step > t->start.step)
         PN_TRY(snapshot(t, next));
     if (is_root(t)) pn_progress_finish(&t->progress);
+    PN_TRY(report_memory(t));
     PN_TRY(pn_global_param_hash(t->sums, &r->param_hash));
     if (is_root(t) && !(r->stopped_by_signal && step == t->start.step)) /* trained */
         pn_progress_print(&t->progress, "parameter hash after %ld steps: %016llx", step,
