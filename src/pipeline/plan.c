@@ -348,6 +348,15 @@ static void stage_layers(const pn_plan *p, const pn_graph *g, int s, char *buf, 
                      g->nodes[i].name);
 }
 
+double pn_plan_activation_bytes(const pn_plan *p, const pn_schedule *s, int stage,
+                                int micro_batch, bool recompute)
+{
+    const pn_stage_cost *c = &p->cost[stage];
+    double mb = (double)micro_batch, peak = pn_schedule_peak_in_flight(s, stage);
+    return recompute ? c->activation_bytes * mb + c->recv_bytes * mb * peak
+                     : c->activation_bytes * mb * peak;
+}
+
 void pn_plan_print(const pn_plan *p, const pn_graph *g, const pn_schedule *s, int replicas,
                    int micro_batch, FILE *out)
 {
@@ -360,19 +369,22 @@ void pn_plan_print(const pn_plan *p, const pn_graph *g, const pn_schedule *s, in
             ranks, ranks == 1 ? "" : "s", s->micro, s->micro == 1 ? "" : "es", micro_batch,
             micro_batch * s->micro * replicas, pn_schedule_kind_name(s->kind),
             100.0 * pn_schedule_bubble(s));
-    fprintf(out, "%-5s  %-*s  %12s  %12s  %9s  %12s  %12s  %12s\n", "stage", LAYERS_COL,
-            "layers", "params", "MFLOP/sample", "in flight", "act MiB", "sent KiB", "recv KiB");
+    fprintf(out, "%-5s  %-*s  %12s  %12s  %9s  %12s  %12s  %12s  %12s\n", "stage", LAYERS_COL,
+            "layers", "params", "MFLOP/sample", "in flight", "act MiB", "recomp MiB",
+            "sent KiB", "recv KiB");
     pn_stage_cost total = {0};
-    double total_act = 0.0;
+    double total_act = 0.0, total_re = 0.0;
     for (int st = 0; st < p->stages; st++) {
         const pn_stage_cost *c = &p->cost[st];
         char names[2 * PN_NAME_MAX + 32]; /* "first..last (n)" */
         stage_layers(p, g, st, names, sizeof names);
         int peak = pn_schedule_peak_in_flight(s, st);
-        double act = c->activation_bytes * mb * peak;
-        fprintf(out, "%-5d  %-*s  %12ld  %12.2f  %9d  %12.2f  %12.2f  %12.2f\n", st, LAYERS_COL,
-                names, c->params, c->flops / 1e6, peak, act / mib, c->send_bytes * mb / kib,
-                c->recv_bytes * mb / kib);
+        double act = pn_plan_activation_bytes(p, s, st, micro_batch, false);
+        double re = pn_plan_activation_bytes(p, s, st, micro_batch, true);
+        fprintf(out, "%-5d  %-*s  %12ld  %12.2f  %9d  %12.2f  %12.2f  %12.2f  %12.2f\n", st,
+                LAYERS_COL, names, c->params, c->flops / 1e6, peak, act / mib, re / mib,
+                c->send_bytes * mb / kib, c->recv_bytes * mb / kib);
+        total_re += re;
         total.layers += c->layers;
         total.params += c->params;
         total.flops += c->flops;
@@ -382,11 +394,13 @@ void pn_plan_print(const pn_plan *p, const pn_graph *g, const pn_schedule *s, in
     }
     char count[32];
     snprintf(count, sizeof count, "%d layers", total.layers);
-    fprintf(out, "%-5s  %-*s  %12ld  %12.2f  %9s  %12.2f  %12.2f  %12.2f\n", "total", LAYERS_COL,
-            count, total.params, total.flops / 1e6, "", total_act / mib,
-            total.send_bytes * mb / kib, total.recv_bytes * mb / kib);
+    fprintf(out, "%-5s  %-*s  %12ld  %12.2f  %9s  %12.2f  %12.2f  %12.2f  %12.2f\n", "total",
+            LAYERS_COL, count, total.params, total.flops / 1e6, "", total_act / mib,
+            total_re / mib, total.send_bytes * mb / kib, total.recv_bytes * mb / kib);
     fprintf(out,
             "FLOPs: forward + backward. act MiB: activations held at the schedule's peak\n"
-            "(in flight x %d samples). KiB: forward values per micro-batch.\n",
+            "(in flight x %d samples). recomp MiB: the same under `train --recompute` (one\n"
+            "micro-batch's, plus the received values of those in flight). KiB: forward\n"
+            "values per micro-batch.\n",
             micro_batch);
 }

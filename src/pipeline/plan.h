@@ -12,6 +12,7 @@
 #ifndef PN_PLAN_H
 #define PN_PLAN_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "pipeline/graph.h"
@@ -50,6 +51,13 @@ void pn_plan_free(pn_plan *p);
 /* Estimated seconds per sample of a stage with cost c: the measure the partitioner
  * balances (its FLOPs and activation bytes at fixed device rates). */
 double pn_plan_stage_time(const pn_stage_cost *c);
+
+/* Bytes of activations stage holds at the peak of schedule s with micro-batches of
+ * micro_batch samples: one micro-batch's per micro-batch in flight; with recompute
+ * one micro-batch's plus, per micro-batch in flight, the values it received from
+ * earlier stages (the inputs kept to run its forward again). */
+double pn_plan_activation_bytes(const pn_plan *p, const pn_schedule *s, int stage,
+                                int micro_batch, bool recompute);
 
 /* Prints the per-stage table of `pipenet plan` for a layout of `replicas` copies of
  * the pipeline with `micro` micro-batches of `micro_batch` samples under schedule s:
