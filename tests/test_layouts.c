@@ -5,6 +5,10 @@
  * one-process run's within a relative 1e-5 and every final parameter within 1e-4.
  * Then with --deterministic, 50 steps under every layout with micro-batches of 4
  * samples, both schedules and a repeated run must give one parameter hash.
+ * Then --recompute (pipeline/kept_inputs.h): a model with dropout and a skip
+ * connection across stages must end with the same parameter hash as without it,
+ * under each of several layouts and both schedules, and under --deterministic the
+ * same hash as every layout of the plain run.
  * Prints a table of the largest differences, the hashes, and "N passed, N failed". */
 #include <math.h>
 #include <stdio.h>
@@ -46,6 +50,22 @@ static const char *const SKIP =
     " \"train\": {\"batch\": 32, \"optimizer\": {\"type\": \"momentum\", \"lr\": 0.1,"
     " \"clip_norm\": 0.3}}}";
 
+/* SKIP with dropout before and after the connection that crosses stages: masks
+ * drawn again by a recomputed forward must be the first forward's. */
+static const char *const DROP =
+    "{\"name\": \"drop\", \"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 12},"
+    " \"y\": {\"dataset\": \"labels\", \"ids\": true}}, \"layers\": ["
+    " {\"name\": \"h1\", \"type\": \"fc\", \"input\": \"x\", \"size\": 16, \"act\": \"tanh\"},"
+    " {\"name\": \"d1\", \"type\": \"dropout\", \"input\": \"h1\", \"rate\": 0.2},"
+    " {\"name\": \"h2\", \"type\": \"fc\", \"input\": \"d1\", \"size\": 16, \"act\": \"relu\"},"
+    " {\"name\": \"h3\", \"type\": \"fc\", \"input\": \"h2\", \"size\": 16},"
+    " {\"name\": \"sum\", \"type\": \"add\", \"input\": [\"d1\", \"h3\"]},"
+    " {\"name\": \"d2\", \"type\": \"dropout\", \"input\": \"sum\", \"rate\": 0.3},"
+    " {\"name\": \"norm\", \"type\": \"layernorm\", \"input\": \"d2\"},"
+    " {\"name\": \"out\", \"type\": \"fc\", \"input\": \"norm\", \"size\": 5},"
+    " {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}],"
+    " \"train\": {\"batch\": 32, \"optimizer\": {\"type\": \"momentum\", \"lr\": 0.1}}}";
+
 typedef struct layout {
     int replicas, stages, micro;
 } layout;
@@ -56,6 +76,11 @@ enum { N_LAYOUTS = sizeof layouts / sizeof *layouts };
 /* Layouts whose micro-batches hold 4 of the batch's 32 samples. */
 static const layout det_layouts[] = {{1, 1, 8}, {1, 2, 8}, {2, 1, 4}, {2, 2, 4}, {1, 4, 8}};
 enum { N_DET = sizeof det_layouts / sizeof *det_layouts };
+
+/* --recompute against the plain run: layouts whose stages hold several micro-batches
+ * in flight under at least one schedule (1 stage under gpipe: every forward first). */
+static const layout rc_layouts[] = {{1, 1, 4}, {1, 2, 4}, {2, 2, 4}, {1, 4, 8}};
+enum { N_RC = sizeof rc_layouts / sizeof *rc_layouts };
 
 /* Parameters of a whole model gathered by name on rank 0 of a run. */
 typedef struct param_set {
@@ -173,7 +198,7 @@ typedef struct outcome {
 
 /* Trains model under one layout on the first D*P ranks; fills out on world rank 0. */
 static int run_layout(const char *model, const char *data, layout l, int schedule,
-                      bool deterministic, outcome *out)
+                      bool deterministic, bool recompute, outcome *out)
 {
     int rank, ranks = l.replicas * l.stages;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -191,6 +216,7 @@ static int run_layout(const char *model, const char *data, layout l, int schedul
         snprintf(cfg.data, sizeof cfg.data, "%s", data);
         cfg.steps = deterministic ? DET_STEPS : STEPS;
         cfg.deterministic = deterministic;
+        cfg.recompute = recompute;
         cfg.seed = 5;
         cfg.threads = 1;
         cfg.stages = l.stages;
@@ -275,11 +301,11 @@ int main(int argc, char **argv)
                "max param diff");
     for (int m = 0; m < 2; m++) {
         outcome *ref = calloc(1, sizeof *ref), *got = calloc(1, sizeof *got);
-        if (run_layout(models[m], data, layouts[0], PN_SCHEDULE_1F1B, false, ref) < 0) failed++;
+        if (run_layout(models[m], data, layouts[0], PN_SCHEDULE_1F1B, false, false, ref) < 0) failed++;
         for (int l = 1; l < N_LAYOUTS; l++)
             for (int sched = 0; sched < 2; sched++) {
                 free_set(&got->params);
-                int r = run_layout(models[m], data, layouts[l], sched, false, got);
+                int r = run_layout(models[m], data, layouts[l], sched, false, false, got);
                 if (rank != 0) continue;
                 double dl = r < 0 ? INFINITY : loss_diff(ref, got);
                 double dp = r < 0 ? INFINITY : param_diff(&ref->params, &got->params);
@@ -301,7 +327,7 @@ int main(int argc, char **argv)
         for (int l = 0; l <= N_DET; l++)
             for (int sched = 0; sched < 2; sched++) {
                 layout lay = l < N_DET ? det_layouts[l] : det_layouts[0]; /* then a repeat */
-                int r = run_layout(models[m], data, lay, sched, true, o);
+                int r = run_layout(models[m], data, lay, sched, true, false, o);
                 free_set(&o->params);
                 if (rank != 0) continue;
                 if (l == 0 && sched == 0) first = o->hash;
@@ -314,6 +340,36 @@ int main(int argc, char **argv)
             }
         free(o);
     }
+    /* --recompute: the plain run's bits, layout by layout; and under --deterministic
+     * the one hash of every layout */
+    outcome *plain = calloc(1, sizeof *plain), *re = calloc(1, sizeof *re);
+    for (int l = 0; l < N_RC; l++)
+        for (int sched = 0; sched < 2; sched++) {
+            int r = run_layout(DROP, data, rc_layouts[l], sched, false, false, plain);
+            r |= run_layout(DROP, data, rc_layouts[l], sched, false, true, re);
+            free_set(&plain->params), free_set(&re->params);
+            if (rank != 0) continue;
+            bool ok = r == 0 && re->hash == plain->hash;
+            printf("drop  (%d,%d,%d)   %-6s recompute, hash %016llx, plain %016llx  %s\n",
+                   rc_layouts[l].replicas, rc_layouts[l].stages, rc_layouts[l].micro,
+                   pn_schedule_kind_name((pn_schedule_kind)sched), re->hash, plain->hash,
+                   ok ? "ok" : "FAIL");
+            ok ? passed++ : failed++;
+        }
+    int r0 = run_layout(DROP, data, det_layouts[0], PN_SCHEDULE_1F1B, true, false, plain);
+    free_set(&plain->params);
+    for (int l = 0; l < N_DET; l++)
+        for (int sched = 0; sched < 2; sched++) {
+            int r = run_layout(DROP, data, det_layouts[l], sched, true, true, re);
+            free_set(&re->params);
+            if (rank != 0) continue;
+            bool ok = r0 == 0 && r == 0 && re->hash == plain->hash;
+            printf("drop  (%d,%d,%d)   %-6s deterministic recompute, hash %016llx  %s\n",
+                   det_layouts[l].replicas, det_layouts[l].stages, det_layouts[l].micro,
+                   pn_schedule_kind_name((pn_schedule_kind)sched), re->hash, ok ? "ok" : "FAIL");
+            ok ? passed++ : failed++;
+        }
+    free(plain), free(re);
     if (rank == 0) {
         remove(data);
         rmdir(dir);

@@ -57,7 +57,7 @@ static void fixture_init(fixture *f, const char *json, const bool *member, int b
     ck_assert_int_eq(pn_network_build(f->graph, &o, &f->params, &f->net), 0);
     ck_assert_int_eq(pn_network_plan(f->net, batch), 0);
     f->batch = batch;
-    f->pass = (pn_pass){true, 3, 1, 0};
+    f->pass = (pn_pass){.training = true, .seed = 3, .step = 1, .sample0 = 0};
 
     /* random data in every input the network holds */
     pn_rng rng;
@@ -171,6 +171,31 @@ START_TEST(smaller_batches_fit_the_plan)
     pn_network_stats(f.net, &s);
     ck_assert_double_eq(s.rows, 2);
     ck_assert_int_eq(pn_network_set_batch(f.net, 6), PN_ERR_INTERNAL);
+    fixture_free(&f);
+}
+END_TEST
+
+/* --recompute's forward (pipeline/stage.c): the same pass again gives the same loss,
+ * dropout included, and leaves the loss statistics as they were. */
+START_TEST(recompute_forward_counts_nothing_again)
+{
+    fixture f;
+    fixture_init(&f, SKIP_MLP, NULL, 5);
+    pn_layer_stats first, again, counted;
+    ck_assert_int_eq(pn_network_forward(f.net, &f.pass), 0);
+    pn_network_stats(f.net, &first);
+    pn_pass re = f.pass;
+    re.recompute = true;
+    ck_assert_int_eq(pn_network_forward(f.net, &re), 0);
+    pn_network_stats(f.net, &again);
+    ck_assert(again.rows == first.rows && again.loss_sum == first.loss_sum);
+    pn_network_reset_stats(f.net);
+    ck_assert_int_eq(pn_network_forward(f.net, &re), 0);
+    pn_network_stats(f.net, &again);
+    ck_assert(again.rows == 0 && again.loss_sum == 0);
+    ck_assert_int_eq(pn_network_forward(f.net, &f.pass), 0);
+    pn_network_stats(f.net, &counted);
+    ck_assert(counted.rows == first.rows && counted.loss_sum == first.loss_sum);
     fixture_free(&f);
 }
 END_TEST
@@ -333,6 +358,7 @@ int main(void)
     tcase_add_test(tc, transformer_block_gradients_match_finite_differences);
     tcase_add_test(tc, steady_state_steps_allocate_nothing);
     tcase_add_test(tc, smaller_batches_fit_the_plan);
+    tcase_add_test(tc, recompute_forward_counts_nothing_again);
     tcase_add_test(tc, stage_subset_matches_whole_network);
     tcase_add_test(tc, copies_share_parameters_not_state);
     tcase_add_test(tc, oversized_batches_are_refused_naming_the_layer);
