@@ -35,7 +35,7 @@ struct pn_gen {
     pn_network *net;     /* the step network (cached) */
 };
 
-void pn_gen_free(pn_gen *g)
+static void gen_free(pn_gen *g)
 {
     if (!g) return;
     pn_network_free(g->net);
@@ -154,7 +154,7 @@ static int gen_create(pn_model *m, const pn_gen_options *o, pn_gen **out)
         rc = pn_error_set(PN_ERR_NOMEM, "%s: out of memory for generation", path);
     if (rc == PN_OK && !o->no_cache) rc = build_step_network(g);
     if (rc < 0) {
-        pn_gen_free(g);
+        gen_free(g);
         return rc;
     }
     *out = g;
@@ -260,7 +260,7 @@ static int choose(const pn_gen *g, const float *z, long index)
 static int current(pn_model *m, const char *fn, pn_gen **g)
 {
     if (!m) return pn_error_set(PN_ERR_INVALID, "%s: no model", fn);
-    *g = *pn_model_gen_state(m);
+    *g = pn_model_gen(m);
     if (!*g) return pn_error_set(PN_ERR_INVALID, "%s: no generation started on %s (call "
                                                  "pn_model_gen_start first)", fn,
                                  pn_model_path(m));
@@ -275,16 +275,14 @@ int pn_model_gen_start(pn_model *m, const unsigned char *prompt, int len,
     if (!prompt || len < 1)
         return pn_error_set(PN_ERR_INVALID, "%s: the prompt is empty: generation starts from at "
                                             "least one byte", pn_model_path(m));
-    pn_gen **slot = pn_model_gen_state(m);
-    pn_gen_free(*slot);
-    *slot = NULL;
+    pn_model_set_gen(m, NULL, NULL);
     pn_gen *g;
     PN_TRY(gen_create(m, o ? o : &defaults, &g));
     int first = len > g->t ? len - g->t : 0;
     g->n = 1;
     g->len = len - first;
     for (int p = 0; p < g->len; p++) g->ctx[p] = prompt[first + p];
-    *slot = g;
+    pn_model_set_gen(m, g, gen_free);
     return PN_OK;
 }
 
@@ -404,7 +402,7 @@ int pn_model_generate(pn_model *m, const unsigned char *prompt, int len, int n,
         return pn_error_set(PN_ERR_INVALID, "pn_model_generate: %s",
                             n < 0 ? "negative count of tokens" : "out is NULL");
     PN_TRY(pn_model_gen_start(m, prompt, len, o));
-    pn_gen *g = *pn_model_gen_state(m);
+    pn_gen *g = pn_model_gen(m);
     if (g->o.beam > 0) return beam_search(g, n, out, logprob);
     double sum = 0.0;
     for (int s = 0; s < n; s++) {

@@ -34,6 +34,7 @@ struct pn_model {
     bool *avail;         /* [n_nodes] computable from the given inputs */
     int planned;         /* samples net is planned for */
     pn_gen *gen;         /* generation in progress (model/generate.c), or NULL */
+    void (*gen_free)(pn_gen *g);
 };
 
 const char *pn_model_error(void) { return pn_error_message(); }
@@ -144,7 +145,7 @@ int pn_model_load(pn_model **out, const char *path)
 void pn_model_free(pn_model *m)
 {
     if (!m) return;
-    pn_gen_free(m->gen);
+    pn_model_set_gen(m, NULL, NULL);
     pn_network_free(m->net);
     pn_params_free(m->params);
     pn_graph_free(m->graph);
@@ -160,7 +161,14 @@ void pn_model_free(pn_model *m)
 
 const pn_graph *pn_model_graph(const pn_model *m) { return m->graph; }
 
-pn_gen **pn_model_gen_state(pn_model *m) { return &m->gen; }
+pn_gen *pn_model_gen(const pn_model *m) { return m->gen; }
+
+void pn_model_set_gen(pn_model *m, pn_gen *g, void (*free_fn)(pn_gen *g))
+{
+    if (m->gen && m->gen_free) m->gen_free(m->gen);
+    m->gen = g;
+    m->gen_free = free_fn;
+}
 
 pn_params *pn_model_params(const pn_model *m) { return m->params; }
 

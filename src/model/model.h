@@ -14,10 +14,12 @@ int pn_model_from_state(pn_model **out, const pn_train_state *st, const char *pa
 /* The model's graph (owned by the model). */
 const pn_graph *pn_model_graph(const pn_model *m);
 
-/* Generation (model/generate.c) keeps its state in the model: */
+/* Generation (model/generate.c) keeps its state in the model: the state, or NULL;
+ * and a new one (NULL: none), which replaces and frees the one before with the
+ * free function it was set with. */
 typedef struct pn_gen pn_gen;
-pn_gen **pn_model_gen_state(pn_model *m);
-void pn_gen_free(pn_gen *g);
+pn_gen *pn_model_gen(const pn_model *m);
+void pn_model_set_gen(pn_model *m, pn_gen *g, void (*free_fn)(pn_gen *g));
 
 /* The model's arena, the path it was loaded from, its default output's graph index. */
 pn_params *pn_model_params(const pn_model *m);

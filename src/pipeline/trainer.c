@@ -1,210 +1,20 @@
-/* The training loop of one rank: setup (layout, schedule, the stage runtime, data,
- * optimizer), then epochs of steps (the stage's passes, clipping, the update,
- * metrics and progress), evaluation after each epoch, snapshots, and stopping
- * cleanly on SIGTERM or SIGUSR1 (base/stop_signal.h) at any safe point. Everything that crosses ranks goes through the
- * communication seam (mpi/comm.h); the passes themselves are pipeline/stage.c's. */
-#include "pipeline/trainer.h"
+/* The training loop of one rank (its setup is trainer_setup.c's): epochs of steps
+ * (the stage's passes, clipping, the update, metrics and progress), evaluations,
+ * snapshots, and stopping cleanly on SIGTERM or SIGUSR1 (base/stop_signal.h) at any
+ * safe point. Everything that crosses ranks goes through the communication seam
+ * (mpi/comm.h); the passes themselves are pipeline/stage.c's. */
+#include "pipeline/trainer_setup.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/error.h"
-#include "base/log.h"
 #include "base/stop_signal.h"
 #include "base/trace.h"
-#include "io/reader.h"
-#include "math/ops.h"
-#include "mpi/comm.h"
-#include "pipeline/checkpoint.h"
-#include "pipeline/fault.h"
-#include "pipeline/global_sums.h"
-#include "pipeline/metrics.h"
-#include "pipeline/optimizer.h"
-#include "pipeline/plan.h"
-#include "pipeline/plan_measure.h"
-#include "pipeline/progress.h"
-#include "pipeline/resume.h"
-#include "pipeline/schedule.h"
-#include "pipeline/stage.h"
 #include "pipeline/tracing.h"
-
-enum { STEP_TIMES = 31 };
-
-typedef struct trainer {
-    const pn_graph *graph;
-    pn_train_config cfg;                 /* the caller's, with a resume's seed and batch */
-    const pn_train_hooks *hooks;
-    pn_comm *comm;
-    const pn_grid *grid;
-    pn_plan *plan;
-    pn_schedule *sched;
-    int micro, micro_rows, replica_rows; /* M, samples per micro-batch, per replica */
-    pn_stage *stage;
-    pn_optimizer *opt;
-    pn_optimizer_config opt_cfg;          /* with the run's length filled in */
-    pn_global_sums *sums;
-    pn_reader *train_data, *eval_data;
-    pn_metrics *metrics;
-    pn_progress progress;
-    long total_steps;
-    int tokens;                          /* positions per sample: tokens/s of sequence models */
-    pn_fault fault;
-    pn_progress_mark start;              /* where the run starts (a resumed snapshot) */
-    char resume_path[PN_PATH_MAX + 32];  /* the snapshot resumed from, "" for none */
-    double step_s[STEP_TIMES];           /* the last steps' times, for the stall bound */
-    long timed;                          /* steps timed in this run */
-    bool failed_together;                /* an agreed failure (a snapshot): no abort */
-    bool tracing;                        /* --trace: every rank records its timeline */
-    char *config;                        /* the model's JSON text, for snapshots */
-} trainer;
-
-static bool is_root(const trainer *t) { return t->grid->rank == 0; }
-
-/* --- setup ------------------------------------------------------------------------ */
-
-/* Threads for BLAS: the setting, else $OPENBLAS_NUM_THREADS, else the node's cores
- * shared among this job's ranks on the node. */
-static int blas_threads(const trainer *t)
-{
-    if (t->cfg.threads > 0) return t->cfg.threads;
-    const char *env = getenv("OPENBLAS_NUM_THREADS");
-    if (env && atoi(env) > 0) return atoi(env);
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    long per_rank = cores / (t->grid->local_ranks > 0 ? t->grid->local_ranks : 1);
-    return per_rank > 0 ? (int)per_rank : 1;
-}
-
-static int check_layout(trainer *t)
-{
-    const pn_train_config *cfg = &t->cfg;
-    int d = t->grid->replicas;
-    if (cfg->batch % d)
-        return pn_error_set(PN_ERR_INVALID, "the global batch %d does not split into %d replicas "
-                                            "(choose a batch that %d divides)",
-                            cfg->batch, d, d);
-    t->replica_rows = cfg->batch / d;
-    t->micro = cfg->micro_batches > 0 ? cfg->micro_batches
-                                      : pn_default_micro_batches(t->replica_rows, t->grid->stages);
-    if (t->micro < 1 || t->replica_rows % t->micro)
-        return pn_error_set(PN_ERR_INVALID,
-                            "%d micro-batches do not divide a replica's %d samples (global "
-                            "batch %d over %d replicas)",
-                            t->micro, t->replica_rows, cfg->batch, d);
-    t->micro_rows = t->replica_rows / t->micro;
-    return PN_OK;
-}
-
-static int open_data(trainer *t)
-{
-    const pn_train_config *cfg = &t->cfg;
-    if (!cfg->data[0])
-        return pn_error_set(PN_ERR_INVALID, "%s: no training data: give --data FILE or "
-                                            "\"train\": {\"data\": ...}", t->graph->file);
-    PN_TRY(pn_fault_at(&t->fault, "data"));
-    int n_fields;
-    const pn_reader_field *fields = pn_stage_fields(t->stage, &n_fields);
-    pn_reader_options opts = {.global_batch = cfg->batch,
-                              .first = t->grid->replica * t->replica_rows,
-                              .count = t->replica_rows,
-                              .shuffle = true,
-                              .seed = cfg->seed,
-                              .drop_last = true,
-                              .cache_bytes = (size_t)cfg->data_cache_mb << 20};
-    PN_TRY(pn_reader_open(&t->train_data, cfg->data, fields, n_fields, &opts));
-    if (cfg->eval[0]) {
-        opts.shuffle = opts.drop_last = false;
-        PN_TRY(pn_reader_open(&t->eval_data, cfg->eval, fields, n_fields, &opts));
-    }
-    return PN_OK;
-}
-
-/* Places the layers: by the FLOP estimate, or by the times of --layer-times, which
- * every rank reads from the same file, so that every rank places alike. */
-static int place(trainer *t)
-{
-    const pn_graph *g = t->graph;
-    if (!t->cfg.layer_times[0]) return pn_plan_build(&t->plan, g, t->cfg.stages);
-    pn_plan_times *times = NULL;
-    double *layer_s = malloc((size_t)g->n_nodes * sizeof *layer_s);
-    int rc = layer_s ? pn_plan_times_load(&times, g, t->cfg.layer_times)
-                     : pn_error_set(PN_ERR_NOMEM, "out of memory");
-    if (rc == PN_OK) {
-        pn_plan_times_layer_sum(times, layer_s);
-        rc = pn_plan_build_timed(&t->plan, g, t->cfg.stages, layer_s);
-    }
-    pn_plan_times_free(times);
-    free(layer_s);
-    return rc;
-}
-
-static int setup(trainer *t, pn_job *job)
-{
-    const pn_graph *g = t->graph;
-    const pn_train_config *cfg = &t->cfg;
-    if (pn_graph_loss_count(g) != 1)
-        return pn_error_set(PN_ERR_INVALID, "%s: layers: training needs exactly one loss layer "
-                                            "(softmax_xent or mse), found %d",
-                            g->file, pn_graph_loss_count(g));
-    PN_TRY(place(t));
-    PN_TRY(pn_comm_create(&t->comm, job, t->plan->stages));
-    t->grid = pn_comm_grid(t->comm);
-    if (cfg->snapshot_dir[0]) /* before any work that a bad directory would lose */
-        PN_TRY(pn_checkpoint_prepare(t->comm, cfg->snapshot_dir));
-    if (t->grid->size > 1) pn_log_set_rank(t->grid->rank);
-    if (cfg->resume[0]) /* the snapshot's seed and batch, before anything uses them */
-        PN_TRY(pn_resume_settings(t->comm, g, &t->cfg, t->resume_path, sizeof t->resume_path));
-    t->fault = pn_fault_for_rank(t->grid->rank);
-    PN_TRY(pn_fault_at(&t->fault, "setup"));
-    pn_math_set_threads(blas_threads(t));
-    PN_TRY(check_layout(t));
-    PN_TRY(pn_graph_check_batch(g, t->replica_rows)); /* evaluation takes a replica's slice */
-    PN_TRY(pn_schedule_build(&t->sched, (pn_schedule_kind)cfg->schedule, t->plan->stages,
-                             t->micro));
-    PN_TRY(pn_schedule_check(t->sched));
-    pn_stage_config sc = {.graph = g, .plan = t->plan, .sched = t->sched, .comm = t->comm,
-                          .device = cfg->device, .seed = cfg->seed, .global_batch = cfg->batch,
-                          .micro_rows = t->micro_rows, .eval_rows = t->replica_rows,
-                          .deterministic = cfg->deterministic, .recompute = cfg->recompute};
-    PN_TRY(pn_stage_create(&t->stage, &sc));
-    PN_TRY(open_data(t));
-    long per_epoch = pn_reader_batches_per_epoch(t->train_data);
-    t->total_steps = cfg->steps > 0 ? cfg->steps : (long)cfg->epochs * per_epoch;
-    t->tokens = pn_graph_tokens_per_sample(g);
-    t->opt_cfg = cfg->optimizer;
-    if (t->opt_cfg.schedule == PN_LR_COSINE && t->opt_cfg.total_steps == 0) {
-        t->opt_cfg.total_steps = t->total_steps;
-        if (t->total_steps <= t->opt_cfg.warmup_steps) /* else "total_steps", never written */
-            return pn_error_set(PN_ERR_INVALID, "%s: the cosine schedule's warmup_steps (%ld) "
-                                "leave nothing of a run of %ld steps: give more --steps or "
-                                "epochs, or fewer warmup_steps", g->file,
-                                t->opt_cfg.warmup_steps, t->total_steps);
-    }
-    PN_TRY(pn_optimizer_create(&t->opt, &t->opt_cfg, pn_stage_params(t->stage)));
-    PN_TRY(pn_global_sums_create(&t->sums, g, pn_stage_params(t->stage), t->comm));
-    if (cfg->metrics[0] && is_root(t))
-        PN_TRY(pn_metrics_open(&t->metrics, cfg->metrics, t->resume_path[0] != '\0'));
-    if (!(t->config = json_dumps(g->root, JSON_INDENT(2) | JSON_PRESERVE_ORDER)))
-        return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    return PN_OK;
-}
-
-static void teardown(trainer *t)
-{
-    pn_metrics_close(t->metrics);
-    if (t->eval_data) pn_reader_close(t->eval_data);
-    if (t->train_data) pn_reader_close(t->train_data);
-    pn_optimizer_free(t->opt);
-    pn_global_sums_free(t->sums);
-    pn_stage_free(t->stage);
-    free(t->config);
-    pn_schedule_free(t->sched);
-    pn_plan_free(t->plan);
-    pn_comm_free(t->comm);
-}
 
 /* --- the stall watchdog ----------------------------------------------------------- */
 
@@ -435,7 +245,7 @@ static void announce(trainer *t)
                       t->graph->name, pn_graph_param_count(t->graph),
                       pn_reader_samples(t->train_data), cfg->batch,
                       pn_reader_batches_per_epoch(t->train_data), t->total_steps,
-                      blas_threads(t));
+                      t->threads);
     if (t->grid->size > 1)
         pn_progress_print(&t->progress,
                           "layout: %d replica(s) x %d stage(s), %d micro-batches of %d, %s",
@@ -598,7 +408,7 @@ int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_job *job,
     trainer t = {.graph = g, .cfg = *cfg, .hooks = hooks};
     pn_stop_signals_catch(); /* the program has done so already; a library caller may not */
     pn_train_result r = {0, NAN, NAN, NAN, 0, 0, NULL, 0, 0, 0};
-    int rc = setup(&t, job);
+    int rc = pn_trainer_setup(&t, job);
     if (t.comm) {
         rc = pn_comm_agree(t.comm, rc);
     } else if (rc < 0 && pn_job_rank(job) != 0) { /* no layout yet: every rank failed alike */
@@ -618,7 +428,7 @@ int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_job *job,
                            t.grid->replica);
     if (rc != PN_ERR_STALL) /* else the job ends now, and MPI may still write into what
                                the abandoned wait handed it: nothing is freed */
-        teardown(&t);
+        pn_trainer_teardown(&t);
     if (result)
         *result = r;
     else

@@ -1,0 +1,63 @@
+/* The trainer's state, shared by its two files: trainer_setup.c (layout, schedule,
+ * the stage runtime, data, optimizer) and trainer.c (the loop). Private to them; the
+ * public face is trainer.h. */
+#ifndef PN_TRAINER_SETUP_H
+#define PN_TRAINER_SETUP_H
+
+#include <stdbool.h>
+
+#include "io/reader.h"
+#include "pipeline/checkpoint.h"
+#include "mpi/comm.h"
+#include "pipeline/fault.h"
+#include "pipeline/global_sums.h"
+#include "pipeline/metrics.h"
+#include "pipeline/optimizer.h"
+#include "pipeline/plan.h"
+#include "pipeline/progress.h"
+#include "pipeline/schedule.h"
+#include "pipeline/stage.h"
+#include "pipeline/trainer.h"
+
+enum { STEP_TIMES = 31 };
+
+typedef struct trainer {
+    const pn_graph *graph;
+    pn_train_config cfg;                 /* the caller's, with a resume's seed and batch */
+    const pn_train_hooks *hooks;
+    pn_comm *comm;
+    const pn_grid *grid;
+    pn_plan *plan;
+    pn_schedule *sched;
+    int micro, micro_rows, replica_rows; /* M, samples per micro-batch, per replica */
+    pn_stage *stage;
+    pn_optimizer *opt;
+    pn_optimizer_config opt_cfg;          /* with the run's length filled in */
+    pn_global_sums *sums;
+    pn_reader *train_data, *eval_data;
+    pn_metrics *metrics;
+    pn_progress progress;
+    long total_steps;
+    int threads;                         /* BLAS threads of this rank */
+    int tokens;                          /* positions per sample: tokens/s of sequence models */
+    pn_fault fault;
+    pn_progress_mark start;              /* where the run starts (a resumed snapshot) */
+    char resume_path[PN_PATH_MAX + 32];  /* the snapshot resumed from, "" for none */
+    double step_s[STEP_TIMES];           /* the last steps' times, for the stall bound */
+    long timed;                          /* steps timed in this run */
+    bool failed_together;                /* an agreed failure (a snapshot): no abort */
+    bool tracing;                        /* --trace: every rank records its timeline */
+    char *config;                        /* the model's JSON text, for snapshots */
+} trainer;
+
+/* Rank 0 of the job: the one that prints and writes metrics. */
+static inline bool is_root(const trainer *t) { return t->grid->rank == 0; }
+
+/* Builds everything a run needs, in an order that loses no work to a bad setting
+ * (the snapshot directory is checked before the data is read). */
+int pn_trainer_setup(trainer *t, pn_job *job);
+
+/* Frees what pn_trainer_setup built (any part may be missing). */
+void pn_trainer_teardown(trainer *t);
+
+#endif
