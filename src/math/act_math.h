@@ -87,8 +87,11 @@ PN_AM_FN float pn_am_exp(float x)
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * (r * r) + r + 1.0f;
+    /* 2^k1 and 2^k2 as exponent bits; unsigned, because a NaN x gives a k far out of
+     * range (the product with p's NaN is NaN whatever those bits are) */
     int32_t k1 = k / 2, k2 = k - k1;
-    return p * pn_am_float((k1 + 127) * (1 << 23)) * pn_am_float((k2 + 127) * (1 << 23));
+    return p * pn_am_float((int32_t)((uint32_t)(k1 + 127) << 23)) *
+           pn_am_float((int32_t)((uint32_t)(k2 + 127) << 23));
 }
 
 /* tanh: below |x| = 0.625 Cephes' odd polynomial (no cancellation near 0), above
