@@ -23,6 +23,7 @@ typedef struct grad_case {
     int n_inputs;
     pn_shape in[MAX_IN];
     int id_range[MAX_IN];    /* ids inputs draw from [0, id_range) */
+    int lens[3];             /* input 0's length of sample b is lens[b % 3]; 0: fixed */
 } grad_case;
 
 #define F(w, s) {(w), (s), false}
@@ -57,6 +58,9 @@ static const grad_case cases[] = {
     {"softmax_xent", "{}", 2, {F(3, 3), IDS(3)}, {0, 3}},
     {"mse", "{}", 2, {F(5, 1), F(5, 1)}, {0}},
     {"mse", "{}", 2, {F(2, 3), F(2, 3)}, {0}},
+    {"lstm", "{\"size\": 3}", 1, {F(4, 4)}, {0}},
+    {"lstm", "{\"size\": 2}", 1, {F(3, 5)}, {0}, {1, 5, 2}},
+    {"lstm", "{\"size\": 3, \"reverse\": true}", 1, {F(2, 5)}, {0}, {3, 1, 2}},
 };
 enum { N_CASES = sizeof cases / sizeof *cases };
 
@@ -69,6 +73,7 @@ typedef struct harness {
     pn_layer_inst inst;
     pn_params *params;
     pn_arg in[MAX_IN], out;
+    int lengths[8];
     pn_arg *in_ptrs[MAX_IN];
     pn_pass pass;
 } harness;
@@ -102,6 +107,10 @@ static void harness_init(harness *h, const grad_case *c, int batch, uint64_t see
         h->in_ptrs[i] = &h->in[i];
     }
     ck_assert_int_eq(pn_arg_reserve(&h->out, host, h->layer->out_shape, batch, true), 0);
+    if (c->lens[0]) {
+        for (int b = 0; b < batch; b++) h->lengths[b] = c->lens[b % 3];
+        h->in[0].lengths = h->lengths;
+    }
     h->pass = (pn_pass){.training = true, .seed = seed, .step = 5, .sample0 = 7};
 }
 

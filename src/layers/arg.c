@@ -18,6 +18,7 @@ int pn_arg_reserve(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool wit
     a->batch = batch;
     a->seq_starts = NULL;
     a->n_seqs = 0;
+    a->lengths = NULL;
     if (shape.ids) {
         PN_TRY(pn_buffer_reserve(&a->ids_buf, dev, (size_t)rows * sizeof(int)));
         a->ids = a->ids_buf.data;

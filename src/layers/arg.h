@@ -20,8 +20,14 @@ typedef struct pn_arg {
     pn_matrix value;  /* [batch * seq, width]; empty for ids */
     pn_matrix grad;   /* same shape; data == NULL when no gradient flows here */
     int *ids;         /* [batch * seq] on value's device; NULL for float edges */
-    int *seq_starts;  /* [n_seqs + 1] row where each sequence starts; NULL: fixed seq */
+    int *seq_starts;  /* [n_seqs + 1] row where each sequence starts; NULL: fixed seq
+                       * (reserved for a packed layout; no layer uses it yet) */
     int n_seqs;
+    /* [batch] real positions of each sample, in [1, shape.seq], in host memory (the
+     * schedule of a recurrent layer is planned on the host, like Paddle's
+     * SequenceToBatch); rows past a sample's length are padding. NULL: every sample
+     * is shape.seq long (the fixed-length layout). Set by whoever feeds the arg. */
+    const int *lengths;
     int batch;        /* samples in this arg */
     pn_shape shape;
     pn_buffer value_buf, grad_buf, ids_buf; /* storage when the arg owns it */
