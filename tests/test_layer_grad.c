@@ -61,6 +61,9 @@ static const grad_case cases[] = {
     {"lstm", "{\"size\": 3}", 1, {F(4, 4)}, {0}},
     {"lstm", "{\"size\": 2}", 1, {F(3, 5)}, {0}, {1, 5, 2}},
     {"lstm", "{\"size\": 3, \"reverse\": true}", 1, {F(2, 5)}, {0}, {3, 1, 2}},
+    {"gru", "{\"size\": 3}", 1, {F(4, 4)}, {0}},
+    {"gru", "{\"size\": 2}", 1, {F(3, 5)}, {0}, {1, 5, 2}},
+    {"gru", "{\"size\": 3, \"reverse\": true}", 1, {F(2, 5)}, {0}, {3, 1, 2}},
 };
 enum { N_CASES = sizeof cases / sizeof *cases };
 

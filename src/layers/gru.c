@@ -1,0 +1,215 @@
+/* gru: a gated recurrent unit over each sample's sequence (Cho et al.), Paddle's
+ * GatedRecurrentLayer on SequenceToBatch. Per step, with Wh = [Wh_zr Wh_n]:
+ * [z r] = sigmoid(x Wx_zr + h_prev Wh_zr + b_zr); n = tanh(x Wx_n + (r .* h_prev) Wh_n
+ * + b_n); h = z .* n + (1 - z) .* h_prev; h_prev = 0 at the first step.
+ * The input's real rows are gathered time-major (layers/seq_batch.h) and projected by
+ * one GEMM; each step adds two GEMMs over the samples still running. Outputs at
+ * padded positions are zero and padded inputs get no gradient; "reverse" reads every
+ * sample from its last real position to its first. */
+#include <math.h>
+
+#include "base/error.h"
+#include "layers/attrs.h"
+#include "layers/layer_types.h"
+#include "layers/seq_batch.h"
+
+typedef struct gru_attrs {
+    int size;
+    bool reverse;
+} gru_attrs;
+
+typedef struct gru_scratch {
+    pn_seq_batch sb;
+    pn_buffer xb;    /* [total, in] inputs in batch order */
+    pn_buffer gates; /* [total, 3H] activated z r n */
+    pn_buffer rh;    /* [total, H] r .* h_prev */
+    pn_buffer hid;   /* [total, H] h */
+    pn_buffer dgates, dhid, tmp, tmp2, dxb;
+} gru_scratch;
+
+enum { WX, WH, B };
+
+static const char *const gru_attr_names[] = {"size", "reverse", NULL};
+
+static int gru_parse(pn_layer *l, const json_t *spec)
+{
+    gru_attrs *s = l->attrs;
+    PN_TRY(pn_attr_bool(l, spec, "reverse", false, &s->reverse));
+    return pn_attr_int(l, spec, "size", true, 1, 0, &s->size);
+}
+
+static int gru_infer(pn_layer *l)
+{
+    const gru_attrs *s = l->attrs;
+    if (l->in_shapes[0].ids)
+        return pn_attr_error(l, "input", "integer ids (an embedding layer takes them)",
+                             "float values");
+    if ((int64_t)s->size * 3 > INT32_MAX)
+        return pn_attr_error(l, "size", "too large", "at most %d", INT32_MAX / 3);
+    l->out_shape = (pn_shape){s->size, l->in_shapes[0].seq, false};
+    return PN_OK;
+}
+
+static void gru_declare(pn_layer *l)
+{
+    const gru_attrs *s = l->attrs;
+    float in = (float)l->in_shapes[0].width, h = (float)s->size;
+    pn_layer_add_param(l, "wx", l->in_shapes[0].width, 3 * s->size,
+                       (pn_init){PN_INIT_UNIFORM, sqrtf(6.0f / (in + h))}, true);
+    pn_layer_add_param(l, "wh", s->size, 3 * s->size,
+                       (pn_init){PN_INIT_UNIFORM, sqrtf(3.0f / h)}, true);
+    pn_layer_add_param(l, "b", 1, 3 * s->size, (pn_init){PN_INIT_ZEROS, 0}, false);
+}
+
+static int gru_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
+{
+    (void)pass;
+    const gru_attrs *s = x->layer->attrs;
+    gru_scratch *k = x->scratch;
+    pn_seq_batch *sb = &k->sb;
+    int H = s->size, seq = x->layer->out_shape.seq;
+    pn_device dev = out->value.device;
+    PN_TRY(pn_seq_batch_plan(sb, dev, in[0]->batch, seq, in[0]->lengths, s->reverse));
+    PN_TRY(pn_fill(&out->value, 0.0f));
+    if (sb->total == 0) return PN_OK;
+    pn_matrix xb, g, rh, h;
+    pn_matrix wx = pn_layer_param(x, WX), wh = pn_layer_param(x, WH), b = pn_layer_param(x, B);
+    pn_matrix wh_zr = pn_matrix_cols(wh, 0, 2 * H), wh_n = pn_matrix_cols(wh, 2 * H, H);
+    PN_TRY(pn_layer_scratch(&k->xb, dev, sb->total, in[0]->value.cols, &xb));
+    PN_TRY(pn_layer_scratch(&k->gates, dev, sb->total, 3 * H, &g));
+    PN_TRY(pn_layer_scratch(&k->rh, dev, sb->total, H, &rh));
+    PN_TRY(pn_layer_scratch(&k->hid, dev, sb->total, H, &h));
+    PN_TRY(pn_gather_rows(&in[0]->value, sb->index, &xb));
+    PN_TRY(pn_gemm(false, false, 1.0f, &xb, &wx, 0.0f, &g));
+    PN_TRY(pn_add_row_vector(&b, &g));
+    for (int t = 0; t < sb->steps; t++) {
+        int n = sb->count[t], off = sb->offset[t], prev = t > 0 ? sb->offset[t - 1] : 0;
+        pn_matrix gt = pn_matrix_rows(g, off, n), ht = pn_matrix_rows(h, off, n);
+        pn_matrix gzr = pn_matrix_cols(gt, 0, 2 * H), gz = pn_matrix_cols(gt, 0, H);
+        pn_matrix gr = pn_matrix_cols(gt, H, H), gn = pn_matrix_cols(gt, 2 * H, H);
+        pn_matrix hp = pn_matrix_rows(h, prev, n), rht = pn_matrix_rows(rh, off, n);
+        if (t > 0) PN_TRY(pn_gemm(false, false, 1.0f, &hp, &wh_zr, 1.0f, &gzr));
+        PN_TRY(pn_act_forward(PN_ACT_SIGMOID, &gzr, &gzr));
+        if (t > 0) {
+            PN_TRY(pn_mul(&gr, &hp, 0.0f, &rht));
+            PN_TRY(pn_gemm(false, false, 1.0f, &rht, &wh_n, 1.0f, &gn));
+        }
+        PN_TRY(pn_act_forward(PN_ACT_TANH, &gn, &gn));
+        if (t > 0) { /* h = h_prev + z .* (n - h_prev) */
+            PN_TRY(pn_copy(&gn, &ht));
+            PN_TRY(pn_axpy(-1.0f, &hp, &ht));
+            PN_TRY(pn_mul(&gz, &ht, 0.0f, &ht));
+            PN_TRY(pn_axpy(1.0f, &hp, &ht));
+        } else {
+            PN_TRY(pn_mul(&gz, &gn, 0.0f, &ht));
+        }
+    }
+    return pn_scatter_add_rows(&h, sb->index, &out->value);
+}
+
+static int gru_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
+{
+    (void)pass;
+    const gru_attrs *s = x->layer->attrs;
+    gru_scratch *k = x->scratch;
+    pn_seq_batch *sb = &k->sb;
+    int H = s->size, total = sb->total;
+    if (total == 0) return PN_OK;
+    pn_device dev = out->grad.device;
+    pn_matrix xb = pn_matrix_on(&k->xb, total, in[0]->value.cols);
+    pn_matrix g = pn_matrix_on(&k->gates, total, 3 * H), rh = pn_matrix_on(&k->rh, total, H);
+    pn_matrix h = pn_matrix_on(&k->hid, total, H);
+    pn_matrix dg, dh, tmp, tmp2;
+    PN_TRY(pn_layer_scratch(&k->dgates, dev, total, 3 * H, &dg));
+    PN_TRY(pn_layer_scratch(&k->dhid, dev, total, H, &dh));
+    PN_TRY(pn_layer_scratch(&k->tmp, dev, sb->batch, H, &tmp));
+    PN_TRY(pn_layer_scratch(&k->tmp2, dev, sb->batch, H, &tmp2));
+    PN_TRY(pn_gather_rows(&out->grad, sb->index, &dh));
+    pn_matrix wx = pn_layer_param(x, WX), wh = pn_layer_param(x, WH);
+    pn_matrix dwx = pn_layer_param_grad(x, WX), dwh = pn_layer_param_grad(x, WH);
+    pn_matrix db = pn_layer_param_grad(x, B);
+    pn_matrix wh_zr = pn_matrix_cols(wh, 0, 2 * H), wh_n = pn_matrix_cols(wh, 2 * H, H);
+    pn_matrix dwh_zr = pn_matrix_cols(dwh, 0, 2 * H), dwh_n = pn_matrix_cols(dwh, 2 * H, H);
+    for (int t = sb->steps - 1; t >= 0; t--) {
+        int n = sb->count[t], off = sb->offset[t], prev = t > 0 ? sb->offset[t - 1] : 0;
+        pn_matrix gt = pn_matrix_rows(g, off, n), dgt = pn_matrix_rows(dg, off, n);
+        pn_matrix gz = pn_matrix_cols(gt, 0, H), gr = pn_matrix_cols(gt, H, H);
+        pn_matrix gn = pn_matrix_cols(gt, 2 * H, H), dgzr = pn_matrix_cols(dgt, 0, 2 * H);
+        pn_matrix dgz = pn_matrix_cols(dgt, 0, H), dgr = pn_matrix_cols(dgt, H, H);
+        pn_matrix dgn = pn_matrix_cols(dgt, 2 * H, H), dht = pn_matrix_rows(dh, off, n);
+        pn_matrix tm = pn_matrix_rows(tmp, 0, n), tm2 = pn_matrix_rows(tmp2, 0, n);
+        pn_matrix hp = pn_matrix_rows(h, prev, n), dhp = pn_matrix_rows(dh, prev, n);
+        /* dn = dh .* z; dz = dh .* (n - h_prev) */
+        PN_TRY(pn_mul(&dht, &gz, 0.0f, &tm));
+        PN_TRY(pn_act_backward(PN_ACT_TANH, NULL, &gn, &tm, 0.0f, &dgn));
+        PN_TRY(pn_copy(&gn, &tm));
+        if (t > 0) PN_TRY(pn_axpy(-1.0f, &hp, &tm));
+        PN_TRY(pn_mul(&dht, &tm, 0.0f, &tm));
+        PN_TRY(pn_act_backward(PN_ACT_SIGMOID, NULL, &gz, &tm, 0.0f, &dgz));
+        if (t == 0) {
+            PN_TRY(pn_fill(&dgr, 0.0f));
+            continue;
+        }
+        pn_matrix rht = pn_matrix_rows(rh, off, n);
+        /* dh_prev += dh .* (1 - z) */
+        PN_TRY(pn_axpy(1.0f, &dht, &dhp));
+        PN_TRY(pn_mul(&dht, &gz, 0.0f, &tm));
+        PN_TRY(pn_axpy(-1.0f, &tm, &dhp));
+        /* d(r .* h_prev) = dn Wh_n^T; dr = that .* h_prev; dh_prev += that .* r */
+        PN_TRY(pn_gemm(false, true, 1.0f, &dgn, &wh_n, 0.0f, &tm2));
+        PN_TRY(pn_gemm(true, false, 1.0f, &rht, &dgn, 1.0f, &dwh_n));
+        PN_TRY(pn_mul(&tm2, &hp, 0.0f, &tm));
+        PN_TRY(pn_act_backward(PN_ACT_SIGMOID, NULL, &gr, &tm, 0.0f, &dgr));
+        PN_TRY(pn_mul(&tm2, &gr, 1.0f, &dhp));
+        PN_TRY(pn_gemm(false, true, 1.0f, &dgzr, &wh_zr, 1.0f, &dhp));
+        PN_TRY(pn_gemm(true, false, 1.0f, &hp, &dgzr, 1.0f, &dwh_zr));
+    }
+    PN_TRY(pn_gemm(true, false, 1.0f, &xb, &dg, 1.0f, &dwx));
+    PN_TRY(pn_col_sums(&dg, 1.0f, &db));
+    if (!in[0]->grad.data) return PN_OK;
+    pn_matrix dxb;
+    PN_TRY(pn_layer_scratch(&k->dxb, dev, total, in[0]->value.cols, &dxb));
+    PN_TRY(pn_gemm(false, true, 1.0f, &dg, &wx, 0.0f, &dxb));
+    return pn_scatter_add_rows(&dxb, sb->index, &in[0]->grad);
+}
+
+static double gru_flops(const pn_layer *l)
+{
+    double seq = l->in_shapes[0].seq, in = l->in_shapes[0].width;
+    double h = ((const gru_attrs *)l->attrs)->size;
+    return seq * (6.0 * 3.0 * h * (in + h) + 40.0 * h);
+}
+
+static double gru_saved_bytes(const pn_layer *l)
+{
+    double seq = l->in_shapes[0].seq, in = l->in_shapes[0].width;
+    double h = ((const gru_attrs *)l->attrs)->size;
+    return seq * (in + 5.0 * h) * sizeof(float);
+}
+
+static void gru_release(pn_layer_inst *x)
+{
+    gru_scratch *k = x->scratch;
+    pn_seq_batch_release(&k->sb);
+    pn_buffer *bufs[] = {&k->xb,   &k->gates, &k->rh,   &k->hid, &k->dgates,
+                         &k->dhid, &k->tmp,   &k->tmp2, &k->dxb};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) pn_buffer_release(bufs[i]);
+}
+
+const pn_layer_type pn_layer_gru = {
+    .name = "gru",
+    .summary = "GRU over each sample's sequence (respects lengths); attrs size, reverse",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .attrs_size = sizeof(gru_attrs),
+    .scratch_size = sizeof(gru_scratch),
+    .attrs = gru_attr_names,
+    .parse = gru_parse,
+    .infer = gru_infer,
+    .declare = gru_declare,
+    .forward = gru_forward,
+    .backward = gru_backward,
+    .flops = gru_flops,
+    .saved_bytes = gru_saved_bytes,
+    .release = gru_release,
+};
