@@ -64,6 +64,12 @@ static const grad_case cases[] = {
     {"gru", "{\"size\": 3}", 1, {F(4, 4)}, {0}},
     {"gru", "{\"size\": 2}", 1, {F(3, 5)}, {0}, {1, 5, 2}},
     {"gru", "{\"size\": 3, \"reverse\": true}", 1, {F(2, 5)}, {0}, {3, 1, 2}},
+    {"seq_pool", "{\"mode\": \"last\"}", 1, {F(4, 3)}, {0}},
+    {"seq_pool", "{\"mode\": \"last\"}", 1, {F(3, 5)}, {0}, {2, 5, 1}},
+    {"seq_pool", "{\"mode\": \"mean\"}", 1, {F(4, 3)}, {0}},
+    {"seq_pool", "{\"mode\": \"mean\"}", 1, {F(3, 5)}, {0}, {1, 3, 2}},
+    {"seq_pool", "{\"mode\": \"max\"}", 1, {F(4, 3)}, {0}},
+    {"seq_pool", "{\"mode\": \"max\"}", 1, {F(3, 5)}, {0}, {5, 2, 1}},
 };
 enum { N_CASES = sizeof cases / sizeof *cases };
 

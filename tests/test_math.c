@@ -313,6 +313,43 @@ START_TEST(gather_and_scatter_rows)
 }
 END_TEST
 
+START_TEST(seq_max_respects_lengths)
+{
+    pn_rng rng;
+    pn_rng_init(&rng, 11, 0);
+    int period = 4, batch = 3, c = 5, lengths[3] = {1, 4, 3}, arg[15];
+    pn_matrix x = tu_alloc(batch * period, c, 2), y = tu_alloc(batch, c, 1);
+    pn_matrix dx = tu_alloc(batch * period, c, 0);
+    tu_fill_uniform(&x, &rng, 1.0f);
+    tu_fill_uniform(&dx, &rng, 1.0f);
+    double want[15], want_dx[60];
+    for (int i = 0; i < batch * period; i++)
+        for (int j = 0; j < c; j++) want_dx[i * c + j] = at(&dx, i, j);
+    for (int b = 0; b < batch; b++)
+        for (int j = 0; j < c; j++) {
+            int best = b * period;
+            for (int t = 1; t < lengths[b]; t++)
+                if (at(&x, b * period + t, j) > at(&x, best, j)) best = b * period + t;
+            want[b * c + j] = at(&x, best, j);
+            want_dx[best * c + j] += want[b * c + j];
+        }
+    ck_assert_int_eq(pn_seq_max_forward(&x, period, lengths, &y, arg), 0);
+    tu_assert_matrix_near(&y, want, 0, 0, "seq_max");
+    ck_assert_int_eq(pn_seq_max_backward(&y, arg, &dx), 0);
+    tu_assert_matrix_near(&dx, want_dx, 1e-6, 1e-7, "seq_max_backward");
+    ck_assert_int_eq(pn_seq_max_forward(&x, period, NULL, &y, arg), 0); /* all 4 long */
+    for (int j = 0; j < c; j++) {
+        double m = at(&x, 4, j);
+        for (int t = 5; t < 8; t++) m = fmax(m, at(&x, t, j));
+        ck_assert(at(&y, 1, j) == m);
+    }
+    lengths[2] = 5;
+    ck_assert_int_eq(pn_seq_max_forward(&x, period, lengths, &y, arg), PN_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(pn_error_message(), "sample 2 has length 5"));
+    tu_free(&x), tu_free(&y), tu_free(&dx);
+}
+END_TEST
+
 START_TEST(dropout_mask_depends_on_global_row)
 {
     int r = 64, c = 33;
@@ -413,6 +450,7 @@ static Suite *math_suite(void)
     tcase_add_test(tc, mse_matches_naive);
     tcase_add_test(tc, layernorm_forward_matches_naive);
     tcase_add_test(tc, gather_and_scatter_rows);
+    tcase_add_test(tc, seq_max_respects_lengths);
     tcase_add_test(tc, dropout_mask_depends_on_global_row);
     tcase_add_test(tc, pool_reuses_blocks);
     tcase_add_test(tc, buffer_copies_check_bounds);

@@ -17,6 +17,7 @@ extern const pn_layer_type pn_layer_softmax_xent;
 extern const pn_layer_type pn_layer_mse;
 extern const pn_layer_type pn_layer_lstm;
 extern const pn_layer_type pn_layer_gru;
+extern const pn_layer_type pn_layer_seq_pool;
 
 /* The dataset a data layer reads (its "dataset" attribute, else its name). */
 const char *pn_data_layer_dataset(const pn_layer *l);

@@ -59,6 +59,9 @@ typedef struct pn_backend {
                               pn_matrix *dbeta);
     int (*gather_rows)(const pn_matrix *table, const int *ids, pn_matrix *out);
     int (*scatter_add_rows)(const pn_matrix *dout, const int *ids, pn_matrix *dtable);
+    int (*seq_max_forward)(const pn_matrix *x, int period, const int *lengths, pn_matrix *y,
+                           int *arg);
+    int (*seq_max_backward)(const pn_matrix *dy, const int *arg, pn_matrix *dx);
 
     /* Optimizer: the fused parameter update (see pn_optimizer_update). */
     int (*optimizer_update)(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,

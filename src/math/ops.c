@@ -243,6 +243,23 @@ int pn_scatter_add_rows(const pn_matrix *dout, const int *ids, pn_matrix *dtable
     DISPATCH("scatter_add_rows", dtable->device, scatter_add_rows, dout, ids, dtable);
 }
 
+int pn_seq_max_forward(const pn_matrix *x, int period, const int *lengths, pn_matrix *y,
+                       int *arg)
+{
+    if (period < 1 || x->cols != y->cols || (long)y->rows * period != x->rows)
+        return pn_error_set(PN_ERR_INTERNAL, "seq_max: %d x %d rows are not %d samples of %d",
+                            x->rows, x->cols, y->rows, period);
+    DEVICES("seq_max", y->device, x);
+    DISPATCH("seq_max", y->device, seq_max_forward, x, period, lengths, y, arg);
+}
+
+int pn_seq_max_backward(const pn_matrix *dy, const int *arg, pn_matrix *dx)
+{
+    if (dx->cols != dy->cols) return shape_error("seq_max_backward", dy, dx);
+    DEVICES("seq_max_backward", dx->device, dy);
+    DISPATCH("seq_max_backward", dx->device, seq_max_backward, dy, arg, dx);
+}
+
 int pn_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
                         pn_matrix *slot1, pn_matrix *slot2)
 {

@@ -87,6 +87,15 @@ int pn_gather_rows(const pn_matrix *table, const int *ids, pn_matrix *out);
 /* dtable[ids[i],:] += dout[i,:] */
 int pn_scatter_add_rows(const pn_matrix *dout, const int *ids, pn_matrix *dtable);
 
+/* Max over each sample's real rows (sequence max pooling): for b < y->rows,
+ * y[b,j] = max of x[b*period + t, j] over t < lengths[b] (lengths: y->rows ints on
+ * the device, each in [1, period]; NULL: all period), and arg[b*cols + j] = the row of
+ * x that held it (the first on ties); x has y->rows * period rows. */
+int pn_seq_max_forward(const pn_matrix *x, int period, const int *lengths, pn_matrix *y,
+                       int *arg);
+/* dx[arg[b*cols + j], j] += dy[b, j] */
+int pn_seq_max_backward(const pn_matrix *dy, const int *arg, pn_matrix *dx);
+
 /* The update rules of pn_optimizer_update (adamw is ADAM with decoupled decay). */
 typedef enum pn_update_rule {
     PN_UPDATE_SGD = 0, /* no slot */

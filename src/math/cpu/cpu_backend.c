@@ -76,5 +76,7 @@ const pn_backend pn_cpu_backend = {
     .layernorm_backward = pn_cpu_layernorm_backward,
     .gather_rows = pn_cpu_gather_rows,
     .scatter_add_rows = pn_cpu_scatter_add_rows,
+    .seq_max_forward = pn_cpu_seq_max_forward,
+    .seq_max_backward = pn_cpu_seq_max_backward,
     .optimizer_update = pn_cpu_optimizer_update,
 };

@@ -34,6 +34,9 @@ int pn_cpu_layernorm_backward(const pn_matrix *x, const pn_matrix *gamma,
                               pn_matrix *dx, pn_matrix *dgamma, pn_matrix *dbeta);
 int pn_cpu_gather_rows(const pn_matrix *table, const int *ids, pn_matrix *out);
 int pn_cpu_scatter_add_rows(const pn_matrix *dout, const int *ids, pn_matrix *dtable);
+int pn_cpu_seq_max_forward(const pn_matrix *x, int period, const int *lengths, pn_matrix *y,
+                           int *arg);
+int pn_cpu_seq_max_backward(const pn_matrix *dy, const int *arg, pn_matrix *dx);
 int pn_cpu_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
                             pn_matrix *slot1, pn_matrix *slot2);
 

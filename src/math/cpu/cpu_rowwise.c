@@ -229,3 +229,39 @@ int pn_cpu_scatter_add_rows(const pn_matrix *dout, const int *ids, pn_matrix *dt
     }
     return PN_OK;
 }
+
+int pn_cpu_seq_max_forward(const pn_matrix *x, int period, const int *lengths, pn_matrix *y,
+                           int *arg)
+{
+    for (int b = 0; b < y->rows; b++) {
+        int len = lengths ? lengths[b] : period, first = b * period;
+        if (len < 1 || len > period)
+            return pn_error_set(PN_ERR_INVALID, "seq_max: sample %d has length %d, outside "
+                                "[1, %d]", b, len, period);
+        float *yr = pn_cpu_row(y, b);
+        int *ar = arg + (size_t)b * (size_t)y->cols;
+        const float *x0 = pn_cpu_row(x, first);
+        for (int j = 0; j < y->cols; j++) yr[j] = x0[j], ar[j] = first;
+        for (int t = 1; t < len; t++) {
+            const float *xr = pn_cpu_row(x, first + t);
+            for (int j = 0; j < y->cols; j++)
+                if (xr[j] > yr[j]) yr[j] = xr[j], ar[j] = first + t;
+        }
+    }
+    return PN_OK;
+}
+
+int pn_cpu_seq_max_backward(const pn_matrix *dy, const int *arg, pn_matrix *dx)
+{
+    for (int b = 0; b < dy->rows; b++) {
+        const float *dyr = pn_cpu_row(dy, b);
+        const int *ar = arg + (size_t)b * (size_t)dy->cols;
+        for (int j = 0; j < dy->cols; j++) {
+            if (ar[j] < 0 || ar[j] >= dx->rows)
+                return pn_error_set(PN_ERR_INVALID, "seq_max_backward: row %d outside [0, %d)",
+                                    ar[j], dx->rows);
+            pn_cpu_row(dx, ar[j])[j] += dyr[j];
+        }
+    }
+    return PN_OK;
+}
