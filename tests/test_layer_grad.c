@@ -30,45 +30,45 @@ typedef struct grad_case {
 #define IDS(s) {0, (s), true}
 
 static const grad_case cases[] = {
-    {"data", "{\"size\": 5}", 0, {{0}}, {0}},
-    {"fc", "{\"size\": 5}", 1, {F(7, 1)}, {0}},
-    {"fc", "{\"size\": 3, \"act\": \"relu\"}", 1, {F(6, 2)}, {0}},
-    {"fc", "{\"size\": 4, \"act\": \"tanh\", \"bias\": false}", 1, {F(5, 1)}, {0}},
-    {"fc", "{\"size\": 4, \"act\": \"sigmoid\"}", 1, {F(3, 1)}, {0}},
-    {"fc", "{\"size\": 3, \"act\": \"gelu\"}", 1, {F(5, 3)}, {0}},
-    {"fc", "{\"size\": 5, \"act\": \"softmax\"}", 1, {F(4, 1)}, {0}},
-    {"act", "{\"act\": \"relu\"}", 1, {F(9, 1)}, {0}},
-    {"act", "{\"act\": \"tanh\"}", 1, {F(7, 2)}, {0}},
-    {"act", "{\"act\": \"sigmoid\"}", 1, {F(7, 1)}, {0}},
-    {"act", "{\"act\": \"gelu\"}", 1, {F(7, 1)}, {0}},
-    {"act", "{\"act\": \"softmax\"}", 1, {F(5, 3)}, {0}},
-    {"embedding", "{\"vocab\": 5, \"size\": 4}", 1, {IDS(3)}, {5}},
-    {"embedding", "{\"vocab\": 6, \"size\": 3, \"positions\": true}", 1, {IDS(4)}, {6}},
-    {"layernorm", "{}", 1, {F(7, 2)}, {0}},
-    {"layernorm", "{\"eps\": 0.001}", 1, {F(3, 1)}, {0}},
-    {"add", "{}", 3, {F(5, 1), F(5, 1), F(5, 1)}, {0}},
-    {"add", "{}", 2, {F(3, 4), F(3, 4)}, {0}},
-    {"concat", "{}", 2, {F(3, 2), F(4, 2)}, {0}},
-    {"concat", "{}", 3, {F(1, 1), F(5, 1), F(2, 1)}, {0}},
-    {"dropout", "{\"rate\": 0.4}", 1, {F(9, 1)}, {0}},
-    {"attention", "{\"heads\": 3}", 1, {F(6, 5)}, {0}},
-    {"attention", "{\"heads\": 1}", 1, {F(4, 3)}, {0}},
-    {"attention", "{\"heads\": 2}", 1, {F(4, 1)}, {0}},
-    {"softmax_xent", "{}", 2, {F(7, 1), IDS(1)}, {0, 7}},
-    {"softmax_xent", "{}", 2, {F(3, 3), IDS(3)}, {0, 3}},
-    {"mse", "{}", 2, {F(5, 1), F(5, 1)}, {0}},
-    {"mse", "{}", 2, {F(2, 3), F(2, 3)}, {0}},
-    {"lstm", "{\"size\": 3}", 1, {F(4, 4)}, {0}},
+    {"data", "{\"size\": 5}", 0, {{0}}, {0}, {0}},
+    {"fc", "{\"size\": 5}", 1, {F(7, 1)}, {0}, {0}},
+    {"fc", "{\"size\": 3, \"act\": \"relu\"}", 1, {F(6, 2)}, {0}, {0}},
+    {"fc", "{\"size\": 4, \"act\": \"tanh\", \"bias\": false}", 1, {F(5, 1)}, {0}, {0}},
+    {"fc", "{\"size\": 4, \"act\": \"sigmoid\"}", 1, {F(3, 1)}, {0}, {0}},
+    {"fc", "{\"size\": 3, \"act\": \"gelu\"}", 1, {F(5, 3)}, {0}, {0}},
+    {"fc", "{\"size\": 5, \"act\": \"softmax\"}", 1, {F(4, 1)}, {0}, {0}},
+    {"act", "{\"act\": \"relu\"}", 1, {F(9, 1)}, {0}, {0}},
+    {"act", "{\"act\": \"tanh\"}", 1, {F(7, 2)}, {0}, {0}},
+    {"act", "{\"act\": \"sigmoid\"}", 1, {F(7, 1)}, {0}, {0}},
+    {"act", "{\"act\": \"gelu\"}", 1, {F(7, 1)}, {0}, {0}},
+    {"act", "{\"act\": \"softmax\"}", 1, {F(5, 3)}, {0}, {0}},
+    {"embedding", "{\"vocab\": 5, \"size\": 4}", 1, {IDS(3)}, {5}, {0}},
+    {"embedding", "{\"vocab\": 6, \"size\": 3, \"positions\": true}", 1, {IDS(4)}, {6}, {0}},
+    {"layernorm", "{}", 1, {F(7, 2)}, {0}, {0}},
+    {"layernorm", "{\"eps\": 0.001}", 1, {F(3, 1)}, {0}, {0}},
+    {"add", "{}", 3, {F(5, 1), F(5, 1), F(5, 1)}, {0}, {0}},
+    {"add", "{}", 2, {F(3, 4), F(3, 4)}, {0}, {0}},
+    {"concat", "{}", 2, {F(3, 2), F(4, 2)}, {0}, {0}},
+    {"concat", "{}", 3, {F(1, 1), F(5, 1), F(2, 1)}, {0}, {0}},
+    {"dropout", "{\"rate\": 0.4}", 1, {F(9, 1)}, {0}, {0}},
+    {"attention", "{\"heads\": 3}", 1, {F(6, 5)}, {0}, {0}},
+    {"attention", "{\"heads\": 1}", 1, {F(4, 3)}, {0}, {0}},
+    {"attention", "{\"heads\": 2}", 1, {F(4, 1)}, {0}, {0}},
+    {"softmax_xent", "{}", 2, {F(7, 1), IDS(1)}, {0, 7}, {0}},
+    {"softmax_xent", "{}", 2, {F(3, 3), IDS(3)}, {0, 3}, {0}},
+    {"mse", "{}", 2, {F(5, 1), F(5, 1)}, {0}, {0}},
+    {"mse", "{}", 2, {F(2, 3), F(2, 3)}, {0}, {0}},
+    {"lstm", "{\"size\": 3}", 1, {F(4, 4)}, {0}, {0}},
     {"lstm", "{\"size\": 2}", 1, {F(3, 5)}, {0}, {1, 5, 2}},
     {"lstm", "{\"size\": 3, \"reverse\": true}", 1, {F(2, 5)}, {0}, {3, 1, 2}},
-    {"gru", "{\"size\": 3}", 1, {F(4, 4)}, {0}},
+    {"gru", "{\"size\": 3}", 1, {F(4, 4)}, {0}, {0}},
     {"gru", "{\"size\": 2}", 1, {F(3, 5)}, {0}, {1, 5, 2}},
     {"gru", "{\"size\": 3, \"reverse\": true}", 1, {F(2, 5)}, {0}, {3, 1, 2}},
-    {"seq_pool", "{\"mode\": \"last\"}", 1, {F(4, 3)}, {0}},
+    {"seq_pool", "{\"mode\": \"last\"}", 1, {F(4, 3)}, {0}, {0}},
     {"seq_pool", "{\"mode\": \"last\"}", 1, {F(3, 5)}, {0}, {2, 5, 1}},
-    {"seq_pool", "{\"mode\": \"mean\"}", 1, {F(4, 3)}, {0}},
+    {"seq_pool", "{\"mode\": \"mean\"}", 1, {F(4, 3)}, {0}, {0}},
     {"seq_pool", "{\"mode\": \"mean\"}", 1, {F(3, 5)}, {0}, {1, 3, 2}},
-    {"seq_pool", "{\"mode\": \"max\"}", 1, {F(4, 3)}, {0}},
+    {"seq_pool", "{\"mode\": \"max\"}", 1, {F(4, 3)}, {0}, {0}},
     {"seq_pool", "{\"mode\": \"max\"}", 1, {F(3, 5)}, {0}, {5, 2, 1}},
 };
 enum { N_CASES = sizeof cases / sizeof *cases };
@@ -240,6 +240,69 @@ START_TEST(gradients_match_finite_differences)
 }
 END_TEST
 
+/* The recurrent layers' forward semantics beyond their gradients: outputs at padded
+ * positions are zero and do not depend on the padding's values; a sample gives the
+ * same outputs alone as in a batch of other lengths (the SequenceToBatch order); a
+ * reversed layer equals the forward one run on each sample's real positions reversed. */
+static void run_recurrent(const char *type, bool reverse, int batch, const int *lengths,
+                          const float *x, float *y)
+{
+    enum { SEQ = 5, W = 3 };
+    char attrs[64];
+    snprintf(attrs, sizeof attrs, "{\"size\": 4, \"reverse\": %s}", reverse ? "true" : "false");
+    grad_case c = {type, attrs, 1, {F(W, SEQ)}, {0}, {0}};
+    harness h;
+    harness_init(&h, &c, batch, 42); /* same seed: same parameter values */
+    h.in[0].lengths = lengths;
+    memcpy(h.in[0].value.data, x, sizeof(float) * (size_t)batch * SEQ * W);
+    ck_assert_int_eq(pn_layer_forward(&h.inst, &h.pass, h.in_ptrs, &h.out), 0);
+    memcpy(y, h.out.value.data, sizeof(float) * (size_t)batch * SEQ * 4);
+    harness_free(&h);
+}
+
+START_TEST(recurrent_outputs_respect_lengths)
+{
+    enum { SEQ = 5, W = 3, H = 4, B = 3 };
+    static const char *const types[] = {"lstm", "gru"};
+    const int lengths[B] = {1, 5, 2};
+    float x[B * SEQ * W], x2[B * SEQ * W], y[B * SEQ * H], y2[B * SEQ * H];
+    float one_x[SEQ * W], one_y[SEQ * H], rev_y[SEQ * H];
+    pn_rng rng;
+    pn_rng_init(&rng, 3, 0);
+    for (int i = 0; i < B * SEQ * W; i++) x[i] = (float)pn_rng_uniform(&rng) * 2.0f - 1.0f;
+    for (int ty = 0; ty < 2; ty++)
+        for (int rv = 0; rv < 2; rv++) {
+            run_recurrent(types[ty], rv, B, lengths, x, y);
+            memcpy(x2, x, sizeof x);
+            for (int b = 0; b < B; b++)
+                for (int t = lengths[b]; t < SEQ; t++)
+                    for (int j = 0; j < W; j++) x2[(b * SEQ + t) * W + j] = 100.0f + (float)j;
+            run_recurrent(types[ty], rv, B, lengths, x2, y2);
+            ck_assert_mem_eq(y, y2, sizeof y);
+            for (int b = 0; b < B; b++) {
+                for (int t = lengths[b]; t < SEQ; t++)
+                    for (int j = 0; j < H; j++) ck_assert(y[(b * SEQ + t) * H + j] == 0.0f);
+                run_recurrent(types[ty], rv, 1, &lengths[b], &x[b * SEQ * W], one_y);
+                for (int k = 0; k < lengths[b] * H; k++)
+                    ck_assert_msg(fabsf(one_y[k] - y[b * SEQ * H + k]) < 1e-6f,
+                                  "%s sample %d alone differs", types[ty], b);
+                if (!rv) continue;
+                /* reversed = forward over the reversed real positions */
+                int len = lengths[b];
+                memset(one_x, 0, sizeof one_x);
+                for (int t = 0; t < len; t++)
+                    memcpy(&one_x[t * W], &x[(b * SEQ + len - 1 - t) * W], sizeof(float) * W);
+                run_recurrent(types[ty], false, 1, &lengths[b], one_x, rev_y);
+                for (int t = 0; t < len; t++)
+                    for (int j = 0; j < H; j++)
+                        ck_assert_msg(fabsf(rev_y[(len - 1 - t) * H + j] -
+                                            y[(b * SEQ + t) * H + j]) < 1e-6f,
+                                      "%s reverse sample %d position %d", types[ty], b, t);
+            }
+        }
+}
+END_TEST
+
 START_TEST(dropout_is_identity_in_evaluation)
 {
     int c = 0;
@@ -277,6 +340,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, every_registered_type_has_a_case);
     tcase_add_loop_test(tc, gradients_match_finite_differences, 0, N_CASES);
+    tcase_add_test(tc, recurrent_outputs_respect_lengths);
     tcase_add_test(tc, dropout_is_identity_in_evaluation);
     tcase_add_test(tc, estimates_are_reported);
     suite_add_tcase(s, tc);
