@@ -13,7 +13,7 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"import", "convert a public dataset (Fashion-MNIST) into dataset HDF5", pn_cmd_import},
+    {"import", "convert Fashion-MNIST or text files into dataset HDF5", pn_cmd_import},
     {"train", "train a model JSON on a dataset HDF5 file", pn_cmd_train},
     {"plan", "place a model's layers on pipeline stages and show their costs", pn_cmd_plan},
     {"layers", "list the layer types a model can use", pn_cmd_layers},
