@@ -58,8 +58,8 @@ static void count_files(const char *path, long samples, void *ctx)
  * seq positions each: ids are bytes kT.., targets the bytes one further. */
 static void check_split(const char *path, const unsigned char *text, int n, int seq)
 {
-    const pn_reader_field f[] = {{"tokens", {0, seq, true}, "x", 256, "embed"},
-                                 {"targets", {0, seq, true}, "y", 256, "loss"}};
+    const pn_reader_field f[] = {{"tokens", {0, seq, true}, "x", 256, "embed", 0},
+                                 {"targets", {0, seq, true}, "y", 256, "loss", 0}};
     pn_reader_options o = {.global_batch = n, .first = 0, .count = n, .drop_last = false};
     pn_reader *r;
     ck_assert_msg(pn_reader_open(&r, path, f, 2, &o) == 0, "%s", pn_error_message());

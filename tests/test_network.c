@@ -37,6 +37,17 @@ static const char *const TINY_TRANSFORMER =
     "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"head\", \"next\"]}"
     "]}";
 
+static const char *const PADDED_LSTM =
+    "{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 3, \"seq\": 4, \"lengths\": \"len\"},"
+    "  \"y\": {\"dataset\": \"t\", \"size\": 2}},"
+    " \"layers\": ["
+    "  {\"name\": \"in\", \"type\": \"fc\", \"input\": \"x\", \"size\": 5, \"act\": \"tanh\"},"
+    "  {\"name\": \"rnn\", \"type\": \"lstm\", \"input\": \"in\", \"size\": 4},"
+    "  {\"name\": \"pool\", \"type\": \"seq_pool\", \"input\": \"rnn\", \"mode\": \"mean\"},"
+    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"pool\", \"size\": 2},"
+    "  {\"name\": \"loss\", \"type\": \"mse\", \"input\": [\"out\", \"y\"]}"
+    "]}";
+
 typedef struct fixture {
     pn_graph *graph;
     pn_network *net;
@@ -309,6 +320,49 @@ static pn_graph *graph_of(const char *json)
  * int holds is refused naming the layer (attention's probabilities are heads x T
  * rows per sample), and memory that cannot be had is named by layer. None of these
  * allocates what it refuses. */
+/* The data input's lengths reach every layer whose output has its seq (fc, lstm) and
+ * stop at seq_pool (seq 1); padded positions then change nothing. */
+START_TEST(lengths_propagate_to_outputs_of_the_same_seq)
+{
+    fixture f;
+    fixture_init(&f, PADDED_LSTM, NULL, 3);
+    const int lengths[3] = {2, 4, 1};
+    int x = -1, node_in = -1, node_rnn = -1, node_pool = -1, node_loss = -1;
+    for (int i = 0; i < f.graph->n_nodes; i++) {
+        const char *n = f.graph->nodes[i].name;
+        if (!strcmp(n, "x")) x = i;
+        if (!strcmp(n, "in")) node_in = i;
+        if (!strcmp(n, "rnn")) node_rnn = i;
+        if (!strcmp(n, "pool")) node_pool = i;
+        if (!strcmp(n, "loss")) node_loss = i;
+    }
+    pn_arg *a = pn_network_arg(f.net, x);
+    a->lengths = lengths;
+    double before = mean_loss(&f);
+    ck_assert_ptr_eq(pn_network_arg(f.net, node_in)->lengths, lengths);
+    ck_assert_ptr_eq(pn_network_arg(f.net, node_rnn)->lengths, lengths);
+    ck_assert_ptr_null(pn_network_arg(f.net, node_pool)->lengths);
+    ck_assert_ptr_null(pn_network_arg(f.net, node_loss)->lengths);
+    for (int b = 0; b < 3; b++) /* scribble over the padding */
+        for (int t = lengths[b]; t < 4; t++)
+            for (int c = 0; c < 3; c++) a->value.data[(b * 4 + t) * 3 + c] += 5.0f;
+    ck_assert_double_eq(mean_loss(&f), before);
+    a->lengths = NULL; /* without lengths the padding counts */
+    ck_assert_double_ne(mean_loss(&f), before);
+    ck_assert_ptr_null(pn_network_arg(f.net, node_rnn)->lengths);
+    fixture_free(&f);
+
+    json_t *root = json_loads("{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 3, "
+                              "\"lengths\": \"len\"}}, \"layers\": [{\"name\": \"h\", "
+                              "\"type\": \"fc\", \"input\": \"x\", \"size\": 2}]}", 0, NULL);
+    pn_graph *g = NULL;
+    ck_assert_int_eq(pn_graph_from_json(&g, root, "test.json"), PN_ERR_INVALID);
+    ck_assert_msg(strstr(pn_error_message(), "no lengths on an input of seq 1"), "%s",
+                  pn_error_message());
+    json_decref(root);
+}
+END_TEST
+
 START_TEST(oversized_batches_are_refused_naming_the_layer)
 {
     pn_graph *g = graph_of("{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 8, \"seq\": 134217728}},"
@@ -362,6 +416,7 @@ int main(void)
     tcase_add_test(tc, stage_subset_matches_whole_network);
     tcase_add_test(tc, copies_share_parameters_not_state);
     tcase_add_test(tc, oversized_batches_are_refused_naming_the_layer);
+    tcase_add_test(tc, lengths_propagate_to_outputs_of_the_same_seq);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

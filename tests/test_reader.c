@@ -37,7 +37,8 @@ static void write_float(hid_t f, const char *name, int rank, const hsize_t *dims
 static float seq_value(long i, int k) { return (float)(i * 100 + k); }
 
 /* data.h5: /features [N, 5], /labels [N], /tokens [N, 3], /seq2d [N, 6] and
- * /seq3d [N, 2, 3] with the same values, /wide_int64 int64 [N, 5], /short [N-1]. */
+ * /seq3d [N, 2, 3] with the same values, /wide_int64 int64 [N, 5], /short [N-1],
+ * /lens [N] (sample i is 1 + i % 3 long). */
 static void make_data_file(void)
 {
     hid_t f;
@@ -46,16 +47,19 @@ static void make_data_file(void)
     write_float(f, "features", 2, d2, feature);
     write_float(f, "seq2d", 2, s2, seq_value);
     write_float(f, "seq3d", 3, d3, seq_value);
-    int labels[N], tokens[N * SEQ];
+    int labels[N], tokens[N * SEQ], lens[N];
     long long wide[N * WIDTH] = {0};
     for (int i = 0; i < N; i++) {
         labels[i] = i % 7;
+        lens[i] = 1 + i % SEQ;
         for (int s = 0; s < SEQ; s++) tokens[i * SEQ + s] = i * 10 + s;
     }
     ck_assert_int_eq(
         pn_hdf5_write_dataset(f, data_path, "labels", PN_HDF5_INT32, 1, &n1, 16, labels), 0);
     ck_assert_int_eq(
         pn_hdf5_write_dataset(f, data_path, "tokens", PN_HDF5_INT32, 2, t2, 16, tokens), 0);
+    ck_assert_int_eq(pn_hdf5_write_dataset(f, data_path, "lens", PN_HDF5_INT32, 1, &n1, 16, lens),
+                     0);
     hsize_t short_n = N - 1;
     ck_assert_int_eq(
         pn_hdf5_write_dataset(f, data_path, "short", PN_HDF5_INT32, 1, &short_n, 16, labels), 0);
@@ -80,9 +84,9 @@ static void setup(void)
 static void teardown(void) { tu_remove_tree(dir); }
 
 static const pn_reader_field fields[] = {
-    {"features", {WIDTH, 1, false}, "x", 0, NULL},
-    {"labels", {0, 1, true}, "y", 0, NULL},
-    {"tokens", {0, SEQ, true}, "t", 0, NULL},
+    {"features", {WIDTH, 1, false}, "x", 0, NULL, 0},
+    {"labels", {0, 1, true}, "y", 0, NULL, 0},
+    {"tokens", {0, SEQ, true}, "t", 0, NULL, 0},
 };
 
 /* Training readers of the current test read from the file (0) or from memory. */
@@ -244,8 +248,8 @@ END_TEST
 
 START_TEST(sequences_read_from_flat_or_3d_datasets)
 {
-    const pn_reader_field seq_fields[] = {{"seq2d", {3, 2, false}, NULL, 0, NULL},
-                                          {"/seq3d", {3, 2, false}, NULL, 0, NULL}};
+    const pn_reader_field seq_fields[] = {{"seq2d", {3, 2, false}, NULL, 0, NULL, 0},
+                                          {"/seq3d", {3, 2, false}, NULL, 0, NULL, 0}};
     pn_reader_options o = {.global_batch = 8, .first = 0, .count = 8, .shuffle = true,
                            .seed = 3, .drop_last = true};
     pn_reader *r;
@@ -278,7 +282,7 @@ static void expect_open_error(const char *path, pn_reader_field field, int code,
 START_TEST(errors_name_the_file_and_the_dataset)
 {
     char missing[PATH_MAX + 16], text[PATH_MAX + 16], want[3 * PATH_MAX];
-    pn_reader_field x = {"features", {WIDTH, 1, false}, "x", 0, NULL};
+    pn_reader_field x = {"features", {WIDTH, 1, false}, "x", 0, NULL, 0};
     snprintf(missing, sizeof missing, "%s/missing.h5", dir);
     snprintf(want, sizeof want, "cannot open '%s': No such file or directory", missing);
     expect_open_error(missing, x, PN_ERR_IO, want);
@@ -292,33 +296,33 @@ START_TEST(errors_name_the_file_and_the_dataset)
 
     snprintf(want, sizeof want, "%s: no dataset '/nope' (the model's input 'y' reads it)",
              data_path);
-    expect_open_error(NULL, (pn_reader_field){"nope", {0, 1, true}, "y", 0, NULL}, PN_ERR_INVALID, want);
+    expect_open_error(NULL, (pn_reader_field){"nope", {0, 1, true}, "y", 0, NULL, 0}, PN_ERR_INVALID, want);
 
     snprintf(want, sizeof want, "%s: dataset '/wide_int64': expected float32, found int64",
              data_path);
-    expect_open_error(NULL, (pn_reader_field){"wide_int64", {WIDTH, 1, false}, "x", 0, NULL},
+    expect_open_error(NULL, (pn_reader_field){"wide_int64", {WIDTH, 1, false}, "x", 0, NULL, 0},
                       PN_ERR_INVALID, want);
 
     snprintf(want, sizeof want, "%s: dataset '/features': expected int32, found float32",
              data_path);
-    expect_open_error(NULL, (pn_reader_field){"features", {0, 1, true}, "y", 0, NULL}, PN_ERR_INVALID,
+    expect_open_error(NULL, (pn_reader_field){"features", {0, 1, true}, "y", 0, NULL, 0}, PN_ERR_INVALID,
                       want);
 
     snprintf(want, sizeof want, "%s: dataset '/features': expected shape [N, 6], found [103, 5]",
              data_path);
-    expect_open_error(NULL, (pn_reader_field){"features", {6, 1, false}, "x", 0, NULL}, PN_ERR_INVALID,
+    expect_open_error(NULL, (pn_reader_field){"features", {6, 1, false}, "x", 0, NULL, 0}, PN_ERR_INVALID,
                       want);
 
     snprintf(want, sizeof want, "%s: dataset '/seq3d': expected shape [N, 6], found [103, 2, 3]",
              data_path);
-    expect_open_error(NULL, (pn_reader_field){"seq3d", {6, 1, false}, "x", 0, NULL}, PN_ERR_INVALID,
+    expect_open_error(NULL, (pn_reader_field){"seq3d", {6, 1, false}, "x", 0, NULL, 0}, PN_ERR_INVALID,
                       want);
 
     snprintf(want, sizeof want,
              "%s: dataset '/tokens': expected shape [N] or [N, 1], found [103, 3]", data_path);
-    expect_open_error(NULL, (pn_reader_field){"tokens", {0, 1, true}, "y", 0, NULL}, PN_ERR_INVALID, want);
+    expect_open_error(NULL, (pn_reader_field){"tokens", {0, 1, true}, "y", 0, NULL, 0}, PN_ERR_INVALID, want);
 
-    pn_reader_field two[] = {{"features", {WIDTH, 1, false}, "x", 0, NULL}, {"short", {0, 1, true}, "y", 0, NULL}};
+    pn_reader_field two[] = {{"features", {WIDTH, 1, false}, "x", 0, NULL, 0}, {"short", {0, 1, true}, "y", 0, NULL, 0}};
     pn_reader_options o = {.global_batch = 10, .first = 0, .count = 10, .drop_last = true};
     pn_reader *r;
     ck_assert_int_eq(pn_reader_open(&r, data_path, two, 2, &o), PN_ERR_INVALID);
@@ -341,9 +345,10 @@ static void make_bad_file(const char *path)
     hid_t f;
     ck_assert_int_eq(pn_hdf5_create_file(path, false, &f), 0);
     float v[N * WIDTH];
-    int labels[N];
+    int labels[N], lens[N];
     for (int i = 0; i < N; i++) {
         labels[i] = i == 17 ? 9 : i % 7;
+        lens[i] = i == 23 ? SEQ + 1 : i == 31 ? 0 : 1 + i % SEQ;
         for (int j = 0; j < WIDTH; j++) v[i * WIDTH + j] = feature(i, j);
     }
     v[42 * WIDTH + 3] = NAN;
@@ -352,6 +357,7 @@ static void make_bad_file(const char *path)
     ck_assert_int_eq(pn_hdf5_write_dataset(f, path, "features", PN_HDF5_FLOAT32, 2, d2, 16, v), 0);
     ck_assert_int_eq(pn_hdf5_write_dataset(f, path, "labels", PN_HDF5_INT32, 1, &n1, 16, labels),
                      0);
+    ck_assert_int_eq(pn_hdf5_write_dataset(f, path, "lens", PN_HDF5_INT32, 1, &n1, 16, lens), 0);
     ck_assert_int_eq(pn_hdf5_close(f, path), 0);
 }
 
@@ -401,11 +407,11 @@ START_TEST(unwritten_rows_are_refused)
                        "was the file written to the end?";
     snprintf(want, sizeof want, "%s: dataset '/part': rows from 48 on (of 103) were never "
              "written %s", path, tail);
-    expect_open_error(path, (pn_reader_field){"part", {WIDTH, 1, false}, "x", 0, NULL},
+    expect_open_error(path, (pn_reader_field){"part", {WIDTH, 1, false}, "x", 0, NULL, 0},
                       PN_ERR_INVALID, want);
     snprintf(want, sizeof want, "%s: dataset '/never': rows from 0 on (of 103) were never "
              "written %s", path, tail);
-    expect_open_error(path, (pn_reader_field){"never", {0, 1, true}, "y", 0, NULL},
+    expect_open_error(path, (pn_reader_field){"never", {0, 1, true}, "y", 0, NULL, 0},
                       PN_ERR_INVALID, want);
 }
 END_TEST
@@ -429,8 +435,8 @@ START_TEST(bad_values_name_file_dataset_and_sample)
     char path[PATH_MAX + 16], want[PATH_MAX + 128];
     snprintf(path, sizeof path, "%s/bad.h5", dir);
     make_bad_file(path);
-    pn_reader_field x = {"features", {WIDTH, 1, false}, "x", 0, NULL};
-    pn_reader_field y = {"labels", {0, 1, true}, "y", 7, "loss"};
+    pn_reader_field x = {"features", {WIDTH, 1, false}, "x", 0, NULL, 0};
+    pn_reader_field y = {"labels", {0, 1, true}, "y", 7, "loss", 0};
     bool cached = _i;
     /* cached: the file's first bad sample; streamed: whichever a batch meets first */
     snprintf(want, sizeof want, "%s: dataset '/features', sample %s", path, cached ? "42" : "");
@@ -452,6 +458,39 @@ START_TEST(bad_values_name_file_dataset_and_sample)
 }
 END_TEST
 
+/* A lengths field (int32 [N]) comes with its sequences, row for row; a length
+ * outside [1, seq] is refused naming the file, the dataset, the sample and the input. */
+START_TEST(lengths_are_read_beside_their_field_and_checked)
+{
+    cache_bytes = _i ? (size_t)1 << 30 : 0;
+    const pn_reader_field lf[] = {
+        {"tokens", {0, SEQ, true}, "t", 0, NULL, 0},
+        {"lens", {0, 1, true}, "t", 0, "t", SEQ},
+    };
+    pn_reader_options o = {.global_batch = 10, .first = 2, .count = 5, .shuffle = true,
+                           .seed = 9, .drop_last = true, .cache_bytes = cache_bytes};
+    pn_reader *r;
+    ck_assert_msg(pn_reader_open(&r, data_path, lf, 2, &o) == 0, "%s", pn_error_message());
+    for (int step = 0; step < 12; step++) {
+        const pn_batch *b = next_batch(r);
+        for (int k = 0; k < b->rows; k++) {
+            int i = b->ids[0][k * SEQ] / 10;
+            ck_assert_int_eq(b->ids[1][k], 1 + i % SEQ);
+        }
+    }
+    pn_reader_close(r);
+
+    char path[PATH_MAX + 16], want[PATH_MAX + 128];
+    snprintf(path, sizeof path, "%s/bad.h5", dir);
+    make_bad_file(path);
+    pn_reader_field lens = lf[1];
+    /* cached: the file's first bad sample; streamed: whichever a batch meets first */
+    snprintf(want, sizeof want, "%s: dataset '/lens', sample %s", path, _i ? "23: length 4" : "");
+    expect_bad_value(path, lens, _i, want);
+    expect_bad_value(path, lens, _i, "is outside [1, 3] (input 't')");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("reader");
@@ -465,6 +504,7 @@ int main(void)
     tcase_add_test(tc, sequences_read_from_flat_or_3d_datasets);
     tcase_add_test(tc, errors_name_the_file_and_the_dataset);
     tcase_add_loop_test(tc, bad_values_name_file_dataset_and_sample, 0, 2);
+    tcase_add_loop_test(tc, lengths_are_read_beside_their_field_and_checked, 0, 2);
     tcase_add_test(tc, unwritten_rows_are_refused);
     tcase_add_test(tc, hdf5_reasons_are_one_line);
     suite_add_tcase(s, tc);

@@ -34,6 +34,7 @@ typedef struct field {
     bool ids;
     int id_limit;       /* ids in [0, id_limit), 0: unchecked */
     const char *id_user;
+    int length_max;     /* > 0: lengths in [1, length_max] */
     size_t elems;       /* values per sample: width * seq, or seq ids */
     char *cache;        /* the whole dataset in memory, or NULL */
 } field;
@@ -129,18 +130,17 @@ static void sort_rows(row_ref *a, size_t n)
     }
 }
 
-/* Reads the rows order[0..rows) (sorted by file row) of field f into out, each at
- * its position in the batch: one H5Dread per run of rows consecutive both in the
- * file and in the batch (in file order the whole batch is one run). Memory and
- * file selections have the same shape, which keeps HDF5 on its fast path. For
- * 128 random rows of 784 floats this took 0.2-0.5 ms; one union of row
- * hyperslabs per batch took 3-4 ms, a point selection 25-30 ms. */
 /* Checks one sample's values (row `row` of the file): finite floats, ids in bound. */
 static int check_sample(const pn_reader *r, const field *f, long row, const void *values)
 {
     for (size_t k = 0; k < f->elems; k++) {
         if (f->ids) {
             int id = ((const int *)values)[k];
+            if (f->length_max > 0 && (id < 1 || id > f->length_max))
+                return pn_error_set(PN_ERR_INVALID, "%s: dataset '/%s', sample %ld: length %d is "
+                                                    "outside [1, %d] (input '%s')",
+                                    r->path, f->name, row, id, f->length_max,
+                                    f->id_user ? f->id_user : "?");
             if (f->id_limit > 0 && (id < 0 || id >= f->id_limit))
                 return pn_error_set(PN_ERR_INVALID, "%s: dataset '/%s', sample %ld: id %d is "
                                                     "outside [0, %d) (layer '%s')",
@@ -155,6 +155,12 @@ static int check_sample(const pn_reader *r, const field *f, long row, const void
     return 0;
 }
 
+/* Reads the rows order[0..rows) (sorted by file row) of field f into out, each at
+ * its position in the batch: one H5Dread per run of rows consecutive both in the
+ * file and in the batch (in file order the whole batch is one run). Memory and
+ * file selections have the same shape, which keeps HDF5 on its fast path. For
+ * 128 random rows of 784 floats this took 0.2-0.5 ms; one union of row
+ * hyperslabs per batch took 3-4 ms, a point selection 25-30 ms. */
 static int read_field(pn_reader *r, field *f, long rows, void *out)
 {
     const row_ref *order = r->order;
@@ -360,6 +366,7 @@ static int open_field(pn_reader *r, int i, const pn_reader_field *spec)
     f->ids = spec->shape.ids;
     f->id_limit = spec->id_limit;
     f->id_user = spec->id_user;
+    f->length_max = spec->length_max;
     f->elems = (size_t)spec->shape.seq * (f->ids ? 1 : (size_t)spec->shape.width);
     char purpose[PN_NAME_MAX + 64];
     if (spec->input)

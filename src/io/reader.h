@@ -8,9 +8,11 @@
  * same size; without it (evaluation) that batch comes short.
  * Each field is one dataset of the file, checked at open against the shape and
  * type the model expects: float32 [N, width*seq] (or [N, seq, width]) for float
- * inputs, int32 [N] or [N, seq] for ids. Every error names the file and dataset.
+ * inputs, int32 [N] or [N, seq] for ids, int32 [N] for lengths. Every error names
+ * the file and dataset.
  * Values are checked as they are read (the whole dataset once when it is cached in
- * memory, else every batch): floats must be finite, ids within the field's bound;
+ * memory, else every batch): floats must be finite, ids within the field's bound,
+ * lengths in [1, length_max];
  * an error names the sample (its row in the file). */
 #ifndef PN_READER_H
 #define PN_READER_H
@@ -28,6 +30,8 @@ typedef struct pn_reader_field {
     const char *input;   /* model input that reads it, named in errors; may be NULL */
     int id_limit;        /* ids must lie in [0, id_limit); 0: unchecked */
     const char *id_user; /* the layer that sets id_limit, named in errors */
+    int length_max;      /* > 0: the field holds sequence lengths (int32 [N], shape ids of
+                            seq 1), each in [1, length_max]; id_user names their input */
 } pn_reader_field;
 
 typedef struct pn_reader_options {

@@ -1,6 +1,8 @@
 /* data: a network input. It has no inputs and computes nothing: whoever feeds the
  * network (the reader, a test) writes its output arg. Its attributes come from the
- * model's "inputs" object: the dataset it reads and the shape of one sample. */
+ * model's "inputs" object: the dataset it reads, the shape of one sample and,
+ * optionally, the dataset holding each sample's length (the feeder sets the output
+ * arg's lengths from it). */
 #include <string.h>
 
 #include "base/error.h"
@@ -10,11 +12,12 @@
 
 typedef struct data_attrs {
     char dataset[PN_NAME_MAX + 1];
+    char lengths[PN_NAME_MAX + 1]; /* int32 [N] dataset of each sample's length, or "" */
     int size, seq;
     bool ids;
 } data_attrs;
 
-static const char *const data_attr_names[] = {"dataset", "size", "seq", "ids", NULL};
+static const char *const data_attr_names[] = {"dataset", "size", "seq", "ids", "lengths", NULL};
 
 static int data_parse(pn_layer *l, const json_t *spec)
 {
@@ -29,6 +32,15 @@ static int data_parse(pn_layer *l, const json_t *spec)
         return pn_json_error_value(&l->where, "size", json_object_get(spec, "size"),
                                    "no size with \"ids\": true (one id per position)");
     if (!s->ids) PN_TRY(pn_attr_int(l, spec, "size", true, 1, 0, &s->size));
+    const char *lengths = NULL;
+    PN_TRY(pn_attr_string(l, spec, "lengths", false, NULL, &lengths));
+    if (lengths) {
+        PN_TRY(pn_json_name_length(&l->where, "lengths", lengths, "a name"));
+        if (s->seq < 2)
+            return pn_json_error_value(&l->where, "lengths", json_object_get(spec, "lengths"),
+                                       "no lengths on an input of seq 1 (every sample is 1 long)");
+        strcpy(s->lengths, lengths);
+    }
     return PN_OK;
 }
 
@@ -50,9 +62,15 @@ const char *pn_data_layer_dataset(const pn_layer *l)
     return ((const data_attrs *)l->attrs)->dataset;
 }
 
+const char *pn_data_layer_lengths(const pn_layer *l)
+{
+    const char *name = ((const data_attrs *)l->attrs)->lengths;
+    return name[0] ? name : NULL;
+}
+
 const pn_layer_type pn_layer_data = {
     .name = "data",
-    .summary = "network input filled from a dataset; attrs dataset, size, seq, ids",
+    .summary = "network input filled from a dataset; attrs dataset, size, seq, ids, lengths",
     .min_inputs = 0,
     .max_inputs = 0,
     .attrs_size = sizeof(data_attrs),

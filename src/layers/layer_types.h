@@ -22,4 +22,8 @@ extern const pn_layer_type pn_layer_seq_pool;
 /* The dataset a data layer reads (its "dataset" attribute, else its name). */
 const char *pn_data_layer_dataset(const pn_layer *l);
 
+/* The int32 [N] dataset holding each sample's length (its "lengths" attribute), or
+ * NULL: every sample is seq long. */
+const char *pn_data_layer_lengths(const pn_layer *l);
+
 #endif

@@ -172,6 +172,15 @@ static pn_arg *const *inputs_of(pn_network *net, int gi)
     return net->in_ptrs;
 }
 
+/* An output of the same seq as an input with lengths has that input's lengths (the
+ * first such input's); any other output (seq_pool's, of seq 1) has none. */
+static void inherit_lengths(pn_arg *out, pn_arg *const *in, int n_in)
+{
+    out->lengths = NULL;
+    for (int k = 0; k < n_in && !out->lengths; k++)
+        if (in[k]->lengths && in[k]->shape.seq == out->shape.seq) out->lengths = in[k]->lengths;
+}
+
 int pn_network_forward(pn_network *net, const pn_pass *pass)
 {
     for (int i = 0; i < net->n; i++) {
@@ -179,7 +188,9 @@ int pn_network_forward(pn_network *net, const pn_pass *pass)
         int gi = net->nodes[i].node;
         double t0 = PN_TRACE_T0(), start = net->forward_s ? pn_now() : 0.0;
         pn_layer_stats kept = net->inst[gi].stats;
-        PN_TRY(pn_layer_forward(&net->inst[gi], pass, inputs_of(net, gi), &net->args[gi]));
+        pn_arg *const *in = inputs_of(net, gi);
+        inherit_lengths(&net->args[gi], in, net->graph->nodes[gi].n_inputs);
+        PN_TRY(pn_layer_forward(&net->inst[gi], pass, in, &net->args[gi]));
         if (net->forward_s) net->forward_s[gi] = pn_now() - start;
         if (pass->recompute) net->inst[gi].stats = kept; /* counted by the first forward */
         PN_TRACE(net->graph->nodes[gi].name, pass->training ? "forward" : "eval forward", NULL,

@@ -57,7 +57,9 @@ pn_arg *pn_network_arg(pn_network *net, int node);
 int pn_network_set_batch(pn_network *net, int batch);
 
 /* Runs the member layers forward in topological order. Data and external
- * arguments must hold their values for the current batch. With pass->recompute
+ * arguments must hold their values (and lengths, where samples have them) for the
+ * current batch; each layer's output takes the lengths of its first input of the
+ * same seq that has lengths, else none. With pass->recompute
  * (the same forward again, for its backward) the loss statistics are left as they
  * were before the call. */
 int pn_network_forward(pn_network *net, const pn_pass *pass);

@@ -31,7 +31,8 @@ struct pn_stage {
     pn_link **links;
     int n_links;
     pn_reader_field *fields;
-    int *field_nodes, n_fields;
+    int *field_nodes, n_fields; /* the input node each field feeds */
+    bool *field_is_lengths;     /* the field holds its node's sample lengths */
     bool fields_used;           /* false: the stage reads only to count rows */
     pn_grad_tree tree;          /* --deterministic: this step's micro-batch sums */
     pn_buffer replica_sums;     /* --deterministic, D > 1: every replica's sum [D, arena] */
@@ -87,6 +88,21 @@ static int add_link(pn_stage *s, pn_link_kind kind, bool sends, int node, int pe
     return pn_link_create(s->cfg.comm, &spec, &s->links[s->n_links++]);
 }
 
+/* Which nodes' outputs carry sample lengths (graph nodes are in topological order):
+ * an input with a lengths dataset, or a layer with an input of the same seq that
+ * carries them (network.c's rule). */
+static void mark_lengths(const pn_graph *g, bool *carries)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pn_graph_node *n = &g->nodes[i];
+        carries[i] = n->is_input && pn_data_layer_lengths(n->layer) != NULL;
+        for (int k = 0; k < n->n_inputs; k++)
+            if (carries[n->inputs[k]] &&
+                g->nodes[n->inputs[k]].layer->out_shape.seq == n->layer->out_shape.seq)
+                carries[i] = true;
+    }
+}
+
 /* One link per direction and neighbour for every Argument that crosses stages. */
 static int build_links(pn_stage *s)
 {
@@ -97,7 +113,13 @@ static int build_links(pn_stage *s)
     if (!(s->links = calloc((size_t)(cap ? cap : 1), sizeof *s->links)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
     bool *seen = calloc((size_t)s->grid->stages, sizeof *seen);
-    if (!seen) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    bool *carries = calloc((size_t)g->n_nodes, sizeof *carries);
+    if (!seen || !carries) {
+        free(seen);
+        free(carries);
+        return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    }
+    mark_lengths(g, carries);
     int rc = PN_OK;
     for (int p = 0; rc == PN_OK && p < g->n_nodes; p++) {
         if (g->nodes[p].is_input) continue;
@@ -109,6 +131,13 @@ static int build_links(pn_stage *s)
                 if (g->nodes[c].inputs[k] != p || sc == sp || seen[sc]) continue;
                 seen[sc] = true;
                 if (self != sp && self != sc) continue;
+                if (carries[p]) {
+                    rc = pn_error_set(PN_ERR_UNSUPPORTED, "layer '%s' carries sequence lengths "
+                                      "from stage %d to stage %d, which stage links do not "
+                                      "carry yet: place the layers that use them on one stage",
+                                      g->nodes[p].name, sp, sc);
+                    break;
+                }
                 bool producer = self == sp;
                 int peer = producer ? sc : sp;
                 rc = add_link(s, PN_LINK_VALUE, producer, p, peer);
@@ -117,6 +146,7 @@ static int build_links(pn_stage *s)
             }
     }
     free(seen);
+    free(carries);
     return rc;
 }
 
@@ -125,9 +155,12 @@ static int build_links(pn_stage *s)
 static int collect_fields(pn_stage *s)
 {
     const pn_graph *g = s->cfg.graph;
-    s->fields = calloc((size_t)g->n_nodes, sizeof *s->fields);
-    s->field_nodes = calloc((size_t)g->n_nodes, sizeof *s->field_nodes);
-    if (!s->fields || !s->field_nodes) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    size_t cap = 2 * (size_t)g->n_nodes; /* an input and its lengths */
+    s->fields = calloc(cap, sizeof *s->fields);
+    s->field_nodes = calloc(cap, sizeof *s->field_nodes);
+    s->field_is_lengths = calloc(cap, sizeof *s->field_is_lengths);
+    if (!s->fields || !s->field_nodes || !s->field_is_lengths)
+        return pn_error_set(PN_ERR_NOMEM, "out of memory");
     for (int pass = 0; pass < 2 && s->n_fields == 0; pass++)
         for (int i = 0; i < g->n_nodes; i++) {
             if (!g->nodes[i].is_input || (pass == 0 && !pn_network_arg(s->nets[0], i))) continue;
@@ -140,6 +173,14 @@ static int collect_fields(pn_stage *s)
             s->field_nodes[s->n_fields++] = i;
             s->fields_used = pass == 0;
             if (pass == 1) break;
+            const char *lengths = pn_data_layer_lengths(g->nodes[i].layer);
+            if (!lengths) continue;
+            s->fields[s->n_fields] = (pn_reader_field){
+                .dataset = lengths, .shape = {0, 1, true}, .input = g->nodes[i].name,
+                .id_user = g->nodes[i].name,
+                .length_max = g->nodes[i].layer->out_shape.seq};
+            s->field_is_lengths[s->n_fields] = true;
+            s->field_nodes[s->n_fields++] = i;
         }
     return PN_OK;
 }
@@ -179,6 +220,7 @@ void pn_stage_free(pn_stage *s)
     free(s->member);
     free(s->fields);
     free(s->field_nodes);
+    free(s->field_is_lengths);
     pn_grad_tree_free(&s->tree);
     pn_buffer_release(&s->replica_sums);
     free(s);
@@ -201,13 +243,18 @@ const pn_reader_field *pn_stage_fields(const pn_stage *s, int *n)
 
 /* --- one micro-batch ------------------------------------------------------------------- */
 
-/* Copies rows [first, first + rows) of the batch into the network's data arguments. */
+/* Copies rows [first, first + rows) of the batch into the network's data arguments,
+ * and points those with lengths at the rows' lengths. */
 static int feed(pn_stage *s, pn_network *net, const pn_batch *b, int first, int rows)
 {
     PN_TRY(pn_network_set_batch(net, rows));
     if (!s->fields_used) return PN_OK;
     for (int f = 0; f < s->n_fields; f++) {
         pn_arg *a = pn_network_arg(net, s->field_nodes[f]);
+        if (s->field_is_lengths[f]) { /* host memory, valid until the next batch is read */
+            a->lengths = b->ids[f] + first;
+            continue;
+        }
         size_t per = (size_t)a->shape.seq * (a->shape.ids ? 1 : (size_t)a->shape.width);
         size_t bytes = (size_t)rows * per * 4;
         if (a->shape.ids)
