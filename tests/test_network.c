@@ -48,6 +48,16 @@ static const char *const PADDED_LSTM =
     "  {\"name\": \"loss\", \"type\": \"mse\", \"input\": [\"out\", \"y\"]}"
     "]}";
 
+static const char *const PADDED_TAGGER =
+    "{\"inputs\": {\"x\": {\"dataset\": \"t\", \"ids\": true, \"seq\": 4, \"lengths\": \"len\"},"
+    "  \"y\": {\"dataset\": \"n\", \"ids\": true, \"seq\": 4}},"
+    " \"layers\": ["
+    "  {\"name\": \"emb\", \"type\": \"embedding\", \"input\": \"x\", \"vocab\": 4, \"size\": 3},"
+    "  {\"name\": \"rnn\", \"type\": \"gru\", \"input\": \"emb\", \"size\": 3},"
+    "  {\"name\": \"head\", \"type\": \"fc\", \"input\": \"rnn\", \"size\": 4},"
+    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"head\", \"y\"]}"
+    "]}";
+
 typedef struct fixture {
     pn_graph *graph;
     pn_network *net;
@@ -363,6 +373,36 @@ START_TEST(lengths_propagate_to_outputs_of_the_same_seq)
 }
 END_TEST
 
+/* A loss over padded samples is the mean over real positions only (the stats count
+ * them, the backward seed is 1 / their number), and its gradients match finite
+ * differences of that mean; padded labels change nothing. */
+START_TEST(padded_losses_average_real_positions)
+{
+    fixture f;
+    fixture_init(&f, PADDED_TAGGER, NULL, 3);
+    const int lengths[3] = {3, 1, 4};
+    pn_arg *x = pn_network_arg(f.net, 0);
+    ck_assert_str_eq(f.graph->nodes[0].name, "x");
+    x->lengths = lengths;
+    pn_layer_stats st;
+    double before = mean_loss(&f);
+    pn_network_stats(f.net, &st);
+    ck_assert_double_eq(st.rows, 8.0);
+    pn_arg *y = pn_network_arg(f.net, 1);
+    ck_assert_str_eq(f.graph->nodes[1].name, "y");
+    y->ids[1 * 4 + 2] = (y->ids[1 * 4 + 2] + 1) % 4; /* a padded label */
+    ck_assert_double_eq(mean_loss(&f), before);
+    check_param_gradients(&f);
+    pn_network_set_positions(f.net, 16.0); /* as if this were half the global batch */
+    ck_assert_int_eq(pn_params_zero_grads(f.params), 0);
+    mean_loss(&f);
+    ck_assert_int_eq(pn_network_backward_begin(f.net, 6), 0);
+    pn_arg *loss = pn_network_arg(f.net, f.graph->n_nodes - 1);
+    ck_assert_float_eq(loss->grad.data[0], 1.0f / 16.0f);
+    fixture_free(&f);
+}
+END_TEST
+
 START_TEST(oversized_batches_are_refused_naming_the_layer)
 {
     pn_graph *g = graph_of("{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 8, \"seq\": 134217728}},"
@@ -417,6 +457,7 @@ int main(void)
     tcase_add_test(tc, copies_share_parameters_not_state);
     tcase_add_test(tc, oversized_batches_are_refused_naming_the_layer);
     tcase_add_test(tc, lengths_propagate_to_outputs_of_the_same_seq);
+    tcase_add_test(tc, padded_losses_average_real_positions);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

@@ -259,8 +259,23 @@ int pn_layer_scratch(pn_buffer *buf, pn_device dev, int rows, int cols, pn_matri
     return PN_OK;
 }
 
+const int *pn_loss_lengths(pn_arg *const *in)
+{
+    return in[0]->lengths ? in[0]->lengths : in[1]->lengths;
+}
+
+int pn_loss_zero_padding(pn_matrix *loss, int seq, const int *lengths)
+{
+    for (int b = 0; b < loss->rows / seq; b++)
+        if (lengths[b] < seq) {
+            pn_matrix pad = pn_matrix_rows(*loss, b * seq + lengths[b], seq - lengths[b]);
+            PN_TRY(pn_fill(&pad, 0.0f));
+        }
+    return PN_OK;
+}
+
 int pn_layer_record_loss(pn_layer_inst *x, pn_buffer *sum_buf, const pn_matrix *loss,
-                         double correct)
+                         int seq, const int *lengths, double correct)
 {
     pn_matrix sum;
     float host_sum;
@@ -269,6 +284,10 @@ int pn_layer_record_loss(pn_layer_inst *x, pn_buffer *sum_buf, const pn_matrix *
     PN_TRY(pn_buffer_read(sum_buf, 0, &host_sum, sizeof host_sum));
     x->stats.loss_sum += host_sum;
     x->stats.correct += correct;
-    x->stats.rows += loss->rows;
+    if (!lengths) {
+        x->stats.rows += loss->rows;
+        return PN_OK;
+    }
+    for (int b = 0; b < loss->rows / seq; b++) x->stats.rows += lengths[b];
     return PN_OK;
 }

@@ -182,9 +182,18 @@ pn_matrix pn_layer_param_grad(const pn_layer_inst *x, int i);
  * layers keep what backward needs in such scratch buffers. */
 int pn_layer_scratch(pn_buffer *buf, pn_device dev, int rows, int cols, pn_matrix *out);
 
+/* The lengths a loss layer masks by: its first input's, else its second's, or NULL. */
+const int *pn_loss_lengths(pn_arg *const *in);
+
+/* A loss over padded samples (lengths, each of seq rows): sets the per-row losses at
+ * padded rows to zero, so that only real positions count. */
+int pn_loss_zero_padding(pn_matrix *loss, int seq, const int *lengths);
+
 /* Adds a loss layer's per-row losses [rows, 1] and its correct count to x->stats
- * (sum_buf holds the device-side sum). */
+ * (sum_buf holds the device-side sum); with lengths (loss rows of samples of seq
+ * rows, padded rows zero) only the real rows count as rows. */
 int pn_layer_record_loss(pn_layer_inst *x, pn_buffer *sum_buf, const pn_matrix *loss,
+                         int seq, const int *lengths,
                          double correct);
 
 /* Adds a parameter request to l (used by declare). */

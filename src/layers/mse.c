@@ -1,6 +1,7 @@
 /* mse: mean squared error between a prediction and a target of one shape. The
  * output is the per-row loss mean_j (p - t)^2 as [rows, 1]; gradients reach both
- * inputs where they carry one. */
+ * inputs where they carry one. With lengths (either input's) padded rows have loss 0
+ * and get no gradient. */
 #include <stdio.h>
 
 #include "base/error.h"
@@ -30,15 +31,29 @@ static int mse_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
     (void)pass;
     mse_scratch *s = x->scratch;
     PN_TRY(pn_mse_forward(&in[0]->value, &in[1]->value, &out->value));
-    return pn_layer_record_loss(x, &s->sum, &out->value, 0.0);
+    const int *lengths = pn_loss_lengths(in);
+    if (lengths) PN_TRY(pn_loss_zero_padding(&out->value, out->shape.seq, lengths));
+    return pn_layer_record_loss(x, &s->sum, &out->value, out->shape.seq, lengths, 0.0);
 }
 
 static int mse_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
 {
     (void)x, (void)pass;
-    return pn_mse_backward(&in[0]->value, &in[1]->value, &out->grad,
-                           in[0]->grad.data ? &in[0]->grad : NULL,
-                           in[1]->grad.data ? &in[1]->grad : NULL);
+    const int *lengths = pn_loss_lengths(in), seq = out->shape.seq;
+    if (!lengths)
+        return pn_mse_backward(&in[0]->value, &in[1]->value, &out->grad,
+                               in[0]->grad.data ? &in[0]->grad : NULL,
+                               in[1]->grad.data ? &in[1]->grad : NULL);
+    for (int b = 0; b < out->value.rows / seq; b++) { /* padded rows get no gradient */
+        int r0 = b * seq, n = lengths[b];
+        pn_matrix p = pn_matrix_rows(in[0]->value, r0, n), t = pn_matrix_rows(in[1]->value, r0, n);
+        pn_matrix dl = pn_matrix_rows(out->grad, r0, n), dp, dt;
+        if (in[0]->grad.data) dp = pn_matrix_rows(in[0]->grad, r0, n);
+        if (in[1]->grad.data) dt = pn_matrix_rows(in[1]->grad, r0, n);
+        PN_TRY(pn_mse_backward(&p, &t, &dl, in[0]->grad.data ? &dp : NULL,
+                               in[1]->grad.data ? &dt : NULL));
+    }
+    return PN_OK;
 }
 
 static double mse_flops(const pn_layer *l)

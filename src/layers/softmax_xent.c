@@ -1,6 +1,8 @@
 /* softmax_xent: softmax over each row of logits and cross-entropy against integer
  * labels. The output is the per-row loss [rows, 1]; backward scales each row's
- * gradient by the output gradient, so the caller decides the mean (1/global rows). */
+ * gradient by the output gradient, so the caller decides the mean (1/global rows).
+ * With lengths (the logits' or the labels') only real positions count: padded rows
+ * have loss 0, are never counted right and get no gradient. */
 #include <stdio.h>
 
 #include "base/error.h"
@@ -38,8 +40,21 @@ static int xent_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in
     pn_matrix *logits = &in[0]->value;
     PN_TRY(pn_layer_scratch(&s->probs, logits->device, logits->rows, logits->cols, &probs));
     PN_TRY(pn_softmax_rows(logits, 1.0f, 0, &probs));
-    PN_TRY(pn_xent_forward(&probs, in[1]->ids, &out->value, &correct));
-    return pn_layer_record_loss(x, &s->sum, &out->value, correct);
+    const int *lengths = pn_loss_lengths(in), seq = out->shape.seq;
+    if (!lengths) {
+        PN_TRY(pn_xent_forward(&probs, in[1]->ids, &out->value, &correct));
+        return pn_layer_record_loss(x, &s->sum, &out->value, seq, NULL, correct);
+    }
+    correct = 0.0; /* each sample's real rows, so that padding is never counted right */
+    for (int b = 0; b < out->value.rows / seq; b++) {
+        pn_matrix p = pn_matrix_rows(probs, b * seq, lengths[b]);
+        pn_matrix l = pn_matrix_rows(out->value, b * seq, lengths[b]);
+        double hits;
+        PN_TRY(pn_xent_forward(&p, in[1]->ids + (size_t)b * seq, &l, &hits));
+        correct += hits;
+    }
+    PN_TRY(pn_loss_zero_padding(&out->value, seq, lengths));
+    return pn_layer_record_loss(x, &s->sum, &out->value, seq, lengths, correct);
 }
 
 static int xent_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
@@ -49,7 +64,15 @@ static int xent_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *i
     xent_scratch *s = x->scratch;
     if (!in[0]->grad.data) return PN_OK;
     pn_matrix probs = pn_matrix_on(&s->probs, in[0]->value.rows, in[0]->value.cols);
-    return pn_xent_backward(&probs, in[1]->ids, &out->grad, 1.0f, &in[0]->grad);
+    const int *lengths = pn_loss_lengths(in), seq = out->shape.seq;
+    if (!lengths) return pn_xent_backward(&probs, in[1]->ids, &out->grad, 1.0f, &in[0]->grad);
+    for (int b = 0; b < out->value.rows / seq; b++) { /* padded rows get no gradient */
+        pn_matrix p = pn_matrix_rows(probs, b * seq, lengths[b]);
+        pn_matrix dl = pn_matrix_rows(out->grad, b * seq, lengths[b]);
+        pn_matrix dx = pn_matrix_rows(in[0]->grad, b * seq, lengths[b]);
+        PN_TRY(pn_xent_backward(&p, in[1]->ids + (size_t)b * seq, &dl, 1.0f, &dx));
+    }
+    return PN_OK;
 }
 
 static double xent_flops(const pn_layer *l)

@@ -31,6 +31,7 @@ struct pn_network {
     pn_grads_ready_fn grads_ready;
     void *grads_ready_ctx;
     double *forward_s, *backward_s; /* [graph->n_nodes] or NULL: pn_network_time_layers */
+    double loss_positions; /* real positions of the global batch, or 0: pn_network_set_positions */
 };
 
 /* Marks the nodes held: the members, and whatever they consume (supplied). */
@@ -227,6 +228,19 @@ int pn_network_step_reorder(pn_network *net, const int *from, int n, int len)
     return PN_OK;
 }
 
+/* The real positions of the samples an argument with lengths holds now. */
+static double batch_positions(const pn_arg *a)
+{
+    double n = 0.0;
+    for (int b = 0; b < a->batch; b++) n += a->lengths[b];
+    return n;
+}
+
+void pn_network_set_positions(pn_network *net, double global_positions)
+{
+    net->loss_positions = global_positions;
+}
+
 int pn_network_backward_begin(pn_network *net, long global_batch)
 {
     if (net->forward_only)
@@ -237,7 +251,10 @@ int pn_network_backward_begin(pn_network *net, long global_batch)
         if (!a->grad.data) continue;
         const pn_layer *l = net->graph->nodes[gi].layer;
         float seed = 0.0f;
-        if (l->type->is_loss && net->nodes[i].computed)
+        if (l->type->is_loss && net->nodes[i].computed && a->lengths)
+            seed = 1.0f / (float)(net->loss_positions > 0 ? net->loss_positions
+                                                          : batch_positions(a));
+        else if (l->type->is_loss && net->nodes[i].computed)
             seed = 1.0f / (float)((double)global_batch * a->shape.seq);
         PN_TRY(pn_fill(&a->grad, seed));
     }

@@ -79,9 +79,16 @@ int pn_network_step_reorder(pn_network *net, const int *from, int n, int len);
 int pn_network_backward(pn_network *net, const pn_pass *pass, long global_batch);
 
 /* Clears argument gradients and seeds every loss output with 1 / (global_batch *
- * rows per sample), so losses are means over the global batch. Between begin and
- * run, a pipeline stage adds the gradients that later stages sent for its outputs. */
+ * rows per sample), so losses are means over the global batch; a loss whose rows
+ * carry lengths with 1 / (real positions of the global batch), as set by
+ * pn_network_set_positions (unset: this network's batch is the global batch, and its
+ * own lengths count). Between begin and run, a pipeline stage adds the gradients
+ * that later stages sent for its outputs. */
 int pn_network_backward_begin(pn_network *net, long global_batch);
+
+/* The real positions (sum of the lengths) of the step's global batch, over every
+ * micro-batch and replica: the mean a loss over padded samples takes. 0: unset. */
+void pn_network_set_positions(pn_network *net, double global_positions);
 
 /* Runs the member layers backward in reverse topological order. Gradients of
  * supplied arguments and of parameters accumulate. */

@@ -441,8 +441,24 @@ static int deterministic_sum(pn_stage *s)
     return pn_grad_tree_sum_blocks(&all, &grads);
 }
 
+/* Losses over padded samples are means over the real positions of the whole global
+ * batch: this replica's rows' lengths (the first input with lengths), summed over
+ * the stage's replicas, which all read the same fields. */
+static int count_positions(pn_stage *s, const pn_batch *b)
+{
+    int f = 0;
+    while (f < s->n_fields && !(s->fields_used && s->field_is_lengths[f])) f++;
+    if (f == s->n_fields) return PN_OK;
+    double n = 0.0;
+    for (int k = 0; k < b->rows; k++) n += b->ids[f][k];
+    if (s->grid->replicas > 1) PN_TRY(pn_comm_sum(s->cfg.comm, PN_SCOPE_REPLICAS, &n, 1));
+    for (int k = 0; k < s->n_nets; k++) pn_network_set_positions(s->nets[k], n);
+    return PN_OK;
+}
+
 int pn_stage_step(pn_stage *s, const pn_batch *b, long step)
 {
+    PN_TRY(count_positions(s, b));
     PN_TRY(post_step_receives(s));
     s->held = -1;
     int stage = s->grid->stage, n = s->cfg.sched->count[stage];
