@@ -54,6 +54,7 @@ static const grad_case cases[] = {
     {"attention", "{\"heads\": 3}", 1, {F(6, 5)}, {0}, {0}},
     {"attention", "{\"heads\": 1}", 1, {F(4, 3)}, {0}, {0}},
     {"attention", "{\"heads\": 2}", 1, {F(4, 1)}, {0}, {0}},
+    {"attention", "{\"heads\": 2}", 1, {F(4, 4)}, {0}, {2, 4, 1}},
     {"softmax_xent", "{}", 2, {F(7, 1), IDS(1)}, {0, 7}, {0}},
     {"softmax_xent", "{}", 2, {F(3, 3), IDS(3)}, {0, 3}, {0}},
     {"mse", "{}", 2, {F(5, 1), F(5, 1)}, {0}, {0}},

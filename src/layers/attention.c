@@ -4,6 +4,9 @@
  *   per (sample, head): P = softmax(Q K^T / sqrt(C/H)) with causal mask   [T, T]
  *                       ctx = P V             [T, C/H] placed at the head's columns
  *   y = ctx Wo + bo                           [rows, C]
+ * With lengths, keys past a sample's length are masked: the causal mask already
+ * hides them from real queries, and padded queries attend to nothing (their rows
+ * of P are 0), so the outputs at padded rows are 0 and padding gets no gradient.
  * qkv, P and ctx are kept for backward. Generation runs it one position at a time
  * over a key/value cache instead (attention_cache.c). */
 #include <limits.h>
@@ -84,6 +87,7 @@ static int attention_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *cons
     attention_scratch *k = x->scratch;
     int t = l->in_shapes[0].seq, c = l->in_shapes[0].width, dh = c / s->heads;
     int rows = out->value.rows, batch = out->batch;
+    const int *lengths = in[0]->lengths;
     pn_device dev = out->value.device;
     pn_matrix qkv, probs, ctx;
     PN_TRY(pn_layer_scratch(&k->qkv, dev, rows, 3 * c, &qkv));
@@ -99,11 +103,16 @@ static int attention_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *cons
             head_views v = head(qkv, ctx, probs, b, h, t, dh, s->heads);
             PN_TRY(pn_gemm(false, true, 1.0f, &v.q, &v.k, 0.0f, &v.p));
             PN_TRY(pn_softmax_rows(&v.p, scale, t, &v.p));
+            if (lengths && lengths[b] < t) { /* padded queries attend to nothing */
+                pn_matrix pad = pn_matrix_rows(v.p, lengths[b], t - lengths[b]);
+                PN_TRY(pn_fill(&pad, 0.0f));
+            }
             PN_TRY(pn_gemm(false, false, 1.0f, &v.p, &v.v, 0.0f, &v.ctx));
         }
     pn_matrix wo = pn_layer_param(x, OUT_W), bo = pn_layer_param(x, OUT_B);
     PN_TRY(pn_gemm(false, false, 1.0f, &ctx, &wo, 0.0f, &out->value));
-    return pn_add_row_vector(&bo, &out->value);
+    PN_TRY(pn_add_row_vector(&bo, &out->value));
+    return lengths ? pn_zero_padded_rows(&out->value, t, lengths) : PN_OK;
 }
 
 static int attention_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
@@ -123,6 +132,8 @@ static int attention_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *con
     PN_TRY(pn_layer_scratch(&k->dqkv, dev, rows, 3 * c, &dqkv));
     PN_TRY(pn_layer_scratch(&k->dctx, dev, rows, c, &dctx));
     PN_TRY(pn_layer_scratch(&k->dscore, dev, 2 * t, t, &dscore));
+    if (in[0]->lengths) /* outputs at padded positions are constant zeros */
+        PN_TRY(pn_zero_padded_rows(&out->grad, t, in[0]->lengths));
     pn_matrix dp = pn_matrix_rows(dscore, 0, t), ds = pn_matrix_rows(dscore, t, t);
 
     /* Output projection. */

@@ -264,7 +264,7 @@ const int *pn_loss_lengths(pn_arg *const *in)
     return in[0]->lengths ? in[0]->lengths : in[1]->lengths;
 }
 
-int pn_loss_zero_padding(pn_matrix *loss, int seq, const int *lengths)
+int pn_zero_padded_rows(pn_matrix *loss, int seq, const int *lengths)
 {
     for (int b = 0; b < loss->rows / seq; b++)
         if (lengths[b] < seq) {

@@ -185,9 +185,9 @@ int pn_layer_scratch(pn_buffer *buf, pn_device dev, int rows, int cols, pn_matri
 /* The lengths a loss layer masks by: its first input's, else its second's, or NULL. */
 const int *pn_loss_lengths(pn_arg *const *in);
 
-/* A loss over padded samples (lengths, each of seq rows): sets the per-row losses at
- * padded rows to zero, so that only real positions count. */
-int pn_loss_zero_padding(pn_matrix *loss, int seq, const int *lengths);
+/* Rows of m past each sample's length (samples of seq rows) set to zero: the
+ * per-row losses of padding, or a layer's outputs at padded positions. */
+int pn_zero_padded_rows(pn_matrix *loss, int seq, const int *lengths);
 
 /* Adds a loss layer's per-row losses [rows, 1] and its correct count to x->stats
  * (sum_buf holds the device-side sum); with lengths (loss rows of samples of seq

@@ -32,7 +32,7 @@ static int mse_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
     mse_scratch *s = x->scratch;
     PN_TRY(pn_mse_forward(&in[0]->value, &in[1]->value, &out->value));
     const int *lengths = pn_loss_lengths(in);
-    if (lengths) PN_TRY(pn_loss_zero_padding(&out->value, out->shape.seq, lengths));
+    if (lengths) PN_TRY(pn_zero_padded_rows(&out->value, out->shape.seq, lengths));
     return pn_layer_record_loss(x, &s->sum, &out->value, out->shape.seq, lengths, 0.0);
 }
 

@@ -53,7 +53,7 @@ static int xent_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in
         PN_TRY(pn_xent_forward(&p, in[1]->ids + (size_t)b * seq, &l, &hits));
         correct += hits;
     }
-    PN_TRY(pn_loss_zero_padding(&out->value, seq, lengths));
+    PN_TRY(pn_zero_padded_rows(&out->value, seq, lengths));
     return pn_layer_record_loss(x, &s->sum, &out->value, seq, lengths, correct);
 }
 
