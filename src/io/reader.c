@@ -16,8 +16,8 @@
 
 #include "base/error.h"
 #include "base/names.h"
-#include "base/rng.h"
 #include "io/hdf5_util.h"
+#include "io/sample_order.h"
 
 enum { MESSAGE_CAP = 1024 };
 
@@ -48,12 +48,6 @@ typedef struct slot {
     char message[MESSAGE_CAP];
 } slot;
 
-/* A sample of the batch: its row in the file and its position in the batch. */
-typedef struct row_ref {
-    long row;
-    long pos;
-} row_ref;
-
 struct pn_reader {
     char *path;
     hid_t file;
@@ -65,7 +59,7 @@ struct pn_reader {
     /* worker only */
     long *perm;         /* permutation of perm_epoch (shuffle only) */
     long perm_epoch;
-    row_ref *order;     /* [count] */
+    pn_row_ref *order;     /* [count] */
 
     pthread_t thread;
     bool thread_started;
@@ -81,54 +75,6 @@ struct pn_reader {
     int current;
     long epoch, index;
 };
-
-/* Uniform integer in [0, bound) without modulo bias. */
-static uint64_t uniform_below(pn_rng *rng, uint64_t bound)
-{
-    uint64_t threshold = -bound % bound, x;
-    do x = pn_rng_next(rng);
-    while (x < threshold);
-    return x % bound;
-}
-
-static void make_permutation(long n, bool shuffle, uint64_t seed, long epoch, long *out)
-{
-    for (long i = 0; i < n; i++) out[i] = i;
-    if (!shuffle) return;
-    pn_rng rng;
-    pn_rng_init(&rng, seed, pn_hash_mix(pn_hash_string("pn_reader/shuffle"), (uint64_t)epoch));
-    for (long i = n - 1; i > 0; i--) {
-        long j = (long)uniform_below(&rng, (uint64_t)i + 1), t = out[i];
-        out[i] = out[j];
-        out[j] = t;
-    }
-}
-
-static void sift_down(row_ref *a, size_t i, size_t n)
-{
-    for (size_t c; (c = 2 * i + 1) < n; i = c) {
-        if (c + 1 < n && a[c + 1].row > a[c].row) c++;
-        if (a[i].row >= a[c].row) return;
-        row_ref t = a[i];
-        a[i] = a[c];
-        a[c] = t;
-    }
-}
-
-/* Heapsort by row: in place, no allocation, O(n log n) for any batch size. */
-static void sort_rows(row_ref *a, size_t n)
-{
-    bool sorted = true;
-    for (size_t i = 1; sorted && i < n; i++) sorted = a[i - 1].row <= a[i].row;
-    if (sorted) return;
-    for (size_t i = n / 2; i-- > 0;) sift_down(a, i, n);
-    for (size_t end = n; end-- > 1;) {
-        row_ref t = a[0];
-        a[0] = a[end];
-        a[end] = t;
-        sift_down(a, 0, end);
-    }
-}
 
 /* Checks one sample's values (row `row` of the file): finite floats, ids in bound. */
 static int check_sample(const pn_reader *r, const field *f, long row, const void *values)
@@ -163,7 +109,7 @@ static int check_sample(const pn_reader *r, const field *f, long row, const void
  * hyperslabs per batch took 3-4 ms, a point selection 25-30 ms. */
 static int read_field(pn_reader *r, field *f, long rows, void *out)
 {
-    const row_ref *order = r->order;
+    const pn_row_ref *order = r->order;
     if (f->cache) {
         size_t bytes = f->elems * 4;
         for (long k = 0; k < rows; k++)
@@ -213,7 +159,7 @@ static int load_batch(pn_reader *r, slot *s, long epoch, long index)
     s->batch.rows = (int)rows;
     s->batch.sample0 = o->first;
     if (o->shuffle && r->perm_epoch != epoch) {
-        make_permutation(r->samples, true, o->seed, epoch, r->perm);
+        pn_sample_permutation(r->samples, true, o->seed, epoch, r->perm);
         r->perm_epoch = epoch;
     }
     for (long k = 0; k < rows; k++) {
@@ -221,7 +167,7 @@ static int load_batch(pn_reader *r, slot *s, long epoch, long index)
         r->order[k].row = o->shuffle ? r->perm[at] : at;
         r->order[k].pos = k;
     }
-    sort_rows(r->order, (size_t)rows);
+    pn_sort_rows(r->order, (size_t)rows);
     for (int f = 0; f < r->n_fields && rows > 0; f++)
         PN_TRY(read_field(r, &r->fields[f], rows, s->data[f]));
     return 0;
@@ -598,7 +544,7 @@ int pn_reader_permutation(const pn_reader *r, long epoch, long *out)
 {
     if (epoch < 0)
         return pn_error_set(PN_ERR_INVALID, "%s: no permutation for epoch %ld", r->path, epoch);
-    make_permutation(r->samples, r->opt.shuffle, r->opt.seed, epoch, out);
+    pn_sample_permutation(r->samples, r->opt.shuffle, r->opt.seed, epoch, out);
     return 0;
 }
 
