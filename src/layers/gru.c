@@ -11,12 +11,8 @@
 #include "base/error.h"
 #include "layers/attrs.h"
 #include "layers/layer_types.h"
+#include "layers/recurrent.h"
 #include "layers/seq_batch.h"
-
-typedef struct gru_attrs {
-    int size;
-    bool reverse;
-} gru_attrs;
 
 typedef struct gru_scratch {
     pn_seq_batch sb;
@@ -29,42 +25,14 @@ typedef struct gru_scratch {
 
 enum { WX, WH, B };
 
-static const char *const gru_attr_names[] = {"size", "reverse", NULL};
+static int gru_infer(pn_layer *l) { return pn_recurrent_infer(l, 3); }
 
-static int gru_parse(pn_layer *l, const json_t *spec)
-{
-    gru_attrs *s = l->attrs;
-    PN_TRY(pn_attr_bool(l, spec, "reverse", false, &s->reverse));
-    return pn_attr_int(l, spec, "size", true, 1, 0, &s->size);
-}
-
-static int gru_infer(pn_layer *l)
-{
-    const gru_attrs *s = l->attrs;
-    if (l->in_shapes[0].ids)
-        return pn_attr_error(l, "input", "integer ids (an embedding layer takes them)",
-                             "float values");
-    if ((int64_t)s->size * 3 > INT32_MAX)
-        return pn_attr_error(l, "size", "too large", "at most %d", INT32_MAX / 3);
-    l->out_shape = (pn_shape){s->size, l->in_shapes[0].seq, false};
-    return PN_OK;
-}
-
-static void gru_declare(pn_layer *l)
-{
-    const gru_attrs *s = l->attrs;
-    float in = (float)l->in_shapes[0].width, h = (float)s->size;
-    pn_layer_add_param(l, "wx", l->in_shapes[0].width, 3 * s->size,
-                       (pn_init){PN_INIT_UNIFORM, sqrtf(6.0f / (in + h))}, true);
-    pn_layer_add_param(l, "wh", s->size, 3 * s->size,
-                       (pn_init){PN_INIT_UNIFORM, sqrtf(3.0f / h)}, true);
-    pn_layer_add_param(l, "b", 1, 3 * s->size, (pn_init){PN_INIT_ZEROS, 0}, false);
-}
+static void gru_declare(pn_layer *l) { pn_recurrent_declare(l, 3); }
 
 static int gru_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
 {
     (void)pass;
-    const gru_attrs *s = x->layer->attrs;
+    const pn_recurrent_attrs *s = x->layer->attrs;
     gru_scratch *k = x->scratch;
     pn_seq_batch *sb = &k->sb;
     int H = s->size, seq = x->layer->out_shape.seq;
@@ -110,7 +78,7 @@ static int gru_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
 static int gru_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
 {
     (void)pass;
-    const gru_attrs *s = x->layer->attrs;
+    const pn_recurrent_attrs *s = x->layer->attrs;
     gru_scratch *k = x->scratch;
     pn_seq_batch *sb = &k->sb;
     int H = s->size, total = sb->total;
@@ -176,14 +144,14 @@ static int gru_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in
 static double gru_flops(const pn_layer *l)
 {
     double seq = l->in_shapes[0].seq, in = l->in_shapes[0].width;
-    double h = ((const gru_attrs *)l->attrs)->size;
+    double h = ((const pn_recurrent_attrs *)l->attrs)->size;
     return seq * (6.0 * 3.0 * h * (in + h) + 40.0 * h);
 }
 
 static double gru_saved_bytes(const pn_layer *l)
 {
     double seq = l->in_shapes[0].seq, in = l->in_shapes[0].width;
-    double h = ((const gru_attrs *)l->attrs)->size;
+    double h = ((const pn_recurrent_attrs *)l->attrs)->size;
     return seq * (in + 5.0 * h) * sizeof(float);
 }
 
@@ -201,10 +169,10 @@ const pn_layer_type pn_layer_gru = {
     .summary = "GRU over each sample's sequence (respects lengths); attrs size, reverse",
     .min_inputs = 1,
     .max_inputs = 1,
-    .attrs_size = sizeof(gru_attrs),
+    .attrs_size = sizeof(pn_recurrent_attrs),
     .scratch_size = sizeof(gru_scratch),
-    .attrs = gru_attr_names,
-    .parse = gru_parse,
+    .attrs = pn_recurrent_attr_names,
+    .parse = pn_recurrent_parse,
     .infer = gru_infer,
     .declare = gru_declare,
     .forward = gru_forward,
