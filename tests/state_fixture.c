@@ -3,7 +3,6 @@
  * the bit, and ways to damage a written file. */
 #include "state_fixture.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <float.h>
 #include <math.h>
@@ -112,21 +111,6 @@ void sf_assert_same_state(const pn_train_state *got, const pn_train_state *want)
         for (int s = 0; s < want->n_slot_names; s++)
             assert_same_floats(g->slots[s], w->slots[s], n, want->slot_names[s]);
     }
-}
-
-void sf_list_dir(const char *dir, char *out, size_t cap)
-{
-    struct dirent **entries;
-    int n = scandir(dir, &entries, NULL, alphasort);
-    ck_assert_int_ge(n, 0);
-    size_t len = 0;
-    out[0] = '\0';
-    for (int i = 0; i < n; i++) {
-        if (entries[i]->d_name[0] != '.')
-            len += (size_t)snprintf(out + len, cap - len, "%s\n", entries[i]->d_name);
-        free(entries[i]);
-    }
-    free(entries);
 }
 
 void sf_write_state(const char *path, const pn_train_state *st)

@@ -30,7 +30,4 @@ void sf_write_state(const char *path, const pn_train_state *st);
 /* Flips one bit in the middle of the first chunk of dataset name of path. */
 void sf_flip_chunk_bit(const char *path, const char *name);
 
-/* The names in dir, sorted, one per line. */
-void sf_list_dir(const char *dir, char *out, size_t cap);
-
 #endif

@@ -2,7 +2,6 @@
  * to [0, 1], labels and attributes read back through the dataset reader; corrupt,
  * truncated or inconsistent input refused with the file named and nothing left in
  * the output directory. */
-#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,17 +145,6 @@ static void check_imported(const char *path, int n)
     ck_assert_ptr_nonnull(strstr(source, n == 5 ? "/train-images-idx3-ubyte.gz" : "/t10k-"));
 }
 
-/* Names in directory path, newline-separated, sorted by readdir order. */
-static void list_dir(const char *path, char *out, size_t cap)
-{
-    out[0] = '\0';
-    DIR *d = opendir(path);
-    ck_assert_ptr_nonnull(d);
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.') strncat(out, e->d_name, cap - strlen(out) - 2), strcat(out, "\n");
-    closedir(d);
-}
-
 START_TEST(import_writes_scaled_features_labels_and_attributes)
 {
     char src[PATH_MAX + 16], out[PATH_MAX + 16], path[2 * PATH_MAX], names[256];
@@ -173,7 +161,7 @@ START_TEST(import_writes_scaled_features_labels_and_attributes)
     check_imported(path, 5);
     snprintf(path, sizeof path, "%s/test.h5", out);
     check_imported(path, 3);
-    list_dir(out, names, sizeof names);
+    ck_assert_int_eq(tu_list_dir(out, names, sizeof names), 0);
     ck_assert_msg(!strcmp(names, "train.h5\ntest.h5\n") || !strcmp(names, "test.h5\ntrain.h5\n"),
                   "out dir holds: %s", names);
 }
@@ -204,7 +192,7 @@ START_TEST(import_refuses_corrupt_input)
         const char *msg = pn_error_message();
         ck_assert_msg(strstr(msg, file) && strstr(msg, cases[c].words),
                       "case %zu: message '%s' lacks '%s' or '%s'", c, msg, file, cases[c].words);
-        list_dir(out, names, sizeof names);
+        ck_assert_int_eq(tu_list_dir(out, names, sizeof names), 0);
         ck_assert_msg(!strstr(names, ".tmp"), "case %zu left %s", c, names);
         ck_assert_msg(cases[c].s == SPOIL_COUNT_MISMATCH ? !strcmp(names, "train.h5\n")
                                                          : !names[0],

@@ -3,7 +3,6 @@
  * and the root attributes; a missing or empty file, a --seq longer than a split and
  * a bad fraction refused with the file named and nothing left in the output
  * directory. */
-#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,17 +28,6 @@ static void write_text(const char *name, const char *content, size_t n, char *pa
     ck_assert_ptr_nonnull(f);
     ck_assert_uint_eq(fwrite(content, 1, n, f), n);
     ck_assert_int_eq(fclose(f), 0);
-}
-
-/* Names in directory path, each followed by a newline. */
-static void list_dir(const char *path, char *out, size_t cap)
-{
-    out[0] = '\0';
-    DIR *d = opendir(path);
-    if (!d) return;
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.') strncat(out, e->d_name, cap - strlen(out) - 2), strcat(out, "\n");
-    closedir(d);
 }
 
 typedef struct seen_files {
@@ -118,7 +106,7 @@ START_TEST(import_writes_windows_targets_and_attributes)
     check_split(path, text, 12, 6);
     snprintf(path, sizeof path, "%s/test.h5", out);
     check_split(path, text + 75, 4, 6);
-    list_dir(out, names, sizeof names);
+    ck_assert_int_eq(tu_list_dir(out, names, sizeof names), 0);
     ck_assert_msg(!strcmp(names, "train.h5\ntest.h5\n") || !strcmp(names, "test.h5\ntrain.h5\n"),
                   "out dir holds: %s", names);
 
@@ -171,7 +159,7 @@ START_TEST(import_refuses_bad_input)
         ck_assert_msg(strstr(msg, named) && strstr(msg, cases[c].words),
                       "case %zu: message '%s' lacks '%s' or '%s'", c, msg, named,
                       cases[c].words);
-        list_dir(out, names, sizeof names);
+        tu_list_dir(out, names, sizeof names); /* "" when never made */
         ck_assert_msg(!names[0], "case %zu: out dir holds %s", c, names);
     }
 }

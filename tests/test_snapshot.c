@@ -63,7 +63,7 @@ START_TEST(snapshot_round_trip_is_bit_identical)
     ck_assert_msg(back->seed == st->seed, "seed %llu", (unsigned long long)back->seed);
     ck_assert_str_eq(back->config, st->config);
     pn_train_state_free(back);
-    sf_list_dir(dir, names, sizeof names);
+    ck_assert_int_eq(tu_list_dir(dir, names, sizeof names), 0);
     ck_assert_str_eq(names, "snapshot-0000000100.h5\n");
     pn_train_state_free(st);
 }

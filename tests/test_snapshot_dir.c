@@ -111,7 +111,7 @@ START_TEST(prune_keeps_the_newest)
     touch("notes.txt");
     /* a run that just wrote step 30 (50 and 40 are not its own: kept, a warning) */
     ck_assert_msg(pn_snapshot_prune(dir, 2, 30) == 0, "%s", pn_error_message());
-    sf_list_dir(dir, names, sizeof names);
+    ck_assert_int_eq(tu_list_dir(dir, names, sizeof names), 0);
     snprintf(want, sizeof want,
              "notes.txt\nsnapshot-0000000020.h5\nsnapshot-0000000030.h5\n"
              "snapshot-0000000040.h5\nsnapshot-0000000050.h5\n"
@@ -119,14 +119,14 @@ START_TEST(prune_keeps_the_newest)
              (long)getpid(), (long)getppid());
     ck_assert_str_eq(names, want);
     ck_assert_msg(pn_snapshot_prune(dir, 2, 50) == 0, "%s", pn_error_message());
-    sf_list_dir(dir, names, sizeof names);
+    ck_assert_int_eq(tu_list_dir(dir, names, sizeof names), 0);
     snprintf(want, sizeof want,
              "notes.txt\nsnapshot-0000000040.h5\nsnapshot-0000000050.h5\n"
              "snapshot-0000000070.h5.tmp-%ld\nsnapshot-0000000080.h5.tmp-%ld\n",
              (long)getpid(), (long)getppid());
     ck_assert_str_eq(names, want);
     ck_assert_msg(pn_snapshot_prune(dir, 5, 50) == 0, "%s", pn_error_message());
-    sf_list_dir(dir, names, sizeof names);
+    ck_assert_int_eq(tu_list_dir(dir, names, sizeof names), 0);
     ck_assert_str_eq(names, want);
     ck_assert_int_eq(pn_snapshot_prune(dir, -1, 50), PN_ERR_INVALID);
     pn_train_state_free(st);

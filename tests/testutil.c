@@ -1,6 +1,7 @@
 /* Shared Check helpers (see testutil.h). */
 #include "testutil.h"
 
+#include <dirent.h>
 #include <ftw.h>
 #include <math.h>
 #include <stdio.h>
@@ -51,6 +52,23 @@ void tu_make_temp_dir(char *dir, size_t cap, const char *name)
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     ck_assert_int_lt(snprintf(dir, cap, "%s/pn_test_%s.XXXXXX", tmp, name), (int)cap);
     ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+int tu_list_dir(const char *dir, char *out, size_t cap)
+{
+    struct dirent **entries;
+    out[0] = '\0';
+    int n = scandir(dir, &entries, NULL, alphasort);
+    if (n < 0) return -1;
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        int k = entries[i]->d_name[0] == '.' || len >= cap
+                    ? 0 : snprintf(out + len, cap - len, "%s\n", entries[i]->d_name);
+        len += k > 0 ? (size_t)k : 0;
+        free(entries[i]);
+    }
+    free(entries);
+    return 0;
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)

@@ -30,6 +30,10 @@ void tu_assert_matrix_near(const pn_matrix *a, const double *want, double rtol, 
  * writes its path into dir (cap bytes). */
 void tu_make_temp_dir(char *dir, size_t cap, const char *name);
 
+/* The names in dir (not those starting with '.'), sorted, each followed by a newline,
+ * into out (cap bytes, cut to fit); -1 (and "") when dir cannot be read. */
+int tu_list_dir(const char *dir, char *out, size_t cap);
+
 /* Removes dir and everything under it. */
 void tu_remove_tree(const char *dir);
 
