@@ -63,4 +63,10 @@ awk -F'"samples_per_s": |, "tokens_per_s": |}' '/"step": 40,/ {
     fail "tokens_per_s is not 16 x samples_per_s: $(grep '"step": 40,' "$tmp/m1")"
 grep -q '^epoch 1: .* samples/s, [0-9]* tokens/s)$' "$tmp/out1" ||
     fail "no tokens/s in the epoch line: $(grep '^epoch' "$tmp/out1")"
+
+# --epochs on the command line replaces the model's train.steps (40 here)
+"$PIPENET" train "$tmp/gpt.json" $args --eval "" --epochs 1 >"$tmp/out3" 2>&1 ||
+    { cat "$tmp/out3"; fail "train --epochs 1"; }
+head -n 1 "$tmp/out3" | grep -Eq ' ([0-9]+) steps/epoch, \1 steps,' ||
+    fail "--epochs 1 did not replace train.steps: $(head -n 1 "$tmp/out3")"
 echo "PASS: lm"

@@ -119,7 +119,9 @@ void pn_train_options_apply(const pn_train_overrides *o, pn_train_config *cfg)
     if (GIVEN(OPT_METRICS)) strcpy(cfg->metrics, v->metrics);
     if (GIVEN(OPT_TRACE)) strcpy(cfg->trace, v->trace);
     if (GIVEN(OPT_LAYER_TIMES)) strcpy(cfg->layer_times, v->layer_times);
-    if (GIVEN(OPT_EPOCHS)) cfg->epochs = v->epochs;
+    /* --epochs on the command line means passes, even when the model's file sets
+     * train.steps (which would otherwise win); --steps beside it still wins. */
+    if (GIVEN(OPT_EPOCHS)) cfg->epochs = v->epochs, cfg->steps = 0;
     if (GIVEN(OPT_STEPS)) cfg->steps = v->steps;
     if (GIVEN(OPT_BATCH)) cfg->batch = v->batch, cfg->batch_given = true;
     if (GIVEN(OPT_LR)) cfg->optimizer.lr = v->optimizer.lr;
