@@ -2,7 +2,8 @@
  * (tests/test_comm.sh): the layout of 2 replicas x 2 stages; sums, XORs and "any"
  * over the world, a pipe and a stage's replicas; status agreement naming the
  * failing rank; a link that delivers, adds, and refuses a message for another step
- * with an error naming both sides; gradient buckets and the replica gather; and
+ * with an error naming both sides; a link that carries samples' lengths with the
+ * values, and refuses lengths out of range or a sender that sends none; gradient buckets and the replica gather; and
  * arena images gathered to rank 0 and scattered back (odd sizes, 4 stages, and
  * 2 x 2 with the replica broadcast). Prints one line per check and
  * "N passed, N failed". */
@@ -77,7 +78,7 @@ static void agreement(pn_comm *c)
 static void links(pn_comm *c)
 {
     const pn_grid *g = pn_comm_grid(c);
-    pn_link_spec spec = {PN_LINK_VALUE, g->stage == 0, 4, "h1", 1 - g->stage, 5, 6, 2};
+    pn_link_spec spec = {PN_LINK_VALUE, g->stage == 0, 4, "h1", 1 - g->stage, 5, 6, 2, 0};
     pn_link *l;
     check(c, pn_link_create(c, &spec, &l) == 0, "link created on both sides");
     float data[15], got[15];
@@ -85,7 +86,7 @@ static void links(pn_comm *c)
     pn_matrix m = pn_matrix_host(data, 3, 5), into = pn_matrix_host(got, 3, 5);
     bool ok = true;
     if (g->stage == 0) {
-        ok = pn_link_send(l, 7, 1, &m) == 0 && pn_link_send(l, 7, 0, &m) == 0 &&
+        ok = pn_link_send(l, 7, 1, &m, NULL) == 0 && pn_link_send(l, 7, 0, &m, NULL) == 0 &&
              pn_link_wait_sends(l) == 0;
     } else {
         ok = pn_link_post_recv(l, 1) == 0 && pn_link_post_recv(l, 0) == 0 &&
@@ -95,7 +96,7 @@ static void links(pn_comm *c)
     }
     check(c, ok, "link: micro-batches land in their slots, copied or added");
     if (g->stage == 0) {
-        ok = pn_link_send(l, 7, 0, &m) == 0 && pn_link_wait_sends(l) == 0;
+        ok = pn_link_send(l, 7, 0, &m, NULL) == 0 && pn_link_wait_sends(l) == 0;
     } else {
         ok = pn_link_post_recv(l, 0) == 0 && pn_link_recv(l, 8, 0, &into, false) == PN_ERR_MPI &&
              strstr(pn_error_message(), "expected the value of 'h1' for step 8") &&
@@ -103,6 +104,61 @@ static void links(pn_comm *c)
     }
     check(c, ok, "link: a message for another step is an error naming both");
     pn_link_free(l);
+}
+
+/* Stage 0 sends 2 samples of seq 3 (6 x 2) with their lengths to stage 1: they
+ * arrive with the payload; a length past seq, and a message without lengths where
+ * they were expected, are errors naming both sides. */
+static void links_with_lengths(pn_comm *c)
+{
+    const pn_grid *g = pn_comm_grid(c);
+    bool sender = g->stage == 0;
+    pn_link_spec spec = {PN_LINK_VALUE, sender, 6, "lstm1", 1 - g->stage, 2, 12, 1, 3};
+    pn_link_spec bare = spec; /* the same node, no lengths: a mismatched sender */
+    bare.seq = 0;
+    pn_link *l, *plain;
+    check(c, pn_link_create(c, &spec, &l) == 0 && pn_link_create(c, sender ? &bare : &spec,
+                                                                 &plain) == 0,
+          "link with lengths created on both sides");
+    float data[12], got[12];
+    for (int i = 0; i < 12; i++) data[i] = (float)(g->replica * 100 + i);
+    int lengths[2] = {3, 1 + g->replica}, too_long[2] = {2, 4};
+    pn_matrix m = pn_matrix_host(data, 6, 2), into = pn_matrix_host(got, 6, 2);
+    bool ok = true;
+    if (sender) {
+        ok = pn_link_send(l, 3, 0, &m, NULL) == PN_ERR_INTERNAL && /* lengths required */
+             pn_link_send(l, 3, 0, &m, lengths) == 0 && pn_link_wait_sends(l) == 0;
+    } else {
+        ok = pn_link_post_recv(l, 0) == 0 && pn_link_lengths(l, 0) == NULL &&
+             pn_link_recv(l, 3, 0, &into, false) == 0 && !memcmp(got, data, sizeof got);
+        const int *at = pn_link_lengths(l, 0);
+        ok = ok && at && at[0] == 3 && at[1] == 1 + g->replica;
+    }
+    check(c, ok, "link: the samples' lengths travel with the values");
+    if (sender) {
+        ok = pn_link_send(l, 4, 0, &m, too_long) == 0 && pn_link_wait_sends(l) == 0;
+    } else {
+        ok = pn_link_post_recv(l, 0) == 0 && pn_link_recv(l, 4, 0, &into, false) == PN_ERR_MPI &&
+             strstr(pn_error_message(), "'lstm1'") && strstr(pn_error_message(), "stage 0") &&
+             strstr(pn_error_message(), "length 4, outside 1..3") && !pn_link_lengths(l, 0);
+    }
+    check(c, ok, "link: a length past seq is an error naming both sides");
+    if (sender) {
+        ok = pn_link_send(plain, 5, 0, &m, NULL) == 0 && pn_link_wait_sends(plain) == 0;
+    } else {
+        ok = pn_link_post_recv(plain, 0) == 0 &&
+             pn_link_recv(plain, 5, 0, &into, false) == PN_ERR_MPI &&
+             strstr(pn_error_message(), "(6 x 2, 2 lengths) from stage 0") &&
+             strstr(pn_error_message(), "(6 x 2, 0 lengths");
+    }
+    check(c, ok, "link: a message without the lengths expected is an error naming both");
+    pn_link_spec grad = spec;
+    grad.kind = PN_LINK_GRAD;
+    pn_link *refused = NULL;
+    check(c, pn_link_create(c, &grad, &refused) == PN_ERR_INTERNAL && !refused,
+          "link: gradients carry no lengths");
+    pn_link_free(l);
+    pn_link_free(plain);
 }
 
 static void replicas(pn_comm *c)
@@ -173,6 +229,7 @@ int main(int argc, char **argv)
     layout_and_scalars(c);
     agreement(c);
     links(c);
+    links_with_lengths(c);
     replicas(c);
     check(c, gather_and_scatter(c), "images: gathered to rank 0, scattered and broadcast (2 x 2)");
     pn_comm_free(c);

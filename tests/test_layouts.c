@@ -1,12 +1,14 @@
 /* Layout invariance, run under mpirun with 4 ranks (tests/test_layouts.sh): a small
- * MLP and a network whose skip connection crosses stages train for 20 steps under
+ * MLP, a network whose skip connection crosses stages, and a sequence model over
+ * padded samples (their lengths cross every stage link) train for 20 steps under
  * every layout (replicas D, stages P, micro-batches M) of the list and both
  * schedules, on sub-communicators of the world; every step's loss must equal the
  * one-process run's within a relative 1e-5 and every final parameter within 1e-4.
  * Then with --deterministic, 50 steps under every layout with micro-batches of 4
  * samples, both schedules and a repeated run must give one parameter hash.
  * Then --recompute (pipeline/kept_inputs.h): a model with dropout and a skip
- * connection across stages must end with the same parameter hash as without it,
+ * connection across stages, and the sequence model, must end with the same
+ * parameter hash as without it,
  * under each of several layouts and both schedules, and under --deterministic the
  * same hash as every layout of the plain run.
  * Prints a table of the largest differences, the hashes, and "N passed, N failed". */
@@ -24,7 +26,8 @@
 #include "pipeline/schedule.h"
 #include "pipeline/trainer.h"
 
-enum { SAMPLES = 320, WIDTH = 12, CLASSES = 5, STEPS = 20, DET_STEPS = 50, MAX_PARAMS = 64 };
+enum { SAMPLES = 320, WIDTH = 12, CLASSES = 5, STEPS = 20, DET_STEPS = 50, MAX_PARAMS = 64,
+       SEQ = 8, VOCAB = 11 };
 
 static const char *const MLP =
     "{\"name\": \"mlp\", \"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 12},"
@@ -65,6 +68,21 @@ static const char *const DROP =
     " {\"name\": \"out\", \"type\": \"fc\", \"input\": \"norm\", \"size\": 5},"
     " {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}],"
     " \"train\": {\"batch\": 32, \"optimizer\": {\"type\": \"momentum\", \"lr\": 0.1}}}";
+
+/* Samples of 1..8 tokens padded to 8 (lengths from the data): every layer's output
+ * carries the lengths, so a stage boundary anywhere sends them over a link; the loss
+ * averages over the batch's real positions, which the last stage must count like
+ * one process does. */
+static const char *const PADDED =
+    "{\"name\": \"padded\", \"inputs\": {\"x\": {\"dataset\": \"tokens\", \"ids\": true,"
+    " \"seq\": 8, \"lengths\": \"lengths\"}, \"y\": {\"dataset\": \"next\", \"ids\": true,"
+    " \"seq\": 8}}, \"layers\": ["
+    " {\"name\": \"embed\", \"type\": \"embedding\", \"input\": \"x\", \"vocab\": 11, \"size\": 8},"
+    " {\"name\": \"lstm\", \"type\": \"lstm\", \"input\": \"embed\", \"size\": 12},"
+    " {\"name\": \"attn\", \"type\": \"attention\", \"input\": \"lstm\", \"heads\": 2},"
+    " {\"name\": \"out\", \"type\": \"fc\", \"input\": \"attn\", \"size\": 11},"
+    " {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}],"
+    " \"train\": {\"batch\": 32, \"optimizer\": {\"type\": \"momentum\", \"lr\": 0.5}}}";
 
 typedef struct layout {
     int replicas, stages, micro;
@@ -159,6 +177,31 @@ static void free_set(param_set *set)
 
 /* Writes the dataset on rank 0: features uniform in [-1, 1], labels from a fixed
  * random linear map, so that the task is learnable. */
+/* The padded sequences: a walk t -> (3t + 1) mod 11 from a random start, of a random
+ * length in 1..8, zeros past it; next holds each position's successor. */
+static int write_sequences(hid_t file, const char *path)
+{
+    int *tokens = calloc(SAMPLES * SEQ, sizeof(int)), *next = calloc(SAMPLES * SEQ, sizeof(int));
+    int *lengths = malloc(sizeof(int) * SAMPLES);
+    pn_rng rng;
+    pn_rng_init(&rng, 77, 1);
+    for (int s = 0; s < SAMPLES; s++) {
+        lengths[s] = 1 + (int)(pn_rng_uniform(&rng) * SEQ) % SEQ;
+        int t = (int)(pn_rng_uniform(&rng) * VOCAB) % VOCAB;
+        for (int k = 0; k < lengths[s]; k++) {
+            tokens[s * SEQ + k] = t;
+            next[s * SEQ + k] = t = (3 * t + 1) % VOCAB;
+        }
+    }
+    hsize_t dt[2] = {SAMPLES, SEQ}, dl[1] = {SAMPLES};
+    int rc = pn_hdf5_write_dataset(file, path, "tokens", PN_HDF5_INT32, 2, dt, 64, tokens);
+    if (rc == 0) rc = pn_hdf5_write_dataset(file, path, "next", PN_HDF5_INT32, 2, dt, 64, next);
+    if (rc == 0)
+        rc = pn_hdf5_write_dataset(file, path, "lengths", PN_HDF5_INT32, 1, dl, 64, lengths);
+    free(tokens), free(next), free(lengths);
+    return rc;
+}
+
 static int write_data(const char *path)
 {
     float *x = malloc(sizeof(float) * SAMPLES * WIDTH);
@@ -184,6 +227,7 @@ static int write_data(const char *path)
     int rc = pn_hdf5_create_file(path, false, &file);
     if (rc == 0) rc = pn_hdf5_write_dataset(file, path, "features", PN_HDF5_FLOAT32, 2, dx, 64, x);
     if (rc == 0) rc = pn_hdf5_write_dataset(file, path, "labels", PN_HDF5_INT32, 1, dy, 64, y);
+    if (rc == 0) rc = write_sequences(file, path);
     if (rc == 0) rc = pn_hdf5_close(file, path);
     free(x);
     free(y);
@@ -293,13 +337,14 @@ int main(int argc, char **argv)
         if (rank == 0) fprintf(stderr, "cannot write %s: %s\n", data, pn_error_message());
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    const char *const models[] = {MLP, SKIP};
-    const char *const names[] = {"mlp", "skip"};
+    const char *const models[] = {MLP, SKIP, PADDED};
+    const char *const names[] = {"mlp", "skip", "pad"};
+    enum { N_MODELS = sizeof models / sizeof *models };
     int passed = 0, failed = 0;
     if (rank == 0)
         printf("%-5s %-9s %-6s %14s %14s\n", "model", "(D,P,M)", "sched", "max loss diff",
                "max param diff");
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < N_MODELS; m++) {
         outcome *ref = calloc(1, sizeof *ref), *got = calloc(1, sizeof *got);
         if (run_layout(models[m], data, layouts[0], PN_SCHEDULE_1F1B, false, false, ref) < 0) failed++;
         for (int l = 1; l < N_LAYOUTS; l++)
@@ -321,7 +366,7 @@ int main(int argc, char **argv)
         free(got);
     }
     /* bit-exact layouts under --deterministic */
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < N_MODELS; m++) {
         outcome *o = calloc(1, sizeof *o);
         unsigned long long first = 0;
         for (int l = 0; l <= N_DET; l++)
@@ -343,15 +388,17 @@ int main(int argc, char **argv)
     /* --recompute: the plain run's bits, layout by layout; and under --deterministic
      * the one hash of every layout */
     outcome *plain = calloc(1, sizeof *plain), *re = calloc(1, sizeof *re);
+    const char *const rc_models[] = {DROP, PADDED}, *const rc_names[] = {"drop", "pad"};
+    for (int m = 0; m < 2; m++)
     for (int l = 0; l < N_RC; l++)
         for (int sched = 0; sched < 2; sched++) {
-            int r = run_layout(DROP, data, rc_layouts[l], sched, false, false, plain);
-            r |= run_layout(DROP, data, rc_layouts[l], sched, false, true, re);
+            int r = run_layout(rc_models[m], data, rc_layouts[l], sched, false, false, plain);
+            r |= run_layout(rc_models[m], data, rc_layouts[l], sched, false, true, re);
             free_set(&plain->params), free_set(&re->params);
             if (rank != 0) continue;
             bool ok = r == 0 && re->hash == plain->hash;
-            printf("drop  (%d,%d,%d)   %-6s recompute, hash %016llx, plain %016llx  %s\n",
-                   rc_layouts[l].replicas, rc_layouts[l].stages, rc_layouts[l].micro,
+            printf("%-5s (%d,%d,%d)   %-6s recompute, hash %016llx, plain %016llx  %s\n",
+                   rc_names[m], rc_layouts[l].replicas, rc_layouts[l].stages, rc_layouts[l].micro,
                    pn_schedule_kind_name((pn_schedule_kind)sched), re->hash, plain->hash,
                    ok ? "ok" : "FAIL");
             ok ? passed++ : failed++;

@@ -259,6 +259,11 @@ int pn_link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out)
         return pn_error_set(PN_ERR_UNSUPPORTED, "layer %d ('%s'): this MPI's tags (up to %d) "
                                                 "cannot name so many layers",
                             spec->node, spec->name, c->image_tag);
+    if (spec->seq < 0 || (spec->seq > 0 && (spec->kind != PN_LINK_VALUE || spec->max_rows % spec->seq)))
+        return pn_error_set(PN_ERR_INTERNAL, "link of '%s': lengths of seq %d on a %s link of "
+                                             "%d rows",
+                            spec->name, spec->seq, spec->kind == PN_LINK_VALUE ? "value" : "gradient",
+                            spec->max_rows);
     return c->transport->link_create(c, spec, out);
 }
 
@@ -289,10 +294,15 @@ int pn_link_recv(pn_link *l, long step, int micro, pn_matrix *into, bool add)
     return rc;
 }
 
-int pn_link_send(pn_link *l, long step, int micro, const pn_matrix *m)
+const int *pn_link_lengths(const pn_link *l, int micro)
+{
+    return l->comm->transport->link_lengths(l, micro);
+}
+
+int pn_link_send(pn_link *l, long step, int micro, const pn_matrix *m, const int *lengths)
 {
     double t0 = PN_TRACE_T0();
-    int rc = l->comm->transport->link_send(l, step, micro, m);
+    int rc = l->comm->transport->link_send(l, step, micro, m, lengths);
     PN_TRACE(transfer_name(l, true), "comm", l->spec.name, step, micro, t0);
     return rc;
 }

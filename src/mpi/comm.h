@@ -99,6 +99,9 @@ typedef struct pn_link_spec {
     int peer;          /* the other side's stage */
     int cols, max_rows;
     int slots;         /* micro-batches of a step: one buffer each */
+    int seq;           /* > 0 (values only): each message also carries its samples'
+                        * lengths (rows / seq of them, each in [1, seq]), which the
+                        * receiving stage's layers need for padded sequences */
 } pn_link_spec;
 
 /* Creates a link with a buffer per micro-batch of up to max_rows x cols, so that
@@ -113,12 +116,21 @@ const pn_link_spec *pn_link_spec_of(const pn_link *l);
 int pn_link_post_recv(pn_link *l, int micro);
 
 /* Waits for micro-batch micro of step, checks its header (node, kind, step,
- * micro-batch, into's shape): a mismatch is an error naming both sides. Then copies
- * the payload into into, or adds it (add) to what into holds. */
+ * micro-batch, into's shape, the number of lengths): a mismatch is an error naming
+ * both sides, and so is a length outside [1, seq]. Then copies the payload into
+ * into, or adds it (add) to what into holds. */
 int pn_link_recv(pn_link *l, long step, int micro, pn_matrix *into, bool add);
 
-/* Starts sending m (rows x cols, rows <= max_rows) as micro-batch micro of step. */
-int pn_link_send(pn_link *l, long step, int micro, const pn_matrix *m);
+/* The lengths the message received in slot micro carried ([rows / seq], host
+ * memory), valid until that slot's receive is posted again (the next step); NULL
+ * when the link carries none or nothing was received there since. */
+const int *pn_link_lengths(const pn_link *l, int micro);
+
+/* Starts sending m (rows x cols, rows <= max_rows) as micro-batch micro of step,
+ * with its samples' lengths ([rows / seq], host memory) when the link carries them
+ * (spec.seq > 0), else lengths must be NULL; both are copied before the call
+ * returns. */
+int pn_link_send(pn_link *l, long step, int micro, const pn_matrix *m, const int *lengths);
 
 /* Waits until every started send of the link has completed. */
 int pn_link_wait_sends(pn_link *l);

@@ -19,7 +19,8 @@ typedef struct pn_transport {
     void (*link_free)(pn_link *l);
     int (*link_post_recv)(pn_link *l, int micro);
     int (*link_recv)(pn_link *l, long step, int micro, pn_matrix *into, bool add);
-    int (*link_send)(pn_link *l, long step, int micro, const pn_matrix *m);
+    const int *(*link_lengths)(const pn_link *l, int micro);
+    int (*link_send)(pn_link *l, long step, int micro, const pn_matrix *m, const int *lengths);
     int (*link_wait_sends)(pn_link *l);
     void (*link_cancel)(pn_link *l);
     int (*bucket_start)(pn_comm *c, pn_matrix *m);

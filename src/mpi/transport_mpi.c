@@ -1,6 +1,7 @@
 /* The MPI transport of the communication seam (comm_impl.h): stage links as
  * non-blocking point-to-point messages through host buffers, one per micro-batch,
- * each a checked header and the payload; the replicas' gradient buckets as
+ * each a checked header, the payload and, where samples are padded sequences, their
+ * lengths (host int32, what the receiving stage's layers mask by); the replicas' gradient buckets as
  * MPI_Iallreduce in place; the replica gather as MPI_Iallgather; every wait through
  * the seam's watched wait (watch.c). Data on a device other than the host is staged
  * through host memory (pn_matrix_read/write). */
@@ -21,12 +22,16 @@ typedef struct header {
     int32_t magic, kind, node, micro;
     int64_t step;
     int32_t rows, cols;
+    int32_t samples; /* lengths after the payload: rows / seq, or 0 */
+    int32_t spare;   /* 0: no padding bytes go out unwritten */
 } header;
+_Static_assert(sizeof(header) <= HEADER_BYTES, "a link's header fits its bytes");
 
 typedef struct mpi_link {
     pn_link base;
-    char **buf;        /* [slots] header + payload, host memory */
+    char **buf;        /* [slots] header + payload (+ lengths), host memory */
     MPI_Request *req;  /* [slots] */
+    const int **lengths; /* [slots] the lengths received in each slot's buffer, or NULL */
     pn_buffer landing; /* a received payload on the destination's device, to add from */
 } mpi_link;
 
@@ -40,9 +45,20 @@ static const char *kind_name(int kind) { return kind == PN_LINK_GRAD ? "gradient
 
 static int tag_of(const pn_link *l) { return l->spec.node * 2 + (int)l->spec.kind; }
 
+/* Lengths a message of rows carries: one per sample when the link carries them. */
+static int samples_for(const pn_link *l, int rows) { return l->spec.seq > 0 ? rows / l->spec.seq : 0; }
+
 static size_t bytes_for(const pn_link *l, int rows)
 {
-    return HEADER_BYTES + (size_t)rows * (size_t)l->spec.cols * sizeof(float);
+    return HEADER_BYTES + (size_t)rows * (size_t)l->spec.cols * sizeof(float) +
+           (size_t)samples_for(l, rows) * sizeof(int32_t);
+}
+
+/* Where a message's lengths start in its buffer (after a payload of rows). */
+static int32_t *lengths_in(const mpi_link *l, int slot, int rows)
+{
+    return (int32_t *)(l->buf[slot] + HEADER_BYTES +
+                       (size_t)rows * (size_t)l->base.spec.cols * sizeof(float));
 }
 
 static void link_cancel(pn_link *base)
@@ -62,6 +78,7 @@ static void link_free(pn_link *base)
     for (int s = 0; l->buf && s < base->spec.slots; s++) free(l->buf[s]);
     free(l->buf);
     free(l->req);
+    free(l->lengths);
     pn_buffer_release(&l->landing);
     free(l);
 }
@@ -83,7 +100,8 @@ static int link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out)
     }
     l->buf = calloc((size_t)spec->slots, sizeof *l->buf);
     l->req = malloc((size_t)spec->slots * sizeof *l->req);
-    int rc = l->buf && l->req ? PN_OK
+    l->lengths = calloc((size_t)spec->slots, sizeof *l->lengths);
+    int rc = l->buf && l->req && l->lengths ? PN_OK
                               : pn_error_set(PN_ERR_NOMEM, "out of memory for link buffers");
     for (int s = 0; rc == PN_OK && s < spec->slots; s++) l->req[s] = MPI_REQUEST_NULL;
     size_t bytes = (most + 63) / 64 * 64;
@@ -101,6 +119,7 @@ static int link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out)
 static int link_post_recv(pn_link *base, int micro)
 {
     mpi_link *l = (mpi_link *)base;
+    l->lengths[micro] = NULL;
     PN_MPI_CHECK(MPI_Irecv(l->buf[micro], (int)bytes_for(base, base->spec.max_rows), MPI_BYTE,
                            base->spec.peer, tag_of(base), base->comm->pipe, &l->req[micro]));
     return PN_OK;
@@ -129,35 +148,56 @@ static int link_recv(pn_link *base, long step, int micro, pn_matrix *into, bool 
                         &(pn_wait_for){"the receive of", base, micro, PN_SCOPE_PIPE}));
     header h;
     memcpy(&h, l->buf[micro], sizeof h);
-    int got = 0, rows = into->rows;
+    int got = 0, rows = into->rows, samples = samples_for(base, rows);
     MPI_Get_count(&status, MPI_BYTE, &got);
     if (h.magic != LINK_MAGIC || h.kind != (int)sp->kind || h.node != sp->node ||
         h.step != step || h.micro != micro || h.rows != rows || h.cols != sp->cols ||
-        into->cols != sp->cols || (size_t)got != bytes_for(base, rows))
+        h.samples != samples || into->cols != sp->cols || (size_t)got != bytes_for(base, rows))
         return pn_error_set(PN_ERR_MPI,
                             "stage %d expected the %s of '%s' for step %ld, micro-batch %d "
-                            "(%d x %d) from stage %d, and received a message for node %d, "
-                            "%s, step %ld, micro-batch %d (%d x %d, %d bytes)",
+                            "(%d x %d, %d lengths) from stage %d, and received a message for "
+                            "node %d, %s, step %ld, micro-batch %d (%d x %d, %d lengths, %d "
+                            "bytes)",
                             base->comm->grid.stage, kind_name(sp->kind), sp->name, step, micro,
-                            rows, sp->cols, sp->peer, h.node, kind_name(h.kind), (long)h.step,
-                            h.micro, h.rows, h.cols, got);
+                            rows, sp->cols, samples, sp->peer, h.node, kind_name(h.kind),
+                            (long)h.step, h.micro, h.rows, h.cols, h.samples, got);
+    const int32_t *lengths = lengths_in(l, micro, rows);
+    for (int k = 0; k < samples; k++)
+        if (lengths[k] < 1 || lengths[k] > sp->seq)
+            return pn_error_set(PN_ERR_MPI,
+                                "stage %d received from stage %d the value of '%s' for step %ld, "
+                                "micro-batch %d, whose sample %d has length %d, outside 1..%d",
+                                base->comm->grid.stage, sp->peer, sp->name, step, micro, k,
+                                (int)lengths[k], sp->seq);
+    if (samples) l->lengths[micro] = lengths;
     const float *payload = (const float *)(l->buf[micro] + HEADER_BYTES);
     return add ? add_payload(l, payload, into) : pn_matrix_write(into, payload);
 }
 
-static int link_send(pn_link *base, long step, int micro, const pn_matrix *m)
+static int link_send(pn_link *base, long step, int micro, const pn_matrix *m, const int *lengths)
 {
     mpi_link *l = (mpi_link *)base;
     const pn_link_spec *sp = &base->spec;
     if (m->rows > sp->max_rows || m->cols != sp->cols)
         return pn_error_set(PN_ERR_INTERNAL, "link of '%s': %d x %d does not fit %d x %d",
                             sp->name, m->rows, m->cols, sp->max_rows, sp->cols);
-    header h = {LINK_MAGIC, (int32_t)sp->kind, sp->node, micro, step, m->rows, m->cols};
+    if ((sp->seq > 0) != (lengths != NULL) || (sp->seq > 0 && m->rows % sp->seq))
+        return pn_error_set(PN_ERR_INTERNAL, "link of '%s' (lengths of seq %d): %d rows %s "
+                                             "lengths",
+                            sp->name, sp->seq, m->rows, lengths ? "with" : "without");
+    int samples = samples_for(base, m->rows);
+    header h = {LINK_MAGIC, (int32_t)sp->kind, sp->node, micro, step, m->rows, m->cols, samples, 0};
     memcpy(l->buf[micro], &h, sizeof h);
     PN_TRY(pn_matrix_read(m, (float *)(l->buf[micro] + HEADER_BYTES)));
+    for (int k = 0; k < samples; k++) lengths_in(l, micro, m->rows)[k] = lengths[k];
     PN_MPI_CHECK(MPI_Isend(l->buf[micro], (int)bytes_for(base, m->rows), MPI_BYTE, sp->peer,
                            tag_of(base), base->comm->pipe, &l->req[micro]));
     return PN_OK;
+}
+
+static const int *link_lengths(const pn_link *base, int micro)
+{
+    return ((const mpi_link *)base)->lengths[micro];
 }
 
 static int link_wait_sends(pn_link *base)
@@ -231,6 +271,7 @@ const pn_transport pn_transport_mpi = {
     .link_free = link_free,
     .link_post_recv = link_post_recv,
     .link_recv = link_recv,
+    .link_lengths = link_lengths,
     .link_send = link_send,
     .link_wait_sends = link_wait_sends,
     .link_cancel = link_cancel,

@@ -33,6 +33,7 @@ struct pn_stage {
     pn_reader_field *fields;
     int *field_nodes, n_fields; /* the input node each field feeds */
     bool *field_is_lengths;     /* the field holds its node's sample lengths */
+    int count_field;            /* the lengths that count the loss's positions, or -1 */
     bool fields_used;           /* false: the stage reads only to count rows */
     pn_grad_tree tree;          /* --deterministic: this step's micro-batch sums */
     pn_buffer replica_sums;     /* --deterministic, D > 1: every replica's sum [D, arena] */
@@ -79,12 +80,14 @@ static int keep_inputs(pn_stage *s)
     return PN_OK;
 }
 
-static int add_link(pn_stage *s, pn_link_kind kind, bool sends, int node, int peer)
+static int add_link(pn_stage *s, pn_link_kind kind, bool sends, int node, int peer,
+                    bool lengths)
 {
     const pn_graph_node *n = &s->cfg.graph->nodes[node];
     pn_shape shape = n->layer->out_shape;
     pn_link_spec spec = {kind, sends, node, n->name, peer, shape.width,
-                         s->cfg.eval_rows * shape.seq, s->micro};
+                         s->cfg.eval_rows * shape.seq, s->micro,
+                         lengths && kind == PN_LINK_VALUE ? shape.seq : 0};
     return pn_link_create(s->cfg.comm, &spec, &s->links[s->n_links++]);
 }
 
@@ -103,7 +106,8 @@ static void mark_lengths(const pn_graph *g, bool *carries)
     }
 }
 
-/* One link per direction and neighbour for every Argument that crosses stages. */
+/* One link per direction and neighbour for every Argument that crosses stages; a
+ * value that carries lengths takes them along. */
 static int build_links(pn_stage *s)
 {
     const pn_graph *g = s->cfg.graph;
@@ -131,18 +135,11 @@ static int build_links(pn_stage *s)
                 if (g->nodes[c].inputs[k] != p || sc == sp || seen[sc]) continue;
                 seen[sc] = true;
                 if (self != sp && self != sc) continue;
-                if (carries[p]) {
-                    rc = pn_error_set(PN_ERR_UNSUPPORTED, "layer '%s' carries sequence lengths "
-                                      "from stage %d to stage %d, which stage links do not "
-                                      "carry yet: place the layers that use them on one stage",
-                                      g->nodes[p].name, sp, sc);
-                    break;
-                }
                 bool producer = self == sp;
                 int peer = producer ? sc : sp;
-                rc = add_link(s, PN_LINK_VALUE, producer, p, peer);
+                rc = add_link(s, PN_LINK_VALUE, producer, p, peer, carries[p]);
                 if (rc == PN_OK && g->nodes[p].needs_grad)
-                    rc = add_link(s, PN_LINK_GRAD, !producer, p, peer);
+                    rc = add_link(s, PN_LINK_GRAD, !producer, p, peer, false);
             }
     }
     free(seen);
@@ -150,12 +147,41 @@ static int build_links(pn_stage *s)
     return rc;
 }
 
+/* The lengths that count the real positions a loss averages over: the graph's first
+ * input with lengths (what one process counts by). Every stage reads them, also one
+ * that gets its lengths over a link or reads only to count rows; such a field feeds
+ * no argument (node -1). */
+static int add_count_field(pn_stage *s)
+{
+    const pn_graph *g = s->cfg.graph;
+    s->count_field = -1;
+    int first = 0;
+    while (first < g->n_nodes &&
+           !(g->nodes[first].is_input && pn_data_layer_lengths(g->nodes[first].layer)))
+        first++;
+    if (first == g->n_nodes) return PN_OK;
+    for (int f = 0; f < s->n_fields; f++)
+        if (s->fields_used && s->field_is_lengths[f] && s->field_nodes[f] == first) {
+            s->count_field = f;
+            return PN_OK;
+        }
+    const pn_layer *in = g->nodes[first].layer;
+    s->fields[s->n_fields] = (pn_reader_field){
+        .dataset = pn_data_layer_lengths(in), .shape = {0, 1, true},
+        .input = g->nodes[first].name, .id_user = g->nodes[first].name,
+        .length_max = in->out_shape.seq};
+    s->field_is_lengths[s->n_fields] = true;
+    s->field_nodes[s->n_fields] = -1;
+    s->count_field = s->n_fields++;
+    return PN_OK;
+}
+
 /* The data inputs this stage consumes; a stage that consumes none still reads the
  * first one, so that every stage of a replica sees the same batch sizes. */
 static int collect_fields(pn_stage *s)
 {
     const pn_graph *g = s->cfg.graph;
-    size_t cap = 2 * (size_t)g->n_nodes; /* an input and its lengths */
+    size_t cap = 2 * (size_t)g->n_nodes + 1; /* an input and its lengths; the count's */
     s->fields = calloc(cap, sizeof *s->fields);
     s->field_nodes = calloc(cap, sizeof *s->field_nodes);
     s->field_is_lengths = calloc(cap, sizeof *s->field_is_lengths);
@@ -182,7 +208,7 @@ static int collect_fields(pn_stage *s)
             s->field_is_lengths[s->n_fields] = true;
             s->field_nodes[s->n_fields++] = i;
         }
-    return PN_OK;
+    return add_count_field(s);
 }
 
 int pn_stage_create(pn_stage **out, const pn_stage_config *cfg)
@@ -250,6 +276,7 @@ static int feed(pn_stage *s, pn_network *net, const pn_batch *b, int first, int 
     PN_TRY(pn_network_set_batch(net, rows));
     if (!s->fields_used) return PN_OK;
     for (int f = 0; f < s->n_fields; f++) {
+        if (s->field_nodes[f] < 0) continue; /* read only to count positions */
         pn_arg *a = pn_network_arg(net, s->field_nodes[f]);
         if (s->field_is_lengths[f]) { /* host memory, valid until the next batch is read */
             a->lengths = b->ids[f] + first;
@@ -265,6 +292,16 @@ static int feed(pn_stage *s, pn_network *net, const pn_batch *b, int first, int 
     return PN_OK;
 }
 
+/* Points the values received for micro at the lengths their messages carried. */
+static void take_link_lengths(pn_stage *s, pn_network *net, int micro)
+{
+    for (int i = 0; i < s->n_links; i++) {
+        const pn_link_spec *l = pn_link_spec_of(s->links[i]);
+        if (l->kind == PN_LINK_VALUE && !l->sends && l->seq > 0)
+            pn_network_arg(net, l->node)->lengths = pn_link_lengths(s->links[i], micro);
+    }
+}
+
 /* Receives the values this stage consumes, runs its layers forward, sends its
  * outputs on; rows from first of the batch, in network slot micro % n_slots. */
 static int forward_pass(pn_stage *s, const pn_batch *b, long step, int micro, int first,
@@ -278,6 +315,7 @@ static int forward_pass(pn_stage *s, const pn_batch *b, long step, int micro, in
             PN_TRY(pn_link_recv(s->links[i], step, micro, &pn_network_arg(net, l->node)->value,
                                 false));
     }
+    take_link_lengths(s, net, micro);
     if (s->cfg.recompute && training)
         PN_TRY(pn_kept_inputs_save(&s->kept, micro % s->n_slots, net));
     s->held = -1;
@@ -286,8 +324,10 @@ static int forward_pass(pn_stage *s, const pn_batch *b, long step, int micro, in
     if (s->cfg.recompute && training) s->held = micro;
     for (int i = 0; i < s->n_links; i++) {
         const pn_link_spec *l = pn_link_spec_of(s->links[i]);
-        if (l->kind == PN_LINK_VALUE && l->sends)
-            PN_TRY(pn_link_send(s->links[i], step, micro, &pn_network_arg(net, l->node)->value));
+        if (l->kind == PN_LINK_VALUE && l->sends) {
+            const pn_arg *a = pn_network_arg(net, l->node);
+            PN_TRY(pn_link_send(s->links[i], step, micro, &a->value, a->lengths));
+        }
     }
     return PN_OK;
 }
@@ -317,6 +357,7 @@ static int recompute_forward(pn_stage *s, const pn_batch *b, long step, int micr
     int first = micro * s->cfg.micro_rows;
     PN_TRY(feed(s, net, b, first, s->cfg.micro_rows));
     PN_TRY(pn_kept_inputs_restore(&s->kept, micro % s->n_slots, net));
+    take_link_lengths(s, net, micro); /* still in the link's slot: received this step */
     pn_pass pass = {true, s->cfg.seed, step, b->sample0 + first, micro, true};
     PN_TRY(pn_network_forward(net, &pass));
     s->held = micro;
@@ -386,7 +427,8 @@ static int backward_pass(pn_stage *s, const pn_batch *b, long step, int micro, b
     for (int i = 0; i < s->n_links; i++) {
         const pn_link_spec *l = pn_link_spec_of(s->links[i]);
         if (l->kind == PN_LINK_GRAD && l->sends)
-            PN_TRY(pn_link_send(s->links[i], step, micro, &pn_network_arg(net, l->node)->grad));
+            PN_TRY(pn_link_send(s->links[i], step, micro, &pn_network_arg(net, l->node)->grad,
+                                NULL));
     }
     return PN_OK;
 }
@@ -442,13 +484,13 @@ static int deterministic_sum(pn_stage *s)
 }
 
 /* Losses over padded samples are means over the real positions of the whole global
- * batch: this replica's rows' lengths (the first input with lengths), summed over
- * the stage's replicas, which all read the same fields. */
+ * batch: this replica's rows' lengths (the graph's first input with lengths, which
+ * every stage reads, add_count_field), summed over the stage's replicas, which all
+ * read the same fields. */
 static int count_positions(pn_stage *s, const pn_batch *b)
 {
-    int f = 0;
-    while (f < s->n_fields && !(s->fields_used && s->field_is_lengths[f])) f++;
-    if (f == s->n_fields) return PN_OK;
+    int f = s->count_field;
+    if (f < 0) return PN_OK;
     double n = 0.0;
     for (int k = 0; k < b->rows; k++) n += b->ids[f][k];
     if (s->grid->replicas > 1) PN_TRY(pn_comm_sum(s->cfg.comm, PN_SCOPE_REPLICAS, &n, 1));
