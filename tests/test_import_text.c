@@ -2,7 +2,9 @@
  * of non-overlapping windows read back through the dataset reader, the split sizes
  * and the root attributes; a missing or empty file, a --seq longer than a split and
  * a bad fraction refused with the file named and nothing left in the output
- * directory. */
+ * directory. With --records: records cut at separator lines and file ends, empty
+ * ones skipped, long ones cut into several padded samples whose lengths the reader
+ * reads back; a one-byte record, a bad separator and too few records refused. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,6 +167,97 @@ START_TEST(import_refuses_bad_input)
 }
 END_TEST
 
+/* Reads the n samples of path (seq positions, with lengths) and checks each against
+ * want[k]: its real bytes, the target of each being the next byte. */
+static void check_records(const char *path, const char *const *want, int n, int seq)
+{
+    const pn_reader_field f[] = {{"tokens", {0, seq, true}, "x", 256, "embed", 0},
+                                 {"targets", {0, seq, true}, "y", 256, "loss", 0},
+                                 {"lengths", {0, 1, true}, "x", 0, "x", seq}};
+    pn_reader_options o = {.global_batch = n, .first = 0, .count = n, .drop_last = false};
+    pn_reader *r;
+    ck_assert_msg(pn_reader_open(&r, path, f, 3, &o) == 0, "%s", pn_error_message());
+    ck_assert_int_eq(pn_reader_samples(r), n);
+    const pn_batch *b;
+    ck_assert_msg(pn_reader_next(r, &b) == 0, "%s", pn_error_message());
+    for (int k = 0; k < n; k++) {
+        int len = (int)strlen(want[k]) - 1; /* pairs: each byte but the last */
+        ck_assert_int_eq(b->ids[2][k], len);
+        for (int t = 0; t < seq; t++) {
+            ck_assert_int_eq(b->ids[0][k * seq + t], t < len ? (unsigned char)want[k][t] : 0);
+            ck_assert_int_eq(b->ids[1][k * seq + t], t < len ? (unsigned char)want[k][t + 1] : 0);
+        }
+    }
+    pn_reader_close(r);
+}
+
+START_TEST(records_cut_at_separators_and_file_ends)
+{
+    /* one.txt: "ab\n", an empty record (two separators), "hello world\n" ended by
+     * the file's end; two.txt starts with a separator (another empty record) and
+     * ends in "0123456789" without a newline. seq 4: "ab\n" gives 1 sample, the
+     * 12 bytes of "hello world\n" 11 pairs in 3 samples, "0123456789" 9 in 3. */
+    static const char one_text[] = "ab\n%\n%\nhello world\n", two_text[] = "%\n0123456789";
+    char one[2 * PATH_MAX], two[2 * PATH_MAX], out[PATH_MAX + 16], path[2 * PATH_MAX];
+    write_text("one.txt", one_text, strlen(one_text), one, sizeof one);
+    write_text("two.txt", two_text, strlen(two_text), two, sizeof two);
+    snprintf(out, sizeof out, "%s/records", dir);
+    const char *files[] = {one, two};
+    seen_files seen = {0};
+    pn_text_records rec = {.separator = "%"};
+    /* 3 records at 0.34: the last round(1.02) = 1 is test's */
+    ck_assert_msg(pn_import_text_records(files, 2, out, 4, 0.34, &rec, count_files, &seen) == 0,
+                  "%s", pn_error_message());
+    ck_assert_int_eq(rec.records[0], 2);
+    ck_assert_int_eq(rec.records[1], 1);
+    ck_assert_int_eq(rec.empty, 2);
+    ck_assert_int_eq(seen.samples[0], 4);
+    ck_assert_int_eq(seen.samples[1], 3);
+    /* each sample's bytes: its tokens and one more, the last target */
+    static const char *const train[] = {"ab\n", "hello", "o wor", "rld\n"};
+    static const char *const test[] = {"01234", "45678", "89"};
+    snprintf(path, sizeof path, "%s/train.h5", out);
+    check_records(path, train, 4, 4);
+    snprintf(path, sizeof path, "%s/test.h5", out);
+    check_records(path, test, 3, 4);
+    hid_t file;
+    char sep[16];
+    long records = 0;
+    ck_assert_int_eq(pn_hdf5_open_file(path, H5P_DEFAULT, &file), 0);
+    ck_assert_int_eq(pn_hdf5_read_attr_string(file, path, "record_separator", sep, sizeof sep), 0);
+    ck_assert_int_eq(pn_hdf5_read_attr_int(file, path, "records", &records), 0);
+    ck_assert_int_eq(pn_hdf5_close(file, path), 0);
+    ck_assert_str_eq(sep, "%");
+    ck_assert_int_eq(records, 1);
+}
+END_TEST
+
+START_TEST(records_refuse_bad_input)
+{
+    static const struct {
+        const char *text, *sep, *words;
+    } cases[] = {
+        {"ab\n%\nc", "%", "bad.txt: line 3: the record that ends here holds 1 byte"},
+        {"abc\n%\n%\n", "%", "bad.txt: 1 record between lines '%' (and 1 empty)"},
+        {"abc\n%\ndef\n", "", "--records: expected the text of the line"},
+        {"abc\n%\ndef\n", "a\nb", "the separator is one line"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char bad[2 * PATH_MAX], out[PATH_MAX + 16], names[256];
+        write_text("bad.txt", cases[c].text, strlen(cases[c].text), bad, sizeof bad);
+        snprintf(out, sizeof out, "%s/rec_bad%zu", dir, c);
+        const char *files[] = {bad};
+        pn_text_records rec = {.separator = cases[c].sep};
+        pn_error_clear();
+        ck_assert_int_lt(pn_import_text_records(files, 1, out, 4, 0.5, &rec, NULL, NULL), 0);
+        ck_assert_msg(strstr(pn_error_message(), cases[c].words), "case %zu: '%s' lacks '%s'", c,
+                      pn_error_message(), cases[c].words);
+        tu_list_dir(out, names, sizeof names);
+        ck_assert_msg(!names[0], "case %zu: out dir holds %s", c, names);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("import_text");
@@ -172,6 +265,8 @@ int main(void)
     tcase_add_unchecked_fixture(tc, setup, teardown);
     tcase_add_test(tc, import_writes_windows_targets_and_attributes);
     tcase_add_test(tc, import_refuses_bad_input);
+    tcase_add_test(tc, records_cut_at_separators_and_file_ends);
+    tcase_add_test(tc, records_refuse_bad_input);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

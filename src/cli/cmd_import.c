@@ -18,6 +18,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: pipenet import fashion-mnist [--src DIR] --out DIR\n"
             "       pipenet import text FILE... --out DIR --seq T [--eval-fraction F]\n"
+            "                           [--records SEP]\n"
             "\n"
             "fashion-mnist: converts Fashion-MNIST's gzip IDX files into DIR/train.h5\n"
             "(60000 samples) and DIR/test.h5 (10000 samples): /features float32\n"
@@ -34,6 +35,17 @@ static void usage(FILE *out)
             "  \"x\": {\"dataset\": \"tokens\", \"ids\": true, \"seq\": T},\n"
             "  \"y\": {\"dataset\": \"targets\", \"ids\": true, \"seq\": T}\n"
             "\n"
+            "text --records SEP: one or more samples per record instead of windows. A\n"
+            "line equal to SEP (Debian's fortune files: %%) ends a record, and so does\n"
+            "the end of a file; a record is the bytes of its lines, newlines included.\n"
+            "A record of L bytes gives L - 1 tokens and targets (the byte after each),\n"
+            "cut into ceil((L - 1) / T) samples; positions past a sample's pairs are\n"
+            "padding (id 0), and /lengths int32 [N] holds its real positions, 1..T.\n"
+            "test.h5 takes the last F of the records (at least one), train.h5 the rest.\n"
+            "Empty records (separators in a row) are skipped and counted; a record of\n"
+            "one byte, an empty SEP and fewer than 2 records are refused. Read with\n"
+            "  \"x\": {\"dataset\": \"tokens\", \"ids\": true, \"seq\": T, \"lengths\": \"lengths\"}\n"
+            "\n"
             "Each file is written under a temporary name and renamed when complete;\n"
             "DIR is created if missing.\n"
             "\n"
@@ -46,6 +58,9 @@ static void usage(FILE *out)
             "  --eval-fraction F\n"
             "               text: the share of the text, from its end, that becomes\n"
             "               test.h5, in (0, 1) (default %g)\n"
+            "  --records SEP\n"
+            "               text: samples from records separated by lines equal to SEP\n"
+            "               (above); without it, windows of the whole text\n"
             "  -h, --help   this text\n",
             PN_FASHION_MNIST_SRC, PN_TEXT_EVAL_FRACTION);
 }
@@ -70,8 +85,30 @@ static double seconds_now(void)
 }
 
 /* After the options: the dataset argument and what it needs. */
+/* import text: windows of the whole text, or samples of records (--records). */
+static int import_text(const char *const *files, int n_files, const char *out, int seq,
+                       double eval_fraction, const char *separator)
+{
+    printf("importing %d text file%s into %s (--seq %d, --eval-fraction %g", n_files,
+           n_files > 1 ? "s" : "", out, seq, eval_fraction);
+    if (separator) printf(", --records '%s'", separator);
+    printf(")\n");
+    fflush(stdout);
+    if (!separator) {
+        if (pn_import_text(files, n_files, out, seq, eval_fraction, report, NULL) < 0)
+            return pn_cli_fail(pn_error_message());
+        return 0;
+    }
+    pn_text_records rec = {.separator = separator};
+    if (pn_import_text_records(files, n_files, out, seq, eval_fraction, &rec, report, NULL) < 0)
+        return pn_cli_fail(pn_error_message());
+    printf("records: %ld in train.h5, %ld in test.h5; %ld empty skipped\n", rec.records[0],
+           rec.records[1], rec.empty);
+    return 0;
+}
+
 static int run_import(int argc, char **argv, const char *src, bool src_given, const char *out,
-                      int seq, bool eval_given, double eval_fraction)
+                      int seq, bool eval_given, double eval_fraction, const char *separator)
 {
     char message[256];
     if (optind >= argc)
@@ -93,19 +130,16 @@ static int run_import(int argc, char **argv, const char *src, bool src_given, co
         if (optind + 1 >= argc) return misuse("import text needs at least one FILE");
         if (src_given) return misuse("--src is for fashion-mnist; name text FILEs instead");
         if (seq == 0) return misuse("import text needs --seq T (positions per sample)");
-        int n_files = argc - optind - 1;
-        printf("importing %d text file%s into %s (--seq %d, --eval-fraction %g)\n", n_files,
-               n_files > 1 ? "s" : "", out, seq, eval_fraction);
-        fflush(stdout);
-        if (pn_import_text((const char *const *)argv + optind + 1, n_files, out, seq,
-                           eval_fraction, report, NULL) < 0)
-            return pn_cli_fail(pn_error_message());
+        int rc = import_text((const char *const *)argv + optind + 1, argc - optind - 1, out,
+                             seq, eval_fraction, separator);
+        if (rc) return rc;
     } else {
         if (optind + 1 < argc) {
             snprintf(message, sizeof message, "unexpected argument '%s'", argv[optind + 1]);
             return misuse(message);
         }
-        if (seq || eval_given) return misuse("--seq and --eval-fraction are for import text");
+        if (seq || eval_given || separator)
+            return misuse("--seq, --eval-fraction and --records are for import text");
         printf("importing Fashion-MNIST from %s into %s\n", src, out);
         fflush(stdout);
         if (pn_import_fashion_mnist(src, out, report, NULL) < 0)
@@ -122,10 +156,11 @@ int pn_cmd_import(int argc, char **argv)
         {"out", required_argument, NULL, 'o'},
         {"seq", required_argument, NULL, 'T'},
         {"eval-fraction", required_argument, NULL, 'f'},
+        {"records", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *src = PN_FASHION_MNIST_SRC, *out = NULL;
+    const char *src = PN_FASHION_MNIST_SRC, *out = NULL, *separator = NULL;
     bool src_given = false, eval_given = false;
     int seq = 0;
     double eval_fraction = PN_TEXT_EVAL_FRACTION;
@@ -148,6 +183,14 @@ int pn_cmd_import(int argc, char **argv)
             }
             eval_given = true;
             break;
+        case 'r':
+            if (!optarg[0] || strchr(optarg, '\n')) {
+                snprintf(message, sizeof message, "--records: expected the text of the line "
+                         "that separates records (such as %%), found '%.40s'", optarg);
+                return misuse(message);
+            }
+            separator = optarg;
+            break;
         case 'h': usage(stdout); return 0;
         case ':':
             snprintf(message, sizeof message, "option '%s' needs a value", argv[optind - 1]);
@@ -157,5 +200,6 @@ int pn_cmd_import(int argc, char **argv)
             return misuse(message);
         }
     }
-    return run_import(argc, argv, src, src_given, out, seq, eval_given, eval_fraction);
+    return run_import(argc, argv, src, src_given, out, seq, eval_given, eval_fraction,
+                      separator);
 }

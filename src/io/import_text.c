@@ -6,7 +6,6 @@
  * written a block at a time from the bytes, so only the text itself stays in memory. */
 #include "io/import_text.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdbool.h>
@@ -17,53 +16,9 @@
 
 #include "base/error.h"
 #include "io/hdf5_util.h"
+#include "io/text_source.h"
 
-enum {
-    MAX_SEQ = 1 << 20,          /* positions per sample, far beyond any model's */
-    CHUNK_BYTES = 1 << 20       /* at most this many bytes of ids per HDF5 chunk */
-};
-
-/* The concatenated text and what it came from. */
-typedef struct text {
-    unsigned char *bytes;
-    size_t len;
-    char label[PATH_MAX + 64]; /* "a.txt" or "a.txt and 3 more files", for messages */
-} text;
-
-/* Appends all of path to t. */
-static int read_file(text *t, size_t *cap, const char *path)
-{
-    errno = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return pn_error_set(PN_ERR_IO, "cannot open '%s': %s", path,
-                            errno ? strerror(errno) : "out of memory");
-    size_t start = t->len;
-    int rc = 0;
-    for (;;) {
-        if (*cap - t->len < 65536) {
-            size_t grown = *cap ? 2 * *cap : 1 << 20;
-            unsigned char *p = grown > *cap ? realloc(t->bytes, grown) : NULL;
-            if (!p) {
-                rc = pn_error_set(PN_ERR_NOMEM, "%s: out of memory after %zu bytes of text",
-                                  path, t->len);
-                break;
-            }
-            t->bytes = p, *cap = grown;
-        }
-        size_t got = fread(t->bytes + t->len, 1, *cap - t->len, f);
-        t->len += got;
-        if (got == 0) {
-            if (ferror(f))
-                rc = pn_error_set(PN_ERR_IO, "%s: read failed: %s", path, strerror(errno));
-            break;
-        }
-    }
-    fclose(f);
-    if (rc == 0 && t->len == start)
-        rc = pn_error_set(PN_ERR_INVALID, "%s: empty file, no text to import", path);
-    return rc;
-}
+enum { CHUNK_BYTES = 1 << 20 }; /* at most this many bytes of ids per HDF5 chunk */
 
 /* Samples in a split of m bytes with seq positions each. */
 static long split_samples(size_t m, int seq)
@@ -72,7 +27,7 @@ static long split_samples(size_t m, int seq)
 }
 
 /* Writes the samples of bytes[0, m) into the HDF5 file tmp (attributes from t). */
-static int write_split(const char *tmp, const text *t, const unsigned char *bytes, size_t m,
+static int write_split(const char *tmp, const pn_text *t, const unsigned char *bytes, size_t m,
                        int seq, const char *split, size_t offset)
 {
     long n = split_samples(m, seq);
@@ -117,7 +72,7 @@ static int write_split(const char *tmp, const text *t, const unsigned char *byte
 }
 
 /* Refuses a split too short for one sample. */
-static int check_split(const text *t, const char *split, const char *part, size_t m, int seq)
+static int check_split(const pn_text *t, const char *split, const char *part, size_t m, int seq)
 {
     if (split_samples(m, seq) > 0) return 0;
     return pn_error_set(PN_ERR_INVALID,
@@ -131,22 +86,15 @@ static int check_split(const text *t, const char *split, const char *part, size_
 int pn_import_text(const char *const *files, int n_files, const char *out_dir, int seq,
                    double eval_fraction, pn_import_progress progress, void *ctx)
 {
-    if (n_files < 1) return pn_error_set(PN_ERR_INVALID, "no text file to import");
-    if (seq < 1 || seq > MAX_SEQ)
+    if (seq < 1 || seq > PN_TEXT_MAX_SEQ)
         return pn_error_set(PN_ERR_INVALID, "--seq %d: expected 1..%d positions per sample",
-                            seq, MAX_SEQ);
+                            seq, PN_TEXT_MAX_SEQ);
     if (!(eval_fraction > 0 && eval_fraction < 1))
         return pn_error_set(PN_ERR_INVALID, "--eval-fraction %g: expected a number in (0, 1)",
                             eval_fraction);
-    text t = {0};
-    size_t cap = 0;
-    if (n_files == 1)
-        snprintf(t.label, sizeof t.label, "%s", files[0]);
-    else
-        snprintf(t.label, sizeof t.label, "%s and %d more file%s", files[0], n_files - 1,
-                 n_files > 2 ? "s" : "");
+    pn_text t;
+    PN_TRY(pn_text_read(&t, files, n_files));
     int rc = 0;
-    for (int i = 0; i < n_files && rc == 0; i++) rc = read_file(&t, &cap, files[i]);
     size_t test_len = (size_t)llround(eval_fraction * (double)t.len);
     size_t train_len = t.len - test_len;
     char part[64];
@@ -169,6 +117,6 @@ int pn_import_text(const char *const *files, int n_files, const char *out_dir, i
                                                         s ? "test" : "train", offset));
         if (rc == 0 && progress) progress(out, split_samples(m, seq), ctx);
     }
-    free(t.bytes);
+    pn_text_free(&t);
     return rc;
 }
