@@ -5,7 +5,8 @@
 # steps in one process and on 2 pipeline stages, where the lengths cross the stage
 # link and the last stage counts the loss's real positions itself: every step's loss
 # agrees within a relative 1e-5, under --deterministic the parameter hashes are
-# identical, and the evaluation's loss agrees too.
+# identical, and the evaluation's loss agrees too. models/char_lstm_records.json
+# parses.
 set -u
 PIPENET=${PIPENET:-./pipenet}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/pn_test_records.XXXXXX") || exit 1
@@ -121,4 +122,9 @@ for model in lstm attn; do
         fail "$model --deterministic: hash '$h1' (1 process) vs '$h2' (2 stages)"
     echo "$model: --deterministic hash $h1 on both"
 done
+# the bundled example parses and sends the lstm's padded output to stage 1
+here=$(cd "$(dirname "$0")/.." && pwd)
+"$PIPENET" plan "$here/models/char_lstm_records.json" --stages 2 >"$tmp/plan" 2>&1 ||
+    { cat "$tmp/plan"; fail "plan models/char_lstm_records.json"; }
+grep -q '^1  *logits, loss ' "$tmp/plan" || fail "char_lstm_records on 2 stages: $(cat "$tmp/plan")"
 echo "PASS: records"
