@@ -3,9 +3,9 @@
  * over the world, a pipe and a stage's replicas; status agreement naming the
  * failing rank; a link that delivers, adds, and refuses a message for another step
  * with an error naming both sides; a link that carries samples' lengths with the
- * values, and refuses lengths out of range or a sender that sends none; gradient buckets and the replica gather; and
- * arena images gathered to rank 0 and scattered back (odd sizes, 4 stages, and
- * 2 x 2 with the replica broadcast). Prints one line per check and
+ * values, and refuses lengths out of range or a sender that sends none; gradient
+ * buckets and the replica gather; and arena images gathered to rank 0 and scattered
+ * back (odd sizes, 4 stages, and 2 x 2 with the replica broadcast). Prints one line per check and
  * "N passed, N failed". */
 #include <math.h>
 #include <stdio.h>

@@ -259,11 +259,11 @@ int pn_link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out)
         return pn_error_set(PN_ERR_UNSUPPORTED, "layer %d ('%s'): this MPI's tags (up to %d) "
                                                 "cannot name so many layers",
                             spec->node, spec->name, c->image_tag);
-    if (spec->seq < 0 || (spec->seq > 0 && (spec->kind != PN_LINK_VALUE || spec->max_rows % spec->seq)))
+    bool value = spec->kind == PN_LINK_VALUE;
+    if (spec->seq < 0 || (spec->seq > 0 && (!value || spec->max_rows % spec->seq)))
         return pn_error_set(PN_ERR_INTERNAL, "link of '%s': lengths of seq %d on a %s link of "
                                              "%d rows",
-                            spec->name, spec->seq, spec->kind == PN_LINK_VALUE ? "value" : "gradient",
-                            spec->max_rows);
+                            spec->name, spec->seq, value ? "value" : "gradient", spec->max_rows);
     return c->transport->link_create(c, spec, out);
 }
 

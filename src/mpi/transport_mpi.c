@@ -1,10 +1,10 @@
 /* The MPI transport of the communication seam (comm_impl.h): stage links as
  * non-blocking point-to-point messages through host buffers, one per micro-batch,
- * each a checked header, the payload and, where samples are padded sequences, their
- * lengths (host int32, what the receiving stage's layers mask by); the replicas' gradient buckets as
- * MPI_Iallreduce in place; the replica gather as MPI_Iallgather; every wait through
- * the seam's watched wait (watch.c). Data on a device other than the host is staged
- * through host memory (pn_matrix_read/write). */
+ * each a checked header, the payload and, where samples are padded sequences,
+ * their lengths (host int32, what the receiving stage's layers mask by); the
+ * replicas' gradient buckets as MPI_Iallreduce in place; the replica gather as
+ * MPI_Iallgather; every wait through the seam's watched wait (watch.c). Data on a
+ * device other than the host is staged through host memory (pn_matrix_read/write). */
 #include "mpi/comm_impl.h"
 
 #include <limits.h>
@@ -46,7 +46,10 @@ static const char *kind_name(int kind) { return kind == PN_LINK_GRAD ? "gradient
 static int tag_of(const pn_link *l) { return l->spec.node * 2 + (int)l->spec.kind; }
 
 /* Lengths a message of rows carries: one per sample when the link carries them. */
-static int samples_for(const pn_link *l, int rows) { return l->spec.seq > 0 ? rows / l->spec.seq : 0; }
+static int samples_for(const pn_link *l, int rows)
+{
+    return l->spec.seq > 0 ? rows / l->spec.seq : 0;
+}
 
 static size_t bytes_for(const pn_link *l, int rows)
 {
