@@ -23,5 +23,6 @@ replay replay_graph "$src/fuzz/seeds/graph" "$src/models"
 replay replay_train_config "$src/fuzz/seeds/train_config"
 replay replay_dataset "$tmp/seeds"
 replay replay_snapshot "$tmp/seeds"
+replay replay_records "$tmp/seeds"
 [ $fail -eq 0 ] && echo "PASS: every fuzz target on its seeds"
 exit $fail
