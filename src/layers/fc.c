@@ -1,8 +1,17 @@
 /* fc: fully connected, y = act(x W + b), applied to every row (so to every position
- * of a sequence). W is [in, size]; the bias is optional ("bias": false). */
+ * of a sequence). W is [in, size]; the bias is optional ("bias": false).
+ * With "tie": "<embedding>", the weight is that embedding's table [vocab, size] used
+ * transposed, y = act(x tableᵀ + b) (GPT's output projection): the fc holds a tied
+ * copy of it (layer.h), [size, in], named "<fc>/w", whose gradient the trainer adds
+ * to the table's (pipeline/ties.h); the graph checks that the embedding's vocab is
+ * the fc's size and its size the fc's input width. */
 #include <math.h>
+#include <stdio.h>
+
+#include <string.h>
 
 #include "base/error.h"
+#include "base/names.h"
 #include "layers/attrs.h"
 #include "layers/layer_types.h"
 
@@ -10,6 +19,8 @@ typedef struct fc_attrs {
     int size;
     bool bias;
     pn_act act;
+    bool tied;
+    char tie[PN_NAME_MAX + 1]; /* the embedding whose table is W transposed */
 } fc_attrs;
 
 typedef struct fc_scratch {
@@ -19,13 +30,24 @@ typedef struct fc_scratch {
 
 enum { W, B };
 
-static const char *const fc_attr_names[] = {"size", "bias", "act", NULL};
+static const char *const fc_attr_names[] = {"size", "bias", "act", "tie", NULL};
 
 static int fc_parse(pn_layer *l, const json_t *spec)
 {
     fc_attrs *s = l->attrs;
+    const char *tie = NULL;
     PN_TRY(pn_attr_int(l, spec, "size", true, 1, 0, &s->size));
     PN_TRY(pn_attr_bool(l, spec, "bias", true, &s->bias));
+    PN_TRY(pn_attr_string(l, spec, "tie", false, NULL, &tie));
+    if (tie && (!tie[0] || strlen(tie) > PN_NAME_MAX)) {
+        char found[48] = "\"\"";
+        if (tie[0]) snprintf(found, sizeof found, "a name of %zu bytes", strlen(tie));
+        return pn_attr_error(l, "tie", found, "the name of an embedding layer");
+    }
+    if (tie) {
+        s->tied = true;
+        memcpy(s->tie, tie, strlen(tie) + 1);
+    }
     return pn_attr_act(l, spec, "act", false, PN_ACT_NONE, &s->act);
 }
 
@@ -46,7 +68,10 @@ static void fc_declare(pn_layer *l)
     bool rectifier = s->act == PN_ACT_RELU || s->act == PN_ACT_GELU;
     float limit = rectifier ? sqrtf(6.0f / (float)in)
                             : sqrtf(6.0f / ((float)in + (float)s->size)); /* no int sum */
-    pn_layer_add_param(l, "w", in, s->size, (pn_init){PN_INIT_UNIFORM, limit}, true);
+    if (s->tied)
+        pn_layer_add_tied_param(l, "w", s->size, in, s->tie, "table");
+    else
+        pn_layer_add_param(l, "w", in, s->size, (pn_init){PN_INIT_UNIFORM, limit}, true);
     if (s->bias) pn_layer_add_param(l, "b", 1, s->size, (pn_init){PN_INIT_ZEROS, 0}, false);
 }
 
@@ -62,7 +87,7 @@ static int fc_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, 
     pn_matrix w = pn_layer_param(x, W), z = out->value;
     if (keeps_pre(s->act))
         PN_TRY(pn_layer_scratch(&k->pre, z.device, z.rows, z.cols, &z));
-    PN_TRY(pn_gemm(false, false, 1.0f, &in[0]->value, &w, 0.0f, &z));
+    PN_TRY(pn_gemm(false, s->tied, 1.0f, &in[0]->value, &w, 0.0f, &z));
     if (s->bias) {
         pn_matrix b = pn_layer_param(x, B);
         PN_TRY(pn_add_row_vector(&b, &z));
@@ -85,12 +110,16 @@ static int fc_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
                                &out->grad, 0.0f, &dz));
     }
     pn_matrix w = pn_layer_param(x, W), dw = pn_layer_param_grad(x, W);
-    PN_TRY(pn_gemm(true, false, 1.0f, &in[0]->value, &dz, 1.0f, &dw));
+    if (s->tied) /* W is [size, in]: dW += dzᵀ x */
+        PN_TRY(pn_gemm(true, false, 1.0f, &dz, &in[0]->value, 1.0f, &dw));
+    else
+        PN_TRY(pn_gemm(true, false, 1.0f, &in[0]->value, &dz, 1.0f, &dw));
     if (s->bias) {
         pn_matrix db = pn_layer_param_grad(x, B);
         PN_TRY(pn_col_sums(&dz, 1.0f, &db));
     }
-    if (in[0]->grad.data) PN_TRY(pn_gemm(false, true, 1.0f, &dz, &w, 1.0f, &in[0]->grad));
+    if (in[0]->grad.data)
+        PN_TRY(pn_gemm(false, !s->tied, 1.0f, &dz, &w, 1.0f, &in[0]->grad));
     return PN_OK;
 }
 
@@ -116,7 +145,7 @@ static void fc_release(pn_layer_inst *x)
 
 const pn_layer_type pn_layer_fc = {
     .name = "fc",
-    .summary = "fully connected: act(x W + b) per row; attrs size, bias, act",
+    .summary = "fully connected: act(x W + b) per row; attrs size, bias, act, tie",
     .min_inputs = 1,
     .max_inputs = 1,
     .attrs_size = sizeof(fc_attrs),

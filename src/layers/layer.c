@@ -127,7 +127,24 @@ void pn_layer_free(pn_layer *l)
 void pn_layer_add_param(pn_layer *l, const char *suffix, int rows, int cols, pn_init init,
                         bool decay)
 {
-    l->param_decls[l->n_params++] = (pn_param_decl){suffix, rows, cols, init, decay};
+    l->param_decls[l->n_params++] = (pn_param_decl){suffix, rows, cols, init, decay, NULL, NULL};
+}
+
+void pn_layer_add_tied_param(pn_layer *l, const char *suffix, int rows, int cols,
+                             const char *tie_layer, const char *tie_suffix)
+{
+    /* a layer alone (tests) keeps these; in a graph the copy takes the tied
+     * parameter's init and decay (graph_ties.c) */
+    l->param_decls[l->n_params++] = (pn_param_decl){
+        suffix, rows, cols, {PN_INIT_NORMAL, 0.02f}, true, tie_layer, tie_suffix};
+}
+
+bool pn_layer_param_tie(const pn_layer *l, int i, char buf[PN_PARAM_NAME_MAX + 1])
+{
+    const pn_param_decl *d = &l->param_decls[i];
+    if (!d->tie_layer) return false;
+    snprintf(buf, PN_PARAM_NAME_MAX + 1, "%s/%s", d->tie_layer, d->tie_suffix);
+    return true;
 }
 
 int pn_layer_param_name(const pn_layer *l, int i, char buf[PN_PARAM_NAME_MAX + 1])
@@ -151,6 +168,8 @@ int pn_layer_inst_init(pn_layer_inst *x, const pn_layer *l, pn_params *params)
         PN_TRY(pn_layer_param_name(l, i, full));
         PN_TRY(pn_params_declare(params, full, d->rows, d->cols, d->init, d->decay,
                                  &x->param_index[i]));
+        char tie[PN_PARAM_NAME_MAX + 1];
+        if (pn_layer_param_tie(l, i, tie)) PN_TRY(pn_params_tie(params, x->param_index[i], tie));
     }
     if (l->type->scratch_size && !(x->scratch = calloc(1, l->type->scratch_size)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory for layer '%s'", l->name);

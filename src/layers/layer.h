@@ -45,12 +45,18 @@ typedef struct pn_layer_stats {
     double rows;     /* rows seen */
 } pn_layer_stats;
 
-/* A parameter a layer asks for: "<layer>/<suffix>", rows x cols, init, decay. */
+/* A parameter a layer asks for: "<layer>/<suffix>", rows x cols, init, decay. A tied
+ * one (tie_layer set) is this layer's copy of parameter "<tie_layer>/<tie_suffix>"
+ * (an fc's "tie" to an embedding's table): the graph checks that it exists with the
+ * same shape and gives the copy its init and decay; the arena marks the copy
+ * (pn_params_tie), and the trainer keeps both equal (pipeline/ties.h). */
 typedef struct pn_param_decl {
     const char *suffix;
     int rows, cols;
     pn_init init;
     bool decay;
+    const char *tie_layer;  /* NULL: the layer's own parameter */
+    const char *tie_suffix;
 } pn_param_decl;
 
 typedef struct pn_layer pn_layer;
@@ -148,6 +154,10 @@ int pn_layer_check_batch(const pn_layer *l, int batch);
  * name or the suffix is longer than base/names.h allows (so no name is ever cut). */
 int pn_layer_param_name(const pn_layer *l, int i, char buf[PN_PARAM_NAME_MAX + 1]);
 
+/* Parameter i is a tied copy: true, and the name of the parameter it copies,
+ * "<tie_layer>/<tie_suffix>", into buf; false for a parameter of the layer's own. */
+bool pn_layer_param_tie(const pn_layer *l, int i, char buf[PN_PARAM_NAME_MAX + 1]);
+
 /* Makes x an instance of l over params: declares l's parameters there (an existing
  * name gives its handle, so instances share them) and zeroes scratch and stats. */
 int pn_layer_inst_init(pn_layer_inst *x, const pn_layer *l, pn_params *params);
@@ -199,5 +209,10 @@ int pn_layer_record_loss(pn_layer_inst *x, pn_buffer *sum_buf, const pn_matrix *
 /* Adds a parameter request to l (used by declare). */
 void pn_layer_add_param(pn_layer *l, const char *suffix, int rows, int cols, pn_init init,
                         bool decay);
+
+/* Adds a tied parameter request: l's copy, named "<l>/<suffix>", of parameter
+ * "<tie_layer>/<tie_suffix>" of rows x cols (both strings must outlive l). */
+void pn_layer_add_tied_param(pn_layer *l, const char *suffix, int rows, int cols,
+                             const char *tie_layer, const char *tie_suffix);
 
 #endif

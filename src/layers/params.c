@@ -41,7 +41,10 @@ int pn_params_create(pn_params **out, pn_device dev)
 void pn_params_free(pn_params *p)
 {
     if (!p) return;
-    for (int i = 0; i < p->count; i++) free(p->items[i].name);
+    for (int i = 0; i < p->count; i++) {
+        free(p->items[i].name);
+        free(p->items[i].tie);
+    }
     for (int s = 0; s < p->n_slots; s++) {
         free(p->slots[s].name);
         pn_buffer_release(&p->slots[s].buf);
@@ -91,9 +94,27 @@ int pn_params_declare(pn_params *p, const char *name, int rows, int cols, pn_ini
     char *copy = strdup(name);
     if (!copy) return pn_error_set(PN_ERR_NOMEM, "out of memory declaring '%s'", name);
     size_t n = (size_t)rows * (size_t)cols;
-    p->items[p->count] = (pn_param){copy, rows, cols, p->total, init, decay};
+    p->items[p->count] = (pn_param){copy, rows, cols, p->total, init, decay, NULL};
     p->total += (n + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
     *index = p->count++;
+    return PN_OK;
+}
+
+int pn_params_tie(pn_params *p, int index, const char *source)
+{
+    pn_param *q = &p->items[index];
+    if (p->finalized)
+        return pn_error_set(PN_ERR_INTERNAL, "parameter '%s' tied after finalize", q->name);
+    if (q->tie) {
+        if (!strcmp(q->tie, source)) return PN_OK; /* another instance of the same layer */
+        return pn_error_set(PN_ERR_INVALID, "parameter '%s' tied to '%s' and to '%s'", q->name,
+                            q->tie, source);
+    }
+    if (strlen(source) > PN_PARAM_NAME_MAX || !strcmp(source, q->name))
+        return pn_error_set(PN_ERR_INVALID, "parameter '%s' cannot copy '%.40s'", q->name,
+                            source);
+    if (!(q->tie = strdup(source)))
+        return pn_error_set(PN_ERR_NOMEM, "out of memory tying '%s'", q->name);
     return PN_OK;
 }
 
@@ -147,7 +168,7 @@ int pn_params_init_values(pn_params *p, uint64_t seed)
         float *host = malloc(n * sizeof *host);
         if (!host) return pn_error_set(PN_ERR_NOMEM, "out of memory initializing '%s'", q->name);
         pn_rng rng;
-        pn_rng_init(&rng, seed, pn_hash_string(q->name));
+        pn_rng_init(&rng, seed, pn_hash_string(q->tie ? q->tie : q->name));
         for (size_t k = 0; k < n; k++) {
             switch (q->init.kind) {
             case PN_INIT_ZEROS: host[k] = 0.0f; break;
@@ -200,7 +221,8 @@ pn_matrix pn_params_slot(const pn_params *p, int s, int index)
 }
 
 /* --- the packed index: "pnix", count, floats, then per parameter rows, cols, offset,
- * name length and the name's bytes (native byte order: the ranks of a job share it) */
+ * name length and the name's bytes, tie length (0: none) and the tie's bytes (native
+ * byte order: the ranks of a job share it) */
 
 enum { INDEX_MAGIC = 0x78696e70 };
 
@@ -214,7 +236,8 @@ int pn_params_pack_index(const pn_params *p, char **out, size_t *bytes)
 {
     size_t n = 2 * sizeof(uint32_t) + sizeof(uint64_t);
     for (int i = 0; i < p->count; i++)
-        n += 2 * sizeof(int32_t) + sizeof(uint64_t) + sizeof(uint32_t) + strlen(p->items[i].name);
+        n += 2 * sizeof(int32_t) + sizeof(uint64_t) + 2 * sizeof(uint32_t) +
+             strlen(p->items[i].name) + (p->items[i].tie ? strlen(p->items[i].tie) : 0);
     char *buf = malloc(n), *at = buf;
     if (!buf) return pn_error_set(PN_ERR_NOMEM, "out of memory packing the arena's index");
     uint32_t magic = INDEX_MAGIC, count = (uint32_t)p->count;
@@ -231,6 +254,9 @@ int pn_params_pack_index(const pn_params *p, char **out, size_t *bytes)
         put(&at, &offset, sizeof offset);
         put(&at, &len, sizeof len);
         put(&at, q->name, len);
+        uint32_t tie_len = q->tie ? (uint32_t)strlen(q->tie) : 0;
+        put(&at, &tie_len, sizeof tie_len);
+        if (tie_len) put(&at, q->tie, tie_len);
     }
     *out = buf;
     *bytes = n;
@@ -276,6 +302,16 @@ int pn_params_unpack_index(const char *in, size_t bytes, pn_param **params, int 
             break;
         }
         at += len;
+        uint32_t tie_len;
+        if (!take(&at, end, &tie_len, sizeof tie_len) || (size_t)(end - at) < tie_len) {
+            rc = pn_error_set(PN_ERR_INTERNAL, "malformed arena index at parameter %u", i);
+            break;
+        }
+        if (tie_len && !(items[i].tie = strndup(at, tie_len))) {
+            rc = pn_error_set(PN_ERR_NOMEM, "out of memory unpacking an arena index");
+            break;
+        }
+        at += tie_len;
         items[i].rows = shape[0];
         items[i].cols = shape[1];
         items[i].offset = (size_t)offset;
@@ -292,7 +328,10 @@ int pn_params_unpack_index(const char *in, size_t bytes, pn_param **params, int 
 
 void pn_params_free_index(pn_param *params, int count)
 {
-    for (int i = 0; params && i < count; i++) free(params[i].name);
+    for (int i = 0; params && i < count; i++) {
+        free(params[i].name);
+        free(params[i].tie);
+    }
     free(params);
 }
 

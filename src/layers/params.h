@@ -29,6 +29,7 @@ typedef struct pn_param {
     size_t offset; /* in floats, the same in values, grads and slots */
     pn_init init;
     bool decay;    /* weight decay applies (matrices yes, biases and norms no) */
+    char *tie;     /* a tied copy: the name of the parameter it copies, else NULL */
 } pn_param;
 
 typedef struct pn_params pn_params;
@@ -43,6 +44,12 @@ void pn_params_free(pn_params *p);
 int pn_params_declare(pn_params *p, const char *name, int rows, int cols, pn_init init,
                       bool decay, int *index);
 
+/* Marks parameter index as a copy of the parameter named source (which may live in
+ * another stage's arena): its values start as source's (init and seed of that name),
+ * snapshots store source only and fill the copy from it (pipeline/ties.h keeps the
+ * two equal while training). Before finalize. */
+int pn_params_tie(pn_params *p, int index, const char *source);
+
 /* Allocates values and gradients (zeroed); no declarations after this. */
 int pn_params_finalize(pn_params *p);
 
@@ -50,7 +57,8 @@ int pn_params_finalize(pn_params *p);
  * Adding an existing name returns its handle. */
 int pn_params_add_slot(pn_params *p, const char *name, int *slot);
 
-/* Fills every value from its init, seeded by (seed, name). */
+/* Fills every value from its init, seeded by (seed, name), a tied copy by its
+ * source's name. */
 int pn_params_init_values(pn_params *p, uint64_t seed);
 
 /* Sets every gradient to zero. */
@@ -75,12 +83,12 @@ pn_matrix pn_params_value(const pn_params *p, int index);
 pn_matrix pn_params_grad(const pn_params *p, int index);
 pn_matrix pn_params_slot(const pn_params *p, int slot, int index);
 
-/* The arena's index for another process: each parameter's name, shape and offset,
- * and the arena's size in floats, packed into *out (malloc'd, *bytes long). With
+/* The arena's index for another process: each parameter's name, shape, offset and
+ * tie (the name it copies, or none), and the arena's size in floats, packed into *out (malloc'd, *bytes long). With
  * the arena's buffers it is all a snapshot needs of a stage. */
 int pn_params_pack_index(const pn_params *p, char **out, size_t *bytes);
 
-/* Reads a packed index back: *params (*count entries, names malloc'd; free them
+/* Reads a packed index back: *params (*count entries, names and ties malloc'd; free them
  * with pn_params_free_index) and *floats, the size of the arena it describes. A
  * malformed index is PN_ERR_INTERNAL. */
 int pn_params_unpack_index(const char *in, size_t bytes, pn_param **params, int *count,

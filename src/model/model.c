@@ -49,20 +49,21 @@ static int default_output(const pn_graph *g)
     return g->n_nodes - 1;
 }
 
-/* Writes every parameter the layers declare from st; refuses missing, misshapen
- * and unknown ones. */
+/* Writes every parameter the layers declare from st (a tied copy from the table it
+ * copies); refuses missing, misshapen and unknown ones. */
 static int load_values(pn_model *m, const pn_train_state *st, const char *path)
 {
     for (int k = 0; k < pn_params_count(m->params); k++) {
         const pn_param *p = pn_params_get(m->params, k);
-        const pn_state_param *sp = pn_train_state_find(st, p->name);
+        const char *name = p->tie ? p->tie : p->name; /* a tied copy is its table's */
+        const pn_state_param *sp = pn_train_state_find(st, name);
         if (!sp)
             return pn_error_set(PN_ERR_INVALID, "%s: parameter '%s' (%dx%d) is missing from "
-                                                "the file", path, p->name, p->rows, p->cols);
+                                                "the file", path, name, p->rows, p->cols);
         if (sp->rows != p->rows || sp->cols != p->cols)
             return pn_error_set(PN_ERR_INVALID, "%s: parameter '%s' is %dx%d in the file, "
                                                 "but the config declares %dx%d",
-                                path, p->name, sp->rows, sp->cols, p->rows, p->cols);
+                                path, name, sp->rows, sp->cols, p->rows, p->cols);
         pn_matrix v = pn_params_value(m->params, k);
         PN_TRY(pn_matrix_write(&v, sp->value));
     }

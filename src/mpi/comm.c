@@ -337,3 +337,18 @@ int pn_comm_gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all)
     PN_TRACE("replica gather", "allreduce", NULL, -1, -1, t0);
     return rc;
 }
+
+int pn_comm_pipe_exchange(pn_comm *c, int n_send, const pn_matrix *send, const int *to,
+                          int n_recv, pn_matrix *recv, const int *from)
+{
+    for (int i = 0; i < n_send + n_recv; i++) {
+        int peer = i < n_send ? to[i] : from[i - n_send];
+        if (peer < 0 || peer >= c->grid.stages || peer == c->grid.stage)
+            return pn_error_set(PN_ERR_INTERNAL, "pipe exchange with stage %d from stage %d of %d",
+                                peer, c->grid.stage, c->grid.stages);
+    }
+    double t0 = PN_TRACE_T0();
+    int rc = c->transport->pipe_exchange(c, n_send, send, to, n_recv, recv, from);
+    PN_TRACE("tied gradient exchange", "comm", NULL, -1, -1, t0);
+    return rc;
+}

@@ -4,6 +4,7 @@
  *    a checked header in front of every message;
  *  - the replicas' gradient sum, in buckets started while backward goes on, and the
  *    gather of every replica's sum for the deterministic tree;
+ *  - the exchange of tied parameters' gradients between stages of a replica;
  *  - scalar sums and XORs over the world, a replica's pipe or a stage's replicas;
  *  - gathers and scatters of stages' arena images between rank 0 and the first
  *    replica (snapshots), and a broadcast from rank 0;
@@ -150,6 +151,16 @@ int pn_comm_buckets_wait(pn_comm *c);
 /* all[r, :] = mine of replica r, for every replica of this stage (all is replicas x
  * mine's columns, mine is 1 row): what the deterministic sum adds in a fixed tree. */
 int pn_comm_gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all);
+
+/* --- tied parameters' gradients between the stages of a replica ------------------------- */
+
+/* Sends each send[i] to stage to[i] and receives each recv[j] (its shape set by the
+ * caller) from stage from[j] of this replica, then waits for all of them. Two stages
+ * list the messages between them in the same order (MPI matches one sender's
+ * messages in order), and no link of a step is in flight. pipeline/ties.c swaps the
+ * gradients of a table tied across stages with it. */
+int pn_comm_pipe_exchange(pn_comm *c, int n_send, const pn_matrix *send, const int *to,
+                          int n_recv, pn_matrix *recv, const int *from);
 
 /* --- arena images between rank 0 and the first replica's stages ---------------------------- */
 

@@ -1,7 +1,8 @@
 /* Inside the communication seam (comm.h): the communicators of a pn_comm and the
  * transport table that moves the data plane (stage links, gradient buckets, replica
  * gathers). A transport is one static const table, like a math backend; comm.c
- * dispatches to it. Today there is the MPI transport (transport_mpi.c, host
+ * dispatches to it (links, buckets, replica gathers, the pipe exchange of tied
+ * gradients). Today there is the MPI transport (transport_mpi.c, host
  * memory); a device transport (NCCL) is a second table beside it, picked in
  * pn_comm_create, while the control plane (status, scalars, snapshot gathers) stays
  * on MPI. Only files under src/mpi include this header. */
@@ -26,6 +27,8 @@ typedef struct pn_transport {
     int (*bucket_start)(pn_comm *c, pn_matrix *m);
     int (*buckets_wait)(pn_comm *c);
     int (*gather_replicas)(pn_comm *c, const pn_matrix *mine, pn_matrix *all);
+    int (*pipe_exchange)(pn_comm *c, int n_send, const pn_matrix *send, const int *to,
+                         int n_recv, pn_matrix *recv, const int *from);
     void (*release)(pn_comm *c); /* frees transport_state */
 } pn_transport;
 

@@ -260,6 +260,42 @@ static int gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all)
                         &(pn_wait_for){"the gradient gather over", NULL, -1, PN_SCOPE_REPLICAS});
 }
 
+/* Tied gradients: one message per matrix on the pipe, under the tag above every
+ * link's that arena images use too; the two never overlap on a pair of ranks (a
+ * snapshot waits for the step) and one sender's messages match in order. */
+static int pipe_exchange(pn_comm *c, int n_send, const pn_matrix *send, const int *to,
+                         int n_recv, pn_matrix *recv, const int *from)
+{
+    if (n_send < 0 || n_recv < 0)
+        return pn_error_set(PN_ERR_INTERNAL, "pipe exchange of %d and %d", n_send, n_recv);
+    int n = n_send + n_recv;
+    for (int i = 0; i < n; i++) { /* all checked before any is posted */
+        const pn_matrix *m = i < n_send ? &send[i] : &recv[i - n_send];
+        PN_TRY(need_host(m, "tied gradients"));
+        if ((size_t)m->rows * (size_t)m->cols > INT_MAX)
+            return pn_error_set(PN_ERR_UNSUPPORTED, "a tied gradient of %d x %d floats",
+                                m->rows, m->cols);
+    }
+    MPI_Request *r = malloc((size_t)(n ? n : 1) * sizeof *r);
+    if (!r) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    int rc = PN_OK;
+    for (int i = 0; rc == PN_OK && i < n; i++) {
+        const pn_matrix *m = i < n_send ? &send[i] : &recv[i - n_send];
+        int count = m->rows * m->cols, err =
+            i < n_send ? MPI_Isend(m->data, count, MPI_FLOAT, to[i], c->image_tag, c->pipe, &r[i])
+                       : MPI_Irecv(m->data, count, MPI_FLOAT, from[i - n_send], c->image_tag,
+                                   c->pipe, &r[i]);
+        if (err != MPI_SUCCESS) /* the job ends on it: what is posted stays posted */
+            rc = pn_mpi_fail(err, i < n_send ? "MPI_Isend" : "MPI_Irecv", __FILE__, __LINE__);
+    }
+    if (rc == PN_OK)
+        rc = pn_comm_wait(c, n, r, MPI_STATUSES_IGNORE,
+                          &(pn_wait_for){"the tied gradient exchange over", NULL, -1,
+                                         PN_SCOPE_PIPE});
+    free(r);
+    return rc;
+}
+
 static void release(pn_comm *c)
 {
     mpi_state *st = c->transport_state;
@@ -281,5 +317,6 @@ const pn_transport pn_transport_mpi = {
     .bucket_start = bucket_start,
     .buckets_wait = buckets_wait,
     .gather_replicas = gather_replicas,
+    .pipe_exchange = pipe_exchange,
     .release = release,
 };

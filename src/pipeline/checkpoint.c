@@ -76,8 +76,15 @@ static int adopt_stage(pn_train_state *st, const char *index, size_t bytes, cons
     int count;
     size_t floats;
     PN_TRY(pn_params_unpack_index(index, bytes, &items, &count, &floats));
+    int kept = 0; /* a tied copy is its table: the file holds the table only */
+    for (int i = 0; i < count; i++) {
+        pn_param q = items[i];
+        if (q.tie) continue;
+        items[i] = items[kept];
+        items[kept++] = q;
+    }
     int rc = floats * (size_t)(1 + st->n_slot_names) == image_floats
-                 ? pn_train_state_adopt(st, items, count, image, floats)
+                 ? pn_train_state_adopt(st, items, kept, image, floats)
                  : pn_error_set(PN_ERR_INTERNAL, "stage %d sent %zu floats for an arena of %zu",
                                 stage, image_floats, floats);
     pn_params_free_index(items, count);
@@ -208,7 +215,7 @@ static int load_own(const pn_train_state *st, pn_params *params, const char *pat
     for (int i = 0; i < pn_params_count(params); i++) {
         const pn_param *p = pn_params_get(params, i);
         const pn_state_param *q;
-        PN_TRY(lookup(st, path, p->name, p->rows, p->cols, &q));
+        PN_TRY(lookup(st, path, p->tie ? p->tie : p->name, p->rows, p->cols, &q));
         pn_matrix value = pn_params_value(params, i);
         PN_TRY(pn_matrix_write(&value, q->value));
         for (int s = 0; s < pn_params_n_slots(params); s++) {
@@ -250,7 +257,8 @@ static int cut_images(const pn_train_state *st, int n_slots, const int *slot_of,
             const pn_param *p = &items[i];
             const pn_state_param *q;
             size_t n = (size_t)p->rows * (size_t)p->cols;
-            if ((rc = lookup(st, path, p->name, p->rows, p->cols, &q)) < 0) break;
+            if ((rc = lookup(st, path, p->tie ? p->tie : p->name, p->rows, p->cols, &q)) < 0)
+                break;
             memcpy(image + p->offset, q->value, n * sizeof(float));
             for (int k = 0; k < n_slots; k++)
                 memcpy(image + (1 + (size_t)k) * floats + p->offset, q->slots[slot_of[k]],

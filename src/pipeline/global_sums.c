@@ -52,7 +52,8 @@ int pn_global_sums_create(pn_global_sums **out, const pn_graph *g, const pn_para
                 return rc;
             }
             gs->node[k] = i;
-            gs->local[k++] = pn_params_find(arena, name);
+            /* a tied copy equals the table it copies: counted and hashed there only */
+            gs->local[k++] = pn_graph_is_tied_copy(g, i, j) ? -1 : pn_params_find(arena, name);
         }
     }
     *out = gs;

@@ -3,7 +3,9 @@
  * global-norm clipping) and a hash of all values (printed at the end of a run, so
  * two runs can be compared). Each stage computes the part of each parameter it
  * holds, the parts travel over the replica's pipe indexed by the parameter's place
- * in the graph, and every rank adds them in graph order. */
+ * in the graph, and every rank adds them in graph order. A tied table counts once
+ * (pipeline/ties.h: its copies hold the same values and, after the step, the same
+ * gradient). */
 #ifndef PN_GLOBAL_SUMS_H
 #define PN_GLOBAL_SUMS_H
 

@@ -451,6 +451,7 @@ int pn_graph_from_json(pn_graph **out, json_t *root, const char *file)
     if (rc == PN_OK) rc = check_names(raw, n, aliases, n_aliases);
     if (rc == PN_OK) rc = sort_nodes(&at_layers, raw, n, aliases, n_aliases, order);
     if (rc == PN_OK) rc = build_nodes(g, raw, n, order);
+    if (rc == PN_OK) rc = pn_graph_resolve_ties(g);
     free_raw(raw, n);
     free(order);
     free(aliases);
@@ -545,7 +546,8 @@ long pn_graph_param_count(const pn_graph *g)
     for (int i = 0; i < g->n_nodes; i++) {
         const pn_layer *l = g->nodes[i].layer;
         for (int p = 0; p < l->n_params; p++)
-            n += (long)l->param_decls[p].rows * l->param_decls[p].cols;
+            if (!pn_graph_is_tied_copy(g, i, p))
+                n += (long)l->param_decls[p].rows * l->param_decls[p].cols;
     }
     return n;
 }

@@ -59,8 +59,19 @@ int pn_graph_loss_count(const pn_graph *g);
  * sequence): what tokens/s counts. */
 int pn_graph_tokens_per_sample(const pn_graph *g);
 
-/* Parameters the graph's layers declare, summed. */
+/* Parameters the graph's layers declare, summed; a tied copy (below) counts in the
+ * parameter it copies. */
 long pn_graph_param_count(const pn_graph *g);
+
+/* Checks every tied copy a layer declares (an fc's "tie"): it names an embedding
+ * whose table has the copy's shape; the copy takes the table's init and decay.
+ * Errors name the file, the layer and its "tie". Part of pn_graph_from_json
+ * (graph_ties.c). */
+int pn_graph_resolve_ties(pn_graph *g);
+
+/* Whether parameter decl of node's layer is a tied copy: one parameter with the one
+ * it copies, so sums, hashes, counts and snapshots take only that one. */
+bool pn_graph_is_tied_copy(const pn_graph *g, int node, int decl);
 
 /* Refuses, naming the layer, a batch of `batch` samples (the most one network holds)
  * for which a layer's matrices would have more rows than an int holds. */

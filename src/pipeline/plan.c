@@ -239,7 +239,8 @@ done:
 }
 
 /* Sums layers, parameters, FLOPs and activations per stage; an output that crosses
- * stages counts once for each stage that consumes it. */
+ * stages counts once for each stage that consumes it, and a tied copy (an fc's
+ * "tie") counts on its stage, which holds it, updates it and keeps its slots. */
 static int compute_costs(pn_plan *p, const pn_graph *g)
 {
     int *mark = malloc((size_t)p->stages * sizeof *mark);
@@ -392,6 +393,8 @@ void pn_plan_print(const pn_plan *p, const pn_graph *g, const pn_schedule *s, in
         total.recv_bytes += c->recv_bytes;
         total_act += act;
     }
+    long stage_params = total.params;
+    total.params = pn_graph_param_count(g); /* a tied table once */
     char count[32];
     snprintf(count, sizeof count, "%d layers", total.layers);
     fprintf(out, "%-5s  %-*s  %12ld  %12.2f  %9s  %12.2f  %12.2f  %12.2f  %12.2f\n", "total",
@@ -403,4 +406,7 @@ void pn_plan_print(const pn_plan *p, const pn_graph *g, const pn_schedule *s, in
             "micro-batch's, plus the received values of those in flight). KiB: forward\n"
             "values per micro-batch.\n",
             micro_batch);
+    if (stage_params != total.params)
+        fprintf(out, "params: a stage counts the copy of a tied table it holds (an fc's \"tie\");\n"
+                     "the total counts the table once.\n");
 }

@@ -15,6 +15,7 @@
 #include "pipeline/grad_tree.h"
 #include "pipeline/kept_inputs.h"
 #include "pipeline/network.h"
+#include "pipeline/ties.h"
 
 struct pn_stage {
     pn_stage_config cfg;
@@ -37,6 +38,7 @@ struct pn_stage {
     bool fields_used;           /* false: the stage reads only to count rows */
     pn_grad_tree tree;          /* --deterministic: this step's micro-batch sums */
     pn_buffer replica_sums;     /* --deterministic, D > 1: every replica's sum [D, arena] */
+    pn_ties *ties;              /* tied tables with a use here, or NULL */
 };
 
 /* --- setup --------------------------------------------------------------------------- */
@@ -224,6 +226,8 @@ int pn_stage_create(pn_stage **out, const pn_stage_config *cfg)
     PN_TRY(build_links(s));
     PN_TRY(keep_inputs(s));
     PN_TRY(collect_fields(s));
+    PN_TRY(pn_ties_create(&s->ties, cfg->graph, cfg->plan->stage_of, s->grid->stage, s->params,
+                          cfg->comm));
     if (cfg->deterministic) {
         int n = (int)pn_params_size(s->params);
         PN_TRY(pn_grad_tree_init(&s->tree, cfg->device, n, s->micro));
@@ -249,6 +253,7 @@ void pn_stage_free(pn_stage *s)
     free(s->field_is_lengths);
     pn_grad_tree_free(&s->tree);
     pn_buffer_release(&s->replica_sums);
+    pn_ties_free(s->ties);
     free(s);
 }
 
@@ -515,7 +520,8 @@ int pn_stage_step(pn_stage *s, const pn_batch *b, long step)
     }
     PN_TRY(wait_sends(s));
     PN_TRY(pn_comm_buckets_wait(s->cfg.comm));
-    return s->cfg.deterministic ? deterministic_sum(s) : PN_OK;
+    if (s->cfg.deterministic) PN_TRY(deterministic_sum(s));
+    return pn_ties_sum_grads(s->ties); /* a tied table's uses, in every layout alike */
 }
 
 int pn_stage_evaluate(pn_stage *s, const pn_batch *b, long tag)

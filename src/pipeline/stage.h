@@ -6,7 +6,8 @@
  * gradients -> backward -> send input gradients. The last backward starts summing
  * each layer's gradients over the replicas as soon as they are final (buckets), or
  * under --deterministic adds the micro-batches' gradients in a fixed tree. After a
- * step the arena's gradients are the whole global batch's. The epoch loop,
+ * step the arena's gradients are the whole global batch's, each tied table's uses
+ * summed over the stages that hold them (pipeline/ties.h). The epoch loop,
  * clipping, the update and everything around them are the trainer's. */
 #ifndef PN_STAGE_H
 #define PN_STAGE_H
