@@ -157,6 +157,29 @@ static const mistake mistakes[] = {
      {"layers[0].input: expected the name of a layer or input", "found \"$in\"", "(layer 'f')"}},
     {BLOCK("\"repeat\": 4096, \"name\": \"blk\", \"input\": \"x\"", F_IN ", " F_IN ", " F_IN),
      {"layers: expected at most 10000 layers", "found more than 10000 with repeat blocks expanded"}},
+    /* an fc's "tie" names an embedding whose table is its weight transposed */
+#define EMB(v, w) "{\"name\": \"e\", \"type\": \"embedding\", \"input\": \"y\", \"vocab\": " #v ", \"size\": " #w "}"
+#define TIED(tie) "{\"name\": \"o\", \"type\": \"fc\", \"input\": \"e\", \"size\": 6, \"tie\": " tie "}"
+    {"{" IN ", \"layers\": [" EMB(6, 4) ", " TIED("\"emb\"") "]}",
+     {"layers[1].tie: expected the name of an embedding layer", "found \"emb\", which names no layer",
+      "(layer 'o', fc)"}},
+    {"{" IN ", \"layers\": [" EMB(6, 4) ", " TIED("\"x\"") "]}",
+     {"layers[1].tie: expected the name of an embedding layer", "found \"x\", a layer of type data"}},
+    {"{" IN ", \"layers\": [" EMB(6, 4) ", " TIED("\"o\"") "]}",
+     {"layers[1].tie: expected the name of an embedding layer", "found \"o\", a layer of type fc"}},
+    {"{" IN ", \"layers\": [" EMB(7, 4) ", " TIED("\"e\"") "]}",
+     {"layers[1].tie: expected an embedding of vocab 6 (this layer's size) and size 4 (its input "
+      "width)", "found \"e\" of vocab 7 and size 4", "(layer 'o', fc)"}},
+    {"{" IN ", \"layers\": [" EMB(6, 4) ", {\"name\": \"h\", \"type\": \"fc\", \"input\": \"e\", "
+     "\"size\": 5}, {\"name\": \"o\", \"type\": \"fc\", \"input\": \"h\", \"size\": 6, \"tie\": \"e\"}]}",
+     {"layers[2].tie: expected an embedding of vocab 6 (this layer's size) and size 5 (its input "
+      "width)", "found \"e\" of vocab 6 and size 4"}},
+    {"{" IN ", \"layers\": [" EMB(6, 4) ", " TIED("7") "]}",
+     {"layers[1].tie: expected a non-empty string", "found 7", "(layer 'o', fc)"}},
+    {"{" IN ", \"layers\": [" EMB(6, 4) ", " TIED("\"\"") "]}",
+     {"layers[1].tie: expected a non-empty string", "found \"\"", "(layer 'o', fc)"}},
+#undef TIED
+#undef EMB
 #undef BLOCK
 #undef F_IN
 };

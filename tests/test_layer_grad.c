@@ -37,6 +37,10 @@ static const grad_case cases[] = {
     {"fc", "{\"size\": 4, \"act\": \"sigmoid\"}", 1, {F(3, 1)}, {0}, {0}},
     {"fc", "{\"size\": 3, \"act\": \"gelu\"}", 1, {F(5, 3)}, {0}, {0}},
     {"fc", "{\"size\": 5, \"act\": \"softmax\"}", 1, {F(4, 1)}, {0}, {0}},
+    /* tied to an embedding's table: W is [size, in], used transposed */
+    {"fc", "{\"size\": 6, \"tie\": \"emb\"}", 1, {F(4, 3)}, {0}, {0}},
+    {"fc", "{\"size\": 5, \"tie\": \"emb\", \"bias\": false, \"act\": \"gelu\"}", 1,
+     {F(3, 2)}, {0}, {0}},
     {"act", "{\"act\": \"relu\"}", 1, {F(9, 1)}, {0}, {0}},
     {"act", "{\"act\": \"tanh\"}", 1, {F(7, 2)}, {0}, {0}},
     {"act", "{\"act\": \"sigmoid\"}", 1, {F(7, 1)}, {0}, {0}},

@@ -39,9 +39,9 @@ static int fc_parse(pn_layer *l, const json_t *spec)
     PN_TRY(pn_attr_int(l, spec, "size", true, 1, 0, &s->size));
     PN_TRY(pn_attr_bool(l, spec, "bias", true, &s->bias));
     PN_TRY(pn_attr_string(l, spec, "tie", false, NULL, &tie));
-    if (tie && (!tie[0] || strlen(tie) > PN_NAME_MAX)) {
-        char found[48] = "\"\"";
-        if (tie[0]) snprintf(found, sizeof found, "a name of %zu bytes", strlen(tie));
+    if (tie && strlen(tie) > PN_NAME_MAX) { /* no layer has such a name */
+        char found[48];
+        snprintf(found, sizeof found, "a name of %zu bytes", strlen(tie));
         return pn_attr_error(l, "tie", found, "the name of an embedding layer");
     }
     if (tie) {
