@@ -103,13 +103,12 @@ int pn_params_declare(pn_params *p, const char *name, int rows, int cols, pn_ini
 int pn_params_tie(pn_params *p, int index, const char *source)
 {
     pn_param *q = &p->items[index];
-    if (p->finalized)
-        return pn_error_set(PN_ERR_INTERNAL, "parameter '%s' tied after finalize", q->name);
-    if (q->tie) {
-        if (!strcmp(q->tie, source)) return PN_OK; /* another instance of the same layer */
+    if (q->tie && !strcmp(q->tie, source)) return PN_OK; /* another instance of its layer */
+    if (q->tie)
         return pn_error_set(PN_ERR_INVALID, "parameter '%s' tied to '%s' and to '%s'", q->name,
                             q->tie, source);
-    }
+    if (p->finalized)
+        return pn_error_set(PN_ERR_INTERNAL, "parameter '%s' tied after finalize", q->name);
     if (strlen(source) > PN_PARAM_NAME_MAX || !strcmp(source, q->name))
         return pn_error_set(PN_ERR_INVALID, "parameter '%s' cannot copy '%.40s'", q->name,
                             source);
