@@ -26,7 +26,7 @@ static const bad_spec bad[] = {
     {"fc", "{\"size\": 2.5}", 1, {F(4, 1)}, "size", "found 2.5"},
     {"fc", "{\"size\": 3, \"act\": \"swish\"}", 1, {F(4, 1)}, "act", "\"softmax\", found \"swish\""},
     {"fc", "{\"size\": 3, \"bias\": \"yes\"}", 1, {F(4, 1)}, "bias", "true or false, found \"yes\""},
-    {"fc", "{\"size\": 3, \"sise\": 4}", 1, {F(4, 1)}, "sise", "size, bias, act, found an unknown key"},
+    {"fc", "{\"size\": 3, \"sise\": 4}", 1, {F(4, 1)}, "sise", "size, bias, act, tie, found an unknown key"},
     {"fc", "{\"size\": 3}", 1, {IDS(1)}, "input", "float values, found integer ids"},
     {"fc", "{\"size\": 3}", 2, {F(4, 1), F(4, 1)}, "input", "1 input(s), found 2"},
     {"act", "{}", 1, {F(4, 1)}, "act", "(required), found nothing"},

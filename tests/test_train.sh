@@ -62,7 +62,7 @@ grep -q "pipenet: error: $tmp: is a directory, not a model file" "$tmp/e0" ||
 grep -q "none.h5" "$tmp/e2" || fail "missing data message: $(cat "$tmp/e2")"
 printf '{"inputs": {"x": {"dataset": "features", "size": 784}},\n "layers": [{"name": "a", "type": "fc", "input": "x", "sise": 3}]}\n' >"$tmp/bad.json"
 "$PIPENET" train "$tmp/bad.json" >"$tmp/e3" 2>&1; [ $? -eq 1 ] || fail "bad model accepted"
-grep -q "bad.json: layers\[0\].sise: expected one of the keys size, bias, act, found an unknown key (layer 'a', fc)" "$tmp/e3" ||
+grep -q "bad.json: layers\[0\].sise: expected one of the keys size, bias, act, tie, found an unknown key (layer 'a', fc)" "$tmp/e3" ||
     fail "bad model message: $(cat "$tmp/e3")"
 printf '{"inputs": {"x": {"dataset": "features", "size": 100}, "y": {"dataset": "labels", "ids": true}},\n "layers": [{"name": "o", "type": "fc", "input": "x", "size": 10}, {"name": "l", "type": "softmax_xent", "input": ["o", "y"]}]}\n' >"$tmp/wide.json"
 "$PIPENET" train "$tmp/wide.json" --data "$tmp/fm/train.h5" >"$tmp/e4" 2>&1; [ $? -eq 1 ] || fail "size mismatch accepted"
