@@ -58,6 +58,7 @@ int pn_comm_create(pn_comm **out, pn_job *job, int stages)
     int *tag_ub, found = 0; /* the largest tag this MPI takes, at least 32767 */
     PN_MPI_CHECK(MPI_Comm_get_attr(c->world, MPI_TAG_UB, &tag_ub, &found));
     c->image_tag = found ? *tag_ub : 32767;
+    c->tie_tag = c->image_tag - 1;
     MPI_Comm node;
     PN_MPI_CHECK(MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
     int rc = MPI_Comm_size(node, &g->local_ranks);
@@ -255,10 +256,10 @@ int pn_comm_broadcast_replicas(pn_comm *c, void *data, size_t count, pn_comm_typ
 int pn_link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out)
 {
     *out = NULL;
-    if (2 * (long)spec->node + 1 >= c->image_tag) /* a link's tag is 2 x node + kind */
+    if (2 * (long)spec->node + 1 >= c->tie_tag) /* a link's tag is 2 x node + kind */
         return pn_error_set(PN_ERR_UNSUPPORTED, "layer %d ('%s'): this MPI's tags (up to %d) "
                                                 "cannot name so many layers",
-                            spec->node, spec->name, c->image_tag);
+                            spec->node, spec->name, c->tie_tag - 1);
     bool value = spec->kind == PN_LINK_VALUE;
     if (spec->seq < 0 || (spec->seq > 0 && (!value || spec->max_rows % spec->seq)))
         return pn_error_set(PN_ERR_INTERNAL, "link of '%s': lengths of seq %d on a %s link of "

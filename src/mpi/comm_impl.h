@@ -39,6 +39,7 @@ struct pn_comm {
     MPI_Comm replicas; /* this stage's replicas, rank = replica */
     MPI_Comm watch;    /* the watchdog's census after a stall (watch.c), apart from data */
     int image_tag;     /* arena images on pipe: MPI_TAG_UB, above every link's tag */
+    int tie_tag;       /* tied gradients on pipe: image_tag - 1, also above the links' */
     const pn_transport *transport;
     void *transport_state;
     double stall_s;    /* pn_comm_watch: a wait this long ends the job; 0: never */

@@ -260,9 +260,8 @@ static int gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all)
                         &(pn_wait_for){"the gradient gather over", NULL, -1, PN_SCOPE_REPLICAS});
 }
 
-/* Tied gradients: one message per matrix on the pipe, under the tag above every
- * link's that arena images use too; the two never overlap on a pair of ranks (a
- * snapshot waits for the step) and one sender's messages match in order. */
+/* Tied gradients: one message per matrix on the pipe, under their own tag (above
+ * every link's, below the arena images'); one sender's messages match in order. */
 static int pipe_exchange(pn_comm *c, int n_send, const pn_matrix *send, const int *to,
                          int n_recv, pn_matrix *recv, const int *from)
 {
@@ -282,8 +281,8 @@ static int pipe_exchange(pn_comm *c, int n_send, const pn_matrix *send, const in
     for (int i = 0; rc == PN_OK && i < n; i++) {
         const pn_matrix *m = i < n_send ? &send[i] : &recv[i - n_send];
         int count = m->rows * m->cols, err =
-            i < n_send ? MPI_Isend(m->data, count, MPI_FLOAT, to[i], c->image_tag, c->pipe, &r[i])
-                       : MPI_Irecv(m->data, count, MPI_FLOAT, from[i - n_send], c->image_tag,
+            i < n_send ? MPI_Isend(m->data, count, MPI_FLOAT, to[i], c->tie_tag, c->pipe, &r[i])
+                       : MPI_Irecv(m->data, count, MPI_FLOAT, from[i - n_send], c->tie_tag,
                                    c->pipe, &r[i]);
         if (err != MPI_SUCCESS) /* the job ends on it: what is posted stays posted */
             rc = pn_mpi_fail(err, i < n_send ? "MPI_Isend" : "MPI_Irecv", __FILE__, __LINE__);
