@@ -5,7 +5,9 @@
  * The input's real rows are gathered time-major (layers/seq_batch.h) and projected by
  * one GEMM; each step adds two GEMMs over the samples still running. Outputs at
  * padded positions are zero and padded inputs get no gradient; "reverse" reads every
- * sample from its last real position to its first. */
+ * sample from its last real position to its first.
+ * Generation steps one position of every sequence at a time through the same cell,
+ * carrying h from step to step (a reverse layer cannot). */
 #include <math.h>
 
 #include "base/error.h"
@@ -21,13 +23,39 @@ typedef struct gru_scratch {
     pn_buffer rh;    /* [total, H] r .* h_prev */
     pn_buffer hid;   /* [total, H] h */
     pn_buffer dgates, dhid, tmp, tmp2, dxb;
+    pn_recurrent_state state; /* generation: h of every sequence */
 } gru_scratch;
 
-enum { WX, WH, B };
+enum { WX = PN_RECURRENT_WX, WH = PN_RECURRENT_WH, B = PN_RECURRENT_B };
 
 static int gru_infer(pn_layer *l) { return pn_recurrent_infer(l, 3); }
 
 static void gru_declare(pn_layer *l) { pn_recurrent_declare(l, 3); }
+
+/* One step of n sequences, the same in the forward and in generation: gt holds
+ * x wx + b and becomes the activated gates [z r n]; hp (the previous h, data NULL at
+ * a sequence's first step) gives rht = r .* hp (kept for backward) and ht. */
+static int gru_cell(const pn_matrix *wh, pn_matrix gt, const pn_matrix *hp, pn_matrix *rht,
+                    pn_matrix *ht)
+{
+    int H = ht->cols;
+    pn_matrix wh_zr = pn_matrix_cols(*wh, 0, 2 * H), wh_n = pn_matrix_cols(*wh, 2 * H, H);
+    pn_matrix gzr = pn_matrix_cols(gt, 0, 2 * H), gz = pn_matrix_cols(gt, 0, H);
+    pn_matrix gr = pn_matrix_cols(gt, H, H), gn = pn_matrix_cols(gt, 2 * H, H);
+    if (hp->data) PN_TRY(pn_gemm(false, false, 1.0f, hp, &wh_zr, 1.0f, &gzr));
+    PN_TRY(pn_act_forward(PN_ACT_SIGMOID, &gzr, &gzr));
+    if (hp->data) {
+        PN_TRY(pn_mul(&gr, hp, 0.0f, rht));
+        PN_TRY(pn_gemm(false, false, 1.0f, rht, &wh_n, 1.0f, &gn));
+    }
+    PN_TRY(pn_act_forward(PN_ACT_TANH, &gn, &gn));
+    if (!hp->data) return pn_mul(&gz, &gn, 0.0f, ht);
+    /* h = h_prev + z .* (n - h_prev) */
+    PN_TRY(pn_copy(&gn, ht));
+    PN_TRY(pn_axpy(-1.0f, hp, ht));
+    PN_TRY(pn_mul(&gz, ht, 0.0f, ht));
+    return pn_axpy(1.0f, hp, ht);
+}
 
 static int gru_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
 {
@@ -41,38 +69,46 @@ static int gru_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
     PN_TRY(pn_fill(&out->value, 0.0f));
     if (sb->total == 0) return PN_OK;
     pn_matrix xb, g, rh, h;
-    pn_matrix wx = pn_layer_param(x, WX), wh = pn_layer_param(x, WH), b = pn_layer_param(x, B);
-    pn_matrix wh_zr = pn_matrix_cols(wh, 0, 2 * H), wh_n = pn_matrix_cols(wh, 2 * H, H);
+    pn_matrix wh = pn_layer_param(x, WH);
     PN_TRY(pn_layer_scratch(&k->xb, dev, sb->total, in[0]->value.cols, &xb));
     PN_TRY(pn_layer_scratch(&k->gates, dev, sb->total, 3 * H, &g));
     PN_TRY(pn_layer_scratch(&k->rh, dev, sb->total, H, &rh));
     PN_TRY(pn_layer_scratch(&k->hid, dev, sb->total, H, &h));
     PN_TRY(pn_gather_rows(&in[0]->value, sb->index, &xb));
-    PN_TRY(pn_gemm(false, false, 1.0f, &xb, &wx, 0.0f, &g));
-    PN_TRY(pn_add_row_vector(&b, &g));
+    PN_TRY(pn_recurrent_project(x, &xb, &g));
     for (int t = 0; t < sb->steps; t++) {
-        int n = sb->count[t], off = sb->offset[t], prev = t > 0 ? sb->offset[t - 1] : 0;
-        pn_matrix gt = pn_matrix_rows(g, off, n), ht = pn_matrix_rows(h, off, n);
-        pn_matrix gzr = pn_matrix_cols(gt, 0, 2 * H), gz = pn_matrix_cols(gt, 0, H);
-        pn_matrix gr = pn_matrix_cols(gt, H, H), gn = pn_matrix_cols(gt, 2 * H, H);
-        pn_matrix hp = pn_matrix_rows(h, prev, n), rht = pn_matrix_rows(rh, off, n);
-        if (t > 0) PN_TRY(pn_gemm(false, false, 1.0f, &hp, &wh_zr, 1.0f, &gzr));
-        PN_TRY(pn_act_forward(PN_ACT_SIGMOID, &gzr, &gzr));
-        if (t > 0) {
-            PN_TRY(pn_mul(&gr, &hp, 0.0f, &rht));
-            PN_TRY(pn_gemm(false, false, 1.0f, &rht, &wh_n, 1.0f, &gn));
-        }
-        PN_TRY(pn_act_forward(PN_ACT_TANH, &gn, &gn));
-        if (t > 0) { /* h = h_prev + z .* (n - h_prev) */
-            PN_TRY(pn_copy(&gn, &ht));
-            PN_TRY(pn_axpy(-1.0f, &hp, &ht));
-            PN_TRY(pn_mul(&gz, &ht, 0.0f, &ht));
-            PN_TRY(pn_axpy(1.0f, &hp, &ht));
-        } else {
-            PN_TRY(pn_mul(&gz, &gn, 0.0f, &ht));
-        }
+        int n = sb->count[t], off = sb->offset[t];
+        pn_matrix ht = pn_matrix_rows(h, off, n), rht = pn_matrix_rows(rh, off, n), hp = {0};
+        if (t > 0) hp = pn_matrix_rows(h, sb->offset[t - 1], n);
+        PN_TRY(gru_cell(&wh, pn_matrix_rows(g, off, n), &hp, &rht, &ht));
     }
     return pn_scatter_add_rows(&h, sb->index, &out->value);
+}
+
+/* Generation: position pos of every sequence, one row each, from the h the step at
+ * pos - 1 left (pn_recurrent_state). */
+static int gru_step(pn_layer_inst *x, int pos, pn_arg *const *in, pn_arg *out)
+{
+    gru_scratch *k = x->scratch;
+    int H = ((const pn_recurrent_attrs *)x->layer->attrs)->size, n = out->batch;
+    pn_device dev = out->value.device;
+    pn_matrix prev, next, g, rh, wh = pn_layer_param(x, WH);
+    PN_TRY(pn_recurrent_step_begin(x, &k->state, pos, out, H, &prev, &next));
+    PN_TRY(pn_layer_scratch(&k->gates, dev, n, 3 * H, &g));
+    PN_TRY(pn_layer_scratch(&k->rh, dev, n, H, &rh));
+    PN_TRY(pn_recurrent_project(x, &in[0]->value, &g));
+    PN_TRY(gru_cell(&wh, g, &prev, &rh, &next));
+    PN_TRY(pn_copy(&next, &out->value));
+    pn_recurrent_step_end(&k->state, n);
+    return PN_OK;
+}
+
+static int gru_step_reorder(pn_layer_inst *x, const int *from, int n, int len)
+{
+    (void)len;
+    gru_scratch *k = x->scratch;
+    int H = ((const pn_recurrent_attrs *)x->layer->attrs)->size;
+    return pn_recurrent_step_reorder(x, &k->state, from, n, H);
 }
 
 static int gru_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
@@ -159,6 +195,7 @@ static void gru_release(pn_layer_inst *x)
 {
     gru_scratch *k = x->scratch;
     pn_seq_batch_release(&k->sb);
+    pn_recurrent_state_release(&k->state);
     pn_buffer *bufs[] = {&k->xb,   &k->gates, &k->rh,   &k->hid, &k->dgates,
                          &k->dhid, &k->tmp,   &k->tmp2, &k->dxb};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) pn_buffer_release(bufs[i]);
@@ -180,4 +217,6 @@ const pn_layer_type pn_layer_gru = {
     .flops = gru_flops,
     .saved_bytes = gru_saved_bytes,
     .release = gru_release,
+    .step = gru_step,
+    .step_reorder = gru_step_reorder,
 };

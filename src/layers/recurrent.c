@@ -1,4 +1,5 @@
-/* Attributes, checks and parameters of the recurrent layers (recurrent.h). */
+/* Attributes, checks, parameters, input projection and generation state of the
+ * recurrent layers (recurrent.h). */
 #include "layers/recurrent.h"
 
 #include <math.h>
@@ -6,6 +7,7 @@
 
 #include "base/error.h"
 #include "layers/attrs.h"
+#include "math/ops.h"
 
 const char *const pn_recurrent_attr_names[] = {"size", "reverse", NULL};
 
@@ -37,4 +39,61 @@ void pn_recurrent_declare(pn_layer *l, int gates)
     pn_layer_add_param(l, "wh", s->size, gates * s->size,
                        (pn_init){PN_INIT_UNIFORM, sqrtf(3.0f / h)}, true);
     pn_layer_add_param(l, "b", 1, gates * s->size, (pn_init){PN_INIT_ZEROS, 0}, false);
+}
+
+int pn_recurrent_project(const pn_layer_inst *x, const pn_matrix *in, pn_matrix *gates)
+{
+    pn_matrix wx = pn_layer_param(x, PN_RECURRENT_WX), b = pn_layer_param(x, PN_RECURRENT_B);
+    PN_TRY(pn_gemm(false, false, 1.0f, in, &wx, 0.0f, gates));
+    return pn_add_row_vector(&b, gates);
+}
+
+int pn_recurrent_step_begin(const pn_layer_inst *x, pn_recurrent_state *st, int pos,
+                            const pn_arg *out, int width, pn_matrix *prev, pn_matrix *next)
+{
+    const pn_layer *l = x->layer;
+    int n = out->batch;
+    if (((const pn_recurrent_attrs *)l->attrs)->reverse)
+        return pn_error_set(PN_ERR_UNSUPPORTED,
+                            "layer '%s' (%s, \"reverse\": true) cannot generate: its output at "
+                            "a position depends on the positions after it, which are not "
+                            "generated yet", l->name, l->type->name);
+    if (pos > 0 && n > st->held)
+        return pn_error_set(PN_ERR_INTERNAL, "layer '%s': a step of %d sequences over a state "
+                                             "of %d", l->name, n, st->held);
+    *prev = pos > 0 ? pn_matrix_on(&st->buf[st->cur], n, width) : (pn_matrix){0};
+    return pn_layer_scratch(&st->buf[1 - st->cur], out->value.device, n, width, next);
+}
+
+void pn_recurrent_step_end(pn_recurrent_state *st, int n)
+{
+    st->cur = 1 - st->cur;
+    st->held = n;
+}
+
+int pn_recurrent_step_reorder(const pn_layer_inst *x, pn_recurrent_state *st, const int *from,
+                              int n, int width)
+{
+    const pn_layer *l = x->layer;
+    pn_buffer *src_buf = &st->buf[st->cur];
+    if (!src_buf->data)
+        return pn_error_set(PN_ERR_INTERNAL, "layer '%s': reorder before any step", l->name);
+    pn_matrix src = pn_matrix_on(src_buf, st->held, width), dst;
+    PN_TRY(pn_layer_scratch(&st->buf[1 - st->cur], src_buf->device, n, width, &dst));
+    for (int i = 0; i < n; i++) {
+        if (from[i] < 0 || from[i] >= st->held)
+            return pn_error_set(PN_ERR_INTERNAL, "layer '%s': reorder from sequence %d of %d",
+                                l->name, from[i], st->held);
+        pn_matrix a = pn_matrix_rows(src, from[i], 1), b = pn_matrix_rows(dst, i, 1);
+        PN_TRY(pn_copy(&a, &b));
+    }
+    pn_recurrent_step_end(st, n);
+    return PN_OK;
+}
+
+void pn_recurrent_state_release(pn_recurrent_state *st)
+{
+    pn_buffer_release(&st->buf[0]);
+    pn_buffer_release(&st->buf[1]);
+    *st = (pn_recurrent_state){0};
 }
