@@ -3,8 +3,10 @@
 # text (`import text`), snapshot, `export`; then generate prints N bytes, a seed fixes
 # the text and another one (likely) changes it, greedy ignores the seed, the cache
 # changes nothing but the speed, beam 1 is greedy and beam 4 scores at least as well,
-# a long prompt gets a note, examples/generate runs; a missing model, a model that is
-# not over byte tokens, --tokens 0 and --top-k 0 are refused with exit 1 or 2.
+# a long prompt gets a note, examples/generate runs; tiny lstm and gru models give the
+# same text cached and not, sampled and in a beam, across window cuts; a missing
+# model, a model that is not over byte tokens, a reverse lstm, --tokens 0 and --top-k 0
+# are refused with exit 1 or 2.
 set -u
 PIPENET=${PIPENET:-./pipenet}
 EXAMPLES=${TESTS_BUILDDIR:-./tests}/../examples
@@ -45,17 +47,39 @@ gpt() {
  "train": {"batch": 16, "steps": 30, "seed": 3, "optimizer": {"type": "adam", "lr": 0.01}}}
 JSON
 }
-# model VOCAB NAME: trains gpt VOCAB and exports it to $tmp/NAME.h5
-model() {
-    gpt "$1" >"$tmp/$2.json"
-    "$PIPENET" train "$tmp/$2.json" --data "$tmp/lm/train.h5" --threads 1 --log-every 1000 \
-        --snapshot-dir "$tmp/snap_$2" >"$tmp/train_$2.out" 2>&1 ||
-        { cat "$tmp/train_$2.out"; fail "train $2"; }
-    "$PIPENET" export "$tmp/snap_$2" --out "$tmp/$2.h5" >"$tmp/export_$2.out" 2>&1 ||
-        { cat "$tmp/export_$2.out"; fail "export $2"; }
+# rnn TYPE [REVERSE]: a tiny character model over a recurrent layer of TYPE, trained
+# one step: further trained, it says nothing but spaces, and its beams would all be
+# alike whether or not the search reorders their states right
+rnn() {
+    cat <<JSON
+{"name": "tiny_$1",
+ "inputs": {"x": {"dataset": "tokens", "ids": true, "seq": 16},
+            "y": {"dataset": "targets", "ids": true, "seq": 16}},
+ "layers": [
+  {"name": "embed", "type": "embedding", "input": "x", "vocab": 256, "size": 16},
+  {"name": "rnn", "type": "$1", "input": "embed", "size": 24, "reverse": ${2:-false}},
+  {"name": "logits", "type": "fc", "input": "rnn", "size": 256},
+  {"name": "loss", "type": "softmax_xent", "input": ["logits", "y"]}],
+ "train": {"batch": 16, "steps": 1, "seed": 3, "optimizer": {"type": "adam", "lr": 0.01}}}
+JSON
 }
-model 256 gpt
-model 300 words
+# model NAME JSON-MAKER ARGS...: trains the model JSON-MAKER ARGS prints and exports it
+# to $tmp/NAME.h5
+model() {
+    name=$1
+    shift
+    "$@" >"$tmp/$name.json"
+    "$PIPENET" train "$tmp/$name.json" --data "$tmp/lm/train.h5" --threads 1 --log-every 1000 \
+        --snapshot-dir "$tmp/snap_$name" >"$tmp/train_$name.out" 2>&1 ||
+        { cat "$tmp/train_$name.out"; fail "train $name"; }
+    "$PIPENET" export "$tmp/snap_$name" --out "$tmp/$name.h5" >"$tmp/export_$name.out" 2>&1 ||
+        { cat "$tmp/export_$name.out"; fail "export $name"; }
+}
+model gpt gpt 256
+model words gpt 300
+model lstm rnn lstm
+model gru rnn gru
+model back rnn lstm true
 M=$tmp/gpt.h5
 
 # gen NAME ARGS...: generate after "3 times 4 is" into $tmp/NAME (stderr: NAME.err)
@@ -67,6 +91,12 @@ gen() {
 }
 # logprob NAME: the log-probability generate reported
 logprob() { sed -n 's/.*log-prob \([-0-9.e+]*\) .*/\1/p' "$tmp/$1.err"; }
+# same_logprob A B: both runs reported a log-prob, equal to 1e-3 (printed to 4 places)
+same_logprob() {
+    a=$(logprob "$1") b=$(logprob "$2")
+    [ -n "$a" ] && [ -n "$b" ] &&
+        awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; exit !(d < 1e-3 && d > -1e-3) }'
+}
 
 gen s1 --tokens 40 --seed 1
 [ "$(wc -c <"$tmp/s1")" -eq 40 ] || fail "--tokens 40 printed $(wc -c <"$tmp/s1") bytes"
@@ -98,6 +128,26 @@ awk -v g="$lg" -v b="$l4" 'BEGIN { exit !(b >= g - 1e-4) }' ||
     fail "beam 4 log-prob $l4 below greedy's $lg"
 echo "greedy: $(cat "$tmp/g1" | tr '\n' '|') ($lg)"
 echo "beam 4: $(cat "$tmp/b4" | tr '\n' '|') ($l4)"
+
+# lstm and gru carry their state: the cache changes nothing over 40 tokens, more
+# than the window of 16 (so the window is cut and stepped through again), sampled
+# and in a beam of 3; a reverse lstm is refused, naming the layer
+for r in lstm gru; do
+    M=$tmp/$r.h5
+    gen "$r.s" --tokens 40 --seed 5 --temperature 0.8
+    gen "$r.sn" --tokens 40 --seed 5 --temperature 0.8 --no-cache
+    cmp -s "$tmp/$r.s" "$tmp/$r.sn" || fail "$r: --no-cache changed the sampled text"
+    same_logprob "$r.s" "$r.sn" ||
+        fail "$r: log-prob $(logprob "$r.s") cached, $(logprob "$r.sn") not"
+    gen "$r.b" --tokens 40 --beam 3
+    gen "$r.bn" --tokens 40 --beam 3 --no-cache
+    cmp -s "$tmp/$r.b" "$tmp/$r.bn" || fail "$r: --no-cache changed the beam search"
+    same_logprob "$r.b" "$r.bn" ||
+        fail "$r: beam log-prob $(logprob "$r.b") cached, $(logprob "$r.bn") not"
+    echo "$r sampled: $(tr -c '[:print:]' '.' <"$tmp/$r.s") ($(logprob "$r.s"))"
+    echo "$r beam 3: $(tr -c '[:print:]' '.' <"$tmp/$r.b") ($(logprob "$r.b"))"
+done
+M=$tmp/gpt.h5
 
 # a prompt longer than the window (16): a note, and the same text as its last 16 bytes
 long="0 times 0 is 0.
@@ -135,6 +185,8 @@ refuse() {
 refuse 1 "cannot open\|No such file\|does not exist" "$tmp/missing.h5" --prompt a --tokens 3
 refuse 1 "not a byte-level language model: input 'x' holds ids below 300" \
     "$tmp/words.h5" --prompt a --tokens 3
+refuse 1 "layer 'rnn' (lstm, \"reverse\": true) cannot generate" \
+    "$tmp/back.h5" --prompt a --tokens 3
 refuse 2 "^pipenet: error: --tokens" "$M" --prompt a --tokens 0
 refuse 2 "^pipenet: error: --top-k" "$M" --prompt a --tokens 3 --top-k 0
 refuse 2 "^pipenet: error: --temperature" "$M" --prompt a --tokens 3 --temperature -1
