@@ -206,16 +206,29 @@ static void append(pn_gen *g, const int *tok)
     g->fresh = false;
 }
 
-/* log softmax(z)[k], in double. */
-static double log_prob(const float *z, int k)
+/* The two terms log softmax(z)[k] subtracts from z[k], in double: max(z) and
+ * log sum exp(z - max(z)). */
+typedef struct log_norm {
+    double max, log_sum;
+} log_norm;
+
+static log_norm normalizer(const float *z)
 {
     float max = z[0];
     for (int j = 1; j < VOCAB; j++)
         if (z[j] > max) max = z[j];
     double sum = 0.0;
     for (int j = 0; j < VOCAB; j++) sum += exp((double)z[j] - max);
-    return (double)z[k] - max - log(sum);
+    return (log_norm){max, log(sum)};
 }
+
+static double log_prob_with(const float *z, log_norm n, int k)
+{
+    return (double)z[k] - n.max - n.log_sum;
+}
+
+/* log softmax(z)[k], in double. */
+static double log_prob(const float *z, int k) { return log_prob_with(z, normalizer(z), k); }
 
 static int argmax(const float *z)
 {
@@ -356,10 +369,12 @@ static int beam_search(pn_gen *g, int n, unsigned char *out, double *logprob)
     for (int s = 0; rc == PN_OK && s < n; s++) {
         if ((rc = compute_logits(g)) < 0) break;
         int c = 0;
-        for (int i = 0; i < g->n; i++)
+        for (int i = 0; i < g->n; i++) { /* the normalizer once per hypothesis, not per byte */
+            const float *z = g->logits + (size_t)i * VOCAB;
+            log_norm norm = normalizer(z);
             for (int v = 0; v < VOCAB; v++)
-                cand[c++] = (beam_cand){score[i] + log_prob(g->logits + (size_t)i * VOCAB, v),
-                                        i, v};
+                cand[c++] = (beam_cand){score[i] + log_prob_with(z, norm, v), i, v};
+        }
         qsort(cand, (size_t)c, sizeof *cand, by_score);
         int kept = c < b ? c : b;
         for (int j = 0; j < kept; j++) {
