@@ -305,11 +305,11 @@ START_TEST(test_refusals)
     unsigned char out[N];
     float z[256];
     ck_assert_int_eq(pn_model_gen_start(m, PROMPT, PROMPT_LEN, NULL), 0);
-    expect_error(pn_model_gen_logits(m, z), "layer 'back' (lstm, \"reverse\": true) cannot "
-                                            "generate");
+    expect_error(pn_model_gen_logits(m, z), "layer 'back' step at position 0: lstm with "
+                                            "\"reverse\": true cannot generate");
     expect_error(pn_model_generate(m, PROMPT, PROMPT_LEN, 3, &(pn_gen_options){.beam = 2}, out,
                                    NULL),
-                 "'back' (lstm, \"reverse\": true)");
+                 "layer 'back' step at position 0: lstm with \"reverse\"");
     pn_model_free(m);
     m = load();
     int tok;

@@ -185,7 +185,7 @@ refuse() {
 refuse 1 "cannot open\|No such file\|does not exist" "$tmp/missing.h5" --prompt a --tokens 3
 refuse 1 "not a byte-level language model: input 'x' holds ids below 300" \
     "$tmp/words.h5" --prompt a --tokens 3
-refuse 1 "layer 'rnn' (lstm, \"reverse\": true) cannot generate" \
+refuse 1 "layer 'rnn' step at position 0: lstm with \"reverse\": true cannot generate" \
     "$tmp/back.h5" --prompt a --tokens 3
 refuse 2 "^pipenet: error: --tokens" "$M" --prompt a --tokens 0
 refuse 2 "^pipenet: error: --top-k" "$M" --prompt a --tokens 3 --top-k 0

@@ -55,9 +55,9 @@ int pn_recurrent_step_begin(const pn_layer_inst *x, pn_recurrent_state *st, int 
     int n = out->batch;
     if (((const pn_recurrent_attrs *)l->attrs)->reverse)
         return pn_error_set(PN_ERR_UNSUPPORTED,
-                            "layer '%s' (%s, \"reverse\": true) cannot generate: its output at "
-                            "a position depends on the positions after it, which are not "
-                            "generated yet", l->name, l->type->name);
+                            "%s with \"reverse\": true cannot generate: its output at a "
+                            "position depends on the positions after it, which are not "
+                            "generated yet", l->type->name);
     if (pos > 0 && n > st->held)
         return pn_error_set(PN_ERR_INTERNAL, "layer '%s': a step of %d sequences over a state "
                                              "of %d", l->name, n, st->held);

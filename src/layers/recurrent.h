@@ -46,8 +46,8 @@ typedef struct pn_recurrent_state {
 /* Starts the step at position pos of out->batch sequences: *prev is the state after pos - 1
  * (data NULL at pos 0, where every sequence starts again from zero state: the first
  * position, or the first after generation cut its window) and *next the n rows the
- * step writes. Refuses a "reverse" layer: its output at a position depends on the
- * positions after it, which generation has not produced yet. */
+ * step writes. Refuses a "reverse" layer (pn_layer_step names it): its output at a
+ * position depends on the positions after it, which generation has not produced yet. */
 int pn_recurrent_step_begin(const pn_layer_inst *x, pn_recurrent_state *st, int pos,
                             const pn_arg *out, int width, pn_matrix *prev, pn_matrix *next);
 /* Makes the state the step wrote the one held, for n sequences. */

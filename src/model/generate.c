@@ -3,10 +3,12 @@
  * (greedy, temperature and top-k sampling drawn from the counter-based hash of
  * base/rng.h, or a beam search). The logits come from a forward-only network over
  * the output's ancestors stepped one position at a time (pn_network_step: attention
- * layers answer from their key/value cache), or, with no_cache, from the model's
- * full forward over the whole window (pn_model_forward), the reference the cached
- * path is tested against. A window of T tokens that grows by one is cut to its
- * newest T/2 tokens, which are stepped through again. */
+ * layers answer from their key/value cache, lstm and gru carry their state), or,
+ * with no_cache, from the model's full forward over the whole window
+ * (pn_model_forward), the reference the cached path is tested against. A window of
+ * T tokens that grows by one is cut to its newest T/2 tokens, which are stepped
+ * through again from position 0 (where a recurrent state starts again, as the full
+ * forward over the cut window does). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
