@@ -1,11 +1,13 @@
-/* Pipeline schedules: builds the gpipe and 1f1b action lists of every stage as a pure
- * function of (kind, P, M), checks any set of lists by simulating all stages together
- * (dependencies, one forward and one backward per stage and micro-batch, deadlock),
- * and measures a schedule's peak activations in flight and its bubble in a model
- * where a forward costs 1, a backward 2 and transfers are free. */
+/* Pipeline schedules: builds the gpipe, 1f1b and interleaved action lists of every
+ * stage as a pure function of (kind, P, V, M), checks any set of lists by simulating
+ * all stages together over the model's chunks (dependencies, one forward and one
+ * backward per chunk and micro-batch, deadlock), and measures a schedule's peak
+ * activations in flight and its bubble in a model where a forward costs 1, a
+ * backward 2 and transfers are free. */
 #include "pipeline/schedule.h"
 
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@ int pn_schedule_kind_from_name(const char *name)
     if (!name) return -1;
     if (strcmp(name, "gpipe") == 0) return PN_SCHEDULE_GPIPE;
     if (strcmp(name, "1f1b") == 0) return PN_SCHEDULE_1F1B;
+    if (strcmp(name, "interleaved") == 0) return PN_SCHEDULE_INTERLEAVED;
     return -1;
 }
 
@@ -27,6 +30,7 @@ const char *pn_schedule_kind_name(pn_schedule_kind kind)
     switch (kind) {
     case PN_SCHEDULE_GPIPE: return "gpipe";
     case PN_SCHEDULE_1F1B: return "1f1b";
+    case PN_SCHEDULE_INTERLEAVED: return "interleaved";
     }
     return "unknown";
 }
@@ -41,9 +45,12 @@ void pn_schedule_free(pn_schedule *s)
     free(s);
 }
 
+/* Virtual stages of s: hand-made lists may leave the field 0. */
+static int virtual_of(const pn_schedule *s) { return s->virtual_stages > 0 ? s->virtual_stages : 1; }
+
 static pn_action act(pn_pass_kind pass, int micro)
 {
-    pn_action a = {pass, micro};
+    pn_action a = {pass, micro, 0};
     return a;
 }
 
@@ -72,38 +79,110 @@ static void build_1f1b(pn_action *a, int stages, int stage, int micro)
     for (int m = micro - w; m < micro; m++) a[n++] = act(PN_PASS_BACKWARD, m);
 }
 
+/* Interleaved at stage s: the k-th (chunk, micro-batch) pair of a pass walks groups
+ * of P micro-batches through the chunks (forwards in chunk order, backwards in
+ * reverse), w warm-up forwards, then F(k + w) B(k) pairs, then the last w
+ * backwards. Within a chunk both passes go in micro-batch order, so the micro-batches
+ * a chunk holds are consecutive and m % (its peak) names a free network. */
+static pn_action interleaved_pair(pn_pass_kind pass, int k, int stages, int virtual_stages)
+{
+    int group = stages * virtual_stages, in_group = k % group;
+    int chunk = in_group / stages;
+    if (pass == PN_PASS_BACKWARD) chunk = virtual_stages - 1 - chunk;
+    pn_action a = {pass, k / group * stages + k % stages, chunk};
+    return a;
+}
+
+static void build_interleaved(pn_action *a, int stages, int stage, int virtual_stages, int micro)
+{
+    int total = micro * virtual_stages, n = 0;
+    int w = 2 * (stages - stage - 1) + (virtual_stages - 1) * stages;
+    if (w > total) w = total;
+    for (int k = 0; k < w; k++) a[n++] = interleaved_pair(PN_PASS_FORWARD, k, stages, virtual_stages);
+    for (int k = 0; k + w < total; k++) {
+        a[n++] = interleaved_pair(PN_PASS_FORWARD, k + w, stages, virtual_stages);
+        a[n++] = interleaved_pair(PN_PASS_BACKWARD, k, stages, virtual_stages);
+    }
+    for (int k = total - w; k < total; k++)
+        a[n++] = interleaved_pair(PN_PASS_BACKWARD, k, stages, virtual_stages);
+}
+
+int pn_schedule_check_layout(pn_schedule_kind kind, int stages, int virtual_stages, int micro)
+{
+    const char *name = pn_schedule_kind_name(kind);
+    if (kind != PN_SCHEDULE_GPIPE && kind != PN_SCHEDULE_1F1B && kind != PN_SCHEDULE_INTERLEAVED)
+        return pn_error_set(PN_ERR_INVALID, "schedule: unknown kind %d", (int)kind);
+    if (stages < 1 || micro < 1 || virtual_stages < 1 ||
+        (long)micro * virtual_stages > INT_MAX / 2 || (long)stages * virtual_stages > INT_MAX)
+        return virtual_stages == 1
+                   ? pn_error_set(PN_ERR_INVALID,
+                                  "schedule %s: needs at least one stage and one micro-batch "
+                                  "(got P=%d M=%d)",
+                                  name, stages, micro)
+                   : pn_error_set(PN_ERR_INVALID,
+                                  "schedule %s: needs at least one stage, virtual stage and "
+                                  "micro-batch (got P=%d V=%d M=%d)",
+                                  name, stages, virtual_stages, micro);
+    if (kind != PN_SCHEDULE_INTERLEAVED && virtual_stages != 1)
+        return pn_error_set(PN_ERR_INVALID,
+                            "schedule %s P=%d M=%d: %d virtual stages need the interleaved "
+                            "schedule (--schedule interleaved)",
+                            name, stages, micro, virtual_stages);
+    if (kind != PN_SCHEDULE_INTERLEAVED) return PN_OK;
+    if (stages < 2)
+        return pn_error_set(PN_ERR_INVALID,
+                            "schedule interleaved P=%d V=%d M=%d: needs at least 2 stages "
+                            "(with one, use 1f1b)",
+                            stages, virtual_stages, micro);
+    if (virtual_stages < 2)
+        return pn_error_set(PN_ERR_INVALID,
+                            "schedule interleaved P=%d V=%d M=%d: needs at least 2 virtual "
+                            "stages per stage (--virtual-stages V, V >= 2)",
+                            stages, virtual_stages, micro);
+    if (micro % stages)
+        return pn_error_set(PN_ERR_INVALID,
+                            "schedule interleaved P=%d V=%d M=%d: the micro-batches must be a "
+                            "multiple of the stages (it sends them round in groups of P=%d)",
+                            stages, virtual_stages, micro, stages);
+    return PN_OK;
+}
+
 int pn_schedule_build(pn_schedule **out, pn_schedule_kind kind, int stages, int micro)
 {
+    return pn_schedule_build_virtual(out, kind, stages, 1, micro);
+}
+
+int pn_schedule_build_virtual(pn_schedule **out, pn_schedule_kind kind, int stages,
+                              int virtual_stages, int micro)
+{
     *out = NULL;
-    if (kind != PN_SCHEDULE_GPIPE && kind != PN_SCHEDULE_1F1B)
-        return pn_error_set(PN_ERR_INVALID, "schedule: unknown kind %d", (int)kind);
-    if (stages < 1 || micro < 1 || micro > INT_MAX / 2)
-        return pn_error_set(PN_ERR_INVALID,
-                            "schedule %s: needs at least one stage and one micro-batch "
-                            "(got P=%d M=%d)",
-                            pn_schedule_kind_name(kind), stages, micro);
+    PN_TRY(pn_schedule_check_layout(kind, stages, virtual_stages, micro));
     pn_schedule *s = calloc(1, sizeof *s);
     if (!s) return pn_error_set(PN_ERR_NOMEM, "schedule: out of memory");
     s->kind = kind;
     s->stages = stages;
     s->micro = micro;
+    s->virtual_stages = virtual_stages;
     s->count = calloc((size_t)stages, sizeof *s->count);
     s->actions = calloc((size_t)stages, sizeof *s->actions);
     if (!s->count || !s->actions) {
         pn_schedule_free(s);
         return pn_error_set(PN_ERR_NOMEM, "schedule: out of memory");
     }
+    int n = 2 * micro * virtual_stages;
     for (int st = 0; st < stages; st++) {
-        s->actions[st] = malloc(2 * (size_t)micro * sizeof **s->actions);
+        s->actions[st] = malloc((size_t)n * sizeof **s->actions);
         if (!s->actions[st]) {
             pn_schedule_free(s);
             return pn_error_set(PN_ERR_NOMEM, "schedule: out of memory");
         }
-        s->count[st] = 2 * micro;
+        s->count[st] = n;
         if (kind == PN_SCHEDULE_GPIPE)
             build_gpipe(s->actions[st], micro);
-        else
+        else if (kind == PN_SCHEDULE_1F1B)
             build_1f1b(s->actions[st], stages, st, micro);
+        else
+            build_interleaved(s->actions[st], stages, st, virtual_stages, micro);
     }
     *out = s;
     return PN_OK;
@@ -114,65 +193,101 @@ static const char *pass_name(pn_pass_kind pass)
     return pass == PN_PASS_FORWARD ? "forward" : "backward";
 }
 
-/* Records "schedule <kind> P=.. M=..: <what>" and returns PN_ERR_INVALID. */
-#define SCHEDULE_FAIL(s, fmt, ...)                                                        \
-    pn_error_set(PN_ERR_INVALID, "schedule %s P=%d M=%d: " fmt,                           \
-                 pn_schedule_kind_name((s)->kind), (s)->stages, (s)->micro, __VA_ARGS__)
+/* Records "schedule <kind> P=.. [V=..] M=..: <what>" and returns PN_ERR_INVALID. */
+static int schedule_fail(const pn_schedule *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int schedule_fail(const pn_schedule *s, const char *fmt, ...)
+{
+    char what[1024], v[32] = "";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (virtual_of(s) > 1) snprintf(v, sizeof v, " V=%d", virtual_of(s));
+    return pn_error_set(PN_ERR_INVALID, "schedule %s P=%d%s M=%d: %s",
+                        pn_schedule_kind_name(s->kind), s->stages, v, s->micro, what);
+}
 
-/* Everything but the deadlock: shapes, passes and micro-batches in range, and exactly
- * one forward then one backward of each micro-batch on each stage. */
+/* " of chunk c" for a stage's virtual stage v when there are several, else "". */
+static const char *chunk_words(const pn_schedule *s, int stage, int v, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (virtual_of(s) > 1) snprintf(buf, cap, " of chunk %d", v * s->stages + stage);
+    return buf;
+}
+
+/* Everything but the deadlock: shapes, passes, chunks and micro-batches in range, and
+ * exactly one forward then one backward of each (chunk, micro-batch) on each stage. */
 static int validate(const pn_schedule *s)
 {
     if (!s || s->stages < 1 || s->micro < 1 || !s->count || !s->actions)
         return pn_error_set(PN_ERR_INVALID, "schedule: empty (no stages, micro-batches or lists)");
-    int P = s->stages, M = s->micro;
-    unsigned char *seen = calloc((size_t)M, 1); /* bit 0: forward seen, bit 1: backward */
+    int P = s->stages, M = s->micro, V = virtual_of(s);
+    size_t n = (size_t)M * (size_t)V;
+    unsigned char *seen = calloc(n, 1); /* [v * M + m] bit 0: forward seen, bit 1: backward */
     if (!seen) return pn_error_set(PN_ERR_NOMEM, "schedule: out of memory");
     int rc = PN_OK;
+    char of[48];
     for (int st = 0; st < P && rc == PN_OK; st++) {
-        memset(seen, 0, (size_t)M);
+        memset(seen, 0, n);
         if (s->count[st] < 0 || (s->count[st] > 0 && !s->actions[st])) {
-            rc = SCHEDULE_FAIL(s, "stage %d has a broken action list (count %d)", st, s->count[st]);
+            rc = schedule_fail(s, "stage %d has a broken action list (count %d)", st, s->count[st]);
             break;
         }
         for (int i = 0; i < s->count[st] && rc == PN_OK; i++) {
             pn_action a = s->actions[st][i];
-            if (a.pass != PN_PASS_FORWARD && a.pass != PN_PASS_BACKWARD)
-                rc = SCHEDULE_FAIL(s, "stage %d action %d: unknown pass %d", st, i, (int)a.pass);
-            else if (a.micro < 0 || a.micro >= M)
-                rc = SCHEDULE_FAIL(s, "stage %d action %d: micro-batch %d out of range 0..%d", st,
+            if (a.pass != PN_PASS_FORWARD && a.pass != PN_PASS_BACKWARD) {
+                rc = schedule_fail(s, "stage %d action %d: unknown pass %d", st, i, (int)a.pass);
+                break;
+            }
+            if (a.micro < 0 || a.micro >= M) {
+                rc = schedule_fail(s, "stage %d action %d: micro-batch %d out of range 0..%d", st,
                                    i, a.micro, M - 1);
-            else if (a.pass == PN_PASS_FORWARD && (seen[a.micro] & 1))
-                rc = SCHEDULE_FAIL(s, "stage %d has two forwards of micro-batch %d", st, a.micro);
-            else if (a.pass == PN_PASS_BACKWARD && (seen[a.micro] & 2))
-                rc = SCHEDULE_FAIL(s, "stage %d has two backwards of micro-batch %d", st, a.micro);
-            else if (a.pass == PN_PASS_BACKWARD && !(seen[a.micro] & 1))
-                rc = SCHEDULE_FAIL(s, "stage %d runs backward %d before its forward", st, a.micro);
+                break;
+            }
+            if (a.chunk < 0 || a.chunk >= V) {
+                rc = schedule_fail(s, "stage %d action %d: virtual stage %d out of range 0..%d",
+                                   st, i, a.chunk, V - 1);
+                break;
+            }
+            unsigned char *at = &seen[(size_t)a.chunk * M + a.micro];
+            chunk_words(s, st, a.chunk, of, sizeof of);
+            if (a.pass == PN_PASS_FORWARD && (*at & 1))
+                rc = schedule_fail(s, "stage %d has two forwards of micro-batch %d%s", st,
+                                   a.micro, of);
+            else if (a.pass == PN_PASS_BACKWARD && (*at & 2))
+                rc = schedule_fail(s, "stage %d has two backwards of micro-batch %d%s", st,
+                                   a.micro, of);
+            else if (a.pass == PN_PASS_BACKWARD && !(*at & 1))
+                rc = schedule_fail(s, "stage %d runs backward %d%s before its forward", st,
+                                   a.micro, of);
             else
-                seen[a.micro] |= a.pass == PN_PASS_FORWARD ? 1 : 2;
+                *at |= a.pass == PN_PASS_FORWARD ? 1 : 2;
         }
-        for (int m = 0; m < M && rc == PN_OK; m++) {
-            if (!(seen[m] & 1))
-                rc = SCHEDULE_FAIL(s, "stage %d has no forward of micro-batch %d", st, m);
-            else if (!(seen[m] & 2))
-                rc = SCHEDULE_FAIL(s, "stage %d has no backward of micro-batch %d", st, m);
+        for (size_t k = 0; k < n && rc == PN_OK; k++) {
+            int m = (int)(k % (size_t)M), v = (int)(k / (size_t)M);
+            chunk_words(s, st, v, of, sizeof of);
+            if (!(seen[k] & 1))
+                rc = schedule_fail(s, "stage %d has no forward of micro-batch %d%s", st, m, of);
+            else if (!(seen[k] & 2))
+                rc = schedule_fail(s, "stage %d has no backward of micro-batch %d%s", st, m, of);
         }
     }
     free(seen);
     return rc;
 }
 
-/* Runs all stages' (validated) lists together. Each action starts when its stage is
- * free and its dependencies are done: forward (s, m) after forward (s-1, m); backward
- * (s, m) after forward (s, m) and backward (s+1, m). Sends never block; a forward costs
- * 1 and a backward 2. Returns 0 and the makespan (when asked for) once every stage
- * finished, or PN_ERR_INVALID naming the stuck stages. Dependencies only ever become
- * satisfied, so neither the times nor the stuck state depend on the order in which
- * stages are tried. */
+/* Runs all stages' (validated) lists together over the model's C = P V chunks. Each
+ * action starts when its stage is free and its dependencies are done: forward (c, m)
+ * after forward (c-1, m); backward (c, m) after forward (c, m) and backward (c+1, m).
+ * Sends never block; a forward costs 1 and a backward 2. Returns 0 and the makespan
+ * (when asked for) once every stage finished, or PN_ERR_INVALID naming the stuck
+ * stages. Dependencies only ever become satisfied, so neither the times nor the stuck
+ * state depend on the order in which stages are tried. */
 static int simulate(const pn_schedule *s, double *makespan)
 {
-    int P = s->stages, M = s->micro;
-    size_t n = (size_t)P * (size_t)M;
+    int P = s->stages, M = s->micro, C = P * virtual_of(s);
+    size_t n = (size_t)C * (size_t)M;
     double *fwd = malloc(n * sizeof *fwd), *bwd = malloc(n * sizeof *bwd); /* finish, or -1 */
     double *free_at = calloc((size_t)P, sizeof *free_at);
     int *pos = calloc((size_t)P, sizeof *pos);
@@ -188,15 +303,16 @@ static int simulate(const pn_schedule *s, double *makespan)
         for (int st = 0; st < P; st++) {
             while (pos[st] < s->count[st]) {
                 pn_action a = s->actions[st][pos[st]];
-                size_t at = (size_t)st * M + a.micro;
+                int c = a.chunk * P + st;
+                size_t at = (size_t)c * M + a.micro;
                 double start = free_at[st], dep;
                 if (a.pass == PN_PASS_FORWARD) {
-                    dep = st > 0 ? fwd[at - M] : 0.0;
+                    dep = c > 0 ? fwd[at - M] : 0.0;
                     if (dep < 0) break;
                 } else {
                     dep = fwd[at];
-                    if (dep < 0 || (st + 1 < P && bwd[at + M] < 0)) break;
-                    if (st + 1 < P && bwd[at + M] > dep) dep = bwd[at + M];
+                    if (dep < 0 || (c + 1 < C && bwd[at + M] < 0)) break;
+                    if (c + 1 < C && bwd[at + M] > dep) dep = bwd[at + M];
                 }
                 if (dep > start) start = dep;
                 free_at[st] = start + (a.pass == PN_PASS_FORWARD ? COST_FORWARD : COST_BACKWARD);
@@ -209,18 +325,19 @@ static int simulate(const pn_schedule *s, double *makespan)
     }
     int rc = PN_OK;
     if (left > 0) {
-        char stuck[768];
+        char stuck[768], of[48];
         size_t len = 0;
         stuck[0] = '\0';
         for (int st = 0; st < P && len < sizeof stuck; st++) {
             if (pos[st] >= s->count[st]) continue;
             pn_action a = s->actions[st][pos[st]];
-            int w = snprintf(stuck + len, sizeof stuck - len, "%sstage %d waits at %s %d",
-                             len ? ", " : "", st, pass_name(a.pass), a.micro);
+            int w = snprintf(stuck + len, sizeof stuck - len, "%sstage %d waits at %s %d%s",
+                             len ? ", " : "", st, pass_name(a.pass), a.micro,
+                             chunk_words(s, st, a.chunk, of, sizeof of));
             if (w < 0) break;
             len += (size_t)w;
         }
-        rc = SCHEDULE_FAIL(s, "deadlock: %s", stuck);
+        rc = schedule_fail(s, "deadlock: %s", stuck);
     } else if (makespan) {
         *makespan = 0.0;
         for (int st = 0; st < P; st++)
@@ -236,17 +353,30 @@ int pn_schedule_check(const pn_schedule *s)
     return simulate(s, NULL);
 }
 
-int pn_schedule_peak_in_flight(const pn_schedule *s, int stage)
+/* Peak of (chunk, micro-batch) pairs held at stage, counting only chunk (or all: -1). */
+static int peak_of(const pn_schedule *s, int stage, int chunk)
 {
     PN_TRY(validate(s));
     if (stage < 0 || stage >= s->stages)
-        return SCHEDULE_FAIL(s, "stage %d out of range 0..%d", stage, s->stages - 1);
+        return schedule_fail(s, "stage %d out of range 0..%d", stage, s->stages - 1);
+    if (chunk >= virtual_of(s))
+        return schedule_fail(s, "virtual stage %d out of range 0..%d", chunk, virtual_of(s) - 1);
     int held = 0, peak = 0;
     for (int i = 0; i < s->count[stage]; i++) {
-        held += s->actions[stage][i].pass == PN_PASS_FORWARD ? 1 : -1;
+        pn_action a = s->actions[stage][i];
+        if (chunk >= 0 && a.chunk != chunk) continue;
+        held += a.pass == PN_PASS_FORWARD ? 1 : -1;
         if (held > peak) peak = held;
     }
     return peak;
+}
+
+int pn_schedule_peak_in_flight(const pn_schedule *s, int stage) { return peak_of(s, stage, -1); }
+
+int pn_schedule_peak_in_flight_chunk(const pn_schedule *s, int stage, int chunk)
+{
+    if (chunk < 0) return schedule_fail(s, "virtual stage %d out of range", chunk);
+    return peak_of(s, stage, chunk);
 }
 
 /* Both kinds give (P - 1) / (M + P - 1), with f = 1, b = 2 (so f + b = 3):
@@ -265,6 +395,13 @@ double pn_schedule_bubble(const pn_schedule *s)
 {
     double makespan = 0.0;
     if (validate(s) < 0 || simulate(s, &makespan) < 0) return -1.0;
-    double busy = (double)s->micro * (COST_FORWARD + COST_BACKWARD);
+    double busy = (double)s->micro * virtual_of(s) * (COST_FORWARD + COST_BACKWARD);
     return 1.0 - busy / makespan;
+}
+
+double pn_schedule_bubble_formula(pn_schedule_kind kind, int stages, int virtual_stages,
+                                  int micro)
+{
+    double v = kind == PN_SCHEDULE_INTERLEAVED ? virtual_stages : 1.0;
+    return (stages - 1.0) / (v * micro + stages - 1.0);
 }
