@@ -49,7 +49,10 @@ static void usage(FILE *out)
             "  --replicas D       data-parallel copies of the pipeline                 [1]\n"
             "  --micro-batches M  micro-batches per step and replica  [as `pipenet train`:\n"
             "                     the largest divisor of B / D up to 4 P]\n"
-            "  --schedule NAME    gpipe or 1f1b                                     [1f1b]\n"
+            "  --schedule NAME    gpipe, 1f1b or interleaved                        [1f1b]\n"
+            "  --virtual-stages V with --schedule interleaved: cut the model into P x V\n"
+            "                     chunks, chunk c on stage c mod P (V >= 2; M a multiple\n"
+            "                     of P)                                               [2]\n"
             "  --batch B          global batch; B / (D M) samples per micro-batch\n"
             "                                                          [train.batch, 64]\n"
             "  --measure          time the layers (and the link, under mpirun) here\n"
@@ -62,13 +65,14 @@ static void usage(FILE *out)
 }
 
 enum { OPT_STAGES = 256, OPT_REPLICAS, OPT_MICRO, OPT_SCHEDULE, OPT_BATCH, OPT_MEASURE,
-       OPT_TIMES, OPT_SAVE, OPT_THREADS, OPT_REPEAT, OPT_JSON };
+       OPT_TIMES, OPT_SAVE, OPT_THREADS, OPT_REPEAT, OPT_JSON, OPT_VIRTUAL };
 
 static const struct option longopts[] = {
     {"stages", required_argument, NULL, OPT_STAGES},
     {"replicas", required_argument, NULL, OPT_REPLICAS},
     {"micro-batches", required_argument, NULL, OPT_MICRO},
     {"schedule", required_argument, NULL, OPT_SCHEDULE},
+    {"virtual-stages", required_argument, NULL, OPT_VIRTUAL},
     {"batch", required_argument, NULL, OPT_BATCH},
     {"measure", no_argument, NULL, OPT_MEASURE},
     {"layer-times", required_argument, NULL, OPT_TIMES},
@@ -86,6 +90,7 @@ typedef struct plan_options {
     int micro;     /* 0: chosen like the trainer does */
     int batch;     /* 0: from the model */
     pn_schedule_kind schedule;
+    int virtual_stages; /* 0: 1, or 2 under interleaved */
     bool measure, json;
     int threads;   /* 0: 1 */
     int repeat;
@@ -107,11 +112,14 @@ static int parse_options(int argc, char **argv, plan_options *o)
         case OPT_SCHEDULE:
             kind = pn_schedule_kind_from_name(optarg);
             if (kind < 0) {
-                fprintf(stderr, "pipenet: error: --schedule: expected gpipe or 1f1b, got '%s'\n",
-                        optarg);
+                fprintf(stderr, "pipenet: error: --schedule: expected gpipe, 1f1b or interleaved, "
+                                "got '%s'\n", optarg);
                 return -1;
             }
             o->schedule = (pn_schedule_kind)kind;
+            break;
+        case OPT_VIRTUAL:
+            rc = pn_opt_int("virtual-stages", optarg, 1, 1 << 16, &o->virtual_stages);
             break;
         case OPT_MEASURE: o->measure = true; break;
         case OPT_JSON: o->json = true; break;
@@ -126,6 +134,11 @@ static int parse_options(int argc, char **argv, plan_options *o)
     if (rc == 0 && o->measure && o->times[0])
         rc = pn_opt_report("--measure and --layer-times: give one (measure now, or read "
                            "times measured before)");
+    if (rc == 0 && o->virtual_stages && o->schedule != PN_SCHEDULE_INTERLEAVED)
+        rc = pn_opt_report("--virtual-stages needs --schedule interleaved");
+    if (rc == 0 && o->schedule == PN_SCHEDULE_INTERLEAVED && !o->virtual_stages)
+        o->virtual_stages = 2;
+    if (rc == 0 && !o->virtual_stages) o->virtual_stages = 1;
     if (rc == 0 && !o->measure && (o->save[0] || o->threads || o->repeat))
         rc = pn_opt_report("--save-times, --threads and --repeat need --measure");
     return rc;
@@ -153,7 +166,10 @@ static int resolve_layout(const pn_graph *g, const char *path, int stages, plan_
                             "the batch %d (%s) does not split into %d replicas (choose a "
                             "batch that %d divides)",
                             o->batch, from, o->replicas, o->replicas);
-    if (!o->micro) o->micro = pn_default_micro_batches(o->batch / o->replicas, stages);
+    if (!o->micro)
+        o->micro = o->schedule == PN_SCHEDULE_INTERLEAVED
+                       ? pn_default_micro_batches_interleaved(o->batch / o->replicas, stages)
+                       : pn_default_micro_batches(o->batch / o->replicas, stages);
     long parts = (long)o->replicas * o->micro;
     if (o->batch % parts)
         return pn_error_set(PN_ERR_INVALID,
@@ -231,7 +247,7 @@ static int plan_model(const char *path, plan_options *o, pn_comm *comm)
     double *layer_s = NULL;
     pn_train_config cfg;
     int rc = pn_graph_load(&g, path);
-    if (rc == PN_OK) rc = pn_plan_build(&plan, g, o->stages);
+    if (rc == PN_OK) rc = pn_plan_build_virtual(&plan, g, o->stages, o->virtual_stages, NULL);
     if (rc == PN_OK) rc = resolve_layout(g, path, plan->stages, o, &cfg);
     if (rc == PN_OK) rc = pn_graph_check_batch(g, o->batch / o->replicas); /* an evaluation's */
     if (rc == PN_OK && (o->measure || o->times[0]))
@@ -244,10 +260,12 @@ static int plan_model(const char *path, plan_options *o, pn_comm *comm)
             pn_plan_times_layer_sum(t, layer_s);
             pn_plan_free(plan);
             plan = NULL;
-            rc = pn_plan_build_timed(&plan, g, o->stages, layer_s);
+            rc = pn_plan_build_virtual(&plan, g, o->stages, o->virtual_stages, layer_s);
         }
     }
-    if (rc == PN_OK) rc = pn_schedule_build(&sched, o->schedule, plan->stages, o->micro);
+    if (rc == PN_OK)
+        rc = pn_schedule_build_virtual(&sched, o->schedule, plan->stages, plan->virtual_stages,
+                                       o->micro);
     if (rc == PN_OK) rc = report(plan, g, sched, o, &cfg, t);
 done:
     free(layer_s);

@@ -28,9 +28,13 @@ typedef struct pn_stage_cost {
 } pn_stage_cost;
 
 typedef struct pn_plan {
-    int stages;
-    int *stage_of;        /* [graph->n_nodes]: stage of each layer; -1 for data inputs */
-    pn_stage_cost *cost;  /* [stages] */
+    int stages;           /* pipeline stages P: the ranks of one replica */
+    int virtual_stages;   /* V: chunks per stage (the interleaved schedule), else 1 */
+    int chunks;           /* P x V: the contiguous pieces the model is cut into */
+    int *chunk_of;        /* [graph->n_nodes]: chunk of each layer; -1 for data inputs */
+    int *stage_of;        /* [graph->n_nodes]: stage of each layer, chunk_of mod P (chunk c
+                             runs on stage c mod P); -1 for data inputs */
+    pn_stage_cost *cost;  /* [chunks] (with one virtual stage: [stages]) */
 } pn_plan;
 
 /* Places g's layers. stages > 0: that many stages (automatic unless the model has
@@ -46,7 +50,18 @@ int pn_plan_build(pn_plan **out, const pn_graph *g, int stages);
  * wins (deterministic: every rank given the same times places alike). A time that
  * is negative, infinite or NaN is refused. Manual placement ignores layer_s. */
 int pn_plan_build_timed(pn_plan **out, const pn_graph *g, int stages, const double *layer_s);
+
+/* The same for the interleaved schedule: the layers are cut into stages x
+ * virtual_stages chunks (balanced like stages above; "stage" attributes then number
+ * the chunks, and with stages == 0 their count must be a multiple of virtual_stages),
+ * chunk c on stage c mod stages. virtual_stages 1 is pn_plan_build_timed. Errors
+ * also: fewer layers than chunks. */
+int pn_plan_build_virtual(pn_plan **out, const pn_graph *g, int stages, int virtual_stages,
+                          const double *layer_s);
 void pn_plan_free(pn_plan *p);
+
+/* The costs of stage's chunks added up (its one chunk's without virtual stages). */
+pn_stage_cost pn_plan_stage_cost(const pn_plan *p, int stage);
 
 /* Estimated seconds per sample of a stage with cost c: the measure the partitioner
  * balances (its FLOPs and activation bytes at fixed device rates). */
@@ -55,14 +70,18 @@ double pn_plan_stage_time(const pn_stage_cost *c);
 /* Bytes of activations stage holds at the peak of schedule s with micro-batches of
  * micro_batch samples: one micro-batch's per micro-batch in flight; with recompute
  * one micro-batch's plus, per micro-batch in flight, the values it received from
- * earlier stages (the inputs kept to run its forward again). */
+ * earlier stages (the inputs kept to run its forward again). With virtual stages,
+ * the sum of that over the stage's chunks, each with its own peak in flight (the
+ * networks the stage runtime keeps for it). */
 double pn_plan_activation_bytes(const pn_plan *p, const pn_schedule *s, int stage,
                                 int micro_batch, bool recompute);
 
 /* Prints the per-stage table of `pipenet plan` for a layout of `replicas` copies of
  * the pipeline with `micro` micro-batches of `micro_batch` samples under schedule s:
  * layers, parameters, FLOPs per sample, activation bytes at the schedule's peak,
- * bytes sent and received per micro-batch, and the predicted bubble fraction. */
+ * bytes sent and received per micro-batch, and the predicted bubble fraction. With
+ * virtual stages, a row per chunk (its stage beside it), then each stage's
+ * parameters and activation memory. */
 void pn_plan_print(const pn_plan *p, const pn_graph *g, const pn_schedule *s, int replicas,
                    int micro_batch, FILE *out);
 

@@ -33,15 +33,19 @@ int pn_plan_predict(pn_plan_prediction *out, const pn_plan *p, const pn_graph *g
     double busy = 0.0, work = 0.0, mb = (double)micro_batch, d = (double)replicas;
     for (int st = 0; st < p->stages; st++) {
         pn_stage_prediction *sp = &pr.stage[st];
-        const pn_stage_cost *c = &p->cost[st];
+        pn_stage_cost cost = pn_plan_stage_cost(p, st);
+        const pn_stage_cost *c = &cost;
         double params = (double)c->params, bytes = 4.0 * params;
-        sp->link_s = 2.0 * link_time(t, c->send_bytes * mb); /* values, then gradients */
+        /* values, then gradients; a chunk's sends are its own messages */
+        sp->link_s = 0.0;
+        for (int ch = st; ch < p->chunks; ch += p->stages)
+            sp->link_s += 2.0 * link_time(t, p->cost[ch].send_bytes * mb);
         sp->optimizer_s = params * t->optimizer_s_per_param;
         if (replicas > 1) /* a ring: 2 (D - 1) steps of bytes / D each */
             sp->optimizer_s += 2.0 * (d - 1.0) * link_time(t, bytes / d);
         sp->param_bytes = sp->grad_bytes = bytes;
         sp->slot_bytes = bytes * slots;
-        sp->activation_bytes = c->activation_bytes * mb * pn_schedule_peak_in_flight(s, st);
+        sp->activation_bytes = pn_plan_activation_bytes(p, s, st, micro_batch, false);
         double fb = sp->forward_s + sp->backward_s;
         if (st == 0 || fb > pr.slot_s) pr.slot_s = fb, pr.slowest = st;
         if (sp->optimizer_s > pr.optimizer_s) pr.optimizer_s = sp->optimizer_s;
@@ -49,7 +53,11 @@ int pn_plan_predict(pn_plan_prediction *out, const pn_plan *p, const pn_graph *g
         busy += fb;
         work += (s->micro * fb + params * t->optimizer_s_per_param) * d;
     }
-    pr.pipeline_s = (s->micro + p->stages - 1) * pr.slot_s;
+    /* M slots of work over 1 - the schedule's bubble: (M + P - 1) slots, or under
+     * interleaving (M + (P - 1) / V) */
+    pr.pipeline_s = s->micro * pr.slot_s /
+                    (1.0 - pn_schedule_bubble_formula(s->kind, p->stages, p->virtual_stages,
+                                                      s->micro));
     pr.step_s = pr.pipeline_s + pr.link_s + pr.optimizer_s;
     pr.bubble = pr.pipeline_s > 0.0 ? 1.0 - s->micro * busy / (p->stages * pr.pipeline_s) : 0.0;
     if ((long)pr.ranks * pr.threads > pr.cores) {
@@ -95,9 +103,10 @@ void pn_plan_print_prediction(const pn_plan_prediction *pr, const pn_plan *p,
             tot.param_bytes / mib, tot.grad_bytes / mib, tot.slot_bytes / mib,
             tot.activation_bytes / mib);
     fprintf(out,
-            "predicted step: %.3f ms = (M + P - 1 = %d) x %.3f ms (stage %d fwd+bwd) + links "
+            "predicted step: %.3f ms = (%s = %.4g) x %.3f ms (stage %d fwd+bwd) + links "
             "%.3f ms + update %.3f ms; bubble %.1f%%; %.0f samples/s\n",
-            pr->step_s * ms, pr->micro + pr->stages - 1, pr->slot_s * ms, pr->slowest,
+            pr->step_s * ms, p->virtual_stages > 1 ? "M + (P - 1) / V" : "M + P - 1",
+            pr->slot_s > 0.0 ? pr->pipeline_s / pr->slot_s : 0.0, pr->slot_s * ms, pr->slowest,
             pr->link_s * ms, pr->optimizer_s * ms, 100.0 * pr->bubble, pr->samples_per_s);
     if (pr->cpu_bound_s > 0.0)
         fprintf(out,
@@ -118,7 +127,6 @@ void pn_plan_print_prediction(const pn_plan_prediction *pr, const pn_plan *p,
     fprintf(out, "%s: %d BLAS thread%s per rank, median of %d steps; update: optimizer step "
                  "of the stage's parameters\n",
             g->name, t->threads, t->threads == 1 ? "" : "s", t->repetitions);
-    (void)p;
 }
 
 /* Sets key to a new value; a failure (out of memory) sticks in *bad. */
@@ -130,7 +138,8 @@ static void put(json_t *obj, const char *key, json_t *v, int *bad)
 static json_t *stage_json(const pn_plan *p, const pn_graph *g, const pn_schedule *s, int st,
                           int micro_batch, const pn_plan_prediction *pr, int *bad)
 {
-    const pn_stage_cost *c = &p->cost[st];
+    pn_stage_cost cost = pn_plan_stage_cost(p, st);
+    const pn_stage_cost *c = &cost;
     double mb = (double)micro_batch;
     json_t *o = json_object(), *names = json_array();
     *bad |= !o || !names;
@@ -148,7 +157,8 @@ static json_t *stage_json(const pn_plan *p, const pn_graph *g, const pn_schedule
     put(o, "in_flight", json_integer(peak), bad);
     put(o, "send_bytes", json_real(c->send_bytes * mb), bad);
     put(o, "recv_bytes", json_real(c->recv_bytes * mb), bad);
-    put(o, "activation_bytes", json_real(c->activation_bytes * mb * peak), bad);
+    put(o, "activation_bytes",
+        json_real(pn_plan_activation_bytes(p, s, st, micro_batch, false)), bad);
     if (pr) {
         const pn_stage_prediction *sp = &pr->stage[st];
         put(o, "forward_s", json_real(sp->forward_s), bad);
@@ -170,6 +180,7 @@ json_t *pn_plan_json(const pn_plan *p, const pn_graph *g, const pn_schedule *s, 
     bad |= !root || !stages;
     put(root, "model", json_string(g->name), &bad);
     put(root, "stages", json_integer(p->stages), &bad);
+    put(root, "virtual_stages", json_integer(p->virtual_stages), &bad);
     put(root, "replicas", json_integer(replicas), &bad);
     put(root, "micro_batches", json_integer(s->micro), &bad);
     put(root, "micro_batch", json_integer(micro_batch), &bad);

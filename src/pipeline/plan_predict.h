@@ -1,7 +1,7 @@
 /* The plan's prediction from measured layer times (plan_measure.h): per stage, the
  * forward and backward time of one micro-batch, its link transfers, its optimizer
  * update and its memory; for the step, the schedule's time
- *   (M + P - 1) x the slowest stage's forward + backward
+ *   (M + P - 1) x the slowest stage's forward + backward (interleaved: M + (P - 1) / V)
  *   + the link transfers on the fill and drain path (each cut once forward, once back)
  *   + the slowest stage's update (and, with D > 1, its ring all-reduce over the link),
  * the bubble (the share of the P stages' time that is idle: 1 - M x the mean stage
@@ -31,7 +31,7 @@ typedef struct pn_plan_prediction {
     pn_stage_prediction *stage;   /* [stages] */
     int slowest;                  /* the stage with the largest forward + backward */
     double slot_s;                /* its forward + backward */
-    double pipeline_s;            /* (M + P - 1) x slot_s */
+    double pipeline_s;            /* (M + P - 1) x slot_s; interleaved (M + (P - 1) / V) */
     double link_s, optimizer_s;   /* on the step's critical path */
     double cpu_bound_s;           /* all ranks' work / cores (0 when they fit the cores) */
     double step_s, bubble, samples_per_s;

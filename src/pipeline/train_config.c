@@ -73,3 +73,11 @@ int pn_default_micro_batches(int replica_rows, int stages)
         if (replica_rows % m == 0) best = m;
     return best;
 }
+
+int pn_default_micro_batches_interleaved(int replica_rows, int stages)
+{
+    int best = stages; /* refused later, naming the batch, when it does not divide */
+    for (int m = stages; m <= 4 * stages && m <= replica_rows; m += stages)
+        if (replica_rows % m == 0) best = m;
+    return best;
+}

@@ -53,6 +53,11 @@ void pn_train_config_default(pn_train_config *cfg);
  * micro-batches to keep the bubble near 20% without making them tiny). */
 int pn_default_micro_batches(int replica_rows, int stages);
 
+/* The same for the interleaved schedule, which sends micro-batches round in groups of
+ * P: the largest multiple of P up to 4 P that divides a replica's samples (P when
+ * none does; the layout check then says why). */
+int pn_default_micro_batches_interleaved(int replica_rows, int stages);
+
 /* Reads the model's "train" object (may be NULL) over cfg; errors name file and field. */
 int pn_train_config_from_json(const json_t *train, const char *file, pn_train_config *cfg);
 
