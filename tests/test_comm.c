@@ -78,7 +78,7 @@ static void agreement(pn_comm *c)
 static void links(pn_comm *c)
 {
     const pn_grid *g = pn_comm_grid(c);
-    pn_link_spec spec = {PN_LINK_VALUE, g->stage == 0, 4, "h1", 1 - g->stage, 5, 6, 2, 0};
+    pn_link_spec spec = {PN_LINK_VALUE, g->stage == 0, 4, "h1", 1 - g->stage, 5, 6, 2, 0, 0, 1};
     pn_link *l;
     check(c, pn_link_create(c, &spec, &l) == 0, "link created on both sides");
     float data[15], got[15];
@@ -113,7 +113,7 @@ static void links_with_lengths(pn_comm *c)
 {
     const pn_grid *g = pn_comm_grid(c);
     bool sender = g->stage == 0;
-    pn_link_spec spec = {PN_LINK_VALUE, sender, 6, "lstm1", 1 - g->stage, 2, 12, 1, 3};
+    pn_link_spec spec = {PN_LINK_VALUE, sender, 6, "lstm1", 1 - g->stage, 2, 12, 1, 3, 0, 1};
     pn_link_spec bare = spec; /* the same node, no lengths: a mismatched sender */
     bare.seq = 0;
     pn_link *l, *plain;
@@ -159,6 +159,45 @@ static void links_with_lengths(pn_comm *c)
           "link: gradients carry no lengths");
     pn_link_free(l);
     pn_link_free(plain);
+}
+
+/* Interleaving (2 stages x 2 virtual stages): stage 0's node 4 feeds chunks 1 and 3,
+ * both on stage 1, over two links between the same ranks, sent in the opposite
+ * order to the receives; and chunk 0's node 5 feeds chunk 2 on stage 0 itself. Each
+ * message lands on its own link. */
+static void chunk_links(pn_comm *c)
+{
+    const pn_grid *g = pn_comm_grid(c);
+    bool sender = g->stage == 0;
+    pn_link_spec to1 = {PN_LINK_VALUE, sender, 4, "h1", 1 - g->stage, 2, 2, 1, 0, 1, 2};
+    pn_link_spec to3 = to1;
+    to3.chunk = 3;
+    pn_link_spec self_send = {PN_LINK_VALUE, true, 5, "h2", 0, 2, 2, 1, 0, 2, 2};
+    pn_link_spec self_recv = self_send;
+    self_recv.sends = false;
+    pn_link *l1, *l3, *ss = NULL, *sr = NULL;
+    bool ok = pn_link_create(c, &to1, &l1) == 0 && pn_link_create(c, &to3, &l3) == 0;
+    if (sender) ok = ok && pn_link_create(c, &self_send, &ss) == 0 &&
+                     pn_link_create(c, &self_recv, &sr) == 0;
+    float one[4] = {1, 1, 1, 1}, three[4] = {3, 3, 3, 3}, five[4] = {5, 5, 5, 5}, got[4];
+    pn_matrix m1 = pn_matrix_host(one, 2, 2), m3 = pn_matrix_host(three, 2, 2);
+    pn_matrix m5 = pn_matrix_host(five, 2, 2), into = pn_matrix_host(got, 2, 2);
+    if (sender) {
+        ok = ok && pn_link_post_recv(sr, 0) == 0 && pn_link_send(l3, 2, 0, &m3, NULL) == 0 &&
+             pn_link_send(l1, 2, 0, &m1, NULL) == 0 && pn_link_send(ss, 2, 0, &m5, NULL) == 0 &&
+             pn_link_recv(sr, 2, 0, &into, false) == 0 && got[0] == 5.0f &&
+             pn_link_wait_sends(l1) == 0 && pn_link_wait_sends(l3) == 0 &&
+             pn_link_wait_sends(ss) == 0;
+    } else {
+        ok = ok && pn_link_post_recv(l1, 0) == 0 && pn_link_post_recv(l3, 0) == 0 &&
+             pn_link_recv(l1, 2, 0, &into, false) == 0 && got[3] == 1.0f &&
+             pn_link_recv(l3, 2, 0, &into, false) == 0 && got[3] == 3.0f;
+    }
+    check(c, ok, "links: two chunks of one stage, and a chunk of the same stage, apart");
+    pn_link_free(l1);
+    pn_link_free(l3);
+    pn_link_free(ss);
+    pn_link_free(sr);
 }
 
 static void replicas(pn_comm *c)
@@ -230,6 +269,7 @@ int main(int argc, char **argv)
     agreement(c);
     links(c);
     links_with_lengths(c);
+    chunk_links(c);
     replicas(c);
     check(c, gather_and_scatter(c), "images: gathered to rank 0, scattered and broadcast (2 x 2)");
     pn_comm_free(c);

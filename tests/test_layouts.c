@@ -11,6 +11,10 @@
  * parameter hash as without it,
  * under each of several layouts and both schedules, and under --deterministic the
  * same hash as every layout of the plain run.
+ * Then the interleaved schedule (virtual stages V, chunk c on stage c mod P): the
+ * same losses and parameters as the one-process run, under --deterministic the one
+ * hash of every layout with micro-batches of 4, and under --recompute the plain
+ * run's hash; 2 stages x 2 or 3 virtual stages, alone and as 2 replicas.
  * Prints a table of the largest differences, the hashes, and "N passed, N failed". */
 #include <math.h>
 #include <stdio.h>
@@ -86,19 +90,26 @@ static const char *const PADDED =
 
 typedef struct layout {
     int replicas, stages, micro;
+    int virtual_stages; /* > 0: the interleaved schedule with this many */
 } layout;
 
-static const layout layouts[] = {{1, 1, 1}, {1, 2, 4}, {2, 1, 2}, {2, 2, 4}, {1, 4, 8}};
+static const layout layouts[] = {{1, 1, 1, 0}, {1, 2, 4, 0}, {2, 1, 2, 0}, {2, 2, 4, 0}, {1, 4, 8, 0}};
 enum { N_LAYOUTS = sizeof layouts / sizeof *layouts };
 
 /* Layouts whose micro-batches hold 4 of the batch's 32 samples. */
-static const layout det_layouts[] = {{1, 1, 8}, {1, 2, 8}, {2, 1, 4}, {2, 2, 4}, {1, 4, 8}};
+static const layout det_layouts[] = {{1, 1, 8, 0}, {1, 2, 8, 0}, {2, 1, 4, 0}, {2, 2, 4, 0}, {1, 4, 8, 0}};
 enum { N_DET = sizeof det_layouts / sizeof *det_layouts };
 
 /* --recompute against the plain run: layouts whose stages hold several micro-batches
  * in flight under at least one schedule (1 stage under gpipe: every forward first). */
-static const layout rc_layouts[] = {{1, 1, 4}, {1, 2, 4}, {2, 2, 4}, {1, 4, 8}};
+static const layout rc_layouts[] = {{1, 1, 4, 0}, {1, 2, 4, 0}, {2, 2, 4, 0}, {1, 4, 8, 0}};
 enum { N_RC = sizeof rc_layouts / sizeof *rc_layouts };
+
+/* Interleaved layouts (D, P, M, V): of models with 5 layers or more (V = 2), or 7 or
+ * more (V = 3); and those whose micro-batches hold 4 samples (--deterministic). */
+static const layout il_layouts[] = {{1, 2, 4, 2}, {2, 2, 4, 2}, {1, 2, 2, 3}, {2, 2, 2, 3}};
+static const layout il_det_layouts[] = {{1, 2, 8, 2}, {2, 2, 4, 2}, {1, 2, 8, 3}};
+enum { N_IL = sizeof il_layouts / sizeof *il_layouts, N_IL_DET = 3 };
 
 /* Parameters of a whole model gathered by name on rank 0 of a run. */
 typedef struct param_set {
@@ -265,7 +276,8 @@ static int run_layout(const char *model, const char *data, layout l, int schedul
         cfg.threads = 1;
         cfg.stages = l.stages;
         cfg.micro_batches = l.micro;
-        cfg.schedule = schedule;
+        cfg.schedule = l.virtual_stages > 0 ? PN_SCHEDULE_INTERLEAVED : schedule;
+        cfg.virtual_stages = l.virtual_stages;
         cfg.log_every_s = 1e9;
         gather_ctx ctx = {comm, &out->params};
         pn_train_hooks hooks = {1, gather_params, &ctx};
@@ -313,6 +325,73 @@ static double param_diff(const param_set *a, const param_set *b)
         if (j == b->n) return INFINITY;
     }
     return worst;
+}
+
+/* Prints one row and counts it. */
+static void report(const char *model, layout l, const char *what, bool ok, int *passed,
+                   int *failed)
+{
+    printf("%-5s (%d,%d,%d) V=%d interleaved %s  %s\n", model, l.replicas, l.stages, l.micro,
+           l.virtual_stages, what, ok ? "ok" : "FAIL");
+    ok ? (*passed)++ : (*failed)++;
+}
+
+/* The interleaved schedule against the one-process run: losses and parameters,
+ * --deterministic hashes, --recompute hashes. */
+static void interleaved(const char *data, int *passed, int *failed)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const char *const models[] = {MLP, SKIP, DROP};
+    const char *const names[] = {"mlp", "skip", "drop"};
+    const int layers[] = {5, 7, 9};
+    outcome *ref = calloc(1, sizeof *ref), *got = calloc(1, sizeof *got);
+    char what[160];
+    for (int m = 0; m < 2; m++) {
+        int r0 = run_layout(models[m], data, layouts[0], PN_SCHEDULE_1F1B, false, false, ref);
+        for (int l = 0; l < N_IL; l++) {
+            layout lay = il_layouts[l];
+            if (lay.stages * lay.virtual_stages > layers[m]) continue;
+            free_set(&got->params);
+            int r = run_layout(models[m], data, lay, 0, false, false, got);
+            if (rank != 0) continue;
+            double dl = r0 < 0 || r < 0 ? INFINITY : loss_diff(ref, got);
+            double dp = r0 < 0 || r < 0 ? INFINITY : param_diff(&ref->params, &got->params);
+            snprintf(what, sizeof what, "loss diff %.3g, param diff %.3g", dl, dp);
+            report(names[m], lay, what, dl <= 1e-5 && dp <= 1e-4, passed, failed);
+        }
+        free_set(&ref->params);
+        free_set(&got->params);
+    }
+    /* one hash: the one-process run's with micro-batches of 4, every model */
+    for (int m = 0; m < 3; m++) {
+        int r0 = run_layout(models[m], data, det_layouts[0], PN_SCHEDULE_1F1B, true, false, ref);
+        free_set(&ref->params);
+        for (int l = 0; l < N_IL_DET; l++) {
+            layout lay = il_det_layouts[l];
+            if (lay.stages * lay.virtual_stages > layers[m]) continue;
+            int r = run_layout(models[m], data, lay, 0, true, m == 2, got);
+            free_set(&got->params);
+            if (rank != 0) continue;
+            snprintf(what, sizeof what, "deterministic%s, hash %016llx, 1 process %016llx",
+                     m == 2 ? " recompute" : "", got->hash, ref->hash);
+            report(names[m], lay, what, r0 == 0 && r == 0 && got->hash == ref->hash, passed,
+                   failed);
+        }
+    }
+    /* --recompute gives the plain run's bits */
+    for (int l = 0; l < N_IL; l++) {
+        layout lay = il_layouts[l];
+        int r = run_layout(DROP, data, lay, 0, false, false, ref);
+        r |= run_layout(DROP, data, lay, 0, false, true, got);
+        free_set(&ref->params), free_set(&got->params);
+        if (rank != 0) continue;
+        snprintf(what, sizeof what, "recompute, hash %016llx, plain %016llx", got->hash,
+                 ref->hash);
+        report("drop", lay, what, r == 0 && got->hash == ref->hash, passed, failed);
+    }
+    free(ref);
+    free(got);
 }
 
 int main(int argc, char **argv)
@@ -417,6 +496,7 @@ int main(int argc, char **argv)
             ok ? passed++ : failed++;
         }
     free(plain), free(re);
+    interleaved(data, &passed, &failed);
     if (rank == 0) {
         remove(data);
         rmdir(dir);

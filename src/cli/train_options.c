@@ -13,7 +13,7 @@ enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_S
        OPT_METRICS, OPT_THREADS, OPT_LOG_EVERY, OPT_DATA_CACHE, OPT_STAGES, OPT_MICRO,
        OPT_SCHEDULE, OPT_DETERMINISTIC, OPT_SNAPSHOT_DIR, OPT_SNAPSHOT_EVERY, OPT_KEEP,
        OPT_RESUME, OPT_RESUME_OVERRIDE, OPT_STALL_TIMEOUT, OPT_EVAL_EVERY, OPT_TRACE,
-       OPT_LAYER_TIMES, OPT_RECOMPUTE, N_OPTS };
+       OPT_LAYER_TIMES, OPT_RECOMPUTE, OPT_VIRTUAL, N_OPTS };
 _Static_assert(N_OPTS - OPT_DATA <= PN_TRAIN_OPT_MAX, "pn_train_overrides.given is too small");
 
 #define GIVEN(opt) o->given[(opt) - OPT_DATA]
@@ -34,6 +34,7 @@ static const struct option longopts[] = {
     {"stages", required_argument, NULL, OPT_STAGES},
     {"micro-batches", required_argument, NULL, OPT_MICRO},
     {"schedule", required_argument, NULL, OPT_SCHEDULE},
+    {"virtual-stages", required_argument, NULL, OPT_VIRTUAL},
     {"deterministic", no_argument, NULL, OPT_DETERMINISTIC},
     {"recompute", no_argument, NULL, OPT_RECOMPUTE},
     {"snapshot-dir", required_argument, NULL, OPT_SNAPSHOT_DIR},
@@ -83,7 +84,11 @@ int pn_train_options_parse(int argc, char **argv, pn_train_overrides *o)
         case OPT_SCHEDULE:
             v->schedule = pn_schedule_kind_from_name(optarg);
             if (v->schedule < 0)
-                rc = pn_opt_report("--schedule: expected gpipe or 1f1b, got '%s'", optarg);
+                rc = pn_opt_report("--schedule: expected gpipe, 1f1b or interleaved, got '%s'",
+                                   optarg);
+            break;
+        case OPT_VIRTUAL:
+            rc = pn_opt_int("virtual-stages", optarg, 1, 1 << 16, &v->virtual_stages);
             break;
         case OPT_DETERMINISTIC: v->deterministic = true; break;
         case OPT_RECOMPUTE: v->recompute = true; break;
@@ -104,6 +109,10 @@ int pn_train_options_parse(int argc, char **argv, pn_train_overrides *o)
         }
         if (c >= OPT_DATA && c < N_OPTS) GIVEN(c) = true;
     }
+    if (rc == 0 && GIVEN(OPT_VIRTUAL) && GIVEN(OPT_SCHEDULE) &&
+        v->schedule != PN_SCHEDULE_INTERLEAVED)
+        rc = pn_opt_report("--virtual-stages: only with --schedule interleaved (got --schedule "
+                           "%s)", pn_schedule_kind_name((pn_schedule_kind)v->schedule));
     if (rc == 0 && GIVEN(OPT_RESUME_OVERRIDE) && !GIVEN(OPT_RESUME))
         rc = pn_opt_report("--resume-override: only with --resume (it lets a resume change "
                            "the seed, the batch or the model)");
@@ -132,6 +141,7 @@ void pn_train_options_apply(const pn_train_overrides *o, pn_train_config *cfg)
     if (GIVEN(OPT_STAGES)) cfg->stages = v->stages;
     if (GIVEN(OPT_MICRO)) cfg->micro_batches = v->micro_batches;
     if (GIVEN(OPT_SCHEDULE)) cfg->schedule = v->schedule;
+    if (GIVEN(OPT_VIRTUAL)) cfg->virtual_stages = v->virtual_stages;
     if (GIVEN(OPT_DETERMINISTIC)) cfg->deterministic = true;
     if (GIVEN(OPT_RECOMPUTE)) cfg->recompute = true;
     if (GIVEN(OPT_SNAPSHOT_DIR)) strcpy(cfg->snapshot_dir, v->snapshot_dir);

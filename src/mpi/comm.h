@@ -97,12 +97,16 @@ typedef struct pn_link_spec {
     bool sends;        /* this side sends (else receives) */
     int node;          /* graph node whose value or gradient travels */
     const char *name;  /* the node's name, for messages (must outlive the link) */
-    int peer;          /* the other side's stage */
+    int peer;          /* the other side's stage (this stage's own under interleaving,
+                          when a layer feeds a later chunk of the same stage) */
     int cols, max_rows;
     int slots;         /* micro-batches of a step: one buffer each */
     int seq;           /* > 0 (values only): each message also carries its samples'
                         * lengths (rows / seq of them, each in [1, seq]), which the
                         * receiving stage's layers need for padded sequences */
+    int chunk;         /* the consuming chunk of the model (virtual stages; else 0) */
+    int virtual_stages;/* V (0 counts as 1): a node reaches up to V chunks of one stage,
+                          each over its own link, kept apart by tag and header */
 } pn_link_spec;
 
 /* Creates a link with a buffer per micro-batch of up to max_rows x cols, so that
@@ -116,10 +120,10 @@ const pn_link_spec *pn_link_spec_of(const pn_link *l);
 /* Posts the receive of micro-batch slot micro (in the order the peer sends). */
 int pn_link_post_recv(pn_link *l, int micro);
 
-/* Waits for micro-batch micro of step, checks its header (node, kind, step,
- * micro-batch, into's shape, the number of lengths): a mismatch is an error naming
- * both sides, and so is a length outside [1, seq]. Then copies the payload into
- * into, or adds it (add) to what into holds. */
+/* Waits for micro-batch micro of step, checks its header (node, kind, consuming
+ * chunk, step, micro-batch, into's shape, the number of lengths): a mismatch is an
+ * error naming both sides, and so is a length outside [1, seq]. Then copies the
+ * payload into into, or adds it (add) to what into holds. */
 int pn_link_recv(pn_link *l, long step, int micro, pn_matrix *into, bool add);
 
 /* The lengths the message received in slot micro carried ([rows / seq], host

@@ -23,7 +23,7 @@ typedef struct header {
     int64_t step;
     int32_t rows, cols;
     int32_t samples; /* lengths after the payload: rows / seq, or 0 */
-    int32_t spare;   /* 0: no padding bytes go out unwritten */
+    int32_t chunk;   /* the consuming chunk (virtual stages), else 0 */
 } header;
 _Static_assert(sizeof(header) <= HEADER_BYTES, "a link's header fits its bytes");
 
@@ -43,7 +43,14 @@ typedef struct mpi_state {
 
 static const char *kind_name(int kind) { return kind == PN_LINK_GRAD ? "gradient" : "value"; }
 
-static int tag_of(const pn_link *l) { return l->spec.node * 2 + (int)l->spec.kind; }
+/* One tag per (node, kind, consuming chunk's virtual stage): the links of two chunks
+ * between the same pair of ranks never match each other's messages. */
+static int tag_of(const pn_link *l)
+{
+    int v = l->spec.virtual_stages > 1 ? l->spec.virtual_stages : 1;
+    int lane = l->spec.chunk / l->comm->grid.stages; /* the chunk's place on its stage */
+    return (l->spec.node * 2 + (int)l->spec.kind) * v + lane % v;
+}
 
 /* Lengths a message of rows carries: one per sample when the link carries them. */
 static int samples_for(const pn_link *l, int rows)
@@ -154,16 +161,18 @@ static int link_recv(pn_link *base, long step, int micro, pn_matrix *into, bool 
     int got = 0, rows = into->rows, samples = samples_for(base, rows);
     MPI_Get_count(&status, MPI_BYTE, &got);
     if (h.magic != LINK_MAGIC || h.kind != (int)sp->kind || h.node != sp->node ||
-        h.step != step || h.micro != micro || h.rows != rows || h.cols != sp->cols ||
-        h.samples != samples || into->cols != sp->cols || (size_t)got != bytes_for(base, rows))
+        h.chunk != sp->chunk || h.step != step || h.micro != micro || h.rows != rows ||
+        h.cols != sp->cols || h.samples != samples || into->cols != sp->cols ||
+        (size_t)got != bytes_for(base, rows))
         return pn_error_set(PN_ERR_MPI,
                             "stage %d expected the %s of '%s' for step %ld, micro-batch %d "
-                            "(%d x %d, %d lengths) from stage %d, and received a message for "
-                            "node %d, %s, step %ld, micro-batch %d (%d x %d, %d lengths, %d "
-                            "bytes)",
+                            "(%d x %d, %d lengths, chunk %d) from stage %d, and received a "
+                            "message for node %d, %s, step %ld, micro-batch %d (%d x %d, %d "
+                            "lengths, chunk %d, %d bytes)",
                             base->comm->grid.stage, kind_name(sp->kind), sp->name, step, micro,
-                            rows, sp->cols, samples, sp->peer, h.node, kind_name(h.kind),
-                            (long)h.step, h.micro, h.rows, h.cols, h.samples, got);
+                            rows, sp->cols, samples, sp->chunk, sp->peer, h.node,
+                            kind_name(h.kind), (long)h.step, h.micro, h.rows, h.cols, h.samples,
+                            h.chunk, got);
     const int32_t *lengths = lengths_in(l, micro, rows);
     for (int k = 0; k < samples; k++)
         if (lengths[k] < 1 || lengths[k] > sp->seq)
@@ -189,7 +198,8 @@ static int link_send(pn_link *base, long step, int micro, const pn_matrix *m, co
                                              "lengths",
                             sp->name, sp->seq, m->rows, lengths ? "with" : "without");
     int samples = samples_for(base, m->rows);
-    header h = {LINK_MAGIC, (int32_t)sp->kind, sp->node, micro, step, m->rows, m->cols, samples, 0};
+    header h = {LINK_MAGIC, (int32_t)sp->kind, sp->node, micro, step, m->rows, m->cols,
+                samples, sp->chunk};
     memcpy(l->buf[micro], &h, sizeof h);
     PN_TRY(pn_matrix_read(m, (float *)(l->buf[micro] + HEADER_BYTES)));
     for (int k = 0; k < samples; k++) lengths_in(l, micro, m->rows)[k] = lengths[k];

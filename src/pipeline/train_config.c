@@ -42,7 +42,10 @@ static int read_path(const json_t *train, const pn_json_at *at, const char *key,
 int pn_train_config_from_json(const json_t *train, const char *file, pn_train_config *cfg)
 {
     static const char *const keys[] = {"batch", "epochs", "steps", "seed", "data",
-                                       "eval", "eval_every", "recompute", "optimizer", NULL};
+                                       "eval", "eval_every", "recompute", "schedule",
+                                       "virtual_stages", "optimizer", NULL};
+    /* in pn_schedule_kind's order */
+    static const char *const schedules[] = {"gpipe", "1f1b", "interleaved"};
     if (!train) return PN_OK;
     pn_json_at top = pn_json_root(file), at = pn_json_field(&top, "train");
     PN_TRY(pn_json_known_keys(train, &at, keys, NULL));
@@ -59,6 +62,12 @@ int pn_train_config_from_json(const json_t *train, const char *file, pn_train_co
     cfg->seed = (uint64_t)seed;
     cfg->eval_every = eval_every;
     PN_TRY(pn_json_bool(train, &at, "recompute", cfg->recompute, &cfg->recompute));
+    PN_TRY(pn_json_choice(train, &at, "schedule", false, "a schedule", schedules, 3,
+                          cfg->schedule, &cfg->schedule));
+    long virtual_stages;
+    PN_TRY(pn_json_int(train, &at, "virtual_stages", false, 2, 1 << 16, cfg->virtual_stages,
+                       &virtual_stages));
+    cfg->virtual_stages = (int)virtual_stages; /* needs interleaved: the trainer checks */
     PN_TRY(read_path(train, &at, "data", cfg->data));
     PN_TRY(read_path(train, &at, "eval", cfg->eval));
     const json_t *opt = json_object_get(train, "optimizer");
@@ -80,4 +89,10 @@ int pn_default_micro_batches_interleaved(int replica_rows, int stages)
     for (int m = stages; m <= 4 * stages && m <= replica_rows; m += stages)
         if (replica_rows % m == 0) best = m;
     return best;
+}
+
+int pn_train_virtual_stages(const pn_train_config *cfg)
+{
+    if (cfg->virtual_stages > 0) return cfg->virtual_stages;
+    return cfg->schedule == PN_SCHEDULE_INTERLEAVED ? 2 : 1;
 }

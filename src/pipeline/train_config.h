@@ -30,6 +30,8 @@ typedef struct pn_train_config {
     int stages;                /* pipeline stages P (0: from the layers' "stage" attributes) */
     int micro_batches;         /* M per step and replica (0: automatic) */
     int schedule;              /* pn_schedule_kind */
+    int virtual_stages;        /* V chunks per stage under the interleaved schedule (0: 2
+                                  there, 1 elsewhere) */
     bool deterministic;        /* sum gradients in a fixed tree: bit-identical layouts */
     bool recompute;            /* keep stage inputs, run forwards again for backward */
     pn_device device;          /* where each stage's parameters and activations live */
@@ -57,6 +59,9 @@ int pn_default_micro_batches(int replica_rows, int stages);
  * P: the largest multiple of P up to 4 P that divides a replica's samples (P when
  * none does; the layout check then says why). */
 int pn_default_micro_batches_interleaved(int replica_rows, int stages);
+
+/* V of cfg: virtual_stages, or when unset 2 under interleaved and 1 elsewhere. */
+int pn_train_virtual_stages(const pn_train_config *cfg);
 
 /* Reads the model's "train" object (may be NULL) over cfg; errors name file and field. */
 int pn_train_config_from_json(const json_t *train, const char *file, pn_train_config *cfg);

@@ -34,15 +34,19 @@ static int check_layout(trainer *t)
                                             "(choose a batch that %d divides)",
                             cfg->batch, d, d);
     t->replica_rows = cfg->batch / d;
+    bool interleaved = cfg->schedule == PN_SCHEDULE_INTERLEAVED;
     t->micro = cfg->micro_batches > 0 ? cfg->micro_batches
-                                      : pn_default_micro_batches(t->replica_rows, t->grid->stages);
+               : interleaved ? pn_default_micro_batches_interleaved(t->replica_rows,
+                                                                    t->grid->stages)
+                             : pn_default_micro_batches(t->replica_rows, t->grid->stages);
     if (t->micro < 1 || t->replica_rows % t->micro)
         return pn_error_set(PN_ERR_INVALID,
                             "%d micro-batches do not divide a replica's %d samples (global "
                             "batch %d over %d replicas)",
                             t->micro, t->replica_rows, cfg->batch, d);
     t->micro_rows = t->replica_rows / t->micro;
-    return PN_OK;
+    return pn_schedule_check_layout((pn_schedule_kind)cfg->schedule, t->plan->stages,
+                                    t->plan->virtual_stages, t->micro);
 }
 
 static int open_data(trainer *t)
@@ -74,14 +78,21 @@ static int open_data(trainer *t)
 static int place(trainer *t)
 {
     const pn_graph *g = t->graph;
-    if (!t->cfg.layer_times[0]) return pn_plan_build(&t->plan, g, t->cfg.stages);
+    int v = pn_train_virtual_stages(&t->cfg);
+    if (v > 1 && t->cfg.schedule != PN_SCHEDULE_INTERLEAVED)
+        return pn_error_set(PN_ERR_INVALID, "%d virtual stages need the interleaved schedule "
+                            "(--schedule interleaved, or \"schedule\": \"interleaved\" in "
+                            "\"train\"), not %s", v,
+                            pn_schedule_kind_name((pn_schedule_kind)t->cfg.schedule));
+    if (!t->cfg.layer_times[0])
+        return pn_plan_build_virtual(&t->plan, g, t->cfg.stages, v, NULL);
     pn_plan_times *times = NULL;
     double *layer_s = malloc((size_t)g->n_nodes * sizeof *layer_s);
     int rc = layer_s ? pn_plan_times_load(&times, g, t->cfg.layer_times)
                      : pn_error_set(PN_ERR_NOMEM, "out of memory");
     if (rc == PN_OK) {
         pn_plan_times_layer_sum(times, layer_s);
-        rc = pn_plan_build_timed(&t->plan, g, t->cfg.stages, layer_s);
+        rc = pn_plan_build_virtual(&t->plan, g, t->cfg.stages, v, layer_s);
     }
     pn_plan_times_free(times);
     free(layer_s);
@@ -110,8 +121,8 @@ int pn_trainer_setup(trainer *t, pn_job *job)
     pn_math_set_threads(t->threads);
     PN_TRY(check_layout(t));
     PN_TRY(pn_graph_check_batch(g, t->replica_rows)); /* evaluation takes a replica's slice */
-    PN_TRY(pn_schedule_build(&t->sched, (pn_schedule_kind)cfg->schedule, t->plan->stages,
-                             t->micro));
+    PN_TRY(pn_schedule_build_virtual(&t->sched, (pn_schedule_kind)cfg->schedule,
+                                     t->plan->stages, t->plan->virtual_stages, t->micro));
     PN_TRY(pn_schedule_check(t->sched));
     pn_stage_config sc = {.graph = g, .plan = t->plan, .sched = t->sched, .comm = t->comm,
                           .device = cfg->device, .seed = cfg->seed, .global_batch = cfg->batch,

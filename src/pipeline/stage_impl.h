@@ -1,0 +1,62 @@
+/* Inside the stage runtime (stage.h), shared by its two files: stage_setup.c (the
+ * chunks' networks over one arena, their links, the fields read) and stage.c (the
+ * passes and the step). Private to them.
+ *
+ * A stage holds one chunk of the model, or under the interleaved schedule V chunks
+ * (its virtual stages v = 0 .. V-1 are the model's chunks v P + stage). Each chunk
+ * has its own networks (one per micro-batch it holds in flight), its own links
+ * (a chunk's links to another chunk are its own, even between the same two ranks)
+ * and its own run of the stage's one parameter arena, so that the optimizer,
+ * clipping, the replicas' sums and snapshots see one arena per rank whatever V is. */
+#ifndef PN_STAGE_IMPL_H
+#define PN_STAGE_IMPL_H
+
+#include "pipeline/grad_tree.h"
+#include "pipeline/kept_inputs.h"
+#include "pipeline/network.h"
+#include "pipeline/stage.h"
+#include "pipeline/ties.h"
+
+typedef struct stage_chunk {
+    int index;                  /* v: the stage's virtual stage */
+    int model_chunk;            /* v P + stage: its place in the model */
+    bool *member;               /* [n_nodes] layers computed in this chunk */
+    int n_slots;                /* micro-batches in flight at the peak */
+    int n_nets;                 /* n_slots, or 1 under --recompute */
+    pn_network **nets;          /* [n_nets]: a network per micro-batch in flight */
+    int *holder;                /* [n_nets] micro-batch a network holds from its forward
+                                   to its backward, or -1 (a busy network is an error) */
+    pn_kept_inputs kept;        /* --recompute: received inputs per micro-batch in flight */
+    int held;                   /* --recompute: the micro-batch nets[0] holds, or -1 */
+    pn_link **links;
+    int *peer_chunk;            /* [n_links] the other side's virtual stage */
+    int n_links;
+    size_t grad_first, grad_end;/* its parameters' run of the arena, [first, end) */
+    pn_grad_tree tree;          /* --deterministic: this step's micro-batch sums */
+} stage_chunk;
+
+struct pn_stage {
+    pn_stage_config cfg;
+    const pn_grid *grid;
+    int micro;                  /* M */
+    int n_chunks;               /* V */
+    stage_chunk *chunks;        /* [n_chunks] */
+    size_t scratch_bytes;       /* pool growth during passes: layer scratch */
+    pn_params *params;          /* every chunk's parameters */
+    pn_reader_field *fields;
+    int *field_nodes, n_fields; /* the input node each field feeds */
+    bool *field_is_lengths;     /* the field holds its node's sample lengths */
+    int count_field;            /* the lengths that count the loss's positions, or -1 */
+    bool fields_used;           /* false: the stage reads only to count rows */
+    pn_buffer replica_sums;     /* --deterministic, D > 1: every replica's sum [D, arena] */
+    pn_ties *ties;              /* tied tables with a use here, or NULL */
+};
+
+/* Builds s's chunks (networks over one arena, links, kept inputs) and fields; s->cfg,
+ * s->grid and s->micro are set. What it leaves on failure pn_stage_free frees. */
+int pn_stage_setup(pn_stage *s);
+
+/* Frees what pn_stage_setup built. */
+void pn_stage_teardown(pn_stage *s);
+
+#endif

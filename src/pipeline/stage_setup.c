@@ -1,0 +1,323 @@
+/* The stage runtime's setup (stage_impl.h): each chunk's networks over the stage's
+ * one arena, each chunk's run of that arena, the links that carry Arguments between
+ * chunks of different stages (or two chunks of this one), the inputs kept under
+ * --recompute, and the dataset fields the stage reads. */
+#include <stdlib.h>
+
+#include "base/error.h"
+#include "layers/layer_types.h"
+#include "pipeline/stage_impl.h"
+
+/* --- networks ---------------------------------------------------------------------------- */
+
+/* Chunk v's members, networks (declaring their parameters in the arena) and holders. */
+static int create_chunk(pn_stage *s, stage_chunk *ch, int v)
+{
+    const pn_graph *g = s->cfg.graph;
+    int P = s->grid->stages;
+    ch->index = v;
+    ch->model_chunk = v * P + s->grid->stage;
+    ch->held = -1;
+    if (!(ch->member = calloc((size_t)g->n_nodes, sizeof *ch->member)))
+        return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < g->n_nodes; i++) ch->member[i] = s->cfg.plan->chunk_of[i] == ch->model_chunk;
+    ch->n_slots = pn_schedule_peak_in_flight_chunk(s->cfg.sched, s->grid->stage, v);
+    if (ch->n_slots < 1)
+        return pn_error_set(PN_ERR_INTERNAL, "stage %d chunk %d holds no micro-batch",
+                            s->grid->stage, ch->model_chunk);
+    ch->n_nets = s->cfg.recompute ? 1 : ch->n_slots;
+    ch->nets = calloc((size_t)ch->n_nets, sizeof *ch->nets);
+    ch->holder = malloc((size_t)ch->n_nets * sizeof *ch->holder);
+    if (!ch->nets || !ch->holder) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    pn_network_options o = {.member = ch->member, .device = s->cfg.device};
+    for (int k = 0; k < ch->n_nets; k++) {
+        ch->holder[k] = -1;
+        PN_TRY(pn_network_create(&ch->nets[k], g, &o, s->params));
+    }
+    return PN_OK;
+}
+
+/* [first, end) of the arena that chunk's layers' parameters take (empty: 0, 0). */
+static int chunk_run(pn_stage *s, stage_chunk *ch)
+{
+    const pn_graph *g = s->cfg.graph;
+    ch->grad_first = SIZE_MAX, ch->grad_end = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!ch->member[i]) continue;
+        const pn_layer *l = g->nodes[i].layer;
+        for (int j = 0; j < l->n_params; j++) {
+            char name[PN_PARAM_NAME_MAX + 1];
+            PN_TRY(pn_layer_param_name(l, j, name));
+            const pn_param *p = pn_params_get(s->params, pn_params_find(s->params, name));
+            size_t end = p->offset + (size_t)p->rows * (size_t)p->cols;
+            if (p->offset < ch->grad_first) ch->grad_first = p->offset;
+            if (end > ch->grad_end) ch->grad_end = end;
+        }
+    }
+    if (ch->grad_end == 0) ch->grad_first = 0;
+    return PN_OK;
+}
+
+/* Every chunk's networks over one new arena, initialized from the seed (values
+ * depend on (seed, name) only, so any layout starts alike); the chunks' runs must
+ * not overlap, since each chunk's gradients are summed on their own. */
+static int build_networks(pn_stage *s)
+{
+    PN_TRY(pn_params_create(&s->params, s->cfg.device));
+    for (int v = 0; v < s->n_chunks; v++) PN_TRY(create_chunk(s, &s->chunks[v], v));
+    PN_TRY(pn_params_finalize(s->params));
+    PN_TRY(pn_params_init_values(s->params, s->cfg.seed));
+    PN_TRY(pn_params_zero_grads(s->params)); /* the padding between runs too */
+    for (int v = 0; v < s->n_chunks; v++) {
+        stage_chunk *ch = &s->chunks[v];
+        PN_TRY(chunk_run(s, ch));
+        for (int u = 0; u < v; u++) {
+            const stage_chunk *o = &s->chunks[u];
+            if (ch->grad_first < o->grad_end && o->grad_first < ch->grad_end)
+                return pn_error_set(PN_ERR_UNSUPPORTED, "stage %d: chunks %d and %d share "
+                                    "parameters, which interleaving does not support",
+                                    s->grid->stage, o->model_chunk, ch->model_chunk);
+        }
+        /* slot 0 also runs evaluation: a replica's whole slice at once, or under
+         * --recompute micro-batch by micro-batch (pn_stage_evaluate) */
+        for (int k = 0; k < ch->n_nets; k++)
+            PN_TRY(pn_network_plan(ch->nets[k], k == 0 && !s->cfg.recompute ? s->cfg.eval_rows
+                                                                             : s->cfg.micro_rows));
+    }
+    return PN_OK;
+}
+
+/* --- links --------------------------------------------------------------------------------- */
+
+/* A link of chunk ch; a value that carries lengths (lengths) takes them along. */
+static int add_link(pn_stage *s, stage_chunk *ch, pn_link_kind kind, bool sends, int node,
+                    int peer, int consumer, int peer_chunk, bool lengths)
+{
+    const pn_graph_node *n = &s->cfg.graph->nodes[node];
+    pn_shape shape = n->layer->out_shape;
+    pn_link_spec spec = {kind, sends, node, n->name, peer, shape.width,
+                         s->cfg.eval_rows * shape.seq, s->micro,
+                         lengths && kind == PN_LINK_VALUE ? shape.seq : 0, consumer,
+                         s->n_chunks};
+    ch->peer_chunk[ch->n_links] = peer_chunk;
+    return pn_link_create(s->cfg.comm, &spec, &ch->links[ch->n_links++]);
+}
+
+/* Which nodes' outputs carry sample lengths (graph nodes are in topological order):
+ * an input with a lengths dataset, or a layer with an input of the same seq that
+ * carries them (network.c's rule). */
+static void mark_lengths(const pn_graph *g, bool *carries)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pn_graph_node *n = &g->nodes[i];
+        carries[i] = n->is_input && pn_data_layer_lengths(n->layer) != NULL;
+        for (int k = 0; k < n->n_inputs; k++)
+            if (carries[n->inputs[k]] &&
+                g->nodes[n->inputs[k]].layer->out_shape.seq == n->layer->out_shape.seq)
+                carries[i] = true;
+    }
+}
+
+/* Node p of chunk cp feeds chunk cc: the producer's side (a value sent, its gradient
+ * received) and the consumer's side, whichever this stage holds (both when the two
+ * chunks are this stage's); the value with its lengths when it carries them. */
+static int link_chunks(pn_stage *s, int p, int cp, int cc, bool lengths)
+{
+    int P = s->grid->stages, self = s->grid->stage;
+    bool grad = s->cfg.graph->nodes[p].needs_grad;
+    if (self == cp % P) {
+        stage_chunk *ch = &s->chunks[cp / P];
+        PN_TRY(add_link(s, ch, PN_LINK_VALUE, true, p, cc % P, cc, cc / P, lengths));
+        if (grad) PN_TRY(add_link(s, ch, PN_LINK_GRAD, false, p, cc % P, cc, cc / P, false));
+    }
+    if (self == cc % P) {
+        stage_chunk *ch = &s->chunks[cc / P];
+        PN_TRY(add_link(s, ch, PN_LINK_VALUE, false, p, cp % P, cc, cp / P, lengths));
+        if (grad) PN_TRY(add_link(s, ch, PN_LINK_GRAD, true, p, cp % P, cc, cp / P, false));
+    }
+    return PN_OK;
+}
+
+/* One link per direction for every Argument that crosses chunks, per consuming chunk;
+ * a value that carries lengths takes them along. */
+static int build_links(pn_stage *s)
+{
+    const pn_graph *g = s->cfg.graph;
+    const int *chunk_of = s->cfg.plan->chunk_of;
+    int chunks = s->cfg.plan->chunks, P = s->grid->stages, cap = 1;
+    for (int p = 0; p < g->n_nodes; p++) cap += 4 * g->nodes[p].n_consumers;
+    for (int v = 0; v < s->n_chunks; v++) {
+        stage_chunk *ch = &s->chunks[v];
+        ch->links = calloc((size_t)cap, sizeof *ch->links);
+        ch->peer_chunk = calloc((size_t)cap, sizeof *ch->peer_chunk);
+        if (!ch->links || !ch->peer_chunk) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    }
+    bool *seen = calloc((size_t)chunks, sizeof *seen);
+    bool *carries = calloc((size_t)g->n_nodes, sizeof *carries);
+    if (!seen || !carries) {
+        free(seen);
+        free(carries);
+        return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    }
+    mark_lengths(g, carries);
+    int rc = PN_OK;
+    for (int p = 0; rc == PN_OK && p < g->n_nodes; p++) {
+        if (g->nodes[p].is_input) continue;
+        int cp = chunk_of[p];
+        for (int k = 0; k < chunks; k++) seen[k] = false;
+        for (int c = 0; rc == PN_OK && c < g->n_nodes; c++)
+            for (int k = 0; rc == PN_OK && k < g->nodes[c].n_inputs; k++) {
+                int cc = chunk_of[c];
+                if (g->nodes[c].inputs[k] != p || cc == cp || seen[cc]) continue;
+                seen[cc] = true;
+                if (s->grid->stage != cp % P && s->grid->stage != cc % P) continue;
+                rc = link_chunks(s, p, cp, cc, carries[p]);
+            }
+    }
+    free(seen);
+    free(carries);
+    return rc;
+}
+
+/* --recompute: a slot per micro-batch in flight for each value a chunk receives. */
+static int keep_inputs(pn_stage *s, stage_chunk *ch)
+{
+    pn_kept_inputs_init(&ch->kept, s->cfg.device, ch->n_slots);
+    if (!s->cfg.recompute) return PN_OK;
+    for (int i = 0; i < ch->n_links; i++) {
+        const pn_link_spec *l = pn_link_spec_of(ch->links[i]);
+        if (l->kind != PN_LINK_VALUE || l->sends) continue;
+        const pn_arg *a = pn_network_arg(ch->nets[0], l->node);
+        PN_TRY(pn_kept_inputs_add(&ch->kept, l->node, s->cfg.micro_rows * a->shape.seq,
+                                  a->shape.width));
+    }
+    return PN_OK;
+}
+
+/* --- fields -------------------------------------------------------------------------------- */
+
+/* Whether any chunk of the stage consumes input node i. */
+static bool consumed(const pn_stage *s, int i)
+{
+    for (int v = 0; v < s->n_chunks; v++)
+        if (pn_network_arg(s->chunks[v].nets[0], i)) return true;
+    return false;
+}
+
+/* The lengths that count the real positions a loss averages over: the graph's first
+ * input with lengths (what one process counts by). Every stage reads them, also one
+ * that gets its lengths over a link or reads only to count rows; such a field feeds
+ * no argument (node -1). */
+static int add_count_field(pn_stage *s)
+{
+    const pn_graph *g = s->cfg.graph;
+    s->count_field = -1;
+    int first = 0;
+    while (first < g->n_nodes &&
+           !(g->nodes[first].is_input && pn_data_layer_lengths(g->nodes[first].layer)))
+        first++;
+    if (first == g->n_nodes) return PN_OK;
+    for (int f = 0; f < s->n_fields; f++)
+        if (s->fields_used && s->field_is_lengths[f] && s->field_nodes[f] == first) {
+            s->count_field = f;
+            return PN_OK;
+        }
+    const pn_layer *in = g->nodes[first].layer;
+    s->fields[s->n_fields] = (pn_reader_field){
+        .dataset = pn_data_layer_lengths(in), .shape = {0, 1, true},
+        .input = g->nodes[first].name, .id_user = g->nodes[first].name,
+        .length_max = in->out_shape.seq};
+    s->field_is_lengths[s->n_fields] = true;
+    s->field_nodes[s->n_fields] = -1;
+    s->count_field = s->n_fields++;
+    return PN_OK;
+}
+
+/* The data inputs this stage's chunks consume; a stage that consumes none still reads
+ * the first one, so that every stage of a replica sees the same batch sizes. */
+static int collect_fields(pn_stage *s)
+{
+    const pn_graph *g = s->cfg.graph;
+    size_t cap = 2 * (size_t)g->n_nodes + 1; /* an input and its lengths; the count's */
+    s->fields = calloc(cap, sizeof *s->fields);
+    s->field_nodes = calloc(cap, sizeof *s->field_nodes);
+    s->field_is_lengths = calloc(cap, sizeof *s->field_is_lengths);
+    if (!s->fields || !s->field_nodes || !s->field_is_lengths)
+        return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    for (int pass = 0; pass < 2 && s->n_fields == 0; pass++)
+        for (int i = 0; i < g->n_nodes; i++) {
+            if (!g->nodes[i].is_input || (pass == 0 && !consumed(s, i))) continue;
+            const pn_graph_node *user;
+            int limit = pn_graph_id_limit(g, i, &user);
+            s->fields[s->n_fields] = (pn_reader_field){
+                .dataset = pn_data_layer_dataset(g->nodes[i].layer),
+                .shape = g->nodes[i].layer->out_shape, .input = g->nodes[i].name,
+                .id_limit = limit, .id_user = user ? user->name : NULL};
+            s->field_nodes[s->n_fields++] = i;
+            s->fields_used = pass == 0;
+            if (pass == 1) break;
+            const char *lengths = pn_data_layer_lengths(g->nodes[i].layer);
+            if (!lengths) continue;
+            s->fields[s->n_fields] = (pn_reader_field){
+                .dataset = lengths, .shape = {0, 1, true}, .input = g->nodes[i].name,
+                .id_user = g->nodes[i].name,
+                .length_max = g->nodes[i].layer->out_shape.seq};
+            s->field_is_lengths[s->n_fields] = true;
+            s->field_nodes[s->n_fields++] = i;
+        }
+    return add_count_field(s);
+}
+
+/* --- all of it ------------------------------------------------------------------------------ */
+
+int pn_stage_setup(pn_stage *s)
+{
+    const pn_plan *plan = s->cfg.plan;
+    int v = s->cfg.sched->virtual_stages > 0 ? s->cfg.sched->virtual_stages : 1;
+    if (plan->virtual_stages != v || plan->stages != s->grid->stages)
+        return pn_error_set(PN_ERR_INTERNAL, "the plan (%d stages x %d) and the schedule or "
+                            "layout (%d stages x %d) differ", plan->stages,
+                            plan->virtual_stages, s->grid->stages, v);
+    s->n_chunks = v;
+    if (!(s->chunks = calloc((size_t)v, sizeof *s->chunks)))
+        return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    PN_TRY(build_networks(s));
+    PN_TRY(build_links(s));
+    for (int k = 0; k < v; k++) PN_TRY(keep_inputs(s, &s->chunks[k]));
+    PN_TRY(collect_fields(s));
+    PN_TRY(pn_ties_create(&s->ties, s->cfg.graph, plan->stage_of, s->grid->stage, s->params,
+                          s->cfg.comm));
+    if (!s->cfg.deterministic) return PN_OK;
+    for (int k = 0; k < v; k++) {
+        stage_chunk *ch = &s->chunks[k];
+        PN_TRY(pn_grad_tree_init(&ch->tree, s->cfg.device,
+                                 (int)(ch->grad_end - ch->grad_first), s->micro));
+    }
+    int n = (int)pn_params_size(s->params);
+    size_t bytes = (size_t)s->grid->replicas * (size_t)(n ? n : 1) * sizeof(float);
+    if (s->grid->replicas > 1) PN_TRY(pn_buffer_acquire(&s->replica_sums, s->cfg.device, bytes));
+    return PN_OK;
+}
+
+void pn_stage_teardown(pn_stage *s)
+{
+    for (int v = 0; s->chunks && v < s->n_chunks; v++) {
+        stage_chunk *ch = &s->chunks[v];
+        for (int i = 0; i < ch->n_links; i++) pn_link_free(ch->links[i]);
+        free(ch->links);
+        free(ch->peer_chunk);
+        for (int k = 0; ch->nets && k < ch->n_nets; k++) pn_network_free(ch->nets[k]);
+        free(ch->nets);
+        free(ch->holder);
+        pn_kept_inputs_free(&ch->kept);
+        free(ch->member);
+        pn_grad_tree_free(&ch->tree);
+    }
+    free(s->chunks);
+    pn_params_free(s->params);
+    free(s->fields);
+    free(s->field_nodes);
+    free(s->field_is_lengths);
+    pn_buffer_release(&s->replica_sums);
+    pn_ties_free(s->ties);
+}
