@@ -47,14 +47,17 @@ static void derive(const pn_train_config *cfg, int replicas, int stages, long pe
 {
     if (cfg->batch % replicas) return;
     int replica_rows = cfg->batch / replicas;
+    bool interleaved = cfg->schedule == PN_SCHEDULE_INTERLEAVED;
+    int v = pn_train_virtual_stages(cfg);
     int micro = cfg->micro_batches > 0 ? cfg->micro_batches
-                                       : pn_default_micro_batches(replica_rows, stages);
+                : interleaved         ? pn_default_micro_batches_interleaved(replica_rows, stages)
+                                      : pn_default_micro_batches(replica_rows, stages);
     if (micro < 1 || replica_rows % micro) return;
-    if (micro <= MAX_SCHEDULE_MICRO) {
+    if ((long)micro * v <= MAX_SCHEDULE_MICRO) {
         pn_schedule *s = NULL;
         pn_error_clear();
-        int rc = pn_schedule_build(&s, (pn_schedule_kind)cfg->schedule, stages, micro);
-        fz_check_status(rc, "pn_schedule_build");
+        int rc = pn_schedule_build_virtual(&s, (pn_schedule_kind)cfg->schedule, stages, v, micro);
+        fz_check_status(rc, "pn_schedule_build_virtual");
         if (rc == 0) fz_check_status(pn_schedule_check(s), "pn_schedule_check");
         if (rc == 0) pn_schedule_bubble(s);
         pn_schedule_free(s);

@@ -3,7 +3,8 @@
 # package): N steps straight vs N/2, snapshot, resume, N/2 give identical losses and
 # parameter hash; a snapshot written by a 2-stage pipeline resumes on one process
 # and on 2 replicas x 2 stages along the same trajectory (bit-exact with
-# --deterministic); --resume auto skips a corrupted newest snapshot; the snapshot's
+# --deterministic), and so does one written under the interleaved schedule, which
+# resumes the 2-stage one in turn; --resume auto skips a corrupted newest snapshot; the snapshot's
 # seed and batch carry over, and a different seed, batch or network is refused
 # unless --resume-override; --resume auto starts fresh before the first snapshot.
 # (Stop signals: test_signals.sh.)
@@ -62,6 +63,18 @@ for run in done ddp; do
     [ "$(hash_of dstraight)" = "$(hash_of $run)" ] || fail "deterministic $run: hash $(hash_of $run) != $(hash_of dstraight)"
 done
 echo "ok: --deterministic resume on P=1 and D=2,P=2: hash $(hash_of dstraight) in all three"
+
+# 3b. the interleaved schedule (2 stages x 2 virtual stages: 4 chunks, 2 per rank):
+# its snapshot resumes on one process, and it resumes the 2-stage run's, bit-exact
+train 2 istraight --stages 2 --schedule interleaved --virtual-stages 2 --micro-batches 4 \
+    --deterministic --snapshot-dir "$tmp/isnap" --snapshot-every 20
+train 1 ione --stages 1 --micro-batches 4 --deterministic --resume "$tmp/isnap/snapshot-0000000020.h5"
+train 2 iresumed --stages 2 --schedule interleaved --micro-batches 4 --deterministic \
+    --resume "$tmp/dsnap/snapshot-0000000020.h5"
+for run in istraight ione iresumed; do
+    [ "$(hash_of dstraight)" = "$(hash_of $run)" ] || fail "interleaved $run: hash $(hash_of $run) != $(hash_of dstraight)"
+done
+echo "ok: interleaved (P=2, V=2) straight, its snapshot on P=1, and resuming P=2's: hash $(hash_of dstraight)"
 
 # 4. a corrupted newest snapshot: resume auto takes the one before, naming it
 mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" --stages 2 \

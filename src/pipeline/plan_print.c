@@ -150,7 +150,7 @@ void pn_plan_print(const pn_plan *p, const pn_graph *g, const pn_schedule *s, in
                      "the total counts the table once.\n", chunked ? "chunk" : "stage");
     if (chunked)
         fprintf(out,
-                "Interleaved: chunk c runs on stage c mod %d; a micro-batch passes every stage\n"
-                "%d times, so each stage sends and receives %d times as many messages.\n",
-                p->stages, p->virtual_stages, p->virtual_stages);
+                "Interleaved: chunk c runs on stage c mod P=%d; each stage sends and receives\n"
+                "V=%d times as many messages (a micro-batch passes it V times).\n",
+                p->stages, p->virtual_stages);
 }

@@ -246,10 +246,15 @@ static void announce(trainer *t)
                       pn_reader_samples(t->train_data), cfg->batch,
                       pn_reader_batches_per_epoch(t->train_data), t->total_steps,
                       t->threads);
+    char chunks[64] = "";
+    if (t->plan->virtual_stages > 1)
+        snprintf(chunks, sizeof chunks, " x %d virtual stages (%d chunks)",
+                 t->plan->virtual_stages, t->plan->chunks);
     if (t->grid->size > 1)
         pn_progress_print(&t->progress,
-                          "layout: %d replica(s) x %d stage(s), %d micro-batches of %d, %s",
-                          t->grid->replicas, t->grid->stages, t->micro, t->micro_rows,
+                          "layout: %d replica(s) x %d stage(s)%s, %d micro-batches of %d, "
+                          "schedule %s",
+                          t->grid->replicas, t->grid->stages, chunks, t->micro, t->micro_rows,
                           pn_schedule_kind_name(t->sched->kind));
 }
 
