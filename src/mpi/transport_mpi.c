@@ -166,13 +166,13 @@ static int link_recv(pn_link *base, long step, int micro, pn_matrix *into, bool 
         (size_t)got != bytes_for(base, rows))
         return pn_error_set(PN_ERR_MPI,
                             "stage %d expected the %s of '%s' for step %ld, micro-batch %d "
-                            "(%d x %d, %d lengths, chunk %d) from stage %d, and received a "
+                            "(%d x %d, %d lengths) from stage %d for chunk %d, and received a "
                             "message for node %d, %s, step %ld, micro-batch %d (%d x %d, %d "
-                            "lengths, chunk %d, %d bytes)",
+                            "lengths, %d bytes) for chunk %d",
                             base->comm->grid.stage, kind_name(sp->kind), sp->name, step, micro,
-                            rows, sp->cols, samples, sp->chunk, sp->peer, h.node,
+                            rows, sp->cols, samples, sp->peer, sp->chunk, h.node,
                             kind_name(h.kind), (long)h.step, h.micro, h.rows, h.cols, h.samples,
-                            h.chunk, got);
+                            got, h.chunk);
     const int32_t *lengths = lengths_in(l, micro, rows);
     for (int k = 0; k < samples; k++)
         if (lengths[k] < 1 || lengths[k] > sp->seq)
