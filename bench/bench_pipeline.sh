@@ -8,7 +8,7 @@
 # the figure is the median over rounds of each round's ratio.
 #
 # usage: bench/bench_pipeline.sh [PIPENET] [--rounds R] [--steps N] [--stages P]
-#                                [--micro-batches M] [--schedule S]
+#                                [--micro-batches M] [--schedule S] [--virtual-stages V]
 # Data: data/fashion-mnist/train.h5 (the quick start's; imported from Debian's
 # dataset-fashion-mnist when missing) for fashion_mlp, and for char_gpt a token file
 # made from this repository's docs with `pipenet import text` (the speed does not
@@ -17,7 +17,7 @@ set -u
 cd "$(dirname "$0")/.."
 PIPENET=./pipenet
 case ${1:-} in -*|'') ;; *) PIPENET=$1; shift ;; esac
-ROUNDS=5 STEPS=40 WARM=10 P=2 M=8 SCHEDULE=1f1b
+ROUNDS=5 STEPS=40 WARM=10 P=2 M=8 SCHEDULE=1f1b VIRTUAL=
 while [ $# -gt 0 ]; do
     case $1 in
     --rounds) ROUNDS=$2; shift 2 ;;
@@ -25,6 +25,7 @@ while [ $# -gt 0 ]; do
     --stages) P=$2; shift 2 ;;
     --micro-batches) M=$2; shift 2 ;;
     --schedule) SCHEDULE=$2; shift 2 ;;
+    --virtual-stages) VIRTUAL="--virtual-stages $2"; shift 2 ;;
     *) echo "bench_pipeline: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -51,7 +52,7 @@ rate() {
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 ideal=$(awk -v p="$P" -v m="$M" 'BEGIN { printf "%.4f", p * m / (m + p - 1) }')
-echo "pipeline efficiency: $P stages ($SCHEDULE) vs 1 rank, M = $M, 1 BLAS thread per rank,"
+echo "pipeline efficiency: $P stages ($SCHEDULE${VIRTUAL:+, $VIRTUAL}) vs 1 rank, M = $M, 1 BLAS thread per rank,"
 echo "$ROUNDS alternating rounds of $STEPS steps (rates: median of steps > $WARM); ideal speed-up $ideal"
 printf '%-12s %10s %10s %10s %10s\n' model "1 rank/s" "$P stages/s" speed-up efficiency
 for model in fashion_mlp char_gpt; do
@@ -67,7 +68,7 @@ for model in fashion_mlp char_gpt; do
         "$PIPENET" train $args --metrics "$tmp/m1" >"$tmp/out1" 2>&1 ||
             { cat "$tmp/out1"; exit 1; }
         $MPIRUN --oversubscribe -np "$P" "$PIPENET" train $args --stages "$P" \
-            --schedule "$SCHEDULE" --metrics "$tmp/mp" >"$tmp/outp" 2>&1 ||
+            --schedule "$SCHEDULE" $VIRTUAL --metrics "$tmp/mp" >"$tmp/outp" 2>&1 ||
             { cat "$tmp/outp"; exit 1; }
         a=$(rate "$tmp/m1") && b=$(rate "$tmp/mp") || { echo "bench_pipeline: no rates" >&2; exit 1; }
         echo "$a" >>"$tmp/one"; echo "$b" >>"$tmp/many"
