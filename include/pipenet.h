@@ -17,7 +17,8 @@ typedef struct pn_model pn_model;
  * pn_model_error() then says what went wrong and where. Calls on one pn_model must
  * not overlap. */
 
-/* Loads path, a pipenet-model file or a snapshot (whose optimizer state is ignored):
+/* Loads path, a pipenet-model file, a snapshot (whose optimizer state is ignored) or a
+ * snapshot directory (its newest snapshot that verifies):
  * builds the network from the config it holds and sets every parameter from the
  * file's values. Errors name the file and, when one is missing or has another shape,
  * the parameter. */

@@ -103,6 +103,10 @@ gen s1 --tokens 40 --seed 1
 grep -Eq '^generated 40 tokens in [0-9.]+ s \([0-9.]+ tokens/s, cached, sampled\), log-prob' \
     "$tmp/s1.err" || fail "summary line: $(cat "$tmp/s1.err")"
 gen s1b --tokens 40 --seed 1
+# the run's snapshot directory loads as its newest snapshot (the export above)
+"$PIPENET" generate "$tmp/snap_gpt" --prompt "3 times 4 is" --tokens 40 --seed 1 \
+    >"$tmp/dir" 2>"$tmp/dir.err" || { cat "$tmp/dir.err"; fail "generate from a directory"; }
+cmp -s "$tmp/s1" "$tmp/dir" || fail "the snapshot directory and its export gave two texts"
 cmp -s "$tmp/s1" "$tmp/s1b" || fail "seed 1 twice gave two texts"
 gen s2 --tokens 40 --seed 2
 cmp -s "$tmp/s1" "$tmp/s2" && fail "seeds 1 and 2 gave the same 40 bytes at temperature 1"

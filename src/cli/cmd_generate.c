@@ -26,6 +26,7 @@ static void usage(FILE *out)
             "to stdout. A prompt longer than the model's window T keeps its last T bytes;\n"
             "when the window is full, it is cut to its newest T/2 bytes and generation\n"
             "goes on. stderr gets the time taken and the continuation's log-probability.\n"
+            "MODEL.h5 may also be a snapshot directory: its newest snapshot that verifies.\n"
             "\n"
             "options:\n"
             "  --prompt TEXT      the text to continue (at least one byte; required)\n"

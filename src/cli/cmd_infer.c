@@ -25,8 +25,9 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: pipenet infer MODEL.h5 --data FILE [options]\n"
             "\n"
-            "Runs MODEL.h5 (from `pipenet export`, or a training snapshot) forward over the\n"
-            "samples of a dataset file in order. When the file holds the labels of the\n"
+            "Runs MODEL.h5 (from `pipenet export`, a training snapshot, or a snapshot\n"
+            "directory: its newest snapshot that verifies) forward over the samples of a\n"
+            "dataset file in order. When the file holds the labels of the\n"
             "model's loss layer, prints the accuracy and the mean loss. Runs in one process\n"
             "on the host: pipelined inference across ranks is not supported, and it refuses\n"
             "to start as one of several MPI ranks.\n"

@@ -10,8 +10,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/error.h"
+#include "io/snapshot_dir.h"
 #include "io/snapshot_file.h"
 #include "layers/layer_types.h"
 #include "pipeline/network.h"
@@ -136,6 +138,12 @@ int pn_model_load(pn_model **out, const char *path)
     if (!out || !path)
         return pn_error_set(PN_ERR_INVALID, "pn_model_load: out and path must not be NULL");
     *out = NULL;
+    char newest[4096];
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) { /* a run's --snapshot-dir */
+        PN_TRY(pn_snapshot_latest(path, false, newest, sizeof newest));
+        path = newest;
+    }
     pn_train_state *st;
     PN_TRY(pn_snapshot_read(path, NULL, &st));
     int rc = pn_model_from_state(out, st, path);
