@@ -43,6 +43,10 @@ const char *pn_model_input_name(const pn_model *m, int i);
  * or NULL when out of range. */
 const char *pn_model_input_dataset(const pn_model *m, int i);
 
+/* Name of the dataset of input i's per-sample sequence lengths (the input's
+ * "lengths" in the model), or NULL when it has none or i is out of range. */
+const char *pn_model_input_lengths(const pn_model *m, int i);
+
 /* Values per sample of input i: floats for a float input (size times seq), ids for
  * an ids input (seq); -1 when out of range. */
 int pn_model_input_size(const pn_model *m, int i);
@@ -68,6 +72,15 @@ int pn_model_output_size(const pn_model *m, const char *output);
  * bound the memory, the same values as one call per chunk. */
 int pn_model_forward(pn_model *m, int batch, const void *const *inputs, const char *output,
                      float *out);
+
+/* pn_model_forward over padded sequences: lengths[i], for an input with lengths
+ * (pn_model_input_lengths), holds batch ints in 1 .. seq, each sample's real
+ * positions (the rest is padding: masked in attention, skipped by lstm/gru, not
+ * counted by the losses); lengths or lengths[i] NULL: every sample is full length.
+ * Lengths for an input without them, or out of range, are an error naming the input
+ * and the sample. */
+int pn_model_forward_lengths(pn_model *m, int batch, const void *const *inputs,
+                             const int *const *lengths, const char *output, float *out);
 
 /* Rows the loss layers saw in pn_model_forward calls since the load or the last
  * pn_model_reset_loss, with their mean loss and the fraction of rows whose largest

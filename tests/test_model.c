@@ -41,6 +41,16 @@ static const char *const TINY_TRANSFORMER =
     "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"head\", \"next\"]}"
     "]}";
 
+static const char *const PADDED_LSTM =
+    "{\"inputs\": {\"tok\": {\"dataset\": \"tokens\", \"ids\": true, \"seq\": 4,"
+    "  \"lengths\": \"len\"}, \"next\": {\"dataset\": \"next\", \"ids\": true, \"seq\": 4}},"
+    " \"layers\": ["
+    "  {\"name\": \"emb\", \"type\": \"embedding\", \"input\": \"tok\", \"vocab\": 7, \"size\": 5},"
+    "  {\"name\": \"rnn\", \"type\": \"lstm\", \"input\": \"emb\", \"size\": 6},"
+    "  {\"name\": \"head\", \"type\": \"fc\", \"input\": \"rnn\", \"size\": 7},"
+    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"head\", \"next\"]}"
+    "]}";
+
 enum { MAX_INPUTS = 4 };
 
 /* A network over json run directly on random values and inputs. */
@@ -232,6 +242,51 @@ START_TEST(sequence_model_predicts_from_tokens_alone)
 }
 END_TEST
 
+/* Lengths reach the network: full lengths are no lengths; shorter ones count only the
+ * real positions in the loss and leave the positions before them as they were (the
+ * lstm runs forward in time); lengths the model cannot take are refused. */
+START_TEST(padded_sequences_take_their_lengths)
+{
+    direct d;
+    direct_init(&d, PADDED_LSTM, 3);
+    write_file(&d, PADDED_LSTM, PN_FORMAT_MODEL, NULL, NULL, NULL);
+    pn_model *m = load_ok();
+    ck_assert_str_eq(pn_model_input_lengths(m, 0), "len");
+    ck_assert_ptr_null(pn_model_input_lengths(m, 1));
+    enum { N = 3, T = 4, V = 7 };
+    float plain[N * T * V], full[N * T * V], cut[N * T * V];
+    const void *inputs[2] = {d.inputs[0], d.inputs[1]};
+    ck_assert_int_eq(pn_model_forward(m, N, inputs, NULL, plain), 0);
+    ck_assert_int_eq(pn_model_loss(m, NULL, NULL), N * T);
+    pn_model_reset_loss(m);
+
+    int all[N] = {T, T, T}, some[N] = {1, T, 3};
+    const int *full_lengths[2] = {all, NULL}, *some_lengths[2] = {some, NULL};
+    ck_assert_int_eq(pn_model_forward_lengths(m, N, inputs, full_lengths, NULL, full), 0);
+    ck_assert_int_eq(memcmp(plain, full, sizeof full), 0);
+    pn_model_reset_loss(m);
+    int rc = pn_model_forward_lengths(m, N, inputs, some_lengths, NULL, cut);
+    ck_assert_msg(rc == 0, "%s", pn_model_error());
+    ck_assert_int_eq(pn_model_loss(m, NULL, NULL), 1 + T + 3);
+    for (int s = 0; s < N; s++) /* real positions: as without lengths */
+        ck_assert_int_eq(memcmp(cut + s * T * V, plain + s * T * V, (size_t)some[s] * V *
+                                sizeof *cut), 0);
+    ck_assert(memcmp(cut, plain, sizeof cut) != 0); /* the padding differs */
+
+    int too_long[N] = {1, T + 1, 2};
+    const int *bad[2] = {too_long, NULL};
+    ck_assert_int_lt(pn_model_forward_lengths(m, N, inputs, bad, NULL, cut), 0);
+    ck_assert_msg(strstr(pn_model_error(), "input 'tok', sample 1: length 5 outside 1..4"), "%s",
+                  pn_model_error());
+    const int *on_labels[2] = {NULL, all};
+    ck_assert_int_lt(pn_model_forward_lengths(m, N, inputs, on_labels, NULL, cut), 0);
+    ck_assert_msg(strstr(pn_model_error(), "input 'next' takes no lengths"), "%s",
+                  pn_model_error());
+    pn_model_free(m);
+    direct_free(&d);
+}
+END_TEST
+
 START_TEST(inputs_and_outputs_are_described)
 {
     direct d;
@@ -345,6 +400,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, forward_matches_the_network_bit_for_bit);
     tcase_add_test(tc, sequence_model_predicts_from_tokens_alone);
+    tcase_add_test(tc, padded_sequences_take_their_lengths);
     tcase_add_test(tc, inputs_and_outputs_are_described);
     tcase_add_test(tc, a_larger_batch_replans);
     tcase_add_test(tc, a_snapshot_loads_as_a_model);

@@ -95,7 +95,7 @@ eval_loss() { sed -n 's/.*"eval_loss": \([0-9.e+-]*\).*/\1/p' "$1" | tail -1; }
 hash_of() { grep -o 'parameter hash after 30 steps: [0-9a-f]*' "$1" | cut -d' ' -f6; }
 
 for model in lstm attn; do
-    train "${model}1" $model 1
+    train "${model}1" $model 1 --snapshot-dir "$tmp/snap_$model"
     train "${model}2" $model 2
     losses "$tmp/${model}1.m" >"$tmp/${model}1.l"
     losses "$tmp/${model}2.m" >"$tmp/${model}2.l"
@@ -114,6 +114,12 @@ for model in lstm attn; do
     awk -v a="$e1" -v b="$e2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-5 * a) }' ||
         fail "$model: eval loss $e1 (1 process) vs $e2 (2 stages)"
     echo "$model: eval loss $e1 (1 process), $e2 (2 stages)"
+    # infer reads the lengths too: its mean loss over test.h5 is the evaluation's
+    "$PIPENET" infer "$tmp/snap_$model" --data "$tmp/rec/test.h5" >"$tmp/${model}.inf" 2>&1 ||
+        { cat "$tmp/${model}.inf"; fail "$model: infer"; }
+    i1=$(sed -n 's/.*mean loss \([0-9.e+-]*\).*/\1/p' "$tmp/${model}.inf")
+    awk -v a="$e1" -v b="$i1" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b != "" && d <= 1e-4) }' ||
+        fail "$model: infer's mean loss '$i1' is not the evaluation's $e1"
 
     train "${model}d1" $model 1 --deterministic
     train "${model}d2" $model 2 --deterministic

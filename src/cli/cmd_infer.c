@@ -63,6 +63,7 @@ typedef struct infer_data {
     int n_fields;
     pn_reader_field *fields;
     int *field_of;       /* [model inputs] field index, or -1 (not read) */
+    int *lengths_of;     /* [model inputs] field of the input's lengths, or -1 */
     int skipped;         /* an input whose dataset the file lacks (labels), or -1 */
 } infer_data;
 
@@ -143,14 +144,16 @@ static int open_data(const pn_model *m, const infer_options *o, int out_node, in
     const pn_graph *g = pn_model_graph(m);
     int n = pn_model_input_count(m);
     bool *exists = calloc((size_t)n, sizeof *exists);
-    d->fields = calloc((size_t)n, sizeof *d->fields);
+    d->fields = calloc(2 * (size_t)n, sizeof *d->fields); /* an input and its lengths */
     d->field_of = calloc((size_t)n, sizeof *d->field_of);
-    int rc = exists && d->fields && d->field_of ? PN_OK
-                                               : pn_error_set(PN_ERR_NOMEM, "out of memory");
+    d->lengths_of = calloc((size_t)n, sizeof *d->lengths_of);
+    int rc = exists && d->fields && d->field_of && d->lengths_of
+                 ? PN_OK
+                 : pn_error_set(PN_ERR_NOMEM, "out of memory");
     if (rc == PN_OK) rc = probe_datasets(m, o->data, exists);
     for (int i = 0; rc == PN_OK && i < n; i++) {
         int node = pn_graph_find(g, pn_model_input_name(m, i));
-        d->field_of[i] = -1;
+        d->field_of[i] = d->lengths_of[i] = -1;
         if (!exists[i] && !depends_on(g, out_node, node)) {
             d->skipped = i;
             continue;
@@ -164,6 +167,13 @@ static int open_data(const pn_model *m, const infer_options *o, int out_node, in
             .input = pn_model_input_name(m, i),
             .id_limit = limit,
             .id_user = user ? user->name : NULL};
+        const char *lengths = pn_model_input_lengths(m, i);
+        if (!lengths) continue;
+        d->lengths_of[i] = d->n_fields;
+        d->fields[d->n_fields++] = (pn_reader_field){
+            .dataset = lengths, .shape = {0, 1, true}, .input = pn_model_input_name(m, i),
+            .id_user = pn_model_input_name(m, i),
+            .length_max = g->nodes[node].layer->out_shape.seq};
     }
     free(exists);
     pn_reader_options opts = {.global_batch = o->batch, .first = 0, .count = o->batch,
@@ -177,6 +187,7 @@ static void close_data(infer_data *d)
     if (d->reader) pn_reader_close(d->reader);
     free(d->fields);
     free(d->field_of);
+    free(d->lengths_of);
 }
 
 /* Replaces each row of scores [rows, classes] with its softmax; predictions[r] is
@@ -215,6 +226,7 @@ static int infer(const infer_options *o)
     float *scores = NULL;
     int *predictions = NULL;
     const void **inputs = NULL;
+    const int **lengths = NULL;
     int rc = PN_OK;
     if (out_node < 0 || classes < 0)
         rc = pn_error_set(PN_ERR_INVALID, "--output: %s has no float layer '%s'", o->model,
@@ -229,7 +241,8 @@ static int infer(const infer_options *o)
     if (rc == PN_OK &&
         (!(scores = malloc(rows * (size_t)classes * sizeof *scores)) ||
          !(predictions = malloc(rows * sizeof *predictions)) ||
-         !(inputs = calloc((size_t)pn_model_input_count(m), sizeof *inputs))))
+         !(inputs = calloc((size_t)pn_model_input_count(m), sizeof *inputs)) ||
+         !(lengths = calloc((size_t)pn_model_input_count(m), sizeof *lengths))))
         rc = pn_error_set(PN_ERR_NOMEM, "out of memory for a batch of %d", o->batch);
     double t0 = pn_now();
     for (long row0 = 0; rc == PN_OK && row0 < n; row0 += o->batch) {
@@ -239,8 +252,10 @@ static int infer(const infer_options *o)
             int f = d.field_of[i];
             inputs[i] = f < 0 ? NULL : b->values[f] ? (const void *)b->values[f]
                                                     : (const void *)b->ids[f];
+            lengths[i] = d.lengths_of[i] < 0 ? NULL : b->ids[d.lengths_of[i]];
         }
-        if (rc == PN_OK) rc = pn_model_forward(m, b->rows, inputs, output, scores);
+        if (rc == PN_OK)
+            rc = pn_model_forward_lengths(m, b->rows, inputs, lengths, output, scores);
         if (rc == PN_OK && o->out) {
             softmax_rows(scores, predictions, (long)b->rows * seq, classes);
             rc = pn_predictions_write(w, row0, b->rows, predictions, scores);
@@ -272,6 +287,7 @@ static int infer(const infer_options *o)
     free(scores);
     free(predictions);
     free(inputs);
+    free(lengths);
     close_data(&d);
     pn_model_free(m);
     return rc;

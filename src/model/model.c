@@ -206,6 +206,32 @@ const char *pn_model_input_dataset(const pn_model *m, int i)
     return l ? pn_data_layer_dataset(l) : NULL;
 }
 
+const char *pn_model_input_lengths(const pn_model *m, int i)
+{
+    const pn_layer *l = input_layer(m, i);
+    return l ? pn_data_layer_lengths(l) : NULL;
+}
+
+/* Refuses lengths the inputs cannot take: for an input without lengths in the model,
+ * or a value outside 1 .. seq. */
+static int check_lengths(const pn_model *m, int batch, const int *const *lengths)
+{
+    for (int i = 0; lengths && i < m->n_inputs; i++) {
+        if (!lengths[i]) continue;
+        const pn_layer *l = input_layer(m, i);
+        const char *name = m->graph->nodes[m->input_nodes[i]].name;
+        if (!pn_data_layer_lengths(l))
+            return pn_error_set(PN_ERR_INVALID, "%s: input '%s' takes no lengths (the model "
+                                "names none for it)", m->path, name);
+        for (int b = 0; b < batch; b++)
+            if (lengths[i][b] < 1 || lengths[i][b] > l->out_shape.seq)
+                return pn_error_set(PN_ERR_INVALID, "%s: input '%s', sample %d: length %d "
+                                    "outside 1..%d", m->path, name, b, lengths[i][b],
+                                    l->out_shape.seq);
+    }
+    return PN_OK;
+}
+
 int pn_model_input_size(const pn_model *m, int i)
 {
     const pn_layer *l = input_layer(m, i);
@@ -296,11 +322,13 @@ static int prepare(pn_model *m, int chunk)
 }
 
 /* Copies samples [first, first + n) of every held input into the network. */
-static int copy_inputs(pn_model *m, const void *const *inputs, int first, int n)
+static int copy_inputs(pn_model *m, const void *const *inputs, const int *const *lengths,
+                       int first, int n)
 {
     for (int i = 0; i < m->n_inputs; i++) {
         pn_arg *a = pn_network_arg(m->net, m->input_nodes[i]);
         if (!a) continue;
+        a->lengths = lengths && lengths[i] ? lengths[i] + first : NULL; /* host, this call */
         size_t seq = (size_t)a->shape.seq, rows = (size_t)n * seq;
         if (a->shape.ids) {
             PN_TRY(pn_buffer_write(&a->ids_buf, 0, (const int *)inputs[i] + (size_t)first * seq,
@@ -329,6 +357,12 @@ static void collect_loss(pn_model *m)
 int pn_model_forward(pn_model *m, int batch, const void *const *inputs, const char *output,
                      float *out)
 {
+    return pn_model_forward_lengths(m, batch, inputs, NULL, output, out);
+}
+
+int pn_model_forward_lengths(pn_model *m, int batch, const void *const *inputs,
+                             const int *const *lengths, const char *output, float *out)
+{
     if (!m || !out || batch < 0)
         return pn_error_set(PN_ERR_INVALID, "pn_model_forward: %s", !m ? "no model"
                                                                    : !out ? "out is NULL"
@@ -342,6 +376,7 @@ int pn_model_forward(pn_model *m, int batch, const void *const *inputs, const ch
         return pn_error_set(PN_ERR_INVALID, "%s: output '%s' holds ids, not floats", m->path,
                             gn->name);
     if (batch == 0) return PN_OK;
+    PN_TRY(check_lengths(m, batch, lengths));
     PN_TRY(select_members(m, node, inputs));
     int chunk = chunk_size(m, batch);
     PN_TRY(prepare(m, chunk));
@@ -350,7 +385,7 @@ int pn_model_forward(pn_model *m, int batch, const void *const *inputs, const ch
     for (int first = 0; first < batch; first += chunk) {
         int n = batch - first < chunk ? batch - first : chunk;
         PN_TRY(pn_network_set_batch(m->net, n));
-        PN_TRY(copy_inputs(m, inputs, first, n));
+        PN_TRY(copy_inputs(m, inputs, lengths, first, n));
         int rc = pn_network_forward(m->net, &pass);
         collect_loss(m);
         if (rc < 0) return pn_error_wrap(rc, "%s: samples %d..%d", m->path, first, first + n - 1);
