@@ -173,10 +173,7 @@ static int recompute_forward(pn_stage *s, stage_chunk *ch, const pn_batch *b, lo
 /* Trace events of a chunk name it under virtual stages ("chunk 3"), else nothing. */
 static const char *chunk_label(const pn_stage *s, const stage_chunk *ch)
 {
-    static const char *const names[] = {"chunk 0", "chunk 1", "chunk 2", "chunk 3", "chunk 4",
-                                        "chunk 5", "chunk 6", "chunk 7", "chunk 8", "chunk 9"};
-    if (s->n_chunks == 1) return NULL;
-    return ch->model_chunk < 10 ? names[ch->model_chunk] : "chunk";
+    return s->n_chunks == 1 ? NULL : ch->label;
 }
 
 /* forward_pass as one event of the trace: a micro-batch's, or an evaluation batch's. */

@@ -20,6 +20,7 @@
 typedef struct stage_chunk {
     int index;                  /* v: the stage's virtual stage */
     int model_chunk;            /* v P + stage: its place in the model */
+    char label[24];             /* "chunk <model_chunk>", for trace events */
     bool *member;               /* [n_nodes] layers computed in this chunk */
     int n_slots;                /* micro-batches in flight at the peak */
     int n_nets;                 /* n_slots, or 1 under --recompute */

@@ -2,6 +2,7 @@
  * one arena, each chunk's run of that arena, the links that carry Arguments between
  * chunks of different stages (or two chunks of this one), the inputs kept under
  * --recompute, and the dataset fields the stage reads. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "base/error.h"
@@ -17,6 +18,7 @@ static int create_chunk(pn_stage *s, stage_chunk *ch, int v)
     int P = s->grid->stages;
     ch->index = v;
     ch->model_chunk = v * P + s->grid->stage;
+    snprintf(ch->label, sizeof ch->label, "chunk %d", ch->model_chunk);
     ch->held = -1;
     if (!(ch->member = calloc((size_t)g->n_nodes, sizeof *ch->member)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
