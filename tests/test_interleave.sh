@@ -43,7 +43,16 @@ expect() { # expect CODE WANT COMMAND...
     grep -q "$want" "$tmp/e" || fail "no '$want' in: $(cat "$tmp/e")"
 }
 expect 2 "pipenet: error: --virtual-stages needs --schedule interleaved" \
+    "$PIPENET" plan "$model" --stages 2 --schedule 1f1b --virtual-stages 2
+expect 1 "2 virtual stages need the interleaved schedule" \
     "$PIPENET" plan "$model" --stages 2 --virtual-stages 2
+# plan takes the schedule and V from the model's train section, as train does
+sed 's/"train": {/"train": {"schedule": "interleaved", "virtual_stages": 2, /' "$model" \
+    >"$tmp/il_keys.json"
+"$PIPENET" plan "$tmp/il_keys.json" --stages 2 --micro-batches 8 >"$tmp/pk" 2>&1 ||
+    { cat "$tmp/pk"; fail "plan of a model whose train section says interleaved"; }
+head -1 "$tmp/pk" | grep -q "V=2 virtual stages .* schedule interleaved" ||
+    fail "plan ignored the model's schedule keys: $(head -1 "$tmp/pk")"
 expect 1 "4 layers cannot fill 2 stages x 3 virtual stages = 6 chunks" \
     "$PIPENET" plan "$model" --stages 2 --schedule interleaved --virtual-stages 3
 expect 1 "interleaved P=1 V=2 M=4: needs at least 2 stages" \

@@ -49,10 +49,10 @@ static void usage(FILE *out)
             "  --replicas D       data-parallel copies of the pipeline                 [1]\n"
             "  --micro-batches M  micro-batches per step and replica  [as `pipenet train`:\n"
             "                     the largest divisor of B / D up to 4 P]\n"
-            "  --schedule NAME    gpipe, 1f1b or interleaved                        [1f1b]\n"
+            "  --schedule NAME    gpipe, 1f1b or interleaved      [train.schedule, 1f1b]\n"
             "  --virtual-stages V with --schedule interleaved: cut the model into P x V\n"
             "                     chunks, chunk c on stage c mod P (V >= 2; M a multiple\n"
-            "                     of P)                                               [2]\n"
+            "                     of P)                            [train.virtual_stages, 2]\n"
             "  --batch B          global batch; B / (D M) samples per micro-batch\n"
             "                                                          [train.batch, 64]\n"
             "  --measure          time the layers (and the link, under mpirun) here\n"
@@ -89,8 +89,9 @@ typedef struct plan_options {
     int replicas;
     int micro;     /* 0: chosen like the trainer does */
     int batch;     /* 0: from the model */
-    pn_schedule_kind schedule;
-    int virtual_stages; /* 0: 1, or 2 under interleaved */
+    int schedule;  /* pn_schedule_kind; -1: the model's train.schedule, else 1f1b */
+    int virtual_stages; /* 0: the model's train.virtual_stages, else 2 under
+                           interleaved, 1 otherwise */
     bool measure, json;
     int threads;   /* 0: 1 */
     int repeat;
@@ -116,7 +117,7 @@ static int parse_options(int argc, char **argv, plan_options *o)
                                 "got '%s'\n", optarg);
                 return -1;
             }
-            o->schedule = (pn_schedule_kind)kind;
+            o->schedule = kind;
             break;
         case OPT_VIRTUAL:
             rc = pn_opt_int("virtual-stages", optarg, 1, 1 << 16, &o->virtual_stages);
@@ -134,14 +135,25 @@ static int parse_options(int argc, char **argv, plan_options *o)
     if (rc == 0 && o->measure && o->times[0])
         rc = pn_opt_report("--measure and --layer-times: give one (measure now, or read "
                            "times measured before)");
-    if (rc == 0 && o->virtual_stages && o->schedule != PN_SCHEDULE_INTERLEAVED)
+    if (rc == 0 && o->virtual_stages && o->schedule >= 0 &&
+        o->schedule != PN_SCHEDULE_INTERLEAVED)
         rc = pn_opt_report("--virtual-stages needs --schedule interleaved");
-    if (rc == 0 && o->schedule == PN_SCHEDULE_INTERLEAVED && !o->virtual_stages)
-        o->virtual_stages = 2;
-    if (rc == 0 && !o->virtual_stages) o->virtual_stages = 1;
     if (rc == 0 && !o->measure && (o->save[0] || o->threads || o->repeat))
         rc = pn_opt_report("--save-times, --threads and --repeat need --measure");
     return rc;
+}
+
+/* Reads the model's train section into cfg and fills in what the command line left
+ * to it: the schedule and V (as `pipenet train` would run them). */
+static int resolve_schedule(const pn_graph *g, const char *path, plan_options *o,
+                            pn_train_config *cfg)
+{
+    pn_train_config_default(cfg);
+    PN_TRY(pn_train_config_from_json(pn_graph_train_spec(g), path, cfg));
+    if (o->schedule >= 0) cfg->schedule = o->schedule;
+    if (o->virtual_stages) cfg->virtual_stages = o->virtual_stages;
+    o->schedule = cfg->schedule;
+    return pn_train_schedule_chunks(cfg, &o->virtual_stages);
 }
 
 /* Fills in the batch and M; fails when B / (D M) is not a whole number, naming
@@ -151,8 +163,6 @@ static int resolve_layout(const pn_graph *g, const char *path, int stages, plan_
 {
     char from[64 + PN_PATH_MAX];
     snprintf(from, sizeof from, "--batch");
-    pn_train_config_default(cfg);
-    PN_TRY(pn_train_config_from_json(pn_graph_train_spec(g), path, cfg));
     if (!o->batch) {
         o->batch = cfg->batch;
         const json_t *train = pn_graph_train_spec(g);
@@ -247,6 +257,7 @@ static int plan_model(const char *path, plan_options *o, pn_comm *comm)
     double *layer_s = NULL;
     pn_train_config cfg;
     int rc = pn_graph_load(&g, path);
+    if (rc == PN_OK) rc = resolve_schedule(g, path, o, &cfg);
     if (rc == PN_OK) rc = pn_plan_build_virtual(&plan, g, o->stages, o->virtual_stages, NULL);
     if (rc == PN_OK) rc = resolve_layout(g, path, plan->stages, o, &cfg);
     if (rc == PN_OK) rc = pn_graph_check_batch(g, o->batch / o->replicas); /* an evaluation's */
@@ -278,7 +289,7 @@ done:
 
 int pn_cmd_plan(int argc, char **argv)
 {
-    plan_options o = {.replicas = 1, .schedule = PN_SCHEDULE_1F1B};
+    plan_options o = {.replicas = 1, .schedule = -1};
     int parsed = parse_options(argc, argv, &o);
     if (parsed > 0) {
         usage(stdout);

@@ -96,3 +96,14 @@ int pn_train_virtual_stages(const pn_train_config *cfg)
     if (cfg->virtual_stages > 0) return cfg->virtual_stages;
     return cfg->schedule == PN_SCHEDULE_INTERLEAVED ? 2 : 1;
 }
+
+int pn_train_schedule_chunks(const pn_train_config *cfg, int *v)
+{
+    *v = pn_train_virtual_stages(cfg);
+    if (*v > 1 && cfg->schedule != PN_SCHEDULE_INTERLEAVED)
+        return pn_error_set(PN_ERR_INVALID, "%d virtual stages need the interleaved schedule "
+                            "(--schedule interleaved, or \"schedule\": \"interleaved\" in "
+                            "\"train\"), not %s", *v,
+                            pn_schedule_kind_name((pn_schedule_kind)cfg->schedule));
+    return PN_OK;
+}

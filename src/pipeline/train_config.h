@@ -63,6 +63,10 @@ int pn_default_micro_batches_interleaved(int replica_rows, int stages);
 /* V of cfg: virtual_stages, or when unset 2 under interleaved and 1 elsewhere. */
 int pn_train_virtual_stages(const pn_train_config *cfg);
 
+/* *v = pn_train_virtual_stages(cfg); PN_ERR_INVALID when V > 1 under a schedule
+ * other than interleaved (train and plan refuse it alike). */
+int pn_train_schedule_chunks(const pn_train_config *cfg, int *v);
+
 /* Reads the model's "train" object (may be NULL) over cfg; errors name file and field. */
 int pn_train_config_from_json(const json_t *train, const char *file, pn_train_config *cfg);
 

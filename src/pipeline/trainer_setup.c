@@ -78,12 +78,8 @@ static int open_data(trainer *t)
 static int place(trainer *t)
 {
     const pn_graph *g = t->graph;
-    int v = pn_train_virtual_stages(&t->cfg);
-    if (v > 1 && t->cfg.schedule != PN_SCHEDULE_INTERLEAVED)
-        return pn_error_set(PN_ERR_INVALID, "%d virtual stages need the interleaved schedule "
-                            "(--schedule interleaved, or \"schedule\": \"interleaved\" in "
-                            "\"train\"), not %s", v,
-                            pn_schedule_kind_name((pn_schedule_kind)t->cfg.schedule));
+    int v;
+    PN_TRY(pn_train_schedule_chunks(&t->cfg, &v));
     if (!t->cfg.layer_times[0])
         return pn_plan_build_virtual(&t->plan, g, t->cfg.stages, v, NULL);
     pn_plan_times *times = NULL;
