@@ -17,35 +17,13 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$PIPENET" generate --help | grep -q '^usage: pipenet generate MODEL.h5 --prompt' ||
     fail "generate --help"
 
-i=0
-while [ $i -lt 400 ]; do
-    echo "$((i % 10)) times $((i % 7)) is $(((i % 10) * (i % 7)))."
-    i=$((i + 1))
-done >"$tmp/text.txt"
+. "$(dirname "$0")/lm_fixture.sh"
+times_table 400 >"$tmp/text.txt"
 "$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
 
-# gpt VOCAB: a tiny GPT whose embedding and logits have VOCAB entries
+# gpt VOCAB: the tiny GPT with VOCAB embedding rows and logits
 gpt() {
-    cat <<JSON
-{"name": "tiny_gpt",
- "inputs": {"x": {"dataset": "tokens", "ids": true, "seq": 16},
-            "y": {"dataset": "targets", "ids": true, "seq": 16}},
- "layers": [
-  {"name": "embed", "type": "embedding", "input": "x", "vocab": $1, "size": 16,
-   "positions": true},
-  {"repeat": 2, "name": "blocks", "input": "embed", "layers": [
-    {"name": "ln1", "type": "layernorm", "input": "\$in"},
-    {"name": "attn", "type": "attention", "input": "ln1", "heads": 2},
-    {"name": "res1", "type": "add", "input": ["\$in", "attn"]},
-    {"name": "ln2", "type": "layernorm", "input": "res1"},
-    {"name": "mlp1", "type": "fc", "input": "ln2", "size": 32, "act": "gelu"},
-    {"name": "mlp2", "type": "fc", "input": "mlp1", "size": 16},
-    {"name": "res2", "type": "add", "input": ["res1", "mlp2"]}]},
-  {"name": "ln_f", "type": "layernorm", "input": "blocks"},
-  {"name": "logits", "type": "fc", "input": "ln_f", "size": $1},
-  {"name": "loss", "type": "softmax_xent", "input": ["logits", "y"]}],
- "train": {"batch": 16, "steps": 30, "seed": 3, "optimizer": {"type": "adam", "lr": 0.01}}}
-JSON
+    tiny_gpt "$1" '{"batch": 16, "steps": 30, "seed": 3, "optimizer": {"type": "adam", "lr": 0.01}}'
 }
 # rnn TYPE [REVERSE]: a tiny character model over a recurrent layer of TYPE, trained
 # one step: further trained, it says nothing but spaces, and its beams would all be

@@ -11,35 +11,12 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-# 600 lines such as "7 times 3 is 21." : learnable, not constant
-i=0
-while [ $i -lt 600 ]; do
-    echo "$((i % 10)) times $((i % 7)) is $(((i % 10) * (i % 7)))."
-    i=$((i + 1))
-done >"$tmp/text.txt"
+. "$(dirname "$0")/lm_fixture.sh"
+times_table 600 >"$tmp/text.txt"
 "$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
 
-cat >"$tmp/gpt.json" <<'JSON'
-{"name": "tiny_gpt",
- "inputs": {"x": {"dataset": "tokens", "ids": true, "seq": 16},
-            "y": {"dataset": "targets", "ids": true, "seq": 16}},
- "layers": [
-  {"name": "embed", "type": "embedding", "input": "x", "vocab": 256, "size": 16,
-   "positions": true},
-  {"repeat": 2, "name": "blocks", "input": "embed", "layers": [
-    {"name": "ln1", "type": "layernorm", "input": "$in"},
-    {"name": "attn", "type": "attention", "input": "ln1", "heads": 2},
-    {"name": "res1", "type": "add", "input": ["$in", "attn"]},
-    {"name": "ln2", "type": "layernorm", "input": "res1"},
-    {"name": "mlp1", "type": "fc", "input": "ln2", "size": 32, "act": "gelu"},
-    {"name": "mlp2", "type": "fc", "input": "mlp1", "size": 16},
-    {"name": "res2", "type": "add", "input": ["res1", "mlp2"]}]},
-  {"name": "ln_f", "type": "layernorm", "input": "blocks"},
-  {"name": "logits", "type": "fc", "input": "ln_f", "size": 256},
-  {"name": "loss", "type": "softmax_xent", "input": ["logits", "y"]}],
- "train": {"batch": 16, "steps": 40, "seed": 3,
-           "optimizer": {"type": "adam", "lr": 0.01}}}
-JSON
+tiny_gpt 256 '{"batch": 16, "steps": 40, "seed": 3,
+           "optimizer": {"type": "adam", "lr": 0.01}}' >"$tmp/gpt.json"
 args="--data $tmp/lm/train.h5 --eval $tmp/lm/test.h5 --threads 1 --log-every 1000"
 "$PIPENET" train "$tmp/gpt.json" $args --metrics "$tmp/m1" >"$tmp/out1" 2>&1 ||
     { cat "$tmp/out1"; fail "train, 1 process"; }

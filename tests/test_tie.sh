@@ -13,36 +13,15 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-i=0
-while [ $i -lt 600 ]; do
-    echo "$((i % 10)) times $((i % 7)) is $(((i % 10) * (i % 7)))."
-    i=$((i + 1))
-done >"$tmp/text.txt"
+. "$(dirname "$0")/lm_fixture.sh"
+times_table 600 >"$tmp/text.txt"
 "$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
 
-# gpt TIE: the model with "tie": TIE on its projection
+# gpt TIE: the tiny GPT with "tie": TIE on its projection
 gpt() {
-    cat <<JSON
-{"name": "tiny_gpt_tied",
- "inputs": {"x": {"dataset": "tokens", "ids": true, "seq": 16},
-            "y": {"dataset": "targets", "ids": true, "seq": 16}},
- "layers": [
-  {"name": "embed", "type": "embedding", "input": "x", "vocab": 256, "size": 16,
-   "positions": true},
-  {"repeat": 2, "name": "blocks", "input": "embed", "layers": [
-    {"name": "ln1", "type": "layernorm", "input": "\$in"},
-    {"name": "attn", "type": "attention", "input": "ln1", "heads": 2},
-    {"name": "res1", "type": "add", "input": ["\$in", "attn"]},
-    {"name": "ln2", "type": "layernorm", "input": "res1"},
-    {"name": "mlp1", "type": "fc", "input": "ln2", "size": 32, "act": "gelu"},
-    {"name": "mlp2", "type": "fc", "input": "mlp1", "size": 16},
-    {"name": "res2", "type": "add", "input": ["res1", "mlp2"]}]},
-  {"name": "ln_f", "type": "layernorm", "input": "blocks"},
-  {"name": "logits", "type": "fc", "input": "ln_f", "size": 256, "tie": "$1"},
-  {"name": "loss", "type": "softmax_xent", "input": ["logits", "y"]}],
- "train": {"batch": 16, "steps": 40, "seed": 3,
-           "optimizer": {"type": "adamw", "lr": 0.01, "weight_decay": 0.1, "clip_norm": 0.5}}}
-JSON
+    tiny_gpt 256 '{"batch": 16, "steps": 40, "seed": 3,
+           "optimizer": {"type": "adamw", "lr": 0.01, "weight_decay": 0.1, "clip_norm": 0.5}}' \
+        ", \"tie\": \"$1\""
 }
 gpt embed >"$tmp/gpt.json"
 model=$tmp/gpt.json
@@ -68,7 +47,7 @@ losses() { grep -o '"step": [0-9]*, "epoch": [0-9]*, "loss": [^,]*' "$tmp/$1.jso
            awk -F'[ ,]+' '{ print $2, $6 }'; }
 
 train 1 one --micro-batches 4
-grep -q "tiny_gpt_tied: $params parameters" "$tmp/one.out" ||
+grep -q "tiny_gpt: $params parameters" "$tmp/one.out" ||
     fail "the table is not counted once: $(head -1 "$tmp/one.out")"
 train 2 two --stages 2 --micro-batches 4
 losses one >"$tmp/a"
