@@ -16,8 +16,7 @@
 #include "base/error.h"
 #include "io/hdf5_util.h"
 #include "io/text_source.h"
-
-enum { CHUNK_BYTES = 1 << 20 }; /* at most this many bytes of ids per HDF5 chunk */
+#include "io/token_file.h"
 
 /* One record: bytes [start, start + len) of the text. */
 typedef struct record {
@@ -88,23 +87,11 @@ static int write_split(const char *tmp, const pn_text *t, const record *recs, lo
 {
     long samples = 0;
     for (long r = 0; r < n; r++) samples += record_samples(recs[r].len, seq);
-    long chunk_rows = CHUNK_BYTES / (4L * seq);
-    if (chunk_rows < 1) chunk_rows = 1;
-    if (chunk_rows > samples) chunk_rows = samples;
-    hsize_t dims[2] = {(hsize_t)samples, (hsize_t)seq};
-    hid_t file, ids = H5I_INVALID_HID, targets = H5I_INVALID_HID, lengths = H5I_INVALID_HID;
-    PN_TRY(pn_hdf5_create_file(tmp, false, &file));
-    int rc = pn_hdf5_create_dataset(file, tmp, "tokens", PN_HDF5_INT32, 2, dims,
-                                    (hsize_t)chunk_rows, &ids);
-    if (rc == 0)
-        rc = pn_hdf5_create_dataset(file, tmp, "targets", PN_HDF5_INT32, 2, dims,
-                                    (hsize_t)chunk_rows, &targets);
-    if (rc == 0)
-        rc = pn_hdf5_create_dataset(file, tmp, "lengths", PN_HDF5_INT32, 1, dims,
-                                    (hsize_t)chunk_rows, &lengths);
-    size_t block_len = (size_t)chunk_rows * (size_t)seq;
+    pn_token_file f;
+    int rc = pn_token_file_create(&f, tmp, samples, seq, true);
+    size_t block_len = (size_t)f.chunk_rows * (size_t)seq;
     int32_t *tok = malloc(block_len * sizeof *tok), *tgt = malloc(block_len * sizeof *tgt);
-    int32_t *len = malloc((size_t)chunk_rows * sizeof *len);
+    int32_t *len = malloc((size_t)f.chunk_rows * sizeof *len);
     if (rc == 0 && (!tok || !tgt || !len))
         rc = pn_error_set(PN_ERR_NOMEM, "%s: out of memory for %zu ids", tmp, block_len);
     long row = 0, filled = 0; /* rows written, rows in the block */
@@ -120,31 +107,16 @@ static int write_split(const char *tmp, const pn_text *t, const record *recs, lo
             }
             len[filled++] = (int32_t)k;
             bool last = r == n - 1 && first + (size_t)seq >= pairs;
-            if (filled < chunk_rows && !last) continue;
-            rc = pn_hdf5_write_rows(ids, tmp, "tokens", PN_HDF5_INT32, (hsize_t)row,
-                                    (hsize_t)filled, tok);
-            if (rc == 0)
-                rc = pn_hdf5_write_rows(targets, tmp, "targets", PN_HDF5_INT32, (hsize_t)row,
-                                        (hsize_t)filled, tgt);
-            if (rc == 0)
-                rc = pn_hdf5_write_rows(lengths, tmp, "lengths", PN_HDF5_INT32, (hsize_t)row,
-                                        (hsize_t)filled, len);
+            if (filled < f.chunk_rows && !last) continue;
+            rc = pn_token_file_write(&f, row, filled, tok, tgt, len);
             row += filled, filled = 0;
         }
     }
     free(tok), free(tgt), free(len);
-    rc = pn_hdf5_close_after(ids, tmp, rc);
-    rc = pn_hdf5_close_after(targets, tmp, rc);
-    rc = pn_hdf5_close_after(lengths, tmp, rc);
-    if (rc == 0) rc = pn_hdf5_write_attr_string(file, tmp, "source", source, false);
-    if (rc == 0) rc = pn_hdf5_write_attr_string(file, tmp, "tokenizer", "bytes", false);
-    if (rc == 0) rc = pn_hdf5_write_attr_int(file, tmp, "vocab_size", PN_TEXT_VOCAB);
-    if (rc == 0) rc = pn_hdf5_write_attr_int(file, tmp, "num_classes", PN_TEXT_VOCAB);
-    if (rc == 0) rc = pn_hdf5_write_attr_int(file, tmp, "seq", seq);
-    if (rc == 0) rc = pn_hdf5_write_attr_int(file, tmp, "stride", seq);
-    if (rc == 0) rc = pn_hdf5_write_attr_string(file, tmp, "record_separator", sep, false);
-    if (rc == 0) rc = pn_hdf5_write_attr_int(file, tmp, "records", n);
-    return pn_hdf5_close_after(file, tmp, rc);
+    rc = pn_token_file_finish(&f, source, rc);
+    if (rc == 0) rc = pn_hdf5_write_attr_string(f.file, tmp, "record_separator", sep, false);
+    if (rc == 0) rc = pn_hdf5_write_attr_int(f.file, tmp, "records", n);
+    return pn_token_file_close(&f, rc);
 }
 
 static int check_args(int seq, double eval_fraction, const char *sep)

@@ -15,10 +15,8 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "io/hdf5_util.h"
 #include "io/text_source.h"
-
-enum { CHUNK_BYTES = 1 << 20 }; /* at most this many bytes of ids per HDF5 chunk */
+#include "io/token_file.h"
 
 /* Samples in a split of m bytes with seq positions each. */
 static long split_samples(size_t m, int seq)
@@ -31,44 +29,26 @@ static int write_split(const char *tmp, const pn_text *t, const unsigned char *b
                        int seq, const char *split, size_t offset)
 {
     long n = split_samples(m, seq);
-    hsize_t dims[2] = {(hsize_t)n, (hsize_t)seq};
-    long chunk_rows = CHUNK_BYTES / (4L * seq);
-    if (chunk_rows < 1) chunk_rows = 1;
-    if (chunk_rows > n) chunk_rows = n;
-    hid_t file, ids = H5I_INVALID_HID, targets = H5I_INVALID_HID;
-    PN_TRY(pn_hdf5_create_file(tmp, false, &file));
-    int rc = pn_hdf5_create_dataset(file, tmp, "tokens", PN_HDF5_INT32, 2, dims,
-                                    (hsize_t)chunk_rows, &ids);
-    if (rc == 0)
-        rc = pn_hdf5_create_dataset(file, tmp, "targets", PN_HDF5_INT32, 2, dims,
-                                    (hsize_t)chunk_rows, &targets);
-    int32_t *block = NULL;
-    size_t block_len = (size_t)chunk_rows * (size_t)seq;
-    if (rc == 0 && !(block = malloc(block_len * sizeof *block)))
+    pn_token_file f;
+    int rc = pn_token_file_create(&f, tmp, n, seq, false);
+    size_t block_len = (size_t)f.chunk_rows * (size_t)seq;
+    int32_t *tok = NULL, *tgt = NULL;
+    if (rc == 0 && (!(tok = malloc(block_len * sizeof *tok)) ||
+                    !(tgt = malloc(block_len * sizeof *tgt))))
         rc = pn_error_set(PN_ERR_NOMEM, "%s: out of memory for %zu ids", tmp, block_len);
-    for (long row = 0; rc == 0 && row < n; row += chunk_rows) {
-        long rows = n - row < chunk_rows ? n - row : chunk_rows;
+    for (long row = 0; rc == 0 && row < n; row += f.chunk_rows) {
+        long rows = n - row < f.chunk_rows ? n - row : f.chunk_rows;
         const unsigned char *src = bytes + (size_t)row * (size_t)seq;
         size_t count = (size_t)rows * (size_t)seq;
-        for (int shift = 0; shift < 2 && rc == 0; shift++) {
-            for (size_t k = 0; k < count; k++) block[k] = src[k + (size_t)shift];
-            rc = pn_hdf5_write_rows(shift ? targets : ids, tmp, shift ? "targets" : "tokens",
-                                    PN_HDF5_INT32, (hsize_t)row, (hsize_t)rows, block);
-        }
+        for (size_t k = 0; k < count; k++) tok[k] = src[k], tgt[k] = src[k + 1];
+        rc = pn_token_file_write(&f, row, rows, tok, tgt, NULL);
     }
-    free(block);
-    rc = pn_hdf5_close_after(ids, tmp, rc);
-    rc = pn_hdf5_close_after(targets, tmp, rc);
+    free(tok);
+    free(tgt);
     char source[sizeof t->label + 128];
     snprintf(source, sizeof source, "text: %s, %s split: bytes %zu..%zu of %zu", t->label,
              split, offset, offset + m, t->len);
-    if (rc == 0) rc = pn_hdf5_write_attr_string(file, tmp, "source", source, false);
-    if (rc == 0) rc = pn_hdf5_write_attr_string(file, tmp, "tokenizer", "bytes", false);
-    if (rc == 0) rc = pn_hdf5_write_attr_int(file, tmp, "vocab_size", PN_TEXT_VOCAB);
-    if (rc == 0) rc = pn_hdf5_write_attr_int(file, tmp, "num_classes", PN_TEXT_VOCAB);
-    if (rc == 0) rc = pn_hdf5_write_attr_int(file, tmp, "seq", seq);
-    if (rc == 0) rc = pn_hdf5_write_attr_int(file, tmp, "stride", seq);
-    return pn_hdf5_close_after(file, tmp, rc);
+    return pn_token_file_close(&f, pn_token_file_finish(&f, source, rc));
 }
 
 /* Refuses a split too short for one sample. */
