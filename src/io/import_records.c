@@ -121,12 +121,7 @@ static int write_split(const char *tmp, const pn_text *t, const record *recs, lo
 
 static int check_args(int seq, double eval_fraction, const char *sep)
 {
-    if (seq < 1 || seq > PN_TEXT_MAX_SEQ)
-        return pn_error_set(PN_ERR_INVALID, "--seq %d: expected 1..%d positions per sample",
-                            seq, PN_TEXT_MAX_SEQ);
-    if (!(eval_fraction > 0 && eval_fraction < 1))
-        return pn_error_set(PN_ERR_INVALID, "--eval-fraction %g: expected a number in (0, 1)",
-                            eval_fraction);
+    PN_TRY(pn_text_check_split(seq, eval_fraction));
     if (!sep || !sep[0])
         return pn_error_set(PN_ERR_INVALID, "--records: expected the text of the line that "
                                             "separates records (such as %%), found ''");

@@ -66,12 +66,7 @@ static int check_split(const pn_text *t, const char *split, const char *part, si
 int pn_import_text(const char *const *files, int n_files, const char *out_dir, int seq,
                    double eval_fraction, pn_import_progress progress, void *ctx)
 {
-    if (seq < 1 || seq > PN_TEXT_MAX_SEQ)
-        return pn_error_set(PN_ERR_INVALID, "--seq %d: expected 1..%d positions per sample",
-                            seq, PN_TEXT_MAX_SEQ);
-    if (!(eval_fraction > 0 && eval_fraction < 1))
-        return pn_error_set(PN_ERR_INVALID, "--eval-fraction %g: expected a number in (0, 1)",
-                            eval_fraction);
+    PN_TRY(pn_text_check_split(seq, eval_fraction));
     pn_text t;
     PN_TRY(pn_text_read(&t, files, n_files));
     int rc = 0;

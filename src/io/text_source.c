@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "io/import_text.h"
 
 /* Appends all of path to t. */
 static int read_file(pn_text *t, size_t *cap, const char *path)
@@ -71,4 +72,15 @@ void pn_text_free(pn_text *t)
     t->bytes = NULL;
     t->ends = NULL;
     t->len = 0;
+}
+
+int pn_text_check_split(int seq, double eval_fraction)
+{
+    if (seq < 1 || seq > PN_TEXT_MAX_SEQ)
+        return pn_error_set(PN_ERR_INVALID, "--seq %d: expected 1..%d positions per sample",
+                            seq, PN_TEXT_MAX_SEQ);
+    if (!(eval_fraction > 0 && eval_fraction < 1))
+        return pn_error_set(PN_ERR_INVALID, "--eval-fraction %g: expected a number in (0, 1)",
+                            eval_fraction);
+    return PN_OK;
 }

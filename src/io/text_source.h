@@ -22,4 +22,8 @@ int pn_text_read(pn_text *t, const char *const *files, int n_files);
 
 void pn_text_free(pn_text *t);
 
+/* Refuses a --seq outside 1..PN_TEXT_MAX_SEQ or an --eval-fraction outside (0, 1),
+ * the importers' common options. */
+int pn_text_check_split(int seq, double eval_fraction);
+
 #endif
