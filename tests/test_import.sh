@@ -24,6 +24,9 @@ i=0; while [ $i -lt 20 ]; do echo "line $i of a small text"; i=$((i + 1)); done 
 err=$("$PIPENET" import text "$ttmp/a.txt" --out "$ttmp/t" 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "import text without --seq: exit $rc, expected 2"
 echo "$err" | grep -q -- 'needs --seq T' || fail "missing --seq message: $err"
+err=$("$PIPENET" import text "$ttmp/a.txt" --out "$ttmp/t" --seq 0 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "import text --seq 0: exit $rc, expected 2"
+echo "$err" | grep -q "^pipenet: error: --seq: expected an integer" || fail "--seq 0 message: $err"
 err=$("$PIPENET" import text --out "$ttmp/t" --seq 8 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "import text without FILE: exit $rc, expected 2"
 : > "$ttmp/empty.txt"

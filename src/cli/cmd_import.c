@@ -172,10 +172,10 @@ int pn_cmd_import(int argc, char **argv)
         case 's': src = optarg, src_given = true; break;
         case 'o': out = optarg; break;
         case 'T':
-            if (pn_opt_int("--seq", optarg, 1, 1 << 20, &seq) < 0) return 2;
+            if (pn_opt_int("seq", optarg, 1, 1 << 20, &seq) < 0) return 2;
             break;
         case 'f':
-            if (pn_opt_double("--eval-fraction", optarg, 0, 1, &eval_fraction) < 0) return 2;
+            if (pn_opt_double("eval-fraction", optarg, 0, 1, &eval_fraction) < 0) return 2;
             if (eval_fraction == 0 || eval_fraction == 1) {
                 snprintf(message, sizeof message, "--eval-fraction: expected a number in "
                          "(0, 1): both splits need text, found '%s'", optarg);
