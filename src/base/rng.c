@@ -13,21 +13,9 @@ uint64_t pn_hash_string(const char *s)
     return h;
 }
 
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-uint64_t pn_hash_mix(uint64_t h, uint64_t word)
-{
-    return mix64(h + 0x9e3779b97f4a7c15ULL + mix64(word));
-}
-
 void pn_rng_init(pn_rng *rng, uint64_t seed, uint64_t key)
 {
-    rng->state = pn_hash_mix(mix64(seed), key);
+    rng->state = pn_hash_mix(pn_mix64(seed), key);
     rng->has_spare = 0;
     rng->spare = 0.0;
 }
@@ -35,7 +23,7 @@ void pn_rng_init(pn_rng *rng, uint64_t seed, uint64_t key)
 uint64_t pn_rng_next(pn_rng *rng)
 {
     rng->state += 0x9e3779b97f4a7c15ULL;
-    return mix64(rng->state);
+    return pn_mix64(rng->state);
 }
 
 double pn_rng_uniform(pn_rng *rng) { return (double)(pn_rng_next(rng) >> 11) * 0x1.0p-53; }

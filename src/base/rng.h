@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "base/hash.h" /* pn_hash_mix, pn_hash_to_unit */
+
 typedef struct pn_rng {
     uint64_t state;
     int has_spare;      /* Box-Muller yields normals in pairs */
@@ -14,9 +16,6 @@ typedef struct pn_rng {
 
 /* 64-bit FNV-1a hash of a string. */
 uint64_t pn_hash_string(const char *s);
-
-/* Mixes one more 64-bit word into a hash (splitmix64 finalizer). */
-uint64_t pn_hash_mix(uint64_t h, uint64_t word);
 
 /* A stream determined only by (seed, key). */
 void pn_rng_init(pn_rng *rng, uint64_t seed, uint64_t key);
@@ -28,8 +27,5 @@ double pn_rng_uniform(pn_rng *rng);
 
 /* Standard normal. */
 double pn_rng_normal(pn_rng *rng);
-
-/* Uniform in [0, 1) from a hash value (24 bits of resolution, exact in float). */
-static inline float pn_hash_to_unit(uint64_t h) { return (float)(h >> 40) * (1.0f / 16777216.0f); }
 
 #endif

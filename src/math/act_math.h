@@ -17,6 +17,8 @@
  *                   at x = -9.6: exp(-2u) carries u's rounding); for x < -10 it is
  *                   within 1.2e-37 of 0. The float libm formula before cancelled there.
  *   pn_am_gelu_grad absolute <= 2e-7 (its values lie in [-0.17, 1.13]).
+ * The activations' per-element backward steps (relu, tanh and sigmoid from y, gelu
+ * from x) are here too, so both backends run the same expression.
  * Specials: NaN gives NaN; exp(+inf) = +inf, exp(-inf) = 0; tanh and sigmoid saturate
  * to +-1 and 0/1; gelu(+inf) = +inf, gelu(-inf) = -0; gelu'(+inf) = 1, gelu'(-inf) is
  * within 3e-36 of 0; overflow gives +inf, not NaN. */
@@ -28,11 +30,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__CUDACC__)
-#define PN_AM_FN static __host__ __device__ __forceinline__
-#else
-#define PN_AM_FN static inline
-#endif
+#include "math/kernel_fn.h"
+
+#define PN_AM_FN PN_KERNEL_FN
 
 PN_AM_FN int32_t pn_am_bits(float f)
 {
@@ -138,5 +138,18 @@ PN_AM_FN float pn_am_gelu_grad(float x)
     float e = pn_am_exp(-u2), s = 1.0f / (1.0f + e);
     return s + x * du2 * (e * s * s);
 }
+
+/* relu and the backward steps: dy times the activation's derivative, written from
+ * y = act(x) (relu, tanh, sigmoid) or from x (gelu), in the CPU loops' order. */
+PN_AM_FN float pn_am_relu(float x) { return x > 0.0f ? x : 0.0f; }
+PN_AM_FN float pn_am_relu_back(float y, float dy) { return y > 0.0f ? dy : 0.0f; }
+PN_AM_FN float pn_am_tanh_back(float y, float dy) { return dy * (1.0f - y * y); }
+PN_AM_FN float pn_am_sigmoid_back(float y, float dy) { return dy * y * (1.0f - y); }
+PN_AM_FN float pn_am_gelu_back(float x, float dy) { return dy * pn_am_gelu_grad(x); }
+/* softmax over a row, given dot = sum_j dy_j y_j */
+PN_AM_FN float pn_am_softmax_back(float y, float dy, float dot) { return y * (dy - dot); }
+
+/* dx = beta * dx + v, where beta = 0 overwrites (an uninitialized dx may hold NaN). */
+PN_AM_FN float pn_am_accum(float beta, float dx, float v) { return beta == 0.0f ? v : beta * dx + v; }
 
 #endif

@@ -1,12 +1,13 @@
 /* Elementwise CPU kernels: each walks rows (views may be strided) and keeps the
  * inner loop over contiguous columns simple enough for the compiler to vectorize.
- * The activations' math is math/act_math.h: no libm call per element. */
+ * The activations' math is math/act_math.h (no libm call per element) and dropout's
+ * mask math/dropout_math.h: the CUDA kernels compile the same text. */
 #include <math.h>
 #include <string.h>
 
 #include "base/error.h"
-#include "base/rng.h"
 #include "math/act_math.h"
+#include "math/dropout_math.h"
 #include "math/cpu/cpu_kernels.h"
 
 PN_VECTOR_CLONES int pn_cpu_fill(pn_matrix *m, float value)
@@ -66,7 +67,7 @@ PN_VECTOR_CLONES int pn_cpu_act_forward(pn_act act, const pn_matrix *x, pn_matri
         int n = y->cols;
         switch (act) {
         case PN_ACT_NONE: memmove(yr, xr, (size_t)n * sizeof(float)); break;
-        case PN_ACT_RELU: for (int j = 0; j < n; j++) yr[j] = xr[j] > 0.0f ? xr[j] : 0.0f; break;
+        case PN_ACT_RELU: for (int j = 0; j < n; j++) yr[j] = pn_am_relu(xr[j]); break;
         case PN_ACT_TANH: for (int j = 0; j < n; j++) yr[j] = pn_am_tanh(xr[j]); break;
         case PN_ACT_SIGMOID: for (int j = 0; j < n; j++) yr[j] = pn_am_sigmoid(xr[j]); break;
         case PN_ACT_GELU: for (int j = 0; j < n; j++) yr[j] = pn_am_gelu(xr[j]); break;
@@ -96,14 +97,14 @@ PN_VECTOR_CLONES int pn_cpu_act_backward(pn_act act, const pn_matrix *x, const p
         float *dxr = pn_cpu_row(dx, i);
         switch (act) {
         case PN_ACT_NONE: BACKWARD_LOOP(dyr[j]); break;
-        case PN_ACT_RELU: BACKWARD_LOOP(yr[j] > 0.0f ? dyr[j] : 0.0f); break;
-        case PN_ACT_TANH: BACKWARD_LOOP(dyr[j] * (1.0f - yr[j] * yr[j])); break;
-        case PN_ACT_SIGMOID: BACKWARD_LOOP(dyr[j] * yr[j] * (1.0f - yr[j])); break;
-        case PN_ACT_GELU: BACKWARD_LOOP(dyr[j] * pn_am_gelu_grad(xr[j])); break;
+        case PN_ACT_RELU: BACKWARD_LOOP(pn_am_relu_back(yr[j], dyr[j])); break;
+        case PN_ACT_TANH: BACKWARD_LOOP(pn_am_tanh_back(yr[j], dyr[j])); break;
+        case PN_ACT_SIGMOID: BACKWARD_LOOP(pn_am_sigmoid_back(yr[j], dyr[j])); break;
+        case PN_ACT_GELU: BACKWARD_LOOP(pn_am_gelu_back(xr[j], dyr[j])); break;
         case PN_ACT_SOFTMAX: {
             float dot = 0.0f; /* sum_j dy_j y_j */
             for (int j = 0; j < n; j++) dot += dyr[j] * yr[j];
-            BACKWARD_LOOP(yr[j] * (dyr[j] - dot));
+            BACKWARD_LOOP(pn_am_softmax_back(yr[j], dyr[j], dot));
             break;
         }
         }
@@ -114,14 +115,13 @@ PN_VECTOR_CLONES int pn_cpu_act_backward(pn_act act, const pn_matrix *x, const p
 int pn_cpu_dropout_forward(const pn_matrix *x, float rate, uint64_t key, long row0,
                            pn_matrix *mask, pn_matrix *y)
 {
-    float keep_scale = rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
+    float keep_scale = pn_dropout_keep_scale(rate);
     for (int i = 0; i < y->rows; i++) {
-        uint64_t row_key = pn_hash_mix(key, (uint64_t)(row0 + i));
+        uint64_t row_key = pn_dropout_row_key(key, row0 + i);
         const float *xr = pn_cpu_row(x, i);
         float *mr = pn_cpu_row(mask, i), *yr = pn_cpu_row(y, i);
         for (int j = 0; j < y->cols; j++) {
-            float u = pn_hash_to_unit(pn_hash_mix(row_key, (uint64_t)j));
-            mr[j] = u >= rate ? keep_scale : 0.0f;
+            mr[j] = pn_dropout_mask(row_key, j, rate, keep_scale);
             yr[j] = xr[j] * mr[j];
         }
     }

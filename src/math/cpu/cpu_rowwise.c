@@ -1,10 +1,13 @@
 /* Row-wise and reduction CPU kernels: bias, sums, softmax, losses, layer norm,
- * row gathers for embeddings. Sums that decide a result accumulate in double. */
+ * row gathers for embeddings. Sums that decide a result accumulate in double. What
+ * a value is made of once a row's sums are known is math/row_math.h, shared with
+ * the CUDA kernels. */
 #include <float.h>
 #include <math.h>
 
 #include "base/error.h"
 #include "math/act_math.h"
+#include "math/row_math.h"
 #include "math/cpu/cpu_kernels.h"
 
 PN_VECTOR_CLONES int pn_cpu_add_row_vector(const pn_matrix *v, pn_matrix *m)
@@ -58,7 +61,7 @@ PN_VECTOR_CLONES int pn_cpu_softmax_rows(const pn_matrix *x, float scale, int ca
     for (int i = 0; i < y->rows; i++) {
         const float *xr = pn_cpu_row(x, i);
         float *yr = pn_cpu_row(y, i);
-        int n = causal_period > 0 ? i % causal_period + 1 : y->cols, j = 0;
+        int n = pn_rm_causal_cols(i, causal_period, y->cols), j = 0;
         float lanes[SOFTMAX_LANES], max = -FLT_MAX, sum = 0.0f;
         for (int k = 0; k < SOFTMAX_LANES; k++) lanes[k] = -FLT_MAX;
         for (; j + SOFTMAX_LANES <= n; j += SOFTMAX_LANES)
@@ -101,7 +104,7 @@ int pn_cpu_xent_forward(const pn_matrix *probs, const int *labels, pn_matrix *lo
         for (int j = 1; j < probs->cols; j++)
             if (p[j] > p[best]) best = j;
         hits += best == labels[i];
-        loss->data[(size_t)i * (size_t)loss->ld] = -logf(fmaxf(p[labels[i]], FLT_MIN));
+        loss->data[(size_t)i * (size_t)loss->ld] = pn_rm_xent_loss(p[labels[i]]);
     }
     *correct = hits;
     return PN_OK;
@@ -116,8 +119,7 @@ int pn_cpu_xent_backward(const pn_matrix *probs, const int *labels, const pn_mat
         float g = dloss->data[(size_t)i * (size_t)dloss->ld];
         PN_TRY(check_label(labels[i], probs->cols, i));
         for (int j = 0; j < probs->cols; j++) {
-            float v = g * (p[j] - (j == labels[i] ? 1.0f : 0.0f));
-            d[j] = beta == 0.0f ? v : beta * d[j] + v;
+            d[j] = pn_am_accum(beta, d[j], pn_rm_xent_grad(g, p[j], j == labels[i]));
         }
     }
     return PN_OK;
@@ -142,7 +144,7 @@ int pn_cpu_mse_backward(const pn_matrix *p, const pn_matrix *t, const pn_matrix 
 {
     for (int i = 0; i < p->rows; i++) {
         const float *pr = pn_cpu_row(p, i), *tr = pn_cpu_row(t, i);
-        float g = dloss->data[(size_t)i * (size_t)dloss->ld] * 2.0f / (float)p->cols;
+        float g = pn_rm_mse_factor(dloss->data[(size_t)i * (size_t)dloss->ld], p->cols);
         float *dpr = dp ? pn_cpu_row(dp, i) : NULL, *dtr = dt ? pn_cpu_row(dt, i) : NULL;
         for (int j = 0; j < p->cols; j++) {
             float v = g * (pr[j] - tr[j]);
@@ -168,8 +170,9 @@ int pn_cpu_layernorm_forward(const pn_matrix *x, const pn_matrix *gamma,
             double d = xr[j] - mu;
             ss += d * d;
         }
-        float rs = (float)(1.0 / sqrt(ss / n + eps));
-        for (int j = 0; j < n; j++) yr[j] = (xr[j] - mu) * rs * gamma->data[j] + beta->data[j];
+        float rs = pn_rm_rstd(ss, n, eps);
+        for (int j = 0; j < n; j++)
+            yr[j] = pn_rm_layernorm_y(xr[j], mu, rs, gamma->data[j], beta->data[j]);
         mean->data[(size_t)i * (size_t)mean->ld] = mu;
         rstd->data[(size_t)i * (size_t)rstd->ld] = rs;
     }
@@ -187,7 +190,7 @@ int pn_cpu_layernorm_backward(const pn_matrix *x, const pn_matrix *gamma,
         float rs = rstd->data[(size_t)i * (size_t)rstd->ld];
         double sum_g = 0.0, sum_gx = 0.0; /* sums of dxhat and dxhat * xhat */
         for (int j = 0; j < n; j++) {
-            float xhat = (xr[j] - mu) * rs, g = dyr[j] * gamma->data[j];
+            float xhat = pn_rm_xhat(xr[j], mu, rs), g = dyr[j] * gamma->data[j];
             sum_g += g;
             sum_gx += (double)g * xhat;
             dgamma->data[j] += dyr[j] * xhat;
@@ -197,8 +200,8 @@ int pn_cpu_layernorm_backward(const pn_matrix *x, const pn_matrix *gamma,
         float mg = (float)(sum_g / n), mgx = (float)(sum_gx / n);
         float *dxr = pn_cpu_row(dx, i);
         for (int j = 0; j < n; j++) {
-            float xhat = (xr[j] - mu) * rs, g = dyr[j] * gamma->data[j];
-            dxr[j] += rs * (g - mg - xhat * mgx);
+            float xhat = pn_rm_xhat(xr[j], mu, rs), g = dyr[j] * gamma->data[j];
+            dxr[j] += pn_rm_layernorm_dx(rs, g, mg, xhat, mgx);
         }
     }
     return PN_OK;
