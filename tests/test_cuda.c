@@ -1,5 +1,7 @@
 /* The CUDA backend against the CPU backend: GEMM in every transpose combination,
- * fill on strided views, and the device pool. Skips (exit 77) without CUDA or GPU. */
+ * fill on strided views, the device pool, and a kernel's bad id reported as the CPU
+ * reports it (every other slot: tests/test_backend_ops.c). Skips (exit 77) without
+ * CUDA or GPU. */
 #include "config.h"
 
 #include <stdio.h>
@@ -83,16 +85,26 @@ START_TEST(fill_respects_strides_and_pool_reuses)
 }
 END_TEST
 
-START_TEST(missing_kernels_are_reported)
+/* A bad id found by a kernel comes back as the CPU's error, the lowest bad row named,
+ * and the fault record is clear again for the next op. */
+START_TEST(bad_ids_are_reported_like_the_cpu)
 {
-    pn_buffer buf = {0};
-    ck_assert_int_eq(pn_buffer_acquire(&buf, pn_device_cuda(0), 64), 0);
-    pn_matrix m = pn_matrix_on(&buf, 4, 4);
-    /* softmax has no CUDA kernel yet: an error, not a crash or a silent no-op */
-    int rc = pn_softmax_rows(&m, 1.0f, 0, &m);
-    ck_assert(rc == PN_OK || rc == PN_ERR_UNSUPPORTED);
-    if (rc == PN_ERR_UNSUPPORTED) ck_assert_ptr_nonnull(strstr(pn_error_message(), "cuda"));
-    pn_buffer_release(&buf);
+    pn_matrix table = tu_alloc(4, 3, 3), out = tu_alloc(5, 3, 3);
+    int ids[5] = {0, 3, 7, -1, 2};
+    pn_buffer bt = {0}, bo = {0}, bi = {0};
+    pn_matrix dt = to_device(&bt, &table), dout = to_device(&bo, &out);
+    ck_assert_int_eq(pn_buffer_acquire(&bi, pn_device_cuda(0), sizeof ids), 0);
+    ck_assert_int_eq(pn_buffer_write(&bi, 0, ids, sizeof ids), 0);
+    ck_assert_int_eq(pn_gather_rows(&table, ids, &out), PN_ERR_INVALID);
+    char cpu_message[256];
+    snprintf(cpu_message, sizeof cpu_message, "%s", pn_error_message());
+    ck_assert_int_eq(pn_gather_rows(&dt, bi.data, &dout), PN_ERR_INVALID);
+    ck_assert_str_eq(pn_error_message(), cpu_message);
+    ids[2] = 1, ids[3] = 1;
+    ck_assert_int_eq(pn_buffer_write(&bi, 0, ids, sizeof ids), 0);
+    ck_assert_int_eq(pn_gather_rows(&dt, bi.data, &dout), PN_OK);
+    pn_buffer_release(&bt), pn_buffer_release(&bo), pn_buffer_release(&bi);
+    tu_free(&table), tu_free(&out);
 }
 END_TEST
 
@@ -110,7 +122,7 @@ int main(void)
     TCase *tc = tcase_create("backend");
     tcase_add_test(tc, gemm_matches_cpu);
     tcase_add_test(tc, fill_respects_strides_and_pool_reuses);
-    tcase_add_test(tc, missing_kernels_are_reported);
+    tcase_add_test(tc, bad_ids_are_reported_like_the_cpu);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 #endif

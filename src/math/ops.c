@@ -19,6 +19,11 @@ int pn_act_from_name(const char *name)
 
 const char *pn_act_name(pn_act act) { return act_names[act]; }
 
+static bool deterministic_ops;
+
+void pn_math_set_deterministic(bool on) { deterministic_ops = on; }
+bool pn_math_deterministic(void) { return deterministic_ops; }
+
 int pn_backend_for(pn_device dev, const pn_backend **out)
 {
     if (dev.kind == PN_DEVICE_HOST) {

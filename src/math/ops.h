@@ -27,6 +27,12 @@ const char *pn_act_name(pn_act act);
 /* Sets the threads the CPU backend's BLAS may use in this process. */
 void pn_math_set_threads(int threads);
 
+/* Asks every backend for ops whose result does not depend on timing (--deterministic):
+ * the CUDA backend then adds scatter_add_rows' rows in index order instead of by
+ * atomic adds. The CPU's ops are deterministic either way. */
+void pn_math_set_deterministic(bool on);
+bool pn_math_deterministic(void);
+
 /* c = alpha * op(a) * op(b) + beta * c, op = transpose when trans_* is set. */
 int pn_gemm(bool trans_a, bool trans_b, float alpha, const pn_matrix *a, const pn_matrix *b,
             float beta, pn_matrix *c);

@@ -115,6 +115,7 @@ int pn_trainer_setup(trainer *t, pn_job *job)
     PN_TRY(pn_fault_at(&t->fault, "setup"));
     t->threads = blas_threads(t);
     pn_math_set_threads(t->threads);
+    pn_math_set_deterministic(cfg->deterministic);
     PN_TRY(check_layout(t));
     PN_TRY(pn_graph_check_batch(g, t->replica_rows)); /* evaluation takes a replica's slice */
     PN_TRY(pn_schedule_build_virtual(&t->sched, (pn_schedule_kind)cfg->schedule,

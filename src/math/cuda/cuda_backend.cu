@@ -1,21 +1,16 @@
-/* The CUDA backend's table. This step wires the seam: device memory for the pool,
- * host<->device copies, cuBLAS GEMM and a fill kernel. Slots left empty are reported
- * as unsupported on cuda by the dispatch (math/ops.c) until their kernels land. */
-extern "C" {
-#include "base/error.h"
-#include "math/backend.h"
-}
+/* The CUDA backend's table and what its kernels share: device memory for the pool,
+ * host<->device copies, the one compute stream per device (so per rank), the fault
+ * record and scratch block of cuda_common.h, cuBLAS GEMM and fill. The kernels of
+ * the other slots are in cuda_elementwise.cu, cuda_rowwise.cu, cuda_index.cu and
+ * cuda_optimizer.cu. Every slot is filled.
+ *
+ * Status: compiled for sm_80 and sm_90 on machines without a GPU; no record says
+ * that any of it (GEMM and fill, from the first step, included) has run on one.
+ * tests/test_backend_ops.c and tests/test_cuda.c compare every slot with the CPU's
+ * where a GPU is visible: run them first on one (docs/running.md, GPU runs). */
+#include "math/cuda/cuda_common.h"
 
 #include <cublas_v2.h>
-#include <cuda_runtime.h>
-
-#define CUDA_CHECK(call)                                                                  \
-    do {                                                                                  \
-        cudaError_t e_ = (call);                                                          \
-        if (e_ != cudaSuccess)                                                            \
-            return pn_error_set(PN_ERR_DEVICE, "%s:%d: %s: %s", __FILE__, __LINE__, #call, \
-                                cudaGetErrorString(e_));                                  \
-    } while (0)
 
 #define CUBLAS_CHECK(call)                                                              \
     do {                                                                                \
@@ -25,14 +20,90 @@ extern "C" {
                                 __LINE__, #call, (int)s_);                              \
     } while (0)
 
-static cublasHandle_t blas_handles[PN_MAX_CUDA_DEVICES];
+/* Per device: the stream, the cuBLAS handle bound to it, the fault record and the
+ * scratch block. */
+typedef struct device_state {
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    unsigned long long *fault;
+    void *scratch;
+    size_t scratch_bytes;
+} device_state;
 
-static int blas_handle(cublasHandle_t *out)
+static device_state devices[PN_MAX_CUDA_DEVICES];
+
+static int current(device_state **out)
 {
     int dev;
     CUDA_CHECK(cudaGetDevice(&dev));
-    if (!blas_handles[dev]) CUBLAS_CHECK(cublasCreate(&blas_handles[dev]));
-    *out = blas_handles[dev];
+    if (dev < 0 || dev >= PN_MAX_CUDA_DEVICES)
+        return pn_error_set(PN_ERR_DEVICE, "CUDA device %d is past the %d this build handles",
+                            dev, PN_MAX_CUDA_DEVICES);
+    device_state *d = &devices[dev];
+    if (!d->stream) CUDA_CHECK(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
+    *out = d;
+    return PN_OK;
+}
+
+int pn_cuda_stream(cudaStream_t *out)
+{
+    device_state *d;
+    PN_TRY(current(&d));
+    *out = d->stream;
+    return PN_OK;
+}
+
+int pn_cuda_sync(void)
+{
+    device_state *d;
+    PN_TRY(current(&d));
+    CUDA_CHECK(cudaStreamSynchronize(d->stream));
+    return PN_OK;
+}
+
+int pn_cuda_fault_ptr(unsigned long long **out)
+{
+    device_state *d;
+    PN_TRY(current(&d));
+    if (!d->fault) {
+        CUDA_CHECK(cudaMalloc((void **)&d->fault, sizeof *d->fault));
+        CUDA_CHECK(cudaMemsetAsync(d->fault, 0xff, sizeof *d->fault, d->stream));
+    }
+    *out = d->fault;
+    return PN_OK;
+}
+
+int pn_cuda_fault_take(bool *hit, int *row, int *value)
+{
+    device_state *d;
+    unsigned long long *f, key = 0;
+    PN_TRY(pn_cuda_fault_ptr(&f));
+    PN_TRY(current(&d));
+    CUDA_CHECK(cudaMemcpyAsync(&key, f, sizeof key, cudaMemcpyDeviceToHost, d->stream));
+    CUDA_CHECK(cudaStreamSynchronize(d->stream));
+    *hit = key != ~0ULL;
+    if (*hit) {
+        *row = (int)(key >> 32);
+        *value = (int)(unsigned)(key & 0xffffffffu);
+        CUDA_CHECK(cudaMemsetAsync(f, 0xff, sizeof *f, d->stream));
+    }
+    return PN_OK;
+}
+
+int pn_cuda_scratch(size_t bytes, void **out)
+{
+    device_state *d;
+    PN_TRY(current(&d));
+    if (d->scratch_bytes < bytes) {
+        if (d->scratch) {
+            CUDA_CHECK(cudaStreamSynchronize(d->stream));
+            CUDA_CHECK(cudaFree(d->scratch));
+            d->scratch = NULL, d->scratch_bytes = 0;
+        }
+        CUDA_CHECK(cudaMalloc(&d->scratch, bytes));
+        d->scratch_bytes = bytes;
+    }
+    *out = d->scratch;
     return PN_OK;
 }
 
@@ -42,6 +113,8 @@ extern "C" int pn_cuda_device_count(void)
     return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
 
+/* The pool's blocks. cudaMalloc'd memory is ready for any stream; cudaFree waits for
+ * the device. */
 static void *cuda_alloc(int device_index, size_t bytes)
 {
     void *p = NULL;
@@ -57,23 +130,57 @@ static void cuda_free(int device_index, void *ptr)
 
 static int cuda_zero(void *ptr, size_t bytes)
 {
-    CUDA_CHECK(cudaMemset(ptr, 0, bytes));
+    cudaStream_t s;
+    PN_TRY(pn_cuda_stream(&s));
+    CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, s));
     return PN_OK;
 }
 
+/* Copies run on the stream, after the kernels that produce or read the memory, and
+ * return once done: the host side may be reused at once. */
 static int cuda_copy_from_host(void *dst, const void *src, size_t bytes)
 {
-    CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    cudaStream_t s;
+    PN_TRY(pn_cuda_stream(&s));
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
     return PN_OK;
 }
 
 static int cuda_copy_to_host(void *dst, const void *src, size_t bytes)
 {
-    CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+    cudaStream_t s;
+    PN_TRY(pn_cuda_stream(&s));
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
     return PN_OK;
 }
 
-/* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands. */
+static int blas_handle(cublasHandle_t *out)
+{
+    device_state *d;
+    PN_TRY(current(&d));
+    if (!d->blas) {
+        CUBLAS_CHECK(cublasCreate(&d->blas));
+        CUBLAS_CHECK(cublasSetStream(d->blas, d->stream));
+    }
+    *out = d->blas;
+    return PN_OK;
+}
+
+struct fill_op {
+    pn_matrix m;
+    float value;
+    __device__ void operator()(long i, long j) const { pn_at(m, i, j) = value; }
+};
+
+static int cuda_fill(pn_matrix *m, float value)
+{
+    return pn_map2d(m->rows, m->cols, fill_op{*m, value});
+}
+
+/* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
+ * cuBLAS's default math mode: full fp32, no TF32. */
 static int cuda_gemm(bool trans_a, bool trans_b, float alpha, const pn_matrix *a,
                      const pn_matrix *b, float beta, pn_matrix *c)
 {
@@ -81,26 +188,13 @@ static int cuda_gemm(bool trans_a, bool trans_b, float alpha, const pn_matrix *a
     PN_TRY(blas_handle(&h));
     int k = trans_a ? a->rows : a->cols;
     if (c->rows == 0 || c->cols == 0) return PN_OK;
+    if (k == 0) { /* as the CPU's: C = beta C, and exactly 0 when beta is 0 (NaN too) */
+        if (beta == 0.0f) return cuda_fill(c, 0.0f);
+        return beta == 1.0f ? PN_OK : pn_cuda_scale(c, beta);
+    }
     CUBLAS_CHECK(cublasSgemm(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                              trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, c->cols, c->rows, k, &alpha,
                              b->data, b->ld, a->data, a->ld, &beta, c->data, c->ld));
-    return PN_OK;
-}
-
-__global__ static void fill_kernel(float *data, int rows, int cols, int ld, float value)
-{
-    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < (long)rows * cols) data[(i / cols) * ld + i % cols] = value;
-}
-
-static int cuda_fill(pn_matrix *m, float value)
-{
-    long n = (long)m->rows * m->cols;
-    if (n == 0) return PN_OK;
-    int threads = 256;
-    fill_kernel<<<(unsigned)((n + threads - 1) / threads), threads>>>(m->data, m->rows, m->cols,
-                                                                     m->ld, value);
-    CUDA_CHECK(cudaGetLastError());
     return PN_OK;
 }
 
@@ -113,5 +207,26 @@ extern "C" const pn_backend pn_cuda_backend = {
     /* .copy_to_host = */ cuda_copy_to_host,
     /* .gemm = */ cuda_gemm,
     /* .fill = */ cuda_fill,
-    /* every later slot: not yet on cuda */
+    /* .copy = */ pn_cuda_copy,
+    /* .scale = */ pn_cuda_scale,
+    /* .axpy = */ pn_cuda_axpy,
+    /* .mul = */ pn_cuda_mul,
+    /* .act_forward = */ pn_cuda_act_forward,
+    /* .act_backward = */ pn_cuda_act_backward,
+    /* .dropout_forward = */ pn_cuda_dropout_forward,
+    /* .add_row_vector = */ pn_cuda_add_row_vector,
+    /* .col_sums = */ pn_cuda_col_sums,
+    /* .sum_squares = */ pn_cuda_sum_squares,
+    /* .softmax_rows = */ pn_cuda_softmax_rows,
+    /* .xent_forward = */ pn_cuda_xent_forward,
+    /* .xent_backward = */ pn_cuda_xent_backward,
+    /* .mse_forward = */ pn_cuda_mse_forward,
+    /* .mse_backward = */ pn_cuda_mse_backward,
+    /* .layernorm_forward = */ pn_cuda_layernorm_forward,
+    /* .layernorm_backward = */ pn_cuda_layernorm_backward,
+    /* .gather_rows = */ pn_cuda_gather_rows,
+    /* .scatter_add_rows = */ pn_cuda_scatter_add_rows,
+    /* .seq_max_forward = */ pn_cuda_seq_max_forward,
+    /* .seq_max_backward = */ pn_cuda_seq_max_backward,
+    /* .optimizer_update = */ pn_cuda_optimizer_update,
 };
