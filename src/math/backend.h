@@ -1,7 +1,7 @@
 /* The seam between the ops that layers call (math/ops.h) and the code that runs
  * them: one const table per device kind. The CPU table (math/cpu) fills every slot;
- * the CUDA table (math/cuda) fills what it has, and an empty slot makes the dispatch
- * report the op as unsupported on that device instead of crashing.
+ * so does the CUDA table (math/cuda); a backend that leaves a slot empty makes the
+ * dispatch report the op as unsupported on that device instead of crashing.
  * Shapes and devices are checked by the dispatch before a slot is called. */
 #ifndef PN_BACKEND_H
 #define PN_BACKEND_H
@@ -67,6 +67,16 @@ typedef struct pn_backend {
     int (*optimizer_update)(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
                             pn_matrix *slot1, pn_matrix *slot2);
 } pn_backend;
+
+/* Every slot of pn_backend, in order: what tests/test_backend_ops.c enumerates (it
+ * fails when this list and the struct disagree, or when a slot has no case). */
+#define PN_BACKEND_SLOTS(X)                                                              \
+    X(alloc) X(free) X(zero) X(copy_from_host) X(copy_to_host) X(gemm) X(fill) X(copy)   \
+    X(scale) X(axpy) X(mul) X(act_forward) X(act_backward) X(dropout_forward)            \
+    X(add_row_vector) X(col_sums) X(sum_squares) X(softmax_rows) X(xent_forward)         \
+    X(xent_backward) X(mse_forward) X(mse_backward) X(layernorm_forward)                 \
+    X(layernorm_backward) X(gather_rows) X(scatter_add_rows) X(seq_max_forward)          \
+    X(seq_max_backward) X(optimizer_update)
 
 extern const pn_backend pn_cpu_backend;
 #ifdef PN_HAVE_CUDA
