@@ -38,16 +38,19 @@ static void usage(FILE *out)
             "                  /scores float32 [N, classes] (its softmax)\n"
             "  --batch B       samples per forward                              [256]\n"
             "  --output LAYER  the layer to predict from   [the layer feeding the loss]\n"
+            "  --device D      cpu, cuda or auto; inference runs on the CPU only so far:\n"
+            "                  auto takes the CPU, cuda is refused (see docs/running.md)  [cpu]\n"
             "  -h, --help      this text\n");
 }
 
-enum { OPT_DATA = 256, OPT_OUT, OPT_BATCH, OPT_OUTPUT };
+enum { OPT_DATA = 256, OPT_OUT, OPT_BATCH, OPT_OUTPUT, OPT_DEVICE };
 
 static const struct option longopts[] = {
     {"data", required_argument, NULL, OPT_DATA},
     {"out", required_argument, NULL, OPT_OUT},
     {"batch", required_argument, NULL, OPT_BATCH},
     {"output", required_argument, NULL, OPT_OUTPUT},
+    {"device", required_argument, NULL, OPT_DEVICE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -55,6 +58,7 @@ static const struct option longopts[] = {
 typedef struct infer_options {
     const char *model, *data, *out, *output;
     int batch;
+    int device; /* pn_device_request */
 } infer_options;
 
 /* The open inputs of a run: reader fields, and the model input each one feeds. */
@@ -78,6 +82,11 @@ static int parse_options(int argc, char **argv, infer_options *o)
         case OPT_OUT: o->out = optarg; break;
         case OPT_OUTPUT: o->output = optarg; break;
         case OPT_BATCH: rc = pn_opt_int("batch", optarg, 1, 1 << 20, &o->batch); break;
+        case OPT_DEVICE:
+            o->device = pn_device_request_from_name(optarg);
+            if (o->device < 0)
+                rc = pn_opt_report("--device: expected cpu, cuda or auto, got '%s'", optarg);
+            break;
         case 'h': return 1;
         default: return -1; /* getopt printed why */
         }
@@ -309,6 +318,14 @@ int pn_cmd_infer(int argc, char **argv)
                                   "ranks (run it without mpirun/srun)", ranks);
         return pn_cli_fail(msg);
     }
+    /* The model API (model/model.h) builds its network on the host: cuda is refused,
+     * after the reason it could not run here anyway, if there is one. */
+    pn_device dev;
+    if (pn_device_resolve((pn_device_request)o.device, 0, &dev) < 0)
+        return pn_cli_fail(pn_error_message());
+    if (o.device == PN_DEVICE_REQUEST_CUDA)
+        return pn_cli_fail("device cuda: pipenet infer runs on the CPU only so far (the model "
+                           "API builds its network in host memory); use --device cpu or auto");
     if (infer(&o) < 0) return pn_cli_fail(pn_error_message());
     return 0;
 }

@@ -23,4 +23,25 @@ const char *pn_device_name(pn_device dev, char *buf, int cap);
 /* True when this build has CUDA and at least one device is visible. */
 bool pn_cuda_available(void);
 
+/* What a run asks for (--device, "device" in the model's train section). */
+typedef enum pn_device_request {
+    PN_DEVICE_REQUEST_CPU = 0,
+    PN_DEVICE_REQUEST_CUDA,
+    PN_DEVICE_REQUEST_AUTO /* CUDA when this build has it and a GPU is visible */
+} pn_device_request;
+
+/* "cpu", "cuda", "auto" -> the request; -1 for another name. */
+int pn_device_request_from_name(const char *name);
+const char *pn_device_request_name(pn_device_request r);
+
+/* The device of a rank that is node_rank-th on its node: the host for cpu (and for
+ * auto without CUDA or GPU), else GPU node_rank mod the GPUs visible. cuda where
+ * this build has no CUDA or no GPU is visible is an error (PN_ERR_UNSUPPORTED) that
+ * says which. */
+int pn_device_resolve(pn_device_request r, int node_rank, pn_device *out);
+
+/* Makes dev the current device of this process (cudaSetDevice), before any memory or
+ * stream is made on it; nothing for the host. */
+int pn_device_select(pn_device dev);
+
 #endif

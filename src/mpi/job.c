@@ -54,4 +54,16 @@ void pn_job_abort(pn_job *job, int code)
 int pn_job_rank(const pn_job *job) { return job->rank; }
 int pn_job_size(const pn_job *job) { return job->size; }
 
+int pn_job_node_rank(const pn_job *job, int *node_rank, int *node_size)
+{
+    MPI_Comm node;
+    PN_MPI_CHECK(MPI_Comm_split_type(job->comm, MPI_COMM_TYPE_SHARED, job->rank, MPI_INFO_NULL,
+                                     &node));
+    int rc = MPI_Comm_rank(node, node_rank);
+    if (rc == MPI_SUCCESS) rc = MPI_Comm_size(node, node_size);
+    MPI_Comm_free(&node);
+    if (rc != MPI_SUCCESS) return pn_mpi_fail(rc, "MPI_Comm_rank", __FILE__, __LINE__);
+    return PN_OK;
+}
+
 void pn_job_free(pn_job *job) { free(job); }

@@ -22,6 +22,11 @@ void pn_job_abort(pn_job *job, int code) __attribute__((noreturn));
 int pn_job_rank(const pn_job *job);
 int pn_job_size(const pn_job *job);
 
+/* This rank's place among the job's ranks on its node (MPI_Comm_split_type with
+ * MPI_COMM_TYPE_SHARED, so whatever started the job: mpirun, srun, PBS), and how many
+ * share the node. Collective over the job. */
+int pn_job_node_rank(const pn_job *job, int *node_rank, int *node_size);
+
 /* Frees a job that wraps a communicator (not the communicator itself). */
 void pn_job_free(pn_job *job);
 

@@ -34,7 +34,9 @@ typedef struct pn_train_config {
                                   there, 1 elsewhere) */
     bool deterministic;        /* sum gradients in a fixed tree: bit-identical layouts */
     bool recompute;            /* keep stage inputs, run forwards again for backward */
-    pn_device device;          /* where each stage's parameters and activations live */
+    int device_request;        /* pn_device_request: cpu (the default), cuda or auto */
+    pn_device device;          /* where this rank's stage lives: set by the trainer from
+                                  device_request and the rank's place on its node */
     char snapshot_dir[PN_PATH_MAX]; /* "" for none */
     long snapshot_every;       /* steps between snapshots (0: only at the end and on signals) */
     int keep;                  /* snapshots kept in snapshot_dir */

@@ -253,9 +253,11 @@ static void announce(trainer *t)
     if (t->grid->size > 1)
         pn_progress_print(&t->progress,
                           "layout: %d replica(s) x %d stage(s)%s, %d micro-batches of %d, "
-                          "schedule %s",
+                          "schedule %s, device %s",
                           t->grid->replicas, t->grid->stages, chunks, t->micro, t->micro_rows,
-                          pn_schedule_kind_name(t->sched->kind));
+                          pn_schedule_kind_name(t->sched->kind), t->devices);
+    else if (t->cfg.device.kind != PN_DEVICE_HOST) /* one process on the CPU: as before */
+        pn_progress_print(&t->progress, "device: %s", t->devices);
 }
 
 /* One line of what each stage's activations took (the first replica's; the others

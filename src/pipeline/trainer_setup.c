@@ -95,6 +95,73 @@ static int place(trainer *t)
     return rc;
 }
 
+/* What a stage on a GPU cannot do yet: the gradient sums over replicas, their
+ * gather under --deterministic and the exchange of tied gradients between stages
+ * hand device memory to MPI (the MPI transport stages only the stage links through
+ * the host, and there is no NCCL transport yet). Refused here, before any work,
+ * naming what is missing. Everything else reaches the GPU through the seams (the
+ * stage's arena, arguments and scratch on cfg.device, batches written with
+ * pn_buffer_write, values read with pn_matrix_read), but has never run there. */
+static int check_device_support(trainer *t)
+{
+    if (t->cfg.device.kind == PN_DEVICE_HOST) return PN_OK;
+    if (t->grid->replicas > 1)
+        return pn_error_set(PN_ERR_UNSUPPORTED,
+                            "--device cuda: %d replicas, but the gradient sums over replicas "
+                            "cannot read GPU memory yet (no host staging for them, no NCCL "
+                            "transport); run one replica (ranks = stages) or --device cpu",
+                            t->grid->replicas);
+    const pn_graph *g = t->graph;
+    for (int i = 0; t->grid->stages > 1 && i < g->n_nodes; i++)
+        for (int d = 0; d < g->nodes[i].layer->n_params; d++)
+            if (pn_graph_is_tied_copy(g, i, d))
+                return pn_error_set(PN_ERR_UNSUPPORTED,
+                                    "--device cuda: layer %s ties a parameter across %d stages, "
+                                    "and the exchange of tied gradients between stages cannot "
+                                    "read GPU memory yet; use one stage or --device cpu",
+                                    g->nodes[i].layer->name, t->grid->stages);
+    return PN_OK;
+}
+
+/* Every rank's device: cpu, or GPU (node-local rank mod visible GPUs) for cuda and for
+ * auto where a GPU is visible. A rank that cannot have what was asked for fails
+ * setup on every rank (agreed), before training. t->devices gets the list rank 0
+ * prints in the layout line. */
+static int place_devices(trainer *t, pn_job *job)
+{
+    int node_rank = 0, node_size = 1, rc;
+    rc = pn_job_node_rank(job, &node_rank, &node_size);
+    if (rc == PN_OK) rc = pn_device_resolve((pn_device_request)t->cfg.device_request, node_rank,
+                                            &t->cfg.device);
+    if (rc == PN_OK) rc = pn_device_select(t->cfg.device);
+    PN_TRY(pn_comm_agree(t->comm, rc));
+    int n = t->grid->size;
+    double *code = calloc((size_t)n, sizeof *code);
+    if (!code) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    code[t->grid->rank] = t->cfg.device.kind == PN_DEVICE_HOST ? -1.0 : t->cfg.device.index;
+    rc = pn_comm_sum(t->comm, PN_SCOPE_WORLD, code, n);
+    size_t at = 0;
+    bool any_gpu = false;
+    for (int r = 0; r < n; r++) any_gpu |= code[r] >= 0.0;
+    t->devices[0] = '\0';
+    for (int r = 0; rc == PN_OK && r < n && at + 48 < sizeof t->devices; r++) {
+        if (!any_gpu) { /* all on the host: one word */
+            snprintf(t->devices, sizeof t->devices, "cpu");
+            break;
+        }
+        char name[32];
+        pn_device dev = code[r] < 0.0 ? pn_device_host() : pn_device_cuda((int)code[r]);
+        at += (size_t)snprintf(t->devices + at, sizeof t->devices - at, "%s%s", r ? ", " : "",
+                               pn_device_name(dev, name, sizeof name));
+        if (n > 1)
+            at += (size_t)snprintf(t->devices + at, sizeof t->devices - at, " (rank %d, stage %d)",
+                                   r, r % t->grid->stages);
+    }
+    free(code);
+    PN_TRY(rc);
+    return check_device_support(t);
+}
+
 int pn_trainer_setup(trainer *t, pn_job *job)
 {
     const pn_graph *g = t->graph;
@@ -106,6 +173,7 @@ int pn_trainer_setup(trainer *t, pn_job *job)
     PN_TRY(place(t));
     PN_TRY(pn_comm_create(&t->comm, job, t->plan->stages));
     t->grid = pn_comm_grid(t->comm);
+    PN_TRY(place_devices(t, job)); /* before anything is made on a device */
     if (cfg->snapshot_dir[0]) /* before any work that a bad directory would lose */
         PN_TRY(pn_checkpoint_prepare(t->comm, cfg->snapshot_dir));
     if (t->grid->size > 1) pn_log_set_rank(t->grid->rank);

@@ -48,6 +48,7 @@ typedef struct trainer {
     bool failed_together;                /* an agreed failure (a snapshot): no abort */
     bool tracing;                        /* --trace: every rank records its timeline */
     char *config;                        /* the model's JSON text, for snapshots */
+    char devices[512];                   /* each rank's device, for the layout line */
 } trainer;
 
 /* Rank 0 of the job: the one that prints and writes metrics. */

@@ -113,6 +113,12 @@ extern "C" int pn_cuda_device_count(void)
     return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
 
+extern "C" int pn_cuda_set_device(int index)
+{
+    CUDA_CHECK(cudaSetDevice(index));
+    return PN_OK;
+}
+
 /* The pool's blocks. cudaMalloc'd memory is ready for any stream; cudaFree waits for
  * the device. */
 static void *cuda_alloc(int device_index, size_t bytes)

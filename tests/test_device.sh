@@ -1,0 +1,65 @@
+#!/bin/sh
+# Placement (--device cpu|cuda|auto, "device" in the model's train section): cuda
+# where this build has no CUDA or no GPU is visible is a clear error before any
+# training, on one process and under mpirun (one message); auto falls back to the CPU
+# with the CPU's parameter hash; the layout line names each rank's device; a bad
+# value is a usage or config error. CUDA_VISIBLE_DEVICES= hides every GPU, so the
+# error is tested on machines with a GPU too (the GPU path itself: docs/running.md,
+# GPU runs).
+set -u
+PIPENET=${PIPENET:-./pipenet}
+here=$(cd "$(dirname "$0")/.." && pwd)
+model=$here/models/fashion_mlp.json
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+CUDA_VISIBLE_DEVICES=
+export CUDA_VISIBLE_DEVICES
+
+expect() { # expect CODE WANT COMMAND...
+    code=$1 want=$2; shift 2
+    "$@" >"$tmp/out" 2>&1
+    rc=$?
+    [ $rc -eq "$code" ] || { cat "$tmp/out"; fail "exit $rc, not $code: $*"; }
+    grep -q -- "$want" "$tmp/out" || { cat "$tmp/out"; fail "no '$want' from: $*"; }
+}
+why="device cuda: \(this pipenet was built without CUDA\|no CUDA device is visible to this process (CUDA_VISIBLE_DEVICES=)\)"
+
+# the error comes before the data is even opened (this file does not exist)
+expect 1 "$why" "$PIPENET" train "$model" --data "$tmp/none.h5" --device cuda
+grep -q "none.h5" "$tmp/out" && fail "the data was opened before the device was placed"
+sed 's/"train": {/"train": {"device": "cuda", /' "$model" >"$tmp/cuda.json"
+grep -q '"device": "cuda"' "$tmp/cuda.json" || fail "could not add train.device to $model"
+expect 1 "$why" "$PIPENET" train "$tmp/cuda.json" --data "$tmp/none.h5"
+# under mpirun: every rank fails at setup, the message comes once
+expect 1 "$why" mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --stages 2 \
+    --data "$tmp/none.h5" --device cuda
+[ "$(grep -c "device cuda:" "$tmp/out")" -eq 1 ] || { cat "$tmp/out"; fail "not one message from 2 ranks"; }
+# bad values
+expect 2 "--device: expected cpu, cuda or auto, got 'gpu'" "$PIPENET" train "$model" --device gpu
+sed 's/"train": {/"train": {"device": "gpu", /' "$model" >"$tmp/gpu.json"
+expect 1 "train.device: expected a device" "$PIPENET" train "$tmp/gpu.json" --data "$tmp/none.h5"
+"$PIPENET" train --help | grep -q -- "--device D" || fail "train --help lacks --device"
+# infer: the same resolution first, then cuda refused (the model API is host-only)
+expect 1 "$why" "$PIPENET" infer "$tmp/none.h5" --data "$tmp/none.h5" --device cuda
+expect 2 "--device: expected cpu, cuda or auto, got 'gpu'" "$PIPENET" infer "$tmp/none.h5" \
+    --data "$tmp/none.h5" --device gpu
+echo "ok: --device cuda without CUDA or GPU is an error before training; bad values refused"
+
+SRC=/usr/share/datasets/fashion-mnist
+[ -d "$SRC" ] || { echo "SKIP: $SRC not installed: no training run"; exit 0; }
+"$PIPENET" import fashion-mnist --src "$SRC" --out "$tmp/fm" >/dev/null || fail "import"
+run() { # run NAME ARGS...: 3 steps, the parameter hash line into $tmp/NAME
+    name=$1; shift
+    "$@" --data "$tmp/fm/train.h5" --eval= --steps 3 --threads 1 --log-every 1000 \
+        >"$tmp/$name" 2>&1 || { cat "$tmp/$name"; fail "$name exited non-zero"; }
+}
+run cpu "$PIPENET" train "$model" --device cpu
+run auto "$PIPENET" train "$model" --device auto
+[ "$(grep "parameter hash" "$tmp/auto")" = "$(grep "parameter hash" "$tmp/cpu")" ] ||
+    fail "auto without a GPU does not train as cpu: $(grep hash "$tmp/auto") vs $(grep hash "$tmp/cpu")"
+grep -q "^device:" "$tmp/cpu" && fail "one process on the cpu printed a device line"
+run mpi mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --stages 2 --device auto
+grep -q "^layout: .*, device cpu$" "$tmp/mpi" || { cat "$tmp/mpi"; fail "the layout line does not name the device"; }
+echo "ok: auto without a GPU trains on the cpu (same hash), the layout line says so"
