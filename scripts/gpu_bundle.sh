@@ -1,0 +1,69 @@
+#!/bin/sh
+# Packs programs built here, with the shared libraries they load, for a GPU machine
+# that has the NVIDIA driver and CUDA 13 but none of Debian's packages (Open MPI,
+# HDF5, OpenBLAS, jansson, Check...): the device machines of this workplace. Taken:
+# every library ldd lists, except the C library's own (libc, libm, libdl,
+# libpthread, librt, ld-linux: the GPU machine has them), the CUDA driver (libcuda)
+# and the CUDA toolkit's (libcudart, libcublas, libcublasLt, libnccl: 600 MB, and
+# there already). Also Open MPI's plugins and their libraries, which MPI_Init loads
+# at run time (pipenet train; the test programs do not start MPI).
+#
+# Usage: scripts/gpu_bundle.sh OUT.tar.xz PROGRAM...
+# There: tar xf OUT.tar.xz && gpu/run PROGRAM ARGS... (gpu/run sets the library path:
+# the bundle, then CUDA's lib64 and the CUDA wheels' lib folder, whichever exist).
+set -eu
+[ $# -ge 2 ] || { echo "usage: $0 OUT.tar.xz PROGRAM..." >&2; exit 2; }
+out=$1; shift
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/gpu/bin" "$stage/gpu/lib"
+
+skip='^(libc|libm|libdl|libpthread|librt|ld-linux-x86-64|libcuda|libcudart|libcublas|libcublasLt|libnccl)\.so'
+take_libs() { # copies the libraries of each file given (not already taken)
+    for f in "$@"; do
+        ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | while read -r lib; do
+            name=$(basename "$lib")
+            echo "$name" | grep -Eq "$skip" && continue
+            [ -e "$stage/gpu/lib/$name" ] || cp -L "$lib" "$stage/gpu/lib/$name"
+        done
+    done
+}
+
+for p in "$@"; do
+    cp "$p" "$stage/gpu/bin/"
+    take_libs "$p"
+done
+# Open MPI's run-time plugins (Debian's layout), found from the libmpi taken above
+mpi_lib=
+for p in "$@"; do
+    [ -n "$mpi_lib" ] || mpi_lib=$(ldd "$p" | awk '$1 ~ /^libmpi\.so/ {print $3}')
+done
+if [ -n "$mpi_lib" ]; then
+    plugins=
+    for d in "$(dirname "$(readlink -f "$mpi_lib")")/openmpi3" \
+             "$(dirname "$(readlink -f "$mpi_lib")")/openmpi/lib/openmpi3"; do
+        [ -d "$d" ] && plugins=$d && break
+    done
+    if [ -n "$plugins" ]; then
+        cp -r "$plugins" "$stage/gpu/lib/openmpi3"
+        take_libs "$stage"/gpu/lib/openmpi3/*.so
+    fi
+fi
+
+cat >"$stage/gpu/run" <<'RUN'
+#!/bin/sh
+# Runs a program of this bundle with its libraries (see scripts/gpu_bundle.sh).
+here=$(cd "$(dirname "$0")" && pwd)
+p=$1; shift
+path=$here/lib
+for d in /usr/local/cuda/lib64 /opt/torch/.venv/lib/python3*/site-packages/nvidia/cu13/lib; do
+    [ -d "$d" ] && path=$path:$d
+done
+export LD_LIBRARY_PATH=$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# Open MPI: its plugins from the bundle (never run this way yet: see docs/running.md)
+export OMPI_MCA_mca_component_path=$here/lib/openmpi3
+exec "$here/bin/$(basename "$p")" "$@"
+RUN
+chmod +x "$stage/gpu/run"
+tar -C "$stage" -cJf "$out" gpu
+echo "$out: $(du -h "$out" | cut -f1), $(ls "$stage/gpu/lib" | wc -l) libraries for $*"
