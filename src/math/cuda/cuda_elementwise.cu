@@ -14,15 +14,38 @@ struct copy_op {
     __device__ void operator()(long i, long j) const { pn_at(dst, i, j) = pn_at(src, i, j); }
 };
 
+/* The bytes a view spans, first element to last: [lo, hi). */
+static void view_span(const pn_matrix *m, const char **lo, const char **hi)
+{
+    *lo = (const char *)m->data;
+    *hi = *lo + (((size_t)m->rows - 1) * (size_t)m->ld + (size_t)m->cols) * sizeof(float);
+}
+
 int pn_cuda_copy(const pn_matrix *src, pn_matrix *dst)
 {
+    if (dst->rows == 0 || dst->cols == 0) return PN_OK;
     if (src->data == dst->data && src->ld == dst->ld) return PN_OK;
-    if (pn_matrix_dense(*src) && pn_matrix_dense(*dst)) { /* one memcpy (no partial overlap) */
-        cudaStream_t s;
-        PN_TRY(pn_cuda_stream(&s));
-        size_t bytes = pn_matrix_count(*dst) * sizeof(float);
-        if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst->data, src->data, bytes,
-                                              cudaMemcpyDeviceToDevice, s));
+    cudaStream_t s;
+    PN_TRY(pn_cuda_stream(&s));
+    const char *slo, *shi, *dlo, *dhi;
+    view_span(src, &slo, &shi);
+    view_span(dst, &dlo, &dhi);
+    if (slo < dhi && dlo < shi) {
+        /* Overlapping spans: the CPU's row-wise memmove reads a row before writing it;
+         * cudaMemcpyAsync on overlapping ranges is undefined and copy_op would race.
+         * Stage src densely in the scratch block, then copy it into place. */
+        size_t row = (size_t)dst->cols * sizeof(float);
+        void *tmp;
+        PN_TRY(pn_cuda_scratch(row * (size_t)dst->rows, &tmp));
+        CUDA_CHECK(cudaMemcpy2DAsync(tmp, row, src->data, (size_t)src->ld * sizeof(float), row,
+                                     (size_t)dst->rows, cudaMemcpyDeviceToDevice, s));
+        CUDA_CHECK(cudaMemcpy2DAsync(dst->data, (size_t)dst->ld * sizeof(float), tmp, row, row,
+                                     (size_t)dst->rows, cudaMemcpyDeviceToDevice, s));
+        return PN_OK;
+    }
+    if (pn_matrix_dense(*src) && pn_matrix_dense(*dst)) { /* one memcpy */
+        CUDA_CHECK(cudaMemcpyAsync(dst->data, src->data, pn_matrix_count(*dst) * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, s));
         return PN_OK;
     }
     return pn_map2d(dst->rows, dst->cols, copy_op{*src, *dst});
