@@ -371,14 +371,16 @@ int pn_cuda_layernorm_backward(const pn_matrix *x, const pn_matrix *gamma,
     if (x->rows == 0 || x->cols == 0) return PN_OK;
     cudaStream_t s;
     PN_TRY(pn_cuda_stream(&s));
+    /* The parameter sums first: they read all of dy and x, which the CPU reads for a
+     * row before it adds to that row's dx (a dx that is dy or x stays correct). */
+    dim3 block(COL_TILE, ROW_LANES);
+    layernorm_params_kernel<<<(x->cols + COL_TILE - 1) / COL_TILE, block, 0, s>>>(
+        *x, *mean, *rstd, *dy, *dgamma, *dbeta);
+    CUDA_LAUNCHED();
     if (dx) {
         layernorm_dx_kernel<<<x->rows, pn_row_threads(x->cols), 0, s>>>(*x, *gamma, *mean,
                                                                          *rstd, *dy, *dx);
         CUDA_LAUNCHED();
     }
-    dim3 block(COL_TILE, ROW_LANES);
-    layernorm_params_kernel<<<(x->cols + COL_TILE - 1) / COL_TILE, block, 0, s>>>(
-        *x, *mean, *rstd, *dy, *dgamma, *dbeta);
-    CUDA_LAUNCHED();
     return PN_OK;
 }
