@@ -154,9 +154,11 @@ __global__ static void xent_kernel(pn_matrix probs, const int *labels, pn_matrix
     }
     float best = -FLT_MAX;
     int arg = probs.cols; /* no column yet */
+    /* The CPU's loop keeps column 0 unless a later value is greater: a NaN never wins
+     * (p > best is false), except a NaN in column 0, which nothing beats (below). */
     for (int j = lane; j < probs.cols; j += 32) {
         float p = pn_at(probs, i, j);
-        if (arg == probs.cols || p > best) best = p, arg = j;
+        if ((arg == probs.cols && !isnan(p)) || p > best) best = p, arg = j;
     }
     for (int o = 16; o > 0; o >>= 1) {
         float b = __shfl_down_sync(0xffffffffu, best, o);
@@ -165,6 +167,7 @@ __global__ static void xent_kernel(pn_matrix probs, const int *labels, pn_matrix
             best = b, arg = a;
     }
     if (lane == 0) {
+        if (isnan(pn_at(probs, i, 0))) arg = 0;
         if (arg == label) atomicAdd(hits, 1);
         loss.data[(long)i * loss.ld] = pn_rm_xent_loss(pn_at(probs, i, label));
     }
