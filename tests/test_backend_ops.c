@@ -1,10 +1,11 @@
 /* Every slot of the backend table on every available backend against the CPU's, in
- * the spirit of ggml's test-backend-ops: each case builds random inputs (the same
- * for every backend: one stream keyed by case, shape and variant) in several shapes,
- * odd sizes and strided views among them, calls the slot through the backend's
- * table, and reads its outputs back; a backend's outputs must match the CPU's within
- * a normalized mean squared error of 1e-6 (fp32), or exactly for masks, ids, counts
- * and the deterministic scatter-add.
+ * the spirit of ggml's test-backend-ops: each case (tests/backend_ops_cases.c) builds
+ * random inputs (the same for every backend: one stream keyed by case, shape and
+ * variant) in several shapes, odd sizes, strided views, rows longer than a block and
+ * a tall narrow matrix among them, calls the slot through the backend's table, and
+ * reads its outputs back; a backend's outputs must match the CPU's within a normalized
+ * mean squared error of 1e-6 (fp32), or exactly for masks, ids, counts, the
+ * deterministic scatter-add and the padding of strided outputs (left untouched).
  *
  * The table is enumerated (PN_BACKEND_SLOTS in math/backend.h): the test fails when
  * the list and the struct disagree, when a slot has no case, or when a table this
@@ -20,12 +21,18 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "base/rng.h"
-#include "math/backend.h"
-#include "math/buffer.h"
+#include "backend_ops.h"
 
-enum { SKIP = 77, MAX_BUFS = 32, MAX_OUTS = 16 };
+enum { SKIP = 77 };
 static const double NMSE_MAX = 1e-6;
+
+/* Odd sizes, a single element, strided views (pad > 0), one larger than a block, rows
+ * longer than the 1024 threads of a row kernel, and a tall narrow one (many blocks of
+ * rows, column sums over many rows, scatter chunks of several table rows). */
+static const shape shapes[] = {{1, 1, 0},   {3, 5, 1},      {17, 33, 0},
+                               {64, 128, 3}, {130, 257, 0}, {5, 2051, 2},
+                               {1100, 3, 1}};
+enum { N_SHAPES = sizeof shapes / sizeof *shapes };
 
 /* ---- the slots --------------------------------------------------------------------- */
 
@@ -44,489 +51,6 @@ static const void *slot_of(const pn_backend *be, const slot_info *s)
     memcpy(&p, (const char *)be + s->offset, sizeof p);
     return p;
 }
-
-/* ---- one run of a case on one backend -------------------------------------------- */
-
-typedef enum out_kind { OUT_NEAR, OUT_EXACT } out_kind;
-
-typedef struct out_val {
-    char name[40];
-    out_kind kind;
-    bool ints;     /* data holds ints (compared exactly), else floats or one double */
-    bool is_double;
-    size_t n;
-    void *data;
-} out_val;
-
-typedef struct ctx {
-    const pn_backend *be;
-    pn_device dev;
-    pn_rng rng;
-    pn_buffer bufs[MAX_BUFS];
-    int n_bufs;
-    out_val outs[MAX_OUTS];
-    int n_outs;
-    char error[512]; /* the first failure of this run */
-} ctx;
-
-static void fail(ctx *c, const char *what)
-{
-    if (!c->error[0]) snprintf(c->error, sizeof c->error, "%s", what);
-}
-
-static void check_rc(ctx *c, int rc, const char *what)
-{
-    char msg[512];
-    if (rc == PN_OK) return;
-    snprintf(msg, sizeof msg, "%s returned %d: %s", what, rc, pn_error_message());
-    fail(c, msg);
-}
-
-static void *dev_block(ctx *c, size_t bytes)
-{
-    if (c->n_bufs == MAX_BUFS) {
-        fail(c, "test: too many buffers in one case");
-        return NULL;
-    }
-    pn_buffer *b = &c->bufs[c->n_bufs++];
-    check_rc(c, pn_buffer_acquire(b, c->dev, bytes ? bytes : 1), "pn_buffer_acquire");
-    return b->data;
-}
-
-static float uniform(ctx *c, float lo, float hi)
-{
-    return lo + (hi - lo) * (float)pn_rng_uniform(&c->rng);
-}
-
-/* A rows x cols view with ld = cols + pad on the backend's device, filled from host
- * (NULL: uniform in [lo, hi), padding included). */
-static pn_matrix mat_from(ctx *c, int rows, int cols, int pad, const float *host, float lo,
-                          float hi)
-{
-    int ld = cols + pad;
-    size_t n = (size_t)(rows > 0 ? rows : 1) * (size_t)ld;
-    float *h = malloc(n * sizeof *h);
-    for (size_t k = 0; k < n; k++) h[k] = uniform(c, lo, hi);
-    if (host)
-        for (int i = 0; i < rows; i++) memcpy(h + (size_t)i * ld, host + (size_t)i * cols,
-                                              (size_t)cols * sizeof *h);
-    pn_matrix m = {dev_block(c, n * sizeof *h), rows, cols, ld, c->dev};
-    if (m.data) check_rc(c, c->be->copy_from_host(m.data, h, n * sizeof *h), "copy_from_host");
-    free(h);
-    return m;
-}
-
-static pn_matrix mat(ctx *c, int rows, int cols, int pad, float lo, float hi)
-{
-    return mat_from(c, rows, cols, pad, NULL, lo, hi);
-}
-
-static int *ints_on_device(ctx *c, const int *host, int n)
-{
-    int *p = dev_block(c, (size_t)(n > 0 ? n : 1) * sizeof(int));
-    if (p && n > 0) check_rc(c, c->be->copy_from_host(p, host, (size_t)n * sizeof(int)), "copy_from_host");
-    return p;
-}
-
-static out_val *new_out(ctx *c, const char *name, out_kind kind)
-{
-    if (c->n_outs == MAX_OUTS) {
-        fail(c, "test: too many outputs in one case");
-        return NULL;
-    }
-    out_val *o = &c->outs[c->n_outs++];
-    memset(o, 0, sizeof *o);
-    snprintf(o->name, sizeof o->name, "%s", name);
-    o->kind = kind;
-    return o;
-}
-
-static void out_mat(ctx *c, const char *name, const pn_matrix *m, out_kind kind)
-{
-    out_val *o = new_out(c, name, kind);
-    if (!o) return;
-    o->n = pn_matrix_count(*m);
-    o->data = calloc(o->n ? o->n : 1, sizeof(float));
-    for (int i = 0; i < m->rows && m->cols > 0; i++)
-        check_rc(c, c->be->copy_to_host((float *)o->data + (size_t)i * m->cols,
-                                        m->data + (size_t)i * m->ld, (size_t)m->cols * sizeof(float)),
-                 "copy_to_host");
-}
-
-static void out_ints(ctx *c, const char *name, const void *dev_ptr, size_t n, size_t elem)
-{
-    out_val *o = new_out(c, name, OUT_EXACT);
-    if (!o) return;
-    o->ints = true;
-    o->n = n * elem / sizeof(char);
-    o->data = calloc(o->n ? o->n : 1, 1);
-    if (n) check_rc(c, c->be->copy_to_host(o->data, dev_ptr, n * elem), "copy_to_host");
-}
-
-static void out_double(ctx *c, const char *name, double v, out_kind kind)
-{
-    out_val *o = new_out(c, name, kind);
-    if (!o) return;
-    o->is_double = true;
-    o->n = 1;
-    o->data = malloc(sizeof(double));
-    memcpy(o->data, &v, sizeof v);
-}
-
-static void ctx_release(ctx *c)
-{
-    for (int k = 0; k < c->n_bufs; k++) pn_buffer_release(&c->bufs[k]);
-    for (int k = 0; k < c->n_outs; k++) free(c->outs[k].data);
-    c->n_bufs = c->n_outs = 0;
-}
-
-/* ---- the cases ------------------------------------------------------------------- */
-
-typedef struct shape {
-    int rows, cols, pad;
-} shape;
-
-/* Odd sizes, a single element, strided views (pad > 0), and one larger than a block. */
-static const shape shapes[] = {{1, 1, 0}, {3, 5, 1}, {17, 33, 0}, {64, 128, 3}, {130, 257, 0}};
-enum { N_SHAPES = sizeof shapes / sizeof *shapes };
-
-typedef void (*case_fn)(ctx *c, shape s, int variant);
-
-typedef struct op_case {
-    const char *name;
-    const char *slots; /* the slots it covers, spaces between */
-    int variants;
-    case_fn run;
-} op_case;
-
-#define BE (c->be)
-
-static void case_memory(ctx *c, shape s, int v)
-{
-    size_t sizes[] = {1, 7, 4099, (size_t)s.rows * s.cols * 4 + 1};
-    size_t bytes = sizes[v];
-    unsigned char *h = malloc(bytes), *back = malloc(bytes);
-    for (size_t k = 0; k < bytes; k++) h[k] = (unsigned char)pn_rng_next(&c->rng);
-    void *p = BE->alloc(c->dev.index, bytes);
-    if (!p) {
-        fail(c, "alloc returned NULL");
-    } else {
-        check_rc(c, BE->copy_from_host(p, h, bytes), "copy_from_host");
-        check_rc(c, BE->zero((char *)p + bytes / 3, bytes / 2), "zero");
-        check_rc(c, BE->copy_to_host(back, p, bytes), "copy_to_host");
-        BE->free(c->dev.index, p);
-        memset(h + bytes / 3, 0, bytes / 2);
-        if (memcmp(h, back, bytes)) fail(c, "bytes read back differ from those written");
-        out_val *o = new_out(c, "bytes", OUT_EXACT);
-        if (o) o->ints = true, o->n = bytes, o->data = back, back = NULL;
-    }
-    free(h);
-    free(back);
-}
-
-static void case_gemm(ctx *c, shape s, int v)
-{
-    bool ta = v & 1, tb = v & 2;
-    float beta = (v & 4) ? 1.0f : 0.0f;
-    int m = s.rows, n = s.cols, k = (s.rows + s.cols) / 2 + 1;
-    pn_matrix a = ta ? mat(c, k, m, s.pad, -1, 1) : mat(c, m, k, s.pad, -1, 1);
-    pn_matrix b = tb ? mat(c, n, k, 0, -1, 1) : mat(c, k, n, 0, -1, 1);
-    pn_matrix out = mat(c, m, n, s.pad, -1, 1);
-    check_rc(c, BE->gemm(ta, tb, 0.5f, &a, &b, beta, &out), "gemm");
-    out_mat(c, "c", &out, OUT_NEAR);
-}
-
-static void case_fill(ctx *c, shape s, int v)
-{
-    pn_matrix m = mat(c, s.rows, s.cols, s.pad, -1, 1);
-    check_rc(c, BE->fill(&m, v ? -0.0f : 2.5f), "fill");
-    out_mat(c, "m", &m, OUT_EXACT);
-}
-
-static void case_copy_scale_axpy(ctx *c, shape s, int v)
-{
-    pn_matrix x = mat(c, s.rows, s.cols, s.pad, -1, 1), y = mat(c, s.rows, s.cols, 0, -1, 1);
-    switch (v) {
-    case 0: check_rc(c, BE->copy(&x, &y), "copy"); break;
-    case 1: check_rc(c, BE->scale(&y, -0.75f), "scale"); break;
-    default: check_rc(c, BE->axpy(0.3f, &x, &y), "axpy"); break;
-    }
-    out_mat(c, "y", &y, v == 0 ? OUT_EXACT : OUT_NEAR);
-}
-
-static void case_mul(ctx *c, shape s, int v)
-{
-    pn_matrix a = mat(c, s.rows, s.cols, s.pad, -1, 1), b = mat(c, s.rows, s.cols, 0, -1, 1);
-    pn_matrix out = mat(c, s.rows, s.cols, s.pad, -1, 1);
-    check_rc(c, BE->mul(&a, &b, v ? 0.7f : 0.0f, &out), "mul");
-    out_mat(c, "c", &out, OUT_NEAR);
-}
-
-static void case_act_forward(ctx *c, shape s, int v)
-{
-    pn_matrix x = mat(c, s.rows, s.cols, s.pad, -6, 6), y = mat(c, s.rows, s.cols, 1, -1, 1);
-    check_rc(c, BE->act_forward((pn_act)v, &x, &y), "act_forward");
-    out_mat(c, "y", &y, OUT_NEAR);
-}
-
-static void case_act_backward(ctx *c, shape s, int v)
-{
-    pn_act act = (pn_act)(v % 6);
-    float beta = v >= 6 ? 1.0f : 0.0f;
-    pn_matrix x = mat(c, s.rows, s.cols, s.pad, -6, 6), y = mat(c, s.rows, s.cols, 0, 0, 1);
-    pn_matrix dy = mat(c, s.rows, s.cols, 2, -1, 1), dx = mat(c, s.rows, s.cols, s.pad, -1, 1);
-    bool needs_x = act == PN_ACT_GELU, needs_y = act != PN_ACT_GELU && act != PN_ACT_NONE;
-    check_rc(c, BE->act_backward(act, needs_x ? &x : NULL, needs_y ? &y : NULL, &dy, beta, &dx),
-             "act_backward");
-    out_mat(c, "dx", &dx, OUT_NEAR);
-}
-
-static void case_dropout(ctx *c, shape s, int v)
-{
-    float rates[] = {0.0f, 0.1f, 0.5f, 1.0f};
-    pn_matrix x = mat(c, s.rows, s.cols, s.pad, -1, 1), y = mat(c, s.rows, s.cols, 0, -1, 1);
-    pn_matrix mask = mat(c, s.rows, s.cols, 1, -1, 1);
-    check_rc(c, BE->dropout_forward(&x, rates[v], 0x1234abcdULL + (uint64_t)v, 1000 + v, &mask, &y),
-             "dropout_forward");
-    out_mat(c, "mask", &mask, OUT_EXACT);
-    out_mat(c, "y", &y, OUT_EXACT);
-}
-
-static void case_add_row_vector(ctx *c, shape s, int v)
-{
-    pn_matrix vec = mat(c, 1, s.cols, 0, -1, 1), m = mat(c, s.rows, s.cols, s.pad, -1, 1);
-    check_rc(c, BE->add_row_vector(&vec, &m), "add_row_vector");
-    out_mat(c, "m", &m, OUT_NEAR);
-}
-
-static void case_col_sums(ctx *c, shape s, int v)
-{
-    pn_matrix m = mat(c, s.rows, s.cols, s.pad, -1, 1), out = mat(c, 1, s.cols, 0, -1, 1);
-    check_rc(c, BE->col_sums(&m, v ? 0.5f : 0.0f, &out), "col_sums");
-    out_mat(c, "out", &out, OUT_NEAR);
-}
-
-static void case_sum_squares(ctx *c, shape s, int v)
-{
-    pn_matrix m = mat(c, s.rows, s.cols, s.pad, -2, 2);
-    double sum = -1.0;
-    check_rc(c, BE->sum_squares(&m, &sum), "sum_squares");
-    out_double(c, "sum", sum, OUT_NEAR);
-}
-
-static void case_softmax(ctx *c, shape s, int v)
-{
-    int period = v ? (s.cols < 5 ? s.cols : 5) : 0;
-    pn_matrix x = mat(c, s.rows, s.cols, s.pad, -8, 8), y = mat(c, s.rows, s.cols, 0, -1, 1);
-    check_rc(c, BE->softmax_rows(&x, 0.7f, period, &y), "softmax_rows");
-    out_mat(c, "y", &y, OUT_NEAR);
-}
-
-/* Rows of positive values summing to 1, and a label per row. */
-static pn_matrix probs_and_labels(ctx *c, shape s, int **labels)
-{
-    float *p = malloc((size_t)s.rows * s.cols * sizeof *p);
-    int *l = malloc((size_t)s.rows * sizeof *l);
-    for (int i = 0; i < s.rows; i++) {
-        double sum = 0.0;
-        for (int j = 0; j < s.cols; j++) sum += p[i * s.cols + j] = uniform(c, 0.01f, 1.0f);
-        for (int j = 0; j < s.cols; j++) p[i * s.cols + j] = (float)(p[i * s.cols + j] / sum);
-        l[i] = (int)(pn_rng_next(&c->rng) % (uint64_t)s.cols);
-    }
-    pn_matrix m = mat_from(c, s.rows, s.cols, s.pad, p, 0, 1);
-    *labels = ints_on_device(c, l, s.rows);
-    free(p);
-    free(l);
-    return m;
-}
-
-static void case_xent_forward(ctx *c, shape s, int v)
-{
-    int *labels;
-    pn_matrix probs = probs_and_labels(c, s, &labels), loss = mat(c, s.rows, 1, 1, -1, 1);
-    double correct = -1.0;
-    check_rc(c, BE->xent_forward(&probs, labels, &loss, &correct), "xent_forward");
-    out_mat(c, "loss", &loss, OUT_NEAR);
-    out_double(c, "correct", correct, OUT_EXACT);
-}
-
-static void case_xent_backward(ctx *c, shape s, int v)
-{
-    int *labels;
-    pn_matrix probs = probs_and_labels(c, s, &labels), dloss = mat(c, s.rows, 1, 0, -1, 1);
-    pn_matrix dlogits = mat(c, s.rows, s.cols, s.pad, -1, 1);
-    check_rc(c, BE->xent_backward(&probs, labels, &dloss, v ? 1.0f : 0.0f, &dlogits),
-             "xent_backward");
-    out_mat(c, "dlogits", &dlogits, OUT_NEAR);
-}
-
-static void case_mse_forward(ctx *c, shape s, int v)
-{
-    pn_matrix p = mat(c, s.rows, s.cols, s.pad, -1, 1), t = mat(c, s.rows, s.cols, 0, -1, 1);
-    pn_matrix loss = mat(c, s.rows, 1, 2, -1, 1);
-    check_rc(c, BE->mse_forward(&p, &t, &loss), "mse_forward");
-    out_mat(c, "loss", &loss, OUT_NEAR);
-}
-
-static void case_mse_backward(ctx *c, shape s, int v)
-{
-    pn_matrix p = mat(c, s.rows, s.cols, s.pad, -1, 1), t = mat(c, s.rows, s.cols, 0, -1, 1);
-    pn_matrix dloss = mat(c, s.rows, 1, 0, -1, 1);
-    pn_matrix dp = mat(c, s.rows, s.cols, 1, -1, 1), dt = mat(c, s.rows, s.cols, 0, -1, 1);
-    check_rc(c, BE->mse_backward(&p, &t, &dloss, v != 2 ? &dp : NULL, v != 1 ? &dt : NULL),
-             "mse_backward");
-    out_mat(c, "dp", &dp, OUT_NEAR);
-    out_mat(c, "dt", &dt, OUT_NEAR);
-}
-
-static void case_layernorm_forward(ctx *c, shape s, int v)
-{
-    pn_matrix x = mat(c, s.rows, s.cols, s.pad, -3, 5), y = mat(c, s.rows, s.cols, 0, -1, 1);
-    pn_matrix gamma = mat(c, 1, s.cols, 0, 0.5f, 1.5f), beta = mat(c, 1, s.cols, 0, -1, 1);
-    pn_matrix mean = mat(c, s.rows, 1, 0, -1, 1), rstd = mat(c, s.rows, 1, 1, -1, 1);
-    check_rc(c, BE->layernorm_forward(&x, &gamma, &beta, 1e-5f, &y, &mean, &rstd),
-             "layernorm_forward");
-    out_mat(c, "y", &y, OUT_NEAR);
-    out_mat(c, "mean", &mean, OUT_NEAR);
-    out_mat(c, "rstd", &rstd, OUT_NEAR);
-}
-
-static void case_layernorm_backward(ctx *c, shape s, int v)
-{
-    pn_matrix x = mat(c, s.rows, s.cols, s.pad, -3, 5), gamma = mat(c, 1, s.cols, 0, 0.5f, 1.5f);
-    pn_matrix mean = mat(c, s.rows, 1, 0, -1, 2), rstd = mat(c, s.rows, 1, 1, 0.5f, 2);
-    pn_matrix dy = mat(c, s.rows, s.cols, 0, -1, 1), dx = mat(c, s.rows, s.cols, s.pad, -1, 1);
-    pn_matrix dgamma = mat(c, 1, s.cols, 0, -1, 1), dbeta = mat(c, 1, s.cols, 0, -1, 1);
-    check_rc(c, BE->layernorm_backward(&x, &gamma, &mean, &rstd, &dy, v ? NULL : &dx, &dgamma,
-                                       &dbeta),
-             "layernorm_backward");
-    out_mat(c, "dx", &dx, OUT_NEAR);
-    out_mat(c, "dgamma", &dgamma, OUT_NEAR);
-    out_mat(c, "dbeta", &dbeta, OUT_NEAR);
-}
-
-/* n random ids in [0, range). */
-static int *random_ids(ctx *c, int n, int range)
-{
-    int *h = malloc((size_t)(n > 0 ? n : 1) * sizeof *h);
-    for (int i = 0; i < n; i++) h[i] = (int)(pn_rng_next(&c->rng) % (uint64_t)range);
-    int *d = ints_on_device(c, h, n);
-    free(h);
-    return d;
-}
-
-static void case_gather(ctx *c, shape s, int v)
-{
-    pn_matrix table = mat(c, s.rows + 3, s.cols, s.pad, -1, 1);
-    pn_matrix out = mat(c, s.rows, s.cols, 0, -1, 1);
-    int *ids = random_ids(c, s.rows, s.rows + 3);
-    check_rc(c, BE->gather_rows(&table, ids, &out), "gather_rows");
-    out_mat(c, "out", &out, OUT_EXACT);
-}
-
-/* Variant 0: the backend's default; 1: pn_math_set_deterministic, whose order of adds
- * is the CPU's, so the result must be the CPU's to the bit. Fewer table rows than
- * ids: rows receive several. */
-static void case_scatter_add(ctx *c, shape s, int v)
-{
-    int trows = s.rows / 2 + 1;
-    pn_matrix dout = mat(c, s.rows, s.cols, s.pad, -1, 1);
-    pn_matrix dtable = mat(c, trows, s.cols, 1, -1, 1);
-    int *ids = random_ids(c, s.rows, trows);
-    pn_math_set_deterministic(v == 1);
-    check_rc(c, BE->scatter_add_rows(&dout, ids, &dtable), "scatter_add_rows");
-    pn_math_set_deterministic(false);
-    out_mat(c, "dtable", &dtable, v == 1 ? OUT_EXACT : OUT_NEAR);
-}
-
-/* Random lengths in [1, period] (variant 1) or none (0). */
-static int *random_lengths(ctx *c, int batch, int period)
-{
-    int *h = malloc((size_t)batch * sizeof *h);
-    for (int b = 0; b < batch; b++) h[b] = 1 + (int)(pn_rng_next(&c->rng) % (uint64_t)period);
-    int *d = ints_on_device(c, h, batch);
-    free(h);
-    return d;
-}
-
-static void case_seq_max_forward(ctx *c, shape s, int v)
-{
-    int period = 3;
-    pn_matrix x = mat(c, s.rows * period, s.cols, s.pad, -1, 1);
-    pn_matrix y = mat(c, s.rows, s.cols, 0, -1, 1);
-    int *lengths = v ? random_lengths(c, s.rows, period) : NULL;
-    int *arg = dev_block(c, (size_t)s.rows * s.cols * sizeof(int));
-    check_rc(c, BE->seq_max_forward(&x, period, lengths, &y, arg), "seq_max_forward");
-    out_mat(c, "y", &y, OUT_EXACT);
-    out_ints(c, "arg", arg, (size_t)s.rows * s.cols, sizeof(int));
-}
-
-static void case_seq_max_backward(ctx *c, shape s, int v)
-{
-    int period = 4;
-    pn_matrix dy = mat(c, s.rows, s.cols, s.pad, -1, 1);
-    pn_matrix dx = mat(c, s.rows * period, s.cols, 1, -1, 1);
-    int *h = malloc((size_t)s.rows * s.cols * sizeof *h);
-    for (int b = 0; b < s.rows; b++) /* a row of sample b, as the forward leaves */
-        for (int j = 0; j < s.cols; j++)
-            h[b * s.cols + j] = b * period + (int)(pn_rng_next(&c->rng) % (uint64_t)period);
-    int *arg = ints_on_device(c, h, s.rows * s.cols);
-    free(h);
-    check_rc(c, BE->seq_max_backward(&dy, arg, &dx), "seq_max_backward");
-    out_mat(c, "dx", &dx, OUT_NEAR);
-}
-
-static void case_optimizer(ctx *c, shape s, int v)
-{
-    pn_update_hparams hp = {.rule = PN_UPDATE_SGD, .lr = 0.05f, .grad_scale = 0.8f,
-                            .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
-                            .bias1 = 0.1f, .bias2 = 0.001999f};
-    switch (v) {
-    case 0: break;
-    case 1: hp.weight_decay = 0.01f; break;
-    case 2: hp.rule = PN_UPDATE_MOMENTUM, hp.momentum = 0.9f; break;
-    case 3: hp.rule = PN_UPDATE_MOMENTUM, hp.momentum = 0.9f, hp.nesterov = true,
-            hp.weight_decay = 0.01f, hp.decoupled = true; break;
-    case 4: hp.rule = PN_UPDATE_ADAM; break;
-    default: hp.rule = PN_UPDATE_ADAM, hp.weight_decay = 0.1f, hp.decoupled = true; break;
-    }
-    pn_matrix w = mat(c, s.rows, s.cols, s.pad, -1, 1), g = mat(c, s.rows, s.cols, 0, -1, 1);
-    pn_matrix s1 = mat(c, s.rows, s.cols, s.pad, -0.1f, 0.1f), s2 = mat(c, s.rows, s.cols, 1, 0, 0.01f);
-    check_rc(c, BE->optimizer_update(&hp, &w, &g, hp.rule != PN_UPDATE_SGD ? &s1 : NULL,
-                                     hp.rule == PN_UPDATE_ADAM ? &s2 : NULL),
-             "optimizer_update");
-    out_mat(c, "w", &w, OUT_NEAR);
-    out_mat(c, "g", &g, OUT_EXACT);
-    out_mat(c, "slot1", &s1, OUT_NEAR);
-    out_mat(c, "slot2", &s2, OUT_NEAR);
-}
-
-static const op_case cases[] = {
-    {"memory", "alloc free zero copy_from_host copy_to_host", 4, case_memory},
-    {"gemm", "gemm", 8, case_gemm},
-    {"fill", "fill", 2, case_fill},
-    {"copy/scale/axpy", "copy scale axpy", 3, case_copy_scale_axpy},
-    {"mul", "mul", 2, case_mul},
-    {"act_forward", "act_forward", 6, case_act_forward},
-    {"act_backward", "act_backward", 12, case_act_backward},
-    {"dropout", "dropout_forward", 4, case_dropout},
-    {"add_row_vector", "add_row_vector", 1, case_add_row_vector},
-    {"col_sums", "col_sums", 2, case_col_sums},
-    {"sum_squares", "sum_squares", 1, case_sum_squares},
-    {"softmax", "softmax_rows", 2, case_softmax},
-    {"xent_forward", "xent_forward", 1, case_xent_forward},
-    {"xent_backward", "xent_backward", 2, case_xent_backward},
-    {"mse_forward", "mse_forward", 1, case_mse_forward},
-    {"mse_backward", "mse_backward", 3, case_mse_backward},
-    {"layernorm_forward", "layernorm_forward", 1, case_layernorm_forward},
-    {"layernorm_backward", "layernorm_backward", 2, case_layernorm_backward},
-    {"gather", "gather_rows", 1, case_gather},
-    {"scatter_add", "scatter_add_rows", 2, case_scatter_add},
-    {"seq_max_forward", "seq_max_forward", 2, case_seq_max_forward},
-    {"seq_max_backward", "seq_max_backward", 1, case_seq_max_backward},
-    {"optimizer_update", "optimizer_update", 6, case_optimizer},
-};
-enum { N_CASES = sizeof cases / sizeof *cases };
 
 /* ---- coverage ----------------------------------------------------------------------- */
 
@@ -556,7 +80,7 @@ static int check_coverage(const pn_backend *const *tables, int n_tables)
             failures++;
         }
         bool covered = false;
-        for (int c = 0; c < N_CASES && !covered; c++) covered = case_covers(&cases[c], slots[k].name);
+        for (int c = 0; c < backend_op_n_cases && !covered; c++) covered = case_covers(&backend_op_cases[c], slots[k].name);
         if (!covered) {
             printf("FAIL: slot %s has no case in tests/test_backend_ops.c\n", slots[k].name);
             failures++;
@@ -568,7 +92,7 @@ static int check_coverage(const pn_backend *const *tables, int n_tables)
                 failures++;
             }
     }
-    printf("coverage: %d slots, %d cases, %d tables linked%s\n", (int)N_SLOTS, (int)N_CASES,
+    printf("coverage: %d slots, %d cases, %d tables linked%s\n", (int)N_SLOTS, (int)backend_op_n_cases,
            n_tables, failures ? "" : ": every slot has a case and every table fills it");
     return failures;
 }
@@ -623,8 +147,9 @@ static int compare(const ctx *got, const ctx *want, const char *label, const cha
 
 /* ---- driver --------------------------------------------------------------------------- */
 
-/* A table that gets two slots wrong, for the self-check: scale by 1% too much (a
- * normalized error of 1e-4), dropout with another key (a different mask). */
+/* A table that gets three slots wrong, for the self-check: scale by 1% too much (a
+ * normalized error of 1e-4), dropout with another key (a different mask), and fill
+ * that also fills the padding of a strided view (right values, wrong memory). */
 static int wrong_scale(pn_matrix *m, float alpha) { return pn_cpu_backend.scale(m, alpha * 1.01f); }
 
 static int wrong_dropout(const pn_matrix *x, float rate, uint64_t key, long row0,
@@ -632,6 +157,22 @@ static int wrong_dropout(const pn_matrix *x, float rate, uint64_t key, long row0
 {
     return pn_cpu_backend.dropout_forward(x, rate, key + 1, row0, mask, y);
 }
+
+static int wrong_fill(pn_matrix *m, float value)
+{
+    pn_matrix past_end = *m;
+    past_end.cols = m->ld;
+    return pn_cpu_backend.fill(&past_end, value);
+}
+
+/* The wrong slots, each with the case, shape and variant that must catch it. */
+static const struct {
+    const char *what, *case_name;
+    int shape, variant;
+} self_checks[] = {{"scale", "copy/scale/axpy", 2, 1},
+                   {"dropout mask", "dropout", 2, 1},
+                   {"fill into the padding", "fill", 3, 0}};
+enum { N_SELF_CHECKS = sizeof self_checks / sizeof *self_checks };
 
 static void run_case(ctx *c, const pn_backend *be, pn_device dev, const op_case *oc, int shape_i,
                      int variant)
@@ -660,32 +201,35 @@ int main(void)
     wrong.name = "wrong-cpu";
     wrong.scale = wrong_scale;
     wrong.dropout_forward = wrong_dropout;
+    wrong.fill = wrong_fill;
     int caught = 0;
-    for (int oc = 0; oc < N_CASES; oc++) {
-        bool is_scale = cases[oc].run == case_copy_scale_axpy, is_drop = cases[oc].run == case_dropout;
-        if (!is_scale && !is_drop) continue;
-        ctx want, got;
-        run_case(&want, &pn_cpu_backend, pn_device_host(), &cases[oc], 2, 1);
-        run_case(&got, &wrong, pn_device_host(), &cases[oc], 2, 1);
-        printf("self-check (a wrong %s is expected to be reported):\n", is_scale ? "scale" : "dropout mask");
-        caught += compare(&got, &want, is_scale ? "wrong scale" : "wrong dropout", "  caught") > 0;
-        ctx_release(&want);
-        ctx_release(&got);
-    }
-    if (caught != 2) {
-        printf("FAIL: the comparison missed a deliberately wrong slot (%d of 2 caught)\n", caught);
+    for (int k = 0; k < N_SELF_CHECKS; k++)
+        for (int oc = 0; oc < backend_op_n_cases; oc++) {
+            if (strcmp(backend_op_cases[oc].name, self_checks[k].case_name)) continue;
+            ctx want, got;
+            int si = self_checks[k].shape, v = self_checks[k].variant;
+            run_case(&want, &pn_cpu_backend, pn_device_host(), &backend_op_cases[oc], si, v);
+            run_case(&got, &wrong, pn_device_host(), &backend_op_cases[oc], si, v);
+            printf("self-check (a wrong %s is expected to be reported):\n", self_checks[k].what);
+            caught += compare(&got, &want, self_checks[k].what, "  caught") > 0;
+            ctx_release(&want);
+            ctx_release(&got);
+        }
+    if (caught != N_SELF_CHECKS) {
+        printf("FAIL: the comparison missed a deliberately wrong slot (%d of %d caught)\n", caught,
+               (int)N_SELF_CHECKS);
         failures++;
     }
 
     int runs = 0;
-    for (int oc = 0; oc < N_CASES; oc++)
+    for (int oc = 0; oc < backend_op_n_cases; oc++)
         for (int si = 0; si < N_SHAPES; si++)
-            for (int v = 0; v < cases[oc].variants; v++) {
+            for (int v = 0; v < backend_op_cases[oc].variants; v++) {
                 char label[128];
-                snprintf(label, sizeof label, "%s [%dx%d+%d, variant %d]", cases[oc].name,
+                snprintf(label, sizeof label, "%s [%dx%d+%d, variant %d]", backend_op_cases[oc].name,
                          shapes[si].rows, shapes[si].cols, shapes[si].pad, v);
                 ctx want, got;
-                run_case(&want, &pn_cpu_backend, devices[0], &cases[oc], si, v);
+                run_case(&want, &pn_cpu_backend, devices[0], &backend_op_cases[oc], si, v);
                 if (want.error[0]) {
                     printf("FAIL: %s on cpu: %s\n", label, want.error);
                     failures++;
@@ -693,7 +237,7 @@ int main(void)
                 for (int d = 1; d < n_devices; d++) {
                     const pn_backend *be;
                     if (pn_backend_for(devices[d], &be) != PN_OK) continue;
-                    run_case(&got, be, devices[d], &cases[oc], si, v);
+                    run_case(&got, be, devices[d], &backend_op_cases[oc], si, v);
                     char where[160];
                     snprintf(where, sizeof where, "%s on %s", label, be->name);
                     if (got.error[0]) {
