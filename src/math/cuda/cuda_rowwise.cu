@@ -1,6 +1,7 @@
 /* Row-wise and reduction CUDA kernels: column sums, the sum of squares, softmax
  * (forward with the causal mask, and its backward), cross-entropy, mse and layer
- * norm. A row is one block; a column sum is one block of 32 columns x 8 row lanes.
+ * norm. A row is one block; a column sum is blocks of 32 columns x 8 row lanes over
+ * chunks of rows, the chunks then added in order.
  * Every reduction adds in a fixed order (pn_block_sum), so a kernel gives the same
  * bits on every run; what a value is made of once the sums are known is the CPU's
  * text (math/row_math.h, math/act_math.h). Never run on a GPU yet. */
@@ -13,24 +14,74 @@ extern "C" {
 #include "math/row_math.h"
 }
 
-enum { COL_TILE = 32, ROW_LANES = 8 };
+/* Column sums (col_sums, layer norm's dgamma and dbeta) are blocks of 32 columns x 8
+ * row lanes, one per (column tile, chunk of rows): with the rows in one chunk, a tall
+ * matrix (batch x hidden) gave hidden / 32 blocks, a few SMs of the GPU each walking
+ * thousands of rows. Each chunk's sums go to the scratch block and a second kernel
+ * adds the chunks in order; one chunk writes the result directly. The partition
+ * depends on the shape only, so the bits do not change from run to run. */
+enum { COL_TILE = 32, ROW_LANES = 8, CHUNK_ROWS = 256, MAX_CHUNKS = 128 };
 
-/* out[j] = accum(beta, out[j], sum_i m[i, j]) for 32 columns per block: the 8 row
- * lanes each add every 8th row, then the lanes are added in order. */
-__global__ static void col_sums_kernel(pn_matrix m, float beta, pn_matrix out)
+struct row_chunks {
+    int n, per; /* chunks, rows per chunk (the last may have fewer) */
+};
+
+static row_chunks chunks_of(int rows)
+{
+    int n = (rows + CHUNK_ROWS - 1) / CHUNK_ROWS;
+    n = n < 1 ? 1 : n > MAX_CHUNKS ? MAX_CHUNKS : n;
+    return row_chunks{n, (rows + n - 1) / n};
+}
+
+/* The sum over the 8 row lanes of column threadIdx.x, in lane order (valid in lane 0;
+ * every thread of the block must call it). */
+__device__ static float lanes_sum(float v, float (*part)[COL_TILE])
+{
+    part[threadIdx.y][threadIdx.x] = v;
+    __syncthreads();
+    float t = 0.0f;
+    if (threadIdx.y == 0)
+        for (int r = 0; r < ROW_LANES; r++) t += part[r][threadIdx.x];
+    return t;
+}
+
+/* Chunk blockIdx.y's sum of column j: into chunk_sums[chunk][j], or with one chunk
+ * straight into out[j] = accum(beta, out[j], sum). */
+__global__ static void col_sums_kernel(pn_matrix m, int per, float beta, pn_matrix out,
+                                       float *chunk_sums)
 {
     __shared__ float part[ROW_LANES][COL_TILE];
-    int j = blockIdx.x * COL_TILE + threadIdx.x;
+    int j = blockIdx.x * COL_TILE + threadIdx.x, lo = blockIdx.y * per;
+    int hi = lo + per < m.rows ? lo + per : m.rows;
     float s = 0.0f;
     if (j < m.cols)
-        for (int i = threadIdx.y; i < m.rows; i += ROW_LANES) s += pn_at(m, i, j);
-    part[threadIdx.y][threadIdx.x] = s;
-    __syncthreads();
-    if (threadIdx.y == 0 && j < m.cols) {
-        float t = 0.0f;
-        for (int r = 0; r < ROW_LANES; r++) t += part[r][threadIdx.x];
+        for (int i = lo + threadIdx.y; i < hi; i += ROW_LANES) s += pn_at(m, i, j);
+    float t = lanes_sum(s, part);
+    if (threadIdx.y != 0 || j >= m.cols) return;
+    if (chunk_sums)
+        chunk_sums[(long)blockIdx.y * m.cols + j] = t;
+    else
         out.data[j] = pn_am_accum(beta, out.data[j], t);
-    }
+}
+
+/* out[j] = accum(beta, out[j], sum over the chunks of chunk_sums[c][j]), in chunk order. */
+__global__ static void add_chunks_kernel(const float *chunk_sums, int chunks, int cols,
+                                         float beta, float *out)
+{
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= cols) return;
+    float t = 0.0f;
+    for (int c = 0; c < chunks; c++) t += chunk_sums[(long)c * cols + j];
+    out[j] = pn_am_accum(beta, out[j], t);
+}
+
+static int add_chunks(cudaStream_t s, const float *chunk_sums, int chunks, int cols, float beta,
+                      float *out)
+{
+    add_chunks_kernel<<<(cols + PN_CUDA_THREADS - 1) / PN_CUDA_THREADS, PN_CUDA_THREADS, 0, s>>>(
+        chunk_sums, chunks, cols, beta, out);
+    CUDA_LAUNCHED();
+    return PN_OK;
 }
 
 int pn_cuda_col_sums(const pn_matrix *m, float beta, pn_matrix *out)
@@ -38,9 +89,15 @@ int pn_cuda_col_sums(const pn_matrix *m, float beta, pn_matrix *out)
     if (out->cols == 0) return PN_OK;
     cudaStream_t s;
     PN_TRY(pn_cuda_stream(&s));
-    dim3 block(COL_TILE, ROW_LANES);
-    col_sums_kernel<<<(out->cols + COL_TILE - 1) / COL_TILE, block, 0, s>>>(*m, beta, *out);
+    row_chunks rc = chunks_of(m->rows);
+    float *chunk_sums = NULL;
+    if (rc.n > 1)
+        PN_TRY(pn_cuda_scratch((size_t)rc.n * (size_t)out->cols * sizeof(float),
+                               (void **)&chunk_sums));
+    dim3 block(COL_TILE, ROW_LANES), grid((out->cols + COL_TILE - 1) / COL_TILE, rc.n);
+    col_sums_kernel<<<grid, block, 0, s>>>(*m, rc.per, beta, *out, chunk_sums);
     CUDA_LAUNCHED();
+    if (chunk_sums) PN_TRY(add_chunks(s, chunk_sums, rc.n, out->cols, beta, out->data));
     return PN_OK;
 }
 
@@ -340,27 +397,31 @@ __global__ static void layernorm_dx_kernel(pn_matrix x, pn_matrix gamma, pn_matr
     }
 }
 
-/* dgamma[j] += sum_i dy xhat, dbeta[j] += sum_i dy: 32 columns x 8 row lanes per
- * block, the lanes added in order (as col_sums_kernel). */
+/* dgamma[j] += sum_i dy xhat, dbeta[j] += sum_i dy over chunk blockIdx.y of the rows
+ * (as col_sums_kernel): into chunk_sums (dgamma's chunks, then dbeta's), or with one
+ * chunk straight into dgamma and dbeta. */
 __global__ static void layernorm_params_kernel(pn_matrix x, pn_matrix mean, pn_matrix rstd,
-                                               pn_matrix dy, pn_matrix dgamma, pn_matrix dbeta)
+                                               pn_matrix dy, int per, pn_matrix dgamma,
+                                               pn_matrix dbeta, float *chunk_sums)
 {
     __shared__ float part_g[ROW_LANES][COL_TILE], part_b[ROW_LANES][COL_TILE];
-    int j = blockIdx.x * COL_TILE + threadIdx.x;
+    int j = blockIdx.x * COL_TILE + threadIdx.x, lo = blockIdx.y * per;
+    int hi = lo + per < x.rows ? lo + per : x.rows;
     float sg = 0.0f, sb = 0.0f;
     if (j < x.cols)
-        for (int i = threadIdx.y; i < x.rows; i += ROW_LANES) {
+        for (int i = lo + threadIdx.y; i < hi; i += ROW_LANES) {
             float mu = mean.data[(long)i * mean.ld], rs = rstd.data[(long)i * rstd.ld];
             float d = pn_at(dy, i, j);
             sg += d * pn_rm_xhat(pn_at(x, i, j), mu, rs);
             sb += d;
         }
-    part_g[threadIdx.y][threadIdx.x] = sg;
-    part_b[threadIdx.y][threadIdx.x] = sb;
-    __syncthreads();
-    if (threadIdx.y == 0 && j < x.cols) {
-        float tg = 0.0f, tb = 0.0f;
-        for (int r = 0; r < ROW_LANES; r++) tg += part_g[r][threadIdx.x], tb += part_b[r][threadIdx.x];
+    float tg = lanes_sum(sg, part_g), tb = lanes_sum(sb, part_b);
+    if (threadIdx.y != 0 || j >= x.cols) return;
+    if (chunk_sums) {
+        long at = (long)blockIdx.y * x.cols + j;
+        chunk_sums[at] = tg;
+        chunk_sums[(long)gridDim.y * x.cols + at] = tb;
+    } else {
         dgamma.data[j] += tg;
         dbeta.data[j] += tb;
     }
@@ -376,10 +437,18 @@ int pn_cuda_layernorm_backward(const pn_matrix *x, const pn_matrix *gamma,
     PN_TRY(pn_cuda_stream(&s));
     /* The parameter sums first: they read all of dy and x, which the CPU reads for a
      * row before it adds to that row's dx (a dx that is dy or x stays correct). */
-    dim3 block(COL_TILE, ROW_LANES);
-    layernorm_params_kernel<<<(x->cols + COL_TILE - 1) / COL_TILE, block, 0, s>>>(
-        *x, *mean, *rstd, *dy, *dgamma, *dbeta);
+    row_chunks rc = chunks_of(x->rows);
+    float *chunk_sums = NULL;
+    size_t per_param = (size_t)rc.n * (size_t)x->cols;
+    if (rc.n > 1) PN_TRY(pn_cuda_scratch(2 * per_param * sizeof(float), (void **)&chunk_sums));
+    dim3 block(COL_TILE, ROW_LANES), grid((x->cols + COL_TILE - 1) / COL_TILE, rc.n);
+    layernorm_params_kernel<<<grid, block, 0, s>>>(*x, *mean, *rstd, *dy, rc.per, *dgamma,
+                                                   *dbeta, chunk_sums);
     CUDA_LAUNCHED();
+    if (chunk_sums) {
+        PN_TRY(add_chunks(s, chunk_sums, rc.n, x->cols, 1.0f, dgamma->data));
+        PN_TRY(add_chunks(s, chunk_sums + per_param, rc.n, x->cols, 1.0f, dbeta->data));
+    }
     if (dx) {
         layernorm_dx_kernel<<<x->rows, pn_row_threads(x->cols), 0, s>>>(*x, *gamma, *mean,
                                                                          *rstd, *dy, *dx);
