@@ -60,29 +60,37 @@ __device__ __forceinline__ float &pn_at(const pn_matrix &m, long i, long j)
     return m.data[i * m.ld + j];
 }
 
-enum { PN_CUDA_THREADS = 256, PN_CUDA_MAX_BLOCKS = 65535 * 16 };
+enum { PN_CUDA_THREADS = 256, PN_CUDA_MAX_GRID_Y = 65535 };
 
-/* Runs f(i, j) once for every element of a rows x cols grid: a grid-stride loop over
- * the flattened index, so any size fits one launch. */
+/* Runs f(i, j) once for every element of a rows x cols grid: blocks of tx columns x ty
+ * rows, grid-stride loops both ways, so any size fits one launch (gridDim.y is at most
+ * 65535). No division per element: the flattened index's k / cols and k % cols were
+ * 64-bit divisions, a long integer routine on the GPU, in every elementwise kernel. */
 template <class F>
 __global__ void pn_map2d_kernel(long rows, long cols, F f)
 {
-    long n = rows * cols;
-    for (long k = (long)blockIdx.x * blockDim.x + threadIdx.x; k < n;
-         k += (long)gridDim.x * blockDim.x)
-        f(k / cols, k % cols);
+    for (long i = (long)blockIdx.y * blockDim.y + threadIdx.y; i < rows;
+         i += (long)gridDim.y * blockDim.y)
+#pragma unroll 1 /* unrolled, the loop computes its trip count: a 64-bit division */
+        for (long j = (long)blockIdx.x * blockDim.x + threadIdx.x; j < cols;
+             j += (long)gridDim.x * blockDim.x)
+            f(i, j);
 }
 
+/* tx: the power of two that covers cols, at most 256 (a narrow matrix puts several
+ * rows in one warp); ty = 256 / tx. */
 template <class F>
 static int pn_map2d(long rows, long cols, F f)
 {
-    long n = rows * cols;
-    if (n <= 0) return PN_OK;
+    if (rows <= 0 || cols <= 0) return PN_OK;
     cudaStream_t s;
     PN_TRY(pn_cuda_stream(&s));
-    long blocks = (n + PN_CUDA_THREADS - 1) / PN_CUDA_THREADS;
-    if (blocks > PN_CUDA_MAX_BLOCKS) blocks = PN_CUDA_MAX_BLOCKS;
-    pn_map2d_kernel<<<(unsigned)blocks, PN_CUDA_THREADS, 0, s>>>(rows, cols, f);
+    unsigned tx = 1;
+    while (tx < cols && tx < PN_CUDA_THREADS) tx *= 2;
+    unsigned ty = PN_CUDA_THREADS / tx;
+    long gx = (cols + tx - 1) / tx, gy = (rows + ty - 1) / ty;
+    if (gy > PN_CUDA_MAX_GRID_Y) gy = PN_CUDA_MAX_GRID_Y;
+    pn_map2d_kernel<<<dim3((unsigned)gx, (unsigned)gy), dim3(tx, ty), 0, s>>>(rows, cols, f);
     CUDA_LAUNCHED();
     return PN_OK;
 }

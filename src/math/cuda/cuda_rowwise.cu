@@ -103,17 +103,27 @@ int pn_cuda_col_sums(const pn_matrix *m, float beta, pn_matrix *out)
 
 enum { SQ_BLOCKS = 256 };
 
-/* Pass 1: block b adds the squares of elements b, b + stride, ... in double into
- * part[b]; pass 2: one block adds the parts. The grid is fixed, so is the order. */
-__global__ static void sum_squares_kernel(pn_matrix m, double *part)
+/* Pass 1: block b adds the squares of its elements in double into part[b] (a dense m:
+ * elements b * threads + t, then a grid's stride on; a strided m: rows b, b + grid,
+ * ... split over the threads, no division per element); pass 2: one block adds the
+ * parts. The grid is fixed, so is the order. */
+__global__ static void sum_squares_kernel(pn_matrix m, bool dense, double *part)
 {
     __shared__ double shared[32];
-    long n = (long)m.rows * m.cols;
     double s = 0.0;
-    for (long k = (long)blockIdx.x * blockDim.x + threadIdx.x; k < n;
-         k += (long)gridDim.x * blockDim.x) {
-        float v = pn_at(m, k / m.cols, k % m.cols);
-        s += (double)v * v;
+    if (dense) {
+        long n = (long)m.rows * m.cols;
+        for (long k = (long)blockIdx.x * blockDim.x + threadIdx.x; k < n;
+             k += (long)gridDim.x * blockDim.x) {
+            float v = m.data[k];
+            s += (double)v * v;
+        }
+    } else {
+        for (long i = blockIdx.x; i < m.rows; i += gridDim.x)
+            for (int j = threadIdx.x; j < m.cols; j += blockDim.x) {
+                float v = pn_at(m, i, j);
+                s += (double)v * v;
+            }
     }
     s = pn_block_sum(s, shared);
     if (threadIdx.x == 0) part[blockIdx.x] = s;
@@ -134,7 +144,7 @@ int pn_cuda_sum_squares(const pn_matrix *m, double *out)
     double *part;
     PN_TRY(pn_cuda_stream(&s));
     PN_TRY(pn_cuda_scratch((SQ_BLOCKS + 1) * sizeof(double), (void **)&part));
-    sum_squares_kernel<<<SQ_BLOCKS, PN_CUDA_THREADS, 0, s>>>(*m, part);
+    sum_squares_kernel<<<SQ_BLOCKS, PN_CUDA_THREADS, 0, s>>>(*m, pn_matrix_dense(*m), part);
     CUDA_LAUNCHED();
     sum_parts_kernel<<<1, PN_CUDA_THREADS, 0, s>>>(part, SQ_BLOCKS, part + SQ_BLOCKS);
     CUDA_LAUNCHED();
