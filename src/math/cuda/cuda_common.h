@@ -70,11 +70,13 @@ template <class F>
 __global__ void pn_map2d_kernel(long rows, long cols, F f)
 {
     for (long i = (long)blockIdx.y * blockDim.y + threadIdx.y; i < rows;
-         i += (long)gridDim.y * blockDim.y)
-#pragma unroll 1 /* unrolled, the loop computes its trip count: a 64-bit division */
+         i += (long)gridDim.y * blockDim.y) {
+        /* kept rolled: unrolled, it computes its trip count, a 64-bit division */
+#pragma unroll 1
         for (long j = (long)blockIdx.x * blockDim.x + threadIdx.x; j < cols;
              j += (long)gridDim.x * blockDim.x)
             f(i, j);
+    }
 }
 
 /* tx: the power of two that covers cols, at most 256 (a narrow matrix puts several
