@@ -17,11 +17,19 @@ static int find_decl(const pn_layer *l, const char *suffix)
     return -1;
 }
 
+/* The layer of g named name, or NULL (graph.c's loader calls in here, so this file
+ * does not call back into it). */
+static const pn_layer *layer_named(const pn_graph *g, const char *name)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!strcmp(g->nodes[i].name, name)) return g->nodes[i].layer;
+    return NULL;
+}
+
 static int check_tie(pn_graph *g, pn_layer *l, pn_param_decl *d)
 {
     char found[PN_NAME_MAX + 96];
-    int src = pn_graph_find(g, d->tie_layer);
-    const pn_layer *s = src >= 0 ? g->nodes[src].layer : NULL;
+    const pn_layer *s = layer_named(g, d->tie_layer);
     if (!s || strcmp(s->type->name, "embedding")) {
         if (s)
             snprintf(found, sizeof found, "\"%s\", a layer of type %s", d->tie_layer,
