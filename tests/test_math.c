@@ -264,27 +264,83 @@ START_TEST(mse_matches_naive)
 }
 END_TEST
 
+/* Naive layer norm of row i of x in double: mean, 1 / std, and xhat into xh. */
+static void naive_norm(const pn_matrix *x, int i, double eps, double *mu, double *rs, double *xh)
+{
+    int c = x->cols;
+    double m = 0, var = 0;
+    for (int j = 0; j < c; j++) m += at(x, i, j) / c;
+    for (int j = 0; j < c; j++) var += (at(x, i, j) - m) * (at(x, i, j) - m) / c;
+    *mu = m;
+    *rs = 1.0 / sqrt(var + eps);
+    for (int j = 0; j < c; j++) xh[j] = (at(x, i, j) - m) * *rs;
+}
+
+/* Widths below, at and past the kernel's 16 lanes, with a tail; padded rows. */
+static const int ln_widths[] = {7, 16, 37, 128};
+
 START_TEST(layernorm_forward_matches_naive)
 {
     pn_rng rng;
     pn_rng_init(&rng, 8, 0);
-    int r = 4, c = 7;
-    pn_matrix x = tu_alloc(r, c, 1), y = tu_alloc(r, c, 0), g = tu_alloc(1, c, 0);
+    int r = 4, c = ln_widths[_i];
+    pn_matrix x = tu_alloc(r, c, 1), y = tu_alloc(r, c, 3), g = tu_alloc(1, c, 0);
     pn_matrix b = tu_alloc(1, c, 0), mean = tu_alloc(r, 1, 0), rstd = tu_alloc(r, 1, 0);
     tu_fill_uniform(&x, &rng, 3.0f);
     tu_fill_uniform(&g, &rng, 1.0f);
     tu_fill_uniform(&b, &rng, 1.0f);
-    double want[28];
+    double *want = malloc((size_t)r * c * sizeof *want), xh[128], mu, rs;
     for (int i = 0; i < r; i++) {
-        double mu = 0, var = 0;
-        for (int j = 0; j < c; j++) mu += at(&x, i, j) / c;
-        for (int j = 0; j < c; j++) var += (at(&x, i, j) - mu) * (at(&x, i, j) - mu) / c;
-        for (int j = 0; j < c; j++)
-            want[i * c + j] = (at(&x, i, j) - mu) / sqrt(var + 1e-5) * at(&g, 0, j) + at(&b, 0, j);
+        naive_norm(&x, i, 1e-5, &mu, &rs, xh);
+        for (int j = 0; j < c; j++) want[i * c + j] = xh[j] * at(&g, 0, j) + at(&b, 0, j);
     }
     ck_assert_int_eq(pn_layernorm_forward(&x, &g, &b, 1e-5f, &y, &mean, &rstd), 0);
     tu_assert_matrix_near(&y, want, 1e-5, 1e-5, "layernorm");
+    free(want);
     tu_free(&x), tu_free(&y), tu_free(&g), tu_free(&b), tu_free(&mean), tu_free(&rstd);
+}
+END_TEST
+
+/* Backward against the closed form in double: dx = rs (g - mean(g) - xhat mean(g xhat))
+ * with g = dy gamma, added to what dx, dgamma and dbeta held. */
+START_TEST(layernorm_backward_matches_naive)
+{
+    pn_rng rng;
+    pn_rng_init(&rng, 18, 0);
+    int r = 5, c = ln_widths[_i];
+    pn_matrix x = tu_alloc(r, c, 2), y = tu_alloc(r, c, 0), g = tu_alloc(1, c, 0);
+    pn_matrix b = tu_alloc(1, c, 0), mean = tu_alloc(r, 1, 0), rstd = tu_alloc(r, 1, 0);
+    pn_matrix dy = tu_alloc(r, c, 1), dx = tu_alloc(r, c, 3);
+    pn_matrix dg = tu_alloc(1, c, 0), db = tu_alloc(1, c, 0);
+    tu_fill_uniform(&x, &rng, 3.0f);
+    tu_fill_uniform(&g, &rng, 1.0f);
+    tu_fill_uniform(&dy, &rng, 1.0f);
+    tu_fill_uniform(&dx, &rng, 1.0f);
+    tu_fill_uniform(&dg, &rng, 1.0f);
+    tu_fill_uniform(&db, &rng, 1.0f);
+    double *want_dx = malloc((size_t)r * c * sizeof *want_dx), want_dg[128], want_db[128];
+    for (int j = 0; j < c; j++) want_dg[j] = at(&dg, 0, j), want_db[j] = at(&db, 0, j);
+    for (int i = 0; i < r; i++) {
+        double xh[128], mu, rs, mg = 0, mgx = 0;
+        naive_norm(&x, i, 1e-5, &mu, &rs, xh);
+        for (int j = 0; j < c; j++) {
+            double gj = at(&dy, i, j) * at(&g, 0, j);
+            mg += gj / c;
+            mgx += gj * xh[j] / c;
+            want_dg[j] += at(&dy, i, j) * xh[j];
+            want_db[j] += at(&dy, i, j);
+        }
+        for (int j = 0; j < c; j++)
+            want_dx[i * c + j] = at(&dx, i, j) + rs * (at(&dy, i, j) * at(&g, 0, j) - mg - xh[j] * mgx);
+    }
+    ck_assert_int_eq(pn_layernorm_forward(&x, &g, &b, 1e-5f, &y, &mean, &rstd), 0);
+    ck_assert_int_eq(pn_layernorm_backward(&x, &g, &mean, &rstd, &dy, &dx, &dg, &db), 0);
+    tu_assert_matrix_near(&dx, want_dx, 1e-4, 1e-5, "layernorm dx");
+    tu_assert_matrix_near(&dg, want_dg, 1e-5, 1e-5, "layernorm dgamma");
+    tu_assert_matrix_near(&db, want_db, 1e-5, 1e-5, "layernorm dbeta");
+    free(want_dx);
+    tu_free(&x), tu_free(&y), tu_free(&g), tu_free(&b), tu_free(&mean), tu_free(&rstd);
+    tu_free(&dy), tu_free(&dx), tu_free(&dg), tu_free(&db);
 }
 END_TEST
 
@@ -448,7 +504,8 @@ static Suite *math_suite(void)
     tcase_add_test(tc, row_vector_and_sums);
     tcase_add_test(tc, xent_matches_naive);
     tcase_add_test(tc, mse_matches_naive);
-    tcase_add_test(tc, layernorm_forward_matches_naive);
+    tcase_add_loop_test(tc, layernorm_forward_matches_naive, 0, 4);
+    tcase_add_loop_test(tc, layernorm_backward_matches_naive, 0, 4);
     tcase_add_test(tc, gather_and_scatter_rows);
     tcase_add_test(tc, seq_max_respects_lengths);
     tcase_add_test(tc, dropout_mask_depends_on_global_row);
