@@ -247,6 +247,89 @@ START_TEST(gradients_match_finite_differences)
 }
 END_TEST
 
+/* Runs backward from fixed starting gradients: the parameters' from par_start, the
+ * inputs' zero, or NaN and stale (arg.h) when stale; output gradient NaN and stale
+ * when out_stale (it then counts as zeros), else R (seeded). */
+static void backward_from(harness *h, const grad_case *c, const float *par_start, bool stale,
+                          bool out_stale)
+{
+    pn_matrix pg = pn_params_all_grads(h->params);
+    memcpy(pg.data, par_start, pn_params_size(h->params) * sizeof(float));
+    for (int i = 0; i < c->n_inputs; i++) {
+        if (c->in[i].ids) continue;
+        ck_assert_int_eq(pn_fill(&h->in[i].grad, stale ? NAN : 0.0f), 0);
+        h->in[i].grad_stale = stale;
+    }
+    pn_rng rng;
+    pn_rng_init(&rng, 78, 0);
+    if (out_stale)
+        ck_assert_int_eq(pn_fill(&h->out.grad, NAN), 0);
+    else
+        tu_fill_uniform(&h->out.grad, &rng, 1.0f);
+    h->out.grad_stale = out_stale;
+    objective(h);
+    int rc = pn_layer_backward(&h->inst, &h->pass, h->in_ptrs, &h->out);
+    ck_assert_msg(rc == 0, "backward: %s", pn_error_message());
+    for (int i = 0; i < c->n_inputs; i++) ck_assert(!h->in[i].grad_stale);
+    ck_assert(!h->out.grad_stale);
+}
+
+/* Copies of the input gradients and the parameter gradients, one after another. */
+static float *grads_copy(harness *h, const grad_case *c, size_t *n)
+{
+    size_t total = pn_params_size(h->params);
+    for (int i = 0; i < c->n_inputs; i++)
+        if (!c->in[i].ids) total += pn_matrix_count(h->in[i].grad);
+    float *out = malloc(total * sizeof(float) + 1), *at = out;
+    for (int i = 0; i < c->n_inputs; i++) {
+        if (c->in[i].ids) continue;
+        size_t k = pn_matrix_count(h->in[i].grad);
+        memcpy(at, h->in[i].grad.data, k * sizeof(float));
+        at += k;
+    }
+    memcpy(at, pn_params_all_grads(h->params).data, pn_params_size(h->params) * sizeof(float));
+    *n = total;
+    return out;
+}
+
+/* Stale gradients (holding NaN here) count as zeros: backward into them gives what
+ * backward into zeroed gradients gives, exactly, for every type (those that write
+ * stale gradients whole and those whose stale inputs pn_layer_backward zeroes); a
+ * stale output gradient counts as zeros too. */
+START_TEST(stale_gradients_count_as_zeros)
+{
+    const grad_case *c = &cases[_i];
+    if (c->n_inputs == 0) return;
+    harness h;
+    harness_init(&h, c, 3, 2000);
+    size_t n_par = pn_params_size(h.params), n_zero, n_stale, n_quiet;
+    float *par_start = malloc(n_par * sizeof(float) + 1);
+    pn_rng rng;
+    pn_rng_init(&rng, 79, 0);
+    pn_matrix pg = pn_params_all_grads(h.params);
+    tu_fill_uniform(&pg, &rng, 1.0f);
+    memcpy(par_start, pg.data, n_par * sizeof(float));
+
+    backward_from(&h, c, par_start, false, false);
+    float *zero = grads_copy(&h, c, &n_zero);
+    backward_from(&h, c, par_start, true, false);
+    float *stale = grads_copy(&h, c, &n_stale);
+    ck_assert_uint_eq(n_zero, n_stale);
+    for (size_t k = 0; k < n_zero; k++)
+        ck_assert_msg(zero[k] == stale[k], "%s %s: gradient element %zu: %g into zeros, %g into "
+                      "a stale gradient", c->type, c->attrs, k, zero[k], stale[k]);
+    backward_from(&h, c, par_start, false, true);
+    float *quiet = grads_copy(&h, c, &n_quiet);
+    size_t n_in = n_quiet - n_par;
+    for (size_t k = 0; k < n_quiet; k++)
+        ck_assert_msg(quiet[k] == (k < n_in ? 0.0f : par_start[k - n_in]),
+                      "%s %s: a stale output gradient changed gradient element %zu to %g",
+                      c->type, c->attrs, k, quiet[k]);
+    free(zero), free(stale), free(quiet), free(par_start);
+    harness_free(&h);
+}
+END_TEST
+
 /* The recurrent layers' forward semantics beyond their gradients: outputs at padded
  * positions are zero and do not depend on the padding's values; a sample gives the
  * same outputs alone as in a batch of other lengths (the SequenceToBatch order); a
@@ -347,6 +430,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, every_registered_type_has_a_case);
     tcase_add_loop_test(tc, gradients_match_finite_differences, 0, N_CASES);
+    tcase_add_loop_test(tc, stale_gradients_count_as_zeros, 0, N_CASES);
     tcase_add_test(tc, recurrent_outputs_respect_lengths);
     tcase_add_test(tc, dropout_is_identity_in_evaluation);
     tcase_add_test(tc, estimates_are_reported);

@@ -34,7 +34,8 @@ static int act_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in
     (void)pass;
     const act_attrs *s = x->layer->attrs;
     if (!in[0]->grad.data) return PN_OK;
-    return pn_act_backward(s->act, &in[0]->value, &out->value, &out->grad, 1.0f, &in[0]->grad);
+    return pn_act_backward(s->act, &in[0]->value, &out->value, &out->grad,
+                           pn_arg_grad_beta(in[0]), &in[0]->grad);
 }
 
 static double act_flops(const pn_layer *l)
@@ -53,6 +54,7 @@ const pn_layer_type pn_layer_act = {
     .infer = act_infer,
     .forward = act_forward,
     .backward = act_backward,
+    .writes_stale_grads = true,
     .flops = act_flops,
     .per_row = true,
 };

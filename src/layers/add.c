@@ -33,8 +33,13 @@ static int add_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
 static int add_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out)
 {
     (void)pass;
-    for (int i = 0; i < x->layer->n_inputs; i++)
-        if (in[i]->grad.data) PN_TRY(pn_axpy(1.0f, &out->grad, &in[i]->grad));
+    for (int i = 0; i < x->layer->n_inputs; i++) {
+        if (!in[i]->grad.data) continue;
+        if (pn_arg_grad_beta(in[i]) == 0.0f) /* the first producer: a copy, not 0 + dy */
+            PN_TRY(pn_copy(&out->grad, &in[i]->grad));
+        else
+            PN_TRY(pn_axpy(1.0f, &out->grad, &in[i]->grad));
+    }
     return PN_OK;
 }
 
@@ -51,6 +56,7 @@ const pn_layer_type pn_layer_add = {
     .infer = add_infer,
     .forward = add_forward,
     .backward = add_backward,
+    .writes_stale_grads = true,
     .flops = add_flops,
     .per_row = true,
 };

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "base/error.h"
+#include "math/ops.h"
 
 int pn_arg_reserve(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool with_grad)
 {
@@ -19,6 +20,7 @@ int pn_arg_reserve(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool wit
     a->seq_starts = NULL;
     a->n_seqs = 0;
     a->lengths = NULL;
+    a->grad_stale = false;
     if (shape.ids) {
         PN_TRY(pn_buffer_reserve(&a->ids_buf, dev, (size_t)rows * sizeof(int)));
         a->ids = a->ids_buf.data;
@@ -38,6 +40,20 @@ int pn_arg_reserve(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool wit
         a->grad = (pn_matrix){NULL, rows, shape.width, shape.width, dev};
     }
     return PN_OK;
+}
+
+float pn_arg_grad_beta(pn_arg *a)
+{
+    float beta = a->grad_stale ? 0.0f : 1.0f;
+    a->grad_stale = false;
+    return beta;
+}
+
+int pn_arg_grad_zero_stale(pn_arg *a)
+{
+    if (!a->grad_stale) return PN_OK;
+    a->grad_stale = false;
+    return a->grad.data ? pn_fill(&a->grad, 0.0f) : PN_OK;
 }
 
 void pn_arg_release(pn_arg *a)

@@ -30,6 +30,12 @@ typedef struct pn_arg {
     const int *lengths;
     int batch;        /* samples in this arg */
     pn_shape shape;
+    /* The gradient holds nothing yet in this backward and counts as zeros: set by
+     * pn_network_backward_begin instead of zeroing every gradient; the first layer
+     * that produces it writes it whole (pn_arg_grad_beta) instead of adding into
+     * zeros, and anything that must read or add into it first zeroes it
+     * (pn_arg_grad_zero_stale). */
+    bool grad_stale;
     pn_buffer value_buf, grad_buf, ids_buf; /* storage when the arg owns it */
 } pn_arg;
 
@@ -39,6 +45,14 @@ static inline int pn_arg_rows(const pn_arg *a) { return a->batch * a->shape.seq;
 /* Makes the arg own storage for batch samples of shape on dev (grad only when
  * with_grad); keeps its blocks when they are big enough. */
 int pn_arg_reserve(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool with_grad);
+
+/* The beta for an op about to write all of a's gradient: 0 (overwrite) while the
+ * gradient is stale, else 1 (add to what producers before wrote); the gradient
+ * counts as written afterwards. */
+float pn_arg_grad_beta(pn_arg *a);
+
+/* Zeroes a's gradient if it is stale (then it is not). */
+int pn_arg_grad_zero_stale(pn_arg *a);
 
 /* Releases storage the arg owns and empties it. */
 void pn_arg_release(pn_arg *a);

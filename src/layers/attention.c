@@ -163,7 +163,8 @@ static int attention_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *con
     pn_matrix dbqkv = pn_layer_param_grad(x, QKV_B);
     PN_TRY(pn_gemm(true, false, 1.0f, &in[0]->value, &dqkv, 1.0f, &dwqkv));
     PN_TRY(pn_col_sums(&dqkv, 1.0f, &dbqkv));
-    if (in[0]->grad.data) PN_TRY(pn_gemm(false, true, 1.0f, &dqkv, &wqkv, 1.0f, &in[0]->grad));
+    if (in[0]->grad.data)
+        PN_TRY(pn_gemm(false, true, 1.0f, &dqkv, &wqkv, pn_arg_grad_beta(in[0]), &in[0]->grad));
     return PN_OK;
 }
 
@@ -208,6 +209,7 @@ const pn_layer_type pn_layer_attention = {
     .declare = attention_declare,
     .forward = attention_forward,
     .backward = attention_backward,
+    .writes_stale_grads = true,
     .flops = attention_flops,
     .saved_bytes = attention_saved_bytes,
     .rows_per_sample = attention_rows_per_sample,

@@ -119,7 +119,7 @@ static int fc_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
         PN_TRY(pn_col_sums(&dz, 1.0f, &db));
     }
     if (in[0]->grad.data)
-        PN_TRY(pn_gemm(false, !s->tied, 1.0f, &dz, &w, 1.0f, &in[0]->grad));
+        PN_TRY(pn_gemm(false, !s->tied, 1.0f, &dz, &w, pn_arg_grad_beta(in[0]), &in[0]->grad));
     return PN_OK;
 }
 
@@ -156,6 +156,7 @@ const pn_layer_type pn_layer_fc = {
     .declare = fc_declare,
     .forward = fc_forward,
     .backward = fc_backward,
+    .writes_stale_grads = true,
     .flops = fc_flops,
     .saved_bytes = fc_saved_bytes,
     .release = fc_release,

@@ -216,7 +216,10 @@ int pn_layer_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, 
 {
     const pn_layer *l = x->layer;
     PN_TRY(check_args(l, in, out));
-    int rc = l->type->backward(x, pass, in, out);
+    int rc = pn_arg_grad_zero_stale(out); /* a gradient nothing produced is zeros */
+    for (int i = 0; rc == PN_OK && !l->type->writes_stale_grads && i < l->n_inputs; i++)
+        rc = pn_arg_grad_zero_stale(in[i]);
+    if (rc == PN_OK) rc = l->type->backward(x, pass, in, out);
     return rc < 0 ? pn_error_wrap(rc, "layer '%s' backward", l->name) : rc;
 }
 

@@ -80,6 +80,10 @@ typedef struct pn_layer_type {
     void (*declare)(pn_layer *l);
     int (*forward)(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out);
     int (*backward)(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, pn_arg *out);
+    /* Backward writes each stale input gradient whole (pn_arg_grad_beta, arg.h)
+     * instead of adding into it; for other types pn_layer_backward zeroes stale
+     * input gradients first. */
+    bool writes_stale_grads;
     /* Forward plus backward FLOPs for one sample. */
     double (*flops)(const pn_layer *l);
     /* Bytes kept per sample from forward to backward beyond the output itself. */

@@ -65,7 +65,10 @@ static int xent_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *i
     if (!in[0]->grad.data) return PN_OK;
     pn_matrix probs = pn_matrix_on(&s->probs, in[0]->value.rows, in[0]->value.cols);
     const int *lengths = pn_loss_lengths(in), seq = out->shape.seq;
-    if (!lengths) return pn_xent_backward(&probs, in[1]->ids, &out->grad, 1.0f, &in[0]->grad);
+    if (!lengths)
+        return pn_xent_backward(&probs, in[1]->ids, &out->grad, pn_arg_grad_beta(in[0]),
+                                &in[0]->grad);
+    PN_TRY(pn_arg_grad_zero_stale(in[0])); /* padded rows are not written below */
     for (int b = 0; b < out->value.rows / seq; b++) { /* padded rows get no gradient */
         pn_matrix p = pn_matrix_rows(probs, b * seq, lengths[b]);
         pn_matrix dl = pn_matrix_rows(out->grad, b * seq, lengths[b]);
@@ -104,6 +107,7 @@ const pn_layer_type pn_layer_softmax_xent = {
     .infer = xent_infer,
     .forward = xent_forward,
     .backward = xent_backward,
+    .writes_stale_grads = true,
     .flops = xent_flops,
     .saved_bytes = xent_saved_bytes,
     .release = xent_release,

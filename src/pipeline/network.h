@@ -78,12 +78,13 @@ int pn_network_step_reorder(pn_network *net, const int *from, int n, int len);
 /* Runs backward: pn_network_backward_begin, then pn_network_backward_run. */
 int pn_network_backward(pn_network *net, const pn_pass *pass, long global_batch);
 
-/* Clears argument gradients and seeds every loss output with 1 / (global_batch *
- * rows per sample), so losses are means over the global batch; a loss whose rows
- * carry lengths with 1 / (real positions of the global batch), as set by
- * pn_network_set_positions (unset: this network's batch is the global batch, and its
- * own lengths count). Between begin and run, a pipeline stage adds the gradients
- * that later stages sent for its outputs. */
+/* Marks argument gradients stale (zeros not yet written, layers/arg.h) and seeds
+ * every loss output with 1 / (global_batch * rows per sample), so losses are means
+ * over the global batch; a loss whose rows carry lengths with 1 / (real positions
+ * of the global batch), as set by pn_network_set_positions (unset: this network's
+ * batch is the global batch, and its own lengths count). Between begin and run, a
+ * pipeline stage adds the gradients that later stages sent for its outputs (into a
+ * stale gradient: writes them, pn_arg_grad_beta). */
 int pn_network_backward_begin(pn_network *net, long global_batch);
 
 /* The real positions (sum of the lengths) of the step's global batch, over every
@@ -91,7 +92,8 @@ int pn_network_backward_begin(pn_network *net, long global_batch);
 void pn_network_set_positions(pn_network *net, double global_positions);
 
 /* Runs the member layers backward in reverse topological order. Gradients of
- * supplied arguments and of parameters accumulate. */
+ * supplied arguments and of parameters accumulate; at the end no argument gradient
+ * is stale (one nothing produced holds zeros). */
 int pn_network_backward_run(pn_network *net, const pn_pass *pass);
 
 /* Called during pn_network_backward_run right after a layer with parameters has

@@ -234,9 +234,10 @@ static int backward_pass(pn_stage *s, stage_chunk *ch, const pn_batch *b, long s
     PN_TRY(pn_network_backward_begin(net, s->cfg.global_batch));
     for (int i = 0; i < ch->n_links; i++) {
         const pn_link_spec *l = pn_link_spec_of(ch->links[i]);
-        if (l->kind == PN_LINK_GRAD && !l->sends)
-            PN_TRY(pn_link_recv(ch->links[i], step, micro, &pn_network_arg(net, l->node)->grad,
-                                true));
+        if (l->kind == PN_LINK_GRAD && !l->sends) {
+            pn_arg *a = pn_network_arg(net, l->node); /* stale: written, not added */
+            PN_TRY(pn_link_recv(ch->links[i], step, micro, &a->grad, pn_arg_grad_beta(a) != 0.0f));
+        }
     }
     pn_pass pass = {true, s->cfg.seed, step, b->sample0 + (long)micro * s->cfg.micro_rows, micro,
                     false};
