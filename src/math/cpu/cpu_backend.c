@@ -46,7 +46,11 @@ static int cpu_gemm(bool trans_a, bool trans_b, float alpha, const pn_matrix *a,
     return PN_OK;
 }
 
-void pn_math_set_threads(int threads) { openblas_set_num_threads(threads > 0 ? threads : 1); }
+void pn_math_set_threads(int threads)
+{
+    openblas_set_num_threads(threads > 0 ? threads : 1);
+    pn_cpu_set_parts(threads);
+}
 
 const pn_backend pn_cpu_backend = {
     .name = "cpu",

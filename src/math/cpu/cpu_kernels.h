@@ -40,6 +40,16 @@ int pn_cpu_seq_max_backward(const pn_matrix *dy, const int *arg, pn_matrix *dx);
 int pn_cpu_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
                             pn_matrix *slot1, pn_matrix *slot2);
 
+/* Memory-bound work split over the threads of pn_math_set_threads (cpu_workers.c):
+ * fn(ctx, part, parts) runs for every part, part 0 on the calling thread; work (in
+ * floats) under PN_CPU_SPLIT_MIN runs as one part here. */
+typedef void (*pn_cpu_task)(void *ctx, int part, int parts);
+enum { PN_CPU_SPLIT_MIN = 1 << 16 };
+void pn_cpu_set_parts(int threads);
+void pn_cpu_split(pn_cpu_task fn, void *ctx, size_t work);
+/* Part part of [0, n) in parts pieces of whole 64-byte lines of floats. */
+void pn_cpu_split_range(size_t n, int part, int parts, size_t *first, size_t *end);
+
 /* Hot loops get AVX2 and AVX-512 versions picked at load time (the build targets
  * baseline x86-64, whose SSE loops leave half the vector unit idle). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)

@@ -1,8 +1,10 @@
 /* The fused optimizer update on the CPU (pn_optimizer_update): one pass over memory
  * that scales each gradient, adds L2 decay, updates the slots and the value, and
- * zeroes the gradient. The pass is bound by memory bandwidth: its loops get AVX
- * clones, and a second thread measured no faster on a 2-core node (see bench/).
- * The per-element step is math/update_math.h, which the CUDA kernel runs too. */
+ * zeroes the gradient. The pass is bound by memory bandwidth (adam took as long
+ * without its sqrt and division): its loops get AVX clones, and with
+ * pn_math_set_threads(T > 1) a big parameter's run is split over T threads
+ * (cpu_workers.c); elementwise, so the split changes no result. The per-element
+ * step is math/update_math.h, which the CUDA kernel runs too. */
 #include <math.h>
 #include <stddef.h>
 
@@ -60,6 +62,25 @@ static float *row_of(const pn_matrix *m, size_t i)
 
 static bool dense(const pn_matrix *m) { return !m || pn_matrix_dense(*m); }
 
+/* One dense parameter's run, cut into parts (pn_cpu_split). */
+typedef struct dense_task {
+    pn_update_rule rule;
+    pn_update_coefs c;
+    size_t n;
+    float *w, *g, *s1, *s2;
+} dense_task;
+
+static float *offset(float *p, size_t k) { return p ? p + k : NULL; }
+
+static void dense_part(void *ctx, int part, int parts)
+{
+    const dense_task *t = ctx;
+    size_t a, b;
+    pn_cpu_split_range(t->n, part, parts, &a, &b);
+    if (b > a)
+        update_run(t->rule, t->c, b - a, t->w + a, t->g + a, offset(t->s1, a), offset(t->s2, a));
+}
+
 int pn_cpu_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
                             pn_matrix *slot1, pn_matrix *slot2)
 {
@@ -67,8 +88,9 @@ int pn_cpu_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix
         return pn_error_set(PN_ERR_INTERNAL, "optimizer_update: bad rule %d", (int)hp->rule);
     pn_update_coefs c = pn_update_coefs_of(hp);
     if (dense(w) && dense(g) && dense(slot1) && dense(slot2)) { /* one run, no row ends */
-        update_run(hp->rule, c, pn_matrix_count(*w), w->data, g->data, row_of(slot1, 0),
-                   row_of(slot2, 0));
+        dense_task t = {hp->rule, c, pn_matrix_count(*w), w->data, g->data, row_of(slot1, 0),
+                        row_of(slot2, 0)};
+        pn_cpu_split(dense_part, &t, t.n);
         return PN_OK;
     }
     for (size_t i = 0; i < (size_t)w->rows; i++)
