@@ -147,14 +147,18 @@ START_TEST(activations_match_naive)
 }
 END_TEST
 
+/* Widths below, past (with a tail in a block the row holds, or not) and at
+ * multiples of the kernel's 16 lanes. */
+static const int softmax_widths[] = {4, 21, 64};
+
 START_TEST(softmax_rows_causal_and_scaled)
 {
     pn_rng rng;
     pn_rng_init(&rng, 4, 0);
-    int t = 4, r = 8; /* two causal blocks of 4 rows */
-    pn_matrix x = tu_alloc(r, t, 1), y = tu_alloc(r, t, 0);
+    int t = softmax_widths[_i], r = 2 * t; /* two causal blocks of t rows */
+    pn_matrix x = tu_alloc(r, t, 1), y = tu_alloc(r, t, 0), z = tu_alloc(r, t, 3);
     tu_fill_uniform(&x, &rng, 4.0f);
-    double want[32];
+    double *want = malloc((size_t)r * t * sizeof *want);
     for (int causal = 0; causal <= 1; causal++) {
         for (int i = 0; i < r; i++) {
             int n = causal ? i % t + 1 : t;
@@ -166,8 +170,15 @@ START_TEST(softmax_rows_causal_and_scaled)
         }
         ck_assert_int_eq(pn_softmax_rows(&x, 0.7f, causal ? t : 0, &y), 0);
         tu_assert_matrix_near(&y, want, 1e-5, 1e-7, causal ? "causal softmax" : "softmax");
+        /* in place, as attention runs it; a causal row's masked columns hold NaN */
+        for (int i = 0; i < r; i++)
+            for (int j = 0; j < t; j++)
+                z.data[i * z.ld + j] = causal && j > i % t ? NAN : (float)at(&x, i, j);
+        ck_assert_int_eq(pn_softmax_rows(&z, 0.7f, causal ? t : 0, &z), 0);
+        tu_assert_matrix_near(&z, want, 1e-5, 1e-7, "softmax in place");
     }
-    tu_free(&x), tu_free(&y);
+    free(want);
+    tu_free(&x), tu_free(&y), tu_free(&z);
 }
 END_TEST
 
@@ -500,7 +511,7 @@ static Suite *math_suite(void)
     tcase_add_test(tc, gemm_rejects_mismatch);
     tcase_add_test(tc, elementwise_ops_match_naive);
     tcase_add_test(tc, activations_match_naive);
-    tcase_add_test(tc, softmax_rows_causal_and_scaled);
+    tcase_add_loop_test(tc, softmax_rows_causal_and_scaled, 0, 3);
     tcase_add_test(tc, row_vector_and_sums);
     tcase_add_test(tc, xent_matches_naive);
     tcase_add_test(tc, mse_matches_naive);

@@ -56,6 +56,12 @@ PN_VECTOR_CLONES int pn_cpu_sum_squares(const pn_matrix *m, double *out)
  * a single running max or sum is a chain the compiler may not reorder. */
 enum { SOFTMAX_LANES = 16 };
 
+/* fmaxf(m, v) for an m that is never NaN, without the call: gcc keeps fmaxf a libm
+ * call unless math is finite-only (about 24 calls per causal row of T = 64); this
+ * is one maxss. Equal to fmaxf but for the sign of a zero maximum, which no result
+ * below depends on (x - (+-0) and exp(+-0) do not tell them apart). */
+static inline float max_skipping_nan(float m, float v) { return v > m ? v : m; }
+
 PN_VECTOR_CLONES int pn_cpu_softmax_rows(const pn_matrix *x, float scale, int causal_period, pn_matrix *y)
 {
     for (int i = 0; i < y->rows; i++) {
@@ -70,17 +76,29 @@ PN_VECTOR_CLONES int pn_cpu_softmax_rows(const pn_matrix *x, float scale, int ca
                 int more = v > lanes[k]; /* NaN is skipped here, as by fmaxf */
                 lanes[k] = pn_am_where(more, v, lanes[k]);
             }
-        for (; j < n; j++) max = fmaxf(max, scale * xr[j]);
-        for (int k = 0; k < SOFTMAX_LANES; k++) max = fmaxf(max, lanes[k]);
-        for (j = 0; j < n; j++) yr[j] = pn_am_exp(scale * xr[j] - max);
+        /* a causal row's tail: the whole block when the row holds it, the columns
+         * past n masked (x or y may hold anything there; y's are zeroed below) */
+        int whole = j < n && j + SOFTMAX_LANES <= y->cols ? j + SOFTMAX_LANES : n;
+        if (whole > n) {
+            for (int k = 0; k < SOFTMAX_LANES; k++) {
+                float v = pn_am_where(j + k < n, scale * xr[j + k], -FLT_MAX);
+                lanes[k] = pn_am_where(v > lanes[k], v, lanes[k]);
+            }
+            j = n;
+        }
+        for (; j < n; j++) max = max_skipping_nan(max, scale * xr[j]);
+        for (int h = SOFTMAX_LANES / 2; h > 0; h /= 2) /* a tree: the max is any order's */
+            for (int k = 0; k < h; k++) lanes[k] = max_skipping_nan(lanes[k], lanes[k + h]);
+        max = max_skipping_nan(max, lanes[0]);
+        for (j = 0; j < whole; j++) yr[j] = pn_am_exp(scale * xr[j] - max);
         for (int k = 0; k < SOFTMAX_LANES; k++) lanes[k] = 0.0f;
         for (j = 0; j + SOFTMAX_LANES <= n; j += SOFTMAX_LANES)
             for (int k = 0; k < SOFTMAX_LANES; k++) lanes[k] += yr[j + k];
         for (; j < n; j++) sum += yr[j];
         for (int k = 0; k < SOFTMAX_LANES; k++) sum += lanes[k];
         float inv = 1.0f / sum;
-        for (j = 0; j < n; j++) yr[j] *= inv;
-        for (j = n; j < y->cols; j++) yr[j] = 0.0f;
+        for (j = 0; j < whole; j++) yr[j] = pn_am_where(j < n, yr[j] * inv, 0.0f);
+        for (j = whole; j < y->cols; j++) yr[j] = 0.0f;
     }
     return PN_OK;
 }
