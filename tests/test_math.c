@@ -182,6 +182,33 @@ START_TEST(softmax_rows_causal_and_scaled)
 }
 END_TEST
 
+/* Softmax's backward against y (dy - sum(dy y)) in double, at the same widths
+ * (lanes and tails of its dot product), added to 2 dx. */
+START_TEST(softmax_backward_matches_closed_form)
+{
+    pn_rng rng;
+    pn_rng_init(&rng, 14, 0);
+    int c = softmax_widths[_i], r = 3;
+    pn_matrix x = tu_alloc(r, c, 1), y = tu_alloc(r, c, 2), dy = tu_alloc(r, c, 0);
+    pn_matrix dx = tu_alloc(r, c, 3);
+    tu_fill_uniform(&x, &rng, 3.0f);
+    tu_fill_uniform(&dy, &rng, 1.0f);
+    tu_fill_uniform(&dx, &rng, 1.0f);
+    ck_assert_int_eq(pn_act_forward(PN_ACT_SOFTMAX, &x, &y), 0);
+    double *want = malloc((size_t)r * c * sizeof *want);
+    for (int i = 0; i < r; i++) {
+        double dot = 0.0;
+        for (int j = 0; j < c; j++) dot += at(&dy, i, j) * at(&y, i, j);
+        for (int j = 0; j < c; j++)
+            want[i * c + j] = 2.0 * at(&dx, i, j) + at(&y, i, j) * (at(&dy, i, j) - dot);
+    }
+    ck_assert_int_eq(pn_act_backward(PN_ACT_SOFTMAX, NULL, &y, &dy, 2.0f, &dx), 0);
+    tu_assert_matrix_near(&dx, want, 1e-5, 1e-6, "softmax backward");
+    free(want);
+    tu_free(&x), tu_free(&y), tu_free(&dy), tu_free(&dx);
+}
+END_TEST
+
 /* --- reductions and row-wise ----------------------------------------------------- */
 
 START_TEST(row_vector_and_sums)
@@ -512,6 +539,7 @@ static Suite *math_suite(void)
     tcase_add_test(tc, elementwise_ops_match_naive);
     tcase_add_test(tc, activations_match_naive);
     tcase_add_loop_test(tc, softmax_rows_causal_and_scaled, 0, 3);
+    tcase_add_loop_test(tc, softmax_backward_matches_closed_form, 0, 3);
     tcase_add_test(tc, row_vector_and_sums);
     tcase_add_test(tc, xent_matches_naive);
     tcase_add_test(tc, mse_matches_naive);
