@@ -272,6 +272,33 @@ START_TEST(xent_matches_naive)
 }
 END_TEST
 
+/* The accuracy count takes the first column of a row's maximum, as a scan with
+ * `>` does: ties go to the first, NaN never wins, NaN in column 0 keeps column 0;
+ * maxima in the 16-lane blocks and in the tail (37 columns). */
+START_TEST(xent_counts_the_first_maximum)
+{
+    int r = 5, c = 37;
+    pn_matrix p = tu_alloc(r, c, 2), loss = tu_alloc(r, 1, 0);
+    for (int i = 0; i < r; i++)
+        for (int j = 0; j < c; j++) p.data[i * p.ld + j] = 0.01f * (float)((i * 7 + j * 3) % 11);
+    float *row[5];
+    for (int i = 0; i < r; i++) row[i] = p.data + i * p.ld;
+    row[0][20] = 0.9f;                   /* label 20: hit */
+    row[1][5] = row[1][30] = 0.9f;       /* label 30: a miss, the tie goes to 5 */
+    row[2][0] = NAN, row[2][10] = 0.9f;  /* label 0: hit */
+    row[3][3] = NAN, row[3][33] = 0.9f;  /* label 33: hit, in the tail */
+    row[4][17] = row[4][36] = 0.9f;      /* label 17: hit */
+    int labels[5] = {20, 30, 0, 33, 17};
+    double correct = -1.0;
+    ck_assert_int_eq(pn_xent_forward(&p, labels, &loss, &correct), 0);
+    ck_assert_double_eq(correct, 4.0);
+    labels[1] = 5;
+    ck_assert_int_eq(pn_xent_forward(&p, labels, &loss, &correct), 0);
+    ck_assert_double_eq(correct, 5.0);
+    tu_free(&p), tu_free(&loss);
+}
+END_TEST
+
 START_TEST(mse_matches_naive)
 {
     pn_rng rng;
@@ -542,6 +569,7 @@ static Suite *math_suite(void)
     tcase_add_loop_test(tc, softmax_backward_matches_closed_form, 0, 3);
     tcase_add_test(tc, row_vector_and_sums);
     tcase_add_test(tc, xent_matches_naive);
+    tcase_add_test(tc, xent_counts_the_first_maximum);
     tcase_add_test(tc, mse_matches_naive);
     tcase_add_loop_test(tc, layernorm_forward_matches_naive, 0, 4);
     tcase_add_loop_test(tc, layernorm_backward_matches_naive, 0, 4);

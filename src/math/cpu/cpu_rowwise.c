@@ -111,17 +111,34 @@ static int check_label(int label, int classes, int row)
     return PN_OK;
 }
 
-int pn_cpu_xent_forward(const pn_matrix *probs, const int *labels, pn_matrix *loss,
-                        double *correct)
+/* The first column holding the row's largest value, as the scan `if (p[j] >
+ * p[best]) best = j` finds it (NaN never wins; a NaN in column 0 keeps 0), in two
+ * vectorized passes: the maximum in lanes, then its first column. The scan's
+ * branch per element was most of xent_forward (256 classes per row). */
+static inline int row_argmax(const float *restrict p, int n)
+{
+    if (!(p[0] == p[0])) return 0;
+    float lanes[SOFTMAX_LANES], max = p[0];
+    for (int k = 0; k < SOFTMAX_LANES; k++) lanes[k] = p[0];
+    int j = 0;
+    for (; j + SOFTMAX_LANES <= n; j += SOFTMAX_LANES)
+        for (int k = 0; k < SOFTMAX_LANES; k++)
+            lanes[k] = pn_am_where(p[j + k] > lanes[k], p[j + k], lanes[k]);
+    for (; j < n; j++) max = max_skipping_nan(max, p[j]);
+    for (int k = 0; k < SOFTMAX_LANES; k++) max = max_skipping_nan(max, lanes[k]);
+    for (j = 0; j < n; j++)
+        if (p[j] == max) break;
+    return j;
+}
+
+PN_VECTOR_CLONES int pn_cpu_xent_forward(const pn_matrix *probs, const int *labels,
+                                         pn_matrix *loss, double *correct)
 {
     double hits = 0.0;
     for (int i = 0; i < probs->rows; i++) {
         const float *p = pn_cpu_row(probs, i);
         PN_TRY(check_label(labels[i], probs->cols, i));
-        int best = 0;
-        for (int j = 1; j < probs->cols; j++)
-            if (p[j] > p[best]) best = j;
-        hits += best == labels[i];
+        hits += row_argmax(p, probs->cols) == labels[i];
         loss->data[(size_t)i * (size_t)loss->ld] = pn_rm_xent_loss(p[labels[i]]);
     }
     *correct = hits;
