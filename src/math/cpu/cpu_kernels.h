@@ -41,8 +41,8 @@ int pn_cpu_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix
                             pn_matrix *slot1, pn_matrix *slot2);
 
 /* Memory-bound work split over the threads of pn_math_set_threads (cpu_workers.c):
- * fn(ctx, part, parts) runs for every part, part 0 on the calling thread; work (in
- * floats) under PN_CPU_SPLIT_MIN runs as one part here. */
+ * fn(ctx, part, parts) runs once for every part, on the calling thread or a helper;
+ * work (in floats) under PN_CPU_SPLIT_MIN runs as one part on the calling thread. */
 typedef void (*pn_cpu_task)(void *ctx, int part, int parts);
 enum { PN_CPU_SPLIT_MIN = 1 << 16 };
 void pn_cpu_set_parts(int threads);
