@@ -3,8 +3,9 @@
  * zeroes the gradient. The pass is bound by memory bandwidth (adam took as long
  * without its sqrt and division): its loops get AVX clones, and with
  * pn_math_set_threads(T > 1) a big parameter's run is split over T threads
- * (cpu_workers.c); elementwise, so the split changes no result. The per-element
- * step is math/update_math.h, which the CUDA kernel runs too. */
+ * (cpu_workers.c; that helps as far as the memory gives more to T cores than to
+ * one); elementwise, so the split changes no result. The per-element step is
+ * math/update_math.h, which the CUDA kernel runs too. */
 #include <math.h>
 #include <stddef.h>
 
