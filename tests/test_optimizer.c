@@ -4,14 +4,10 @@
  * the JSON reader and its error messages, and no allocation in the update. */
 #include <jansson.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/error.h"
 #include "layers/params.h"
-#include "math/cpu/cpu_kernels.h"
 #include "math/ops.h"
 #include "pipeline/optimizer.h"
 #include "testutil.h"
@@ -544,95 +540,6 @@ START_TEST(step_allocates_nothing)
 }
 END_TEST
 
-/* What the parts of a split task saw. */
-typedef struct split_probe {
-    size_t n;
-    int parts, runs;
-    bool elsewhere;         /* a part ran on another thread than the caller */
-    pthread_t caller;
-    unsigned char *covered; /* [n]: times each index was in a part's range */
-    pthread_mutex_t lock;
-} split_probe;
-
-static void probe_part(void *ctx, int part, int parts)
-{
-    split_probe *p = ctx;
-    size_t a, b;
-    pn_cpu_split_range(p->n, part, parts, &a, &b);
-    if (part == 0 && parts > 1) { /* hold the caller here: helpers take the rest */
-        struct timespec pause = {0, 50 * 1000 * 1000};
-        nanosleep(&pause, NULL);
-    }
-    pthread_mutex_lock(&p->lock);
-    for (size_t k = a; k < b; k++) p->covered[k]++;
-    p->parts = parts;
-    p->runs++;
-    p->elsewhere |= !pthread_equal(pthread_self(), p->caller);
-    pthread_mutex_unlock(&p->lock);
-}
-
-/* With T threads, a big task's parts (4 T) each run once, some on the helpers,
- * and their ranges tile [0, n) in whole 64-byte lines; a small task runs here as
- * one part. */
-START_TEST(threads_split_big_work)
-{
-    size_t n = 3 * PN_CPU_SPLIT_MIN + 37;
-    split_probe p = {.n = n, .covered = calloc(n, 1), .caller = pthread_self()};
-    pthread_mutex_init(&p.lock, NULL);
-    pn_math_set_threads(3);
-    pn_cpu_split(probe_part, &p, n);
-    ck_assert_int_ge(p.parts, 3);
-    ck_assert_int_eq(p.runs, p.parts);
-    ck_assert(p.elsewhere);
-    for (size_t k = 0; k < n; k++) ck_assert_int_eq(p.covered[k], 1);
-    for (int part = 0; part < p.parts; part++) {
-        size_t a, b;
-        pn_cpu_split_range(n, part, p.parts, &a, &b);
-        ck_assert_uint_eq(a % 16, 0);
-    }
-    memset(p.covered, 0, n);
-    p.runs = 0, p.elsewhere = false;
-    pn_cpu_split(probe_part, &p, PN_CPU_SPLIT_MIN - 1); /* small: one part, here */
-    ck_assert_int_eq(p.parts, 1);
-    ck_assert_int_eq(p.runs, 1);
-    ck_assert(!p.elsewhere);
-    for (size_t k = 0; k < n; k++) ck_assert_int_eq(p.covered[k], 1);
-    pn_math_set_threads(1);
-    pthread_mutex_destroy(&p.lock);
-    free(p.covered);
-}
-END_TEST
-
-/* An adam update of a big parameter on 2 threads gives the bits of 1 thread. */
-START_TEST(threaded_update_matches_one_thread)
-{
-    int n = 2 * PN_CPU_SPLIT_MIN + 21;
-    pn_matrix w[2], g[2], m[2], v[2];
-    pn_update_hparams hp = {.rule = PN_UPDATE_ADAM, .lr = 0.01f, .beta1 = 0.9f, .beta2 = 0.999f,
-                            .eps = 1e-8f, .weight_decay = 0.1f, .grad_scale = 0.5f,
-                            .bias1 = 0.1f, .bias2 = 0.001f};
-    for (int t = 0; t < 2; t++) {
-        w[t] = tu_alloc(1, n, 0), g[t] = tu_alloc(1, n, 0);
-        m[t] = tu_alloc(1, n, 0), v[t] = tu_alloc(1, n, 0);
-        for (int k = 0; k < n; k++) {
-            w[t].data[k] = (float)init_value(0, k);
-            g[t].data[k] = (float)grad_value(0, k, 0);
-            m[t].data[k] = 0.01f * (float)(k % 7);
-            v[t].data[k] = 0.001f * (float)(k % 5);
-        }
-        pn_math_set_threads(t + 1);
-        ck_assert_int_eq(pn_optimizer_update(&hp, &w[t], &g[t], &m[t], &v[t]), 0);
-    }
-    pn_math_set_threads(1);
-    ck_assert_mem_eq(w[0].data, w[1].data, (size_t)n * sizeof(float));
-    ck_assert_mem_eq(m[0].data, m[1].data, (size_t)n * sizeof(float));
-    ck_assert_mem_eq(v[0].data, v[1].data, (size_t)n * sizeof(float));
-    for (int k = 0; k < n; k++) ck_assert_float_eq(g[1].data[k], 0.0f);
-    ck_assert_float_ne(w[1].data[n - 1], (float)init_value(0, n - 1)); /* the tail moved */
-    for (int t = 0; t < 2; t++) tu_free(&w[t]), tu_free(&g[t]), tu_free(&m[t]), tu_free(&v[t]);
-}
-END_TEST
-
 int main(void)
 {
     Suite *s = suite_create("optimizer");
@@ -646,8 +553,6 @@ int main(void)
     tcase_add_test(rules, grad_scale_scales_the_gradient);
     tcase_add_test(rules, op_checks_and_strided_views);
     tcase_add_test(rules, step_allocates_nothing);
-    tcase_add_test(rules, threads_split_big_work);
-    tcase_add_test(rules, threaded_update_matches_one_thread);
     suite_add_tcase(s, rules);
     TCase *config = tcase_create("config");
     tcase_add_test(config, clip_scale_limits_the_norm);
