@@ -256,10 +256,14 @@ int pn_comm_broadcast_replicas(pn_comm *c, void *data, size_t count, pn_comm_typ
 int pn_link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out)
 {
     *out = NULL;
-    if (2 * (long)spec->node + 1 >= c->tie_tag) /* a link's tag is 2 x node + kind */
+    /* a link's tag is (2 x node + kind) x V + the chunk's lane (transport_mpi.c's tag_of):
+     * the largest must stay below the tags of tied gradients and arena images */
+    long v = spec->virtual_stages > 1 ? spec->virtual_stages : 1;
+    if ((2 * (long)spec->node + 1) * v + v - 1 >= c->tie_tag)
         return pn_error_set(PN_ERR_UNSUPPORTED, "layer %d ('%s'): this MPI's tags (up to %d) "
-                                                "cannot name so many layers",
-                            spec->node, spec->name, c->tie_tag - 1);
+                                                "cannot name so many layers%s",
+                            spec->node, spec->name, c->tie_tag - 1,
+                            v > 1 ? " times the virtual stages" : "");
     bool value = spec->kind == PN_LINK_VALUE;
     if (spec->seq < 0 || (spec->seq > 0 && (!value || spec->max_rows % spec->seq)))
         return pn_error_set(PN_ERR_INTERNAL, "link of '%s': lengths of seq %d on a %s link of "
