@@ -113,13 +113,17 @@ static int check_device_support(trainer *t)
                             t->grid->replicas);
     const pn_graph *g = t->graph;
     for (int i = 0; t->grid->stages > 1 && i < g->n_nodes; i++)
-        for (int d = 0; d < g->nodes[i].layer->n_params; d++)
-            if (pn_graph_is_tied_copy(g, i, d))
-                return pn_error_set(PN_ERR_UNSUPPORTED,
-                                    "--device cuda: layer %s ties a parameter across %d stages, "
-                                    "and the exchange of tied gradients between stages cannot "
-                                    "read GPU memory yet; use one stage or --device cpu",
-                                    g->nodes[i].layer->name, t->grid->stages);
+        for (int d = 0; d < g->nodes[i].layer->n_params; d++) {
+            if (!pn_graph_is_tied_copy(g, i, d)) continue;
+            int table = pn_graph_find(g, g->nodes[i].layer->param_decls[d].tie_layer);
+            if (table >= 0 && t->plan->stage_of[table] == t->plan->stage_of[i]) continue;
+            return pn_error_set(PN_ERR_UNSUPPORTED,
+                                "--device cuda: layer %s ties a parameter of stage %d to "
+                                "stage %d, and the exchange of tied gradients between stages "
+                                "cannot read GPU memory yet; use one stage or --device cpu",
+                                g->nodes[i].layer->name, t->plan->stage_of[i],
+                                table >= 0 ? t->plan->stage_of[table] : -1);
+        }
     return PN_OK;
 }
 
