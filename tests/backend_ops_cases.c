@@ -191,9 +191,8 @@ static void case_fill(ctx *c, shape s, int v)
     out_mat(c, "m", &m, OUT_EXACT);
 }
 
-/* Variant 3 copies rows 1.. of a matrix onto rows 0.. of the same one: overlapping
- * source and destination, the direction in which the CPU's row-wise memmove reads
- * every row before overwriting it. */
+/* Variants 3 and 4 copy rows 1.. of a matrix onto rows 0.. of the same one, and rows
+ * 0.. onto rows 1..: overlapping source and destination, both directions. */
 static void case_copy_scale_axpy(ctx *c, shape s, int v)
 {
     pn_matrix x = mat(c, s.rows, s.cols, s.pad, -1, 1), y = mat(c, s.rows, s.cols, 0, -1, 1);
@@ -203,13 +202,15 @@ static void case_copy_scale_axpy(ctx *c, shape s, int v)
     case 2: check_rc(c, BE->axpy(0.3f, &x, &y), "axpy"); break;
     default: {
         pn_matrix src = x, dst = x;
-        src.data += src.ld, src.rows--, dst.rows--; /* rows 1.. onto rows 0.. */
+        src.rows--, dst.rows--;
+        if (v == 3) src.data += src.ld; /* rows 1.. onto rows 0.. */
+        else dst.data += dst.ld;        /* rows 0.. onto rows 1.. */
         check_rc(c, BE->copy(&src, &dst), "copy (overlapping)");
         y = x;
         break;
     }
     }
-    out_mat(c, "y", &y, v == 0 || v == 3 ? OUT_EXACT : OUT_NEAR);
+    out_mat(c, "y", &y, v == 0 || v >= 3 ? OUT_EXACT : OUT_NEAR);
 }
 
 static void case_mul(ctx *c, shape s, int v)
@@ -463,7 +464,7 @@ const op_case backend_op_cases[] = {
     {"memory", "alloc free zero copy_from_host copy_to_host", 4, case_memory},
     {"gemm", "gemm", 8, case_gemm},
     {"fill", "fill", 2, case_fill},
-    {"copy/scale/axpy", "copy scale axpy", 4, case_copy_scale_axpy},
+    {"copy/scale/axpy", "copy scale axpy", 5, case_copy_scale_axpy},
     {"mul", "mul", 2, case_mul},
     {"act_forward", "act_forward", 6, case_act_forward},
     {"act_backward", "act_backward", 12, case_act_backward},

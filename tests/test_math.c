@@ -97,6 +97,21 @@ START_TEST(elementwise_ops_match_naive)
     for (int i = 0; i < r; i++)
         for (int j = 0; j < c; j++) want[i * c + j] = at(&x, i, j);
     tu_assert_matrix_near(&z, want, 0, 0, "copy");
+
+    /* copy between overlapping views of one matrix, both ways: every row arrives */
+    for (int down = 0; down < 2; down++) {
+        ck_assert_int_eq(pn_copy(&x, &z), 0);
+        pn_matrix from = z, to = z;
+        from.rows--, to.rows--;
+        if (down) to.data += to.ld;
+        else from.data += from.ld;
+        ck_assert_int_eq(pn_copy(&from, &to), 0);
+        for (int i = 0; i < r; i++)
+            for (int j = 0; j < c; j++)
+                want[i * c + j] = at(&x, down ? (i ? i - 1 : 0) : (i < r - 1 ? i + 1 : i), j);
+        tu_assert_matrix_near(&z, want, 0, 0, down ? "copy one row down" : "copy one row up");
+    }
+    ck_assert_int_eq(pn_copy(&x, &z), 0);
     z.data[c] = 42.0f; /* padding of row 0 */
     ck_assert_int_eq(pn_fill(&z, 1.5f), 0);
     for (int k = 0; k < r * c; k++) want[k] = 1.5;

@@ -21,8 +21,13 @@ PN_VECTOR_CLONES int pn_cpu_fill(pn_matrix *m, float value)
 
 int pn_cpu_copy(const pn_matrix *src, pn_matrix *dst)
 {
-    for (int i = 0; i < dst->rows; i++)
+    /* rows in the order that reads each source row before an overlapping destination
+     * row overwrites it: downwards when the destination starts later */
+    bool down = dst->data > src->data;
+    for (int k = 0; k < dst->rows; k++) {
+        int i = down ? dst->rows - 1 - k : k;
         memmove(pn_cpu_row(dst, i), pn_cpu_row(src, i), (size_t)dst->cols * sizeof(float));
+    }
     return PN_OK;
 }
 
