@@ -26,7 +26,7 @@ typedef struct gru_scratch {
     pn_recurrent_state state; /* generation: h of every sequence */
 } gru_scratch;
 
-enum { WX = PN_RECURRENT_WX, WH = PN_RECURRENT_WH, B = PN_RECURRENT_B };
+enum { WH = PN_RECURRENT_WH };
 
 static int gru_infer(pn_layer *l) { return pn_recurrent_infer(l, 3); }
 
@@ -129,9 +129,7 @@ static int gru_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in
     PN_TRY(pn_layer_scratch(&k->tmp, dev, sb->batch, H, &tmp));
     PN_TRY(pn_layer_scratch(&k->tmp2, dev, sb->batch, H, &tmp2));
     PN_TRY(pn_gather_rows(&out->grad, sb->index, &dh));
-    pn_matrix wx = pn_layer_param(x, WX), wh = pn_layer_param(x, WH);
-    pn_matrix dwx = pn_layer_param_grad(x, WX), dwh = pn_layer_param_grad(x, WH);
-    pn_matrix db = pn_layer_param_grad(x, B);
+    pn_matrix wh = pn_layer_param(x, WH), dwh = pn_layer_param_grad(x, WH);
     pn_matrix wh_zr = pn_matrix_cols(wh, 0, 2 * H), wh_n = pn_matrix_cols(wh, 2 * H, H);
     pn_matrix dwh_zr = pn_matrix_cols(dwh, 0, 2 * H), dwh_n = pn_matrix_cols(dwh, 2 * H, H);
     for (int t = sb->steps - 1; t >= 0; t--) {
@@ -168,28 +166,13 @@ static int gru_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in
         PN_TRY(pn_gemm(false, true, 1.0f, &dgzr, &wh_zr, 1.0f, &dhp));
         PN_TRY(pn_gemm(true, false, 1.0f, &hp, &dgzr, 1.0f, &dwh_zr));
     }
-    PN_TRY(pn_gemm(true, false, 1.0f, &xb, &dg, 1.0f, &dwx));
-    PN_TRY(pn_col_sums(&dg, 1.0f, &db));
-    if (!in[0]->grad.data) return PN_OK;
-    pn_matrix dxb;
-    PN_TRY(pn_layer_scratch(&k->dxb, dev, total, in[0]->value.cols, &dxb));
-    PN_TRY(pn_gemm(false, true, 1.0f, &dg, &wx, 0.0f, &dxb));
-    return pn_scatter_add_rows(&dxb, sb->index, &in[0]->grad);
+    return pn_recurrent_project_backward(x, &xb, &dg, sb->index, &k->dxb, in[0]);
 }
 
-static double gru_flops(const pn_layer *l)
-{
-    double seq = l->in_shapes[0].seq, in = l->in_shapes[0].width;
-    double h = ((const pn_recurrent_attrs *)l->attrs)->size;
-    return seq * (6.0 * 3.0 * h * (in + h) + 40.0 * h);
-}
+static double gru_flops(const pn_layer *l) { return pn_recurrent_flops(l, 3); }
 
-static double gru_saved_bytes(const pn_layer *l)
-{
-    double seq = l->in_shapes[0].seq, in = l->in_shapes[0].width;
-    double h = ((const pn_recurrent_attrs *)l->attrs)->size;
-    return seq * (in + 5.0 * h) * sizeof(float);
-}
+/* Kept per position: the input row and 5 H floats (3 gates, r h_prev, h). */
+static double gru_saved_bytes(const pn_layer *l) { return pn_recurrent_saved_bytes(l, 5); }
 
 static void gru_release(pn_layer_inst *x)
 {

@@ -27,7 +27,7 @@ typedef struct lstm_scratch {
     pn_recurrent_state state; /* generation: [h c] of every sequence */
 } lstm_scratch;
 
-enum { WX = PN_RECURRENT_WX, WH = PN_RECURRENT_WH, B = PN_RECURRENT_B };
+enum { WH = PN_RECURRENT_WH };
 
 static int lstm_infer(pn_layer *l) { return pn_recurrent_infer(l, 4); }
 
@@ -135,9 +135,7 @@ static int lstm_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *i
     PN_TRY(pn_layer_scratch(&k->tmp, dev, sb->batch, H, &tmp));
     PN_TRY(pn_gather_rows(&out->grad, sb->index, &dh));
     PN_TRY(pn_fill(&dc, 0.0f));
-    pn_matrix wx = pn_layer_param(x, WX), wh = pn_layer_param(x, WH);
-    pn_matrix dwx = pn_layer_param_grad(x, WX), dwh = pn_layer_param_grad(x, WH);
-    pn_matrix db = pn_layer_param_grad(x, B);
+    pn_matrix wh = pn_layer_param(x, WH), dwh = pn_layer_param_grad(x, WH);
     for (int t = sb->steps - 1; t >= 0; t--) {
         int n = sb->count[t], off = sb->offset[t], prev = t > 0 ? sb->offset[t - 1] : 0;
         pn_matrix gt = pn_matrix_rows(g, off, n), dgt = pn_matrix_rows(dg, off, n);
@@ -168,28 +166,13 @@ static int lstm_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *i
         PN_TRY(pn_gemm(false, true, 1.0f, &dgt, &wh, 1.0f, &dhp));
         PN_TRY(pn_gemm(true, false, 1.0f, &hp, &dgt, 1.0f, &dwh));
     }
-    PN_TRY(pn_gemm(true, false, 1.0f, &xb, &dg, 1.0f, &dwx));
-    PN_TRY(pn_col_sums(&dg, 1.0f, &db));
-    if (!in[0]->grad.data) return PN_OK;
-    pn_matrix dxb;
-    PN_TRY(pn_layer_scratch(&k->dxb, dev, total, in[0]->value.cols, &dxb));
-    PN_TRY(pn_gemm(false, true, 1.0f, &dg, &wx, 0.0f, &dxb));
-    return pn_scatter_add_rows(&dxb, sb->index, &in[0]->grad);
+    return pn_recurrent_project_backward(x, &xb, &dg, sb->index, &k->dxb, in[0]);
 }
 
-static double lstm_flops(const pn_layer *l)
-{
-    double seq = l->in_shapes[0].seq, in = l->in_shapes[0].width;
-    double h = ((const pn_recurrent_attrs *)l->attrs)->size;
-    return seq * (6.0 * 4.0 * h * (in + h) + 40.0 * h);
-}
+static double lstm_flops(const pn_layer *l) { return pn_recurrent_flops(l, 4); }
 
-static double lstm_saved_bytes(const pn_layer *l)
-{
-    double seq = l->in_shapes[0].seq, in = l->in_shapes[0].width;
-    double h = ((const pn_recurrent_attrs *)l->attrs)->size;
-    return seq * (in + 7.0 * h) * sizeof(float);
-}
+/* Kept per position: the input row and 7 H floats (4 gates, c, tanh(c), h). */
+static double lstm_saved_bytes(const pn_layer *l) { return pn_recurrent_saved_bytes(l, 7); }
 
 static void lstm_release(pn_layer_inst *x)
 {

@@ -97,3 +97,32 @@ void pn_recurrent_state_release(pn_recurrent_state *st)
     pn_buffer_release(&st->buf[1]);
     *st = (pn_recurrent_state){0};
 }
+
+int pn_recurrent_project_backward(const pn_layer_inst *x, const pn_matrix *xb,
+                                  const pn_matrix *dg, const int *index, pn_buffer *dxb,
+                                  pn_arg *in)
+{
+    pn_matrix dwx = pn_layer_param_grad(x, PN_RECURRENT_WX);
+    pn_matrix db = pn_layer_param_grad(x, PN_RECURRENT_B);
+    PN_TRY(pn_gemm(true, false, 1.0f, xb, dg, 1.0f, &dwx));
+    PN_TRY(pn_col_sums(dg, 1.0f, &db));
+    if (!in->grad.data) return PN_OK;
+    pn_matrix wx = pn_layer_param(x, PN_RECURRENT_WX), d;
+    PN_TRY(pn_layer_scratch(dxb, dg->device, dg->rows, in->value.cols, &d));
+    PN_TRY(pn_gemm(false, true, 1.0f, dg, &wx, 0.0f, &d));
+    return pn_scatter_add_rows(&d, index, &in->grad);
+}
+
+double pn_recurrent_flops(const pn_layer *l, int gates)
+{
+    double seq = l->in_shapes[0].seq, in = l->in_shapes[0].width;
+    double h = ((const pn_recurrent_attrs *)l->attrs)->size;
+    return seq * (6.0 * gates * h * (in + h) + 40.0 * h);
+}
+
+double pn_recurrent_saved_bytes(const pn_layer *l, int per_unit)
+{
+    double seq = l->in_shapes[0].seq, in = l->in_shapes[0].width;
+    double h = ((const pn_recurrent_attrs *)l->attrs)->size;
+    return seq * (in + per_unit * h) * sizeof(float);
+}

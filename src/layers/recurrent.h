@@ -33,6 +33,19 @@ void pn_recurrent_declare(pn_layer *l, int gates);
  * of one position per sequence in a step. */
 int pn_recurrent_project(const pn_layer_inst *x, const pn_matrix *in, pn_matrix *gates);
 
+/* The input projection's backward: dwx += xb^T dg, db += dg's column sums, and when
+ * the input takes a gradient, its rows (index[r]: the input row of batch row r) += the
+ * rows of dg wx^T, made in the scratch dxb. */
+int pn_recurrent_project_backward(const pn_layer_inst *x, const pn_matrix *xb,
+                                  const pn_matrix *dg, const int *index, pn_buffer *dxb,
+                                  pn_arg *in);
+
+/* Forward + backward FLOPs per sample of a layer of G gates, and the bytes kept per
+ * sample from forward to backward: the input and `per_unit` floats per unit and
+ * position. */
+double pn_recurrent_flops(const pn_layer *l, int gates);
+double pn_recurrent_saved_bytes(const pn_layer *l, int per_unit);
+
 /* What a recurrent layer carries between generation steps: one row per sequence of
  * `width` floats (gru: h; lstm: [h c]), the state after the position last stepped.
  * Two buffers take turns: a step reads the state from one and writes the next into
