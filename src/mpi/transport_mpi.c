@@ -39,7 +39,16 @@ typedef struct mpi_link {
 typedef struct mpi_state {
     MPI_Request *buckets;
     int n_buckets, cap;
+    MPI_Request *exchange; /* the tied-gradient exchange's, kept from step to step */
+    int exchange_cap;
 } mpi_state;
+
+/* The transport's state, made on first use. */
+static mpi_state *state_of(pn_comm *c)
+{
+    if (!c->transport_state) c->transport_state = calloc(1, sizeof(mpi_state));
+    return c->transport_state;
+}
 
 static const char *kind_name(int kind) { return kind == PN_LINK_GRAD ? "gradient" : "value"; }
 
@@ -231,9 +240,8 @@ static int need_host(const pn_matrix *m, const char *what)
 static int bucket_start(pn_comm *c, pn_matrix *m)
 {
     PN_TRY(need_host(m, "gradient buckets"));
-    mpi_state *st = c->transport_state;
-    if (!st && !(st = c->transport_state = calloc(1, sizeof *st)))
-        return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    mpi_state *st = state_of(c);
+    if (!st) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     if (st->n_buckets == st->cap) { /* grows in the first step only */
         int cap = st->cap ? 2 * st->cap : 16;
         MPI_Request *more = realloc(st->buckets, (size_t)cap * sizeof *more);
@@ -285,8 +293,16 @@ static int pipe_exchange(pn_comm *c, int n_send, const pn_matrix *send, const in
             return pn_error_set(PN_ERR_UNSUPPORTED, "a tied gradient of %d x %d floats",
                                 m->rows, m->cols);
     }
-    MPI_Request *r = malloc((size_t)(n ? n : 1) * sizeof *r);
-    if (!r) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    if (n == 0) return PN_OK;
+    mpi_state *st = state_of(c);
+    if (!st) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    if (st->exchange_cap < n) { /* the same n every step: grows in the first only */
+        MPI_Request *more = realloc(st->exchange, (size_t)n * sizeof *more);
+        if (!more) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+        st->exchange = more;
+        st->exchange_cap = n;
+    }
+    MPI_Request *r = st->exchange;
     int rc = PN_OK;
     for (int i = 0; rc == PN_OK && i < n; i++) {
         const pn_matrix *m = i < n_send ? &send[i] : &recv[i - n_send];
@@ -301,7 +317,6 @@ static int pipe_exchange(pn_comm *c, int n_send, const pn_matrix *send, const in
         rc = pn_comm_wait(c, n, r, MPI_STATUSES_IGNORE,
                           &(pn_wait_for){"the tied gradient exchange over", NULL, -1,
                                          PN_SCOPE_PIPE});
-    free(r);
     return rc;
 }
 
@@ -309,6 +324,7 @@ static void release(pn_comm *c)
 {
     mpi_state *st = c->transport_state;
     free(st->buckets);
+    free(st->exchange);
     free(st);
     c->transport_state = NULL;
 }
