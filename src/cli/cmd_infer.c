@@ -179,10 +179,8 @@ static int open_data(const pn_model *m, const infer_options *o, int out_node, in
         const char *lengths = pn_model_input_lengths(m, i);
         if (!lengths) continue;
         d->lengths_of[i] = d->n_fields;
-        d->fields[d->n_fields++] = (pn_reader_field){
-            .dataset = lengths, .shape = {0, 1, true}, .input = pn_model_input_name(m, i),
-            .id_user = pn_model_input_name(m, i),
-            .length_max = g->nodes[node].layer->out_shape.seq};
+        d->fields[d->n_fields++] = pn_reader_lengths_field(
+            pn_model_input_name(m, i), lengths, g->nodes[node].layer->out_shape.seq);
     }
     free(exists);
     pn_reader_options opts = {.global_batch = o->batch, .first = 0, .count = o->batch,

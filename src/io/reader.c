@@ -555,3 +555,9 @@ int pn_reader_probe(const char *path, const char *const *datasets, int n, bool *
     for (int i = 0; i < n; i++) exists[i] = pn_hdf5_link_exists(file, datasets[i]);
     return pn_hdf5_close(file, path);
 }
+
+pn_reader_field pn_reader_lengths_field(const char *input, const char *dataset, int seq)
+{
+    return (pn_reader_field){.dataset = dataset, .shape = {0, 1, true}, .input = input,
+                             .id_user = input, .length_max = seq};
+}

@@ -34,6 +34,9 @@ typedef struct pn_reader_field {
                             seq 1), each in [1, length_max]; id_user names their input */
 } pn_reader_field;
 
+/* The field of input's lengths, dataset int32 [N], each in [1, seq]. */
+pn_reader_field pn_reader_lengths_field(const char *input, const char *dataset, int seq);
+
 typedef struct pn_reader_options {
     int global_batch;  /* samples per step, over all replicas */
     int first, count;  /* this caller's rows of each global batch */

@@ -225,10 +225,9 @@ static int add_count_field(pn_stage *s)
             return PN_OK;
         }
     const pn_layer *in = g->nodes[first].layer;
-    s->fields[s->n_fields] = (pn_reader_field){
-        .dataset = pn_data_layer_lengths(in), .shape = {0, 1, true},
-        .input = g->nodes[first].name, .id_user = g->nodes[first].name,
-        .length_max = in->out_shape.seq};
+    s->fields[s->n_fields] =
+        pn_reader_lengths_field(g->nodes[first].name, pn_data_layer_lengths(in),
+                                in->out_shape.seq);
     s->field_is_lengths[s->n_fields] = true;
     s->field_nodes[s->n_fields] = -1;
     s->count_field = s->n_fields++;
@@ -260,10 +259,8 @@ static int collect_fields(pn_stage *s)
             if (pass == 1) break;
             const char *lengths = pn_data_layer_lengths(g->nodes[i].layer);
             if (!lengths) continue;
-            s->fields[s->n_fields] = (pn_reader_field){
-                .dataset = lengths, .shape = {0, 1, true}, .input = g->nodes[i].name,
-                .id_user = g->nodes[i].name,
-                .length_max = g->nodes[i].layer->out_shape.seq};
+            s->fields[s->n_fields] = pn_reader_lengths_field(
+                g->nodes[i].name, lengths, g->nodes[i].layer->out_shape.seq);
             s->field_is_lengths[s->n_fields] = true;
             s->field_nodes[s->n_fields++] = i;
         }
