@@ -26,8 +26,14 @@ static void probe_part(void *ctx, int part, int parts)
     split_probe *p = ctx;
     size_t a, b;
     pn_cpu_split_range(p->n, part, parts, &a, &b);
-    if (part == 0 && parts > 1) { /* hold the caller here: helpers take the rest */
-        struct timespec pause = {0, 50 * 1000 * 1000};
+    /* part 0 waits until another part has run (at most 60 s, so a loaded machine only
+     * slows the test): whichever thread holds part 0, another thread ran one */
+    for (int ms = 0; part == 0 && parts > 1 && ms < 60000; ms++) {
+        pthread_mutex_lock(&p->lock);
+        int others = p->runs;
+        pthread_mutex_unlock(&p->lock);
+        if (others > 0) break;
+        struct timespec pause = {0, 1000 * 1000};
         nanosleep(&pause, NULL);
     }
     pthread_mutex_lock(&p->lock);

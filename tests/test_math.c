@@ -101,10 +101,9 @@ START_TEST(elementwise_ops_match_naive)
     /* copy between overlapping views of one matrix, both ways: every row arrives */
     for (int down = 0; down < 2; down++) {
         ck_assert_int_eq(pn_copy(&x, &z), 0);
-        pn_matrix from = z, to = z;
+        pn_matrix from = z, to = z; /* rows 1.. onto rows 0.., or 0.. onto 1.. */
         from.rows--, to.rows--;
-        if (down) to.data += to.ld;
-        else from.data += from.ld;
+        (down ? &to : &from)->data += z.ld;
         ck_assert_int_eq(pn_copy(&from, &to), 0);
         for (int i = 0; i < r; i++)
             for (int j = 0; j < c; j++)
