@@ -71,14 +71,20 @@ grep -q '^0  *embed\.\.' "$tmp/gpt" && grep -q '^3 .*\.\.loss ' "$tmp/gpt" ||
 cat "$tmp/m2"
 awk '/^measured:/ { on = 1; next } on && /^[0-9] / { n++ } END { exit n != 2 }' "$tmp/m2" ||
     fail "--measure: expected 2 measured stage rows"
-grep -q '^predicted step: .* ms = (M + P - 1 = 5) x .* ms (stage [01] fwd+bwd) + links .* + update .*samples/s$' "$tmp/m2" ||
+grep -q '^predicted step: .* ms = pipeline with updates .* ms; bubble .*%; .* samples/s$' "$tmp/m2" ||
     fail "--measure: no step prediction: $(cat "$tmp/m2")"
+grep -q "^  the schedule's lists run .* (M + P - 1 = 5 slots of the slowest, stage [01]'s .* ms, would take .* ms)$" "$tmp/m2" ||
+    fail "--measure: no line on the simulated schedule: $(cat "$tmp/m2")"
 grep -q '^link: not measured' "$tmp/m2" || fail "--measure on one rank should say the link was not measured"
 # under mpirun: the link between ranks 0 and 1 is measured, and rank 0 alone prints
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # CI runs as root
-timeout 300 mpirun --oversubscribe -np 2 "$PIPENET" plan "$model" --stages 2 --micro-batches 4 --measure --repeat 3 >"$tmp/mpi2" 2>&1 ||
+# and how the 2 ranks share the machine (a step alone and both at once)
+timeout 300 mpirun --oversubscribe -np 2 "$PIPENET" plan "$model" --stages 2 --micro-batches 4 --measure --repeat 3 \
+    --save-times "$tmp/t2.json" >"$tmp/mpi2" 2>&1 ||
     { cat "$tmp/mpi2"; fail "mpirun -np 2 plan --measure exited non-zero"; }
 grep -q '^link (ranks 0-1): .* us + .* GB/s$' "$tmp/mpi2" || fail "no link line: $(cat "$tmp/mpi2")"
+grep -q '^sharing: 2 ranks training at once each took .*x their time alone$' "$tmp/mpi2" ||
+    fail "no sharing line: $(cat "$tmp/mpi2")"
 [ "$(grep -c '^predicted step' "$tmp/mpi2")" -eq 1 ] || fail "expected one report, from rank 0: $(cat "$tmp/mpi2")"
 "$PIPENET" plan "$model" --stages 2 --micro-batches 4 --layer-times "$tmp/t.json" --json >"$tmp/j2" 2>&1 ||
     { cat "$tmp/j2"; fail "plan --layer-times --json exited non-zero"; }
@@ -94,12 +100,33 @@ for s in p["stage"]:
         assert s[k] >= 0, (k, s)
 pr = p["prediction"]
 slot = max(s["forward_s"] + s["backward_s"] for s in p["stage"])
-assert abs(pr["pipeline_s"] - 5 * slot) <= 1e-9 + 1e-6 * slot, pr
+# the lists' run: at least the slowest stage's M passes, at most the textbook
+# (M + P - 1) slots of it plus the slowest update
+assert abs(pr["formula_s"] - 5 * slot) <= 1e-9 + 1e-6 * slot, pr
+update = max(s["optimizer_s"] for s in p["stage"])
+assert 4 * slot <= pr["pipeline_s"] <= pr["formula_s"] + update + 1e-9, pr
 assert pr["step_s"] >= pr["pipeline_s"] and 0 <= pr["bubble"] < 1, pr
+assert not pr["sharing_measured"] and not pr["oversubscribed"], pr
 assert t["format"] == "pipenet layer times" and set(t["layers"]) == {"fc1", "fc2", "out", "loss"}
 PY
 "$PIPENET" plan "$model" --stages 2 --json | python3 -c 'import json, sys; p = json.load(sys.stdin); assert not p["measured"] and "prediction" not in p' ||
     fail "--json without --measure"
+# the sharing measured with 2 ranks is kept in the file and used for 2-rank layouts
+# only; 4 ranks on this machine's cores without it take turns by their count alone
+for stages in 2 4; do
+    "$PIPENET" plan "$model" --stages $stages --micro-batches 4 --layer-times "$tmp/t2.json" --json >"$tmp/j$stages" 2>&1 ||
+        { cat "$tmp/j$stages"; fail "plan --stages $stages --layer-times t2.json exited non-zero"; }
+done
+python3 - "$tmp/t2.json" "$tmp/j2" "$tmp/j4" "$(nproc)" <<'PY' || fail "sharing: $(cat "$tmp/t2.json")"
+import json, sys
+t = json.load(open(sys.argv[1])); two = json.load(open(sys.argv[2]))["prediction"]
+four = json.load(open(sys.argv[3]))["prediction"]; cores = int(sys.argv[4])
+sh = t["sharing"]
+assert sh["ranks"] == 2 and sh["alone_step_s"] > 0 and sh["shared_step_s"] > 0, sh
+assert two["sharing_measured"] and abs(two["sharing_slowdown"] - max(1, sh["shared_step_s"] / sh["alone_step_s"])) < 1e-6, two
+assert not four["sharing_measured"] and four["oversubscribed"] == (4 > cores), four
+assert abs(four["sharing_slowdown"] - max(1, 4 / cores)) < 1e-9, four
+PY
 # times that make fc1 and out heavy and fc2 light move the cut to fc2 | out (the FLOP
 # estimate cuts fc1 | fc2)
 python3 - "$tmp/t.json" "$tmp/heavy.json" <<'PY'

@@ -5,4 +5,7 @@
 /* Seconds since an arbitrary fixed point (CLOCK_MONOTONIC). */
 double pn_now(void);
 
+/* Sleeps this long (the rest of it when a signal interrupts). */
+void pn_sleep(double seconds);
+
 #endif

@@ -3,7 +3,8 @@
  * anything (no MPI, no data). With --measure (or --layer-times FILE) the layers are
  * timed on this machine (or the times read back), the partitioner balances those
  * times, and the step time, bubble and memory are predicted; under mpirun, --measure
- * also times the link between ranks 0 and 1, and rank 0 alone prints. */
+ * also times the link between ranks 0 and 1 and how much slower the layout's ranks
+ * train all at once than alone, and rank 0 alone prints. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,9 +39,11 @@ static void usage(FILE *out)
             "median of --repeat steps after 3 warm-up steps), balances the stages by those\n"
             "times instead of FLOPs, and predicts per stage its time per micro-batch, link\n"
             "transfers, update and memory (parameters, gradients, optimizer slots,\n"
-            "activations in flight), and the step: (M + P - 1) x the slowest stage's\n"
-            "forward + backward + link transfers + update, with its bubble. Under\n"
-            "`mpirun -np 2` (or more) it also times the link between ranks 0 and 1.\n"
+            "activations in flight), and the step: every stage's list of passes run with\n"
+            "those times, the link's, and its update, ranks that outnumber the cores\n"
+            "sharing them; with its bubble. Under `mpirun -np 2` (or more) it also times\n"
+            "the link between ranks 0 and 1 and how much slower the layout's ranks train\n"
+            "all at once than alone (run it with as many ranks as the layout has).\n"
             "--save-times FILE keeps the times; `pipenet train --layer-times FILE` and\n"
             "`pipenet plan --layer-times FILE` balance (and predict) by them.\n"
             "\n"
@@ -55,7 +58,8 @@ static void usage(FILE *out)
             "                     of P)                            [train.virtual_stages, 2]\n"
             "  --batch B          global batch; B / (D M) samples per micro-batch\n"
             "                                                          [train.batch, 64]\n"
-            "  --measure          time the layers (and the link, under mpirun) here\n"
+            "  --measure          time the layers (and under mpirun the link and the\n"
+            "                     ranks' sharing) here\n"
             "  --layer-times FILE balance and predict by times saved earlier\n"
             "  --save-times FILE  with --measure: write the times to FILE (JSON)\n"
             "  --threads N        with --measure: BLAS threads                         [1]\n"
@@ -196,26 +200,28 @@ static int optimizer_slots(pn_opt_kind kind)
     return kind == PN_OPT_SGD ? 0 : kind == PN_OPT_MOMENTUM ? 1 : 2;
 }
 
-/* The times of --layer-times, or measured now (the link under mpirun on every
- * rank, the layers on rank 0 only: *t stays NULL elsewhere). */
+/* The times of --layer-times, or measured now: the link under mpirun on every rank,
+ * the layers on rank 0 alone, then how the layout's `ranks` ranks share the
+ * machine (pn_plan_measure_sharing) on as many of the job's; *t stays NULL but on
+ * rank 0. */
 static int get_times(const pn_graph *g, const plan_options *o, const pn_train_config *cfg,
-                     int micro_batch, pn_comm *comm, pn_plan_times **t)
+                     int micro_batch, int ranks, pn_comm *comm, pn_plan_times **t)
 {
     *t = NULL;
     if (o->times[0]) return pn_plan_times_load(t, g, o->times);
     PN_TRY(pn_plan_times_create(t, g));
-    PN_TRY(pn_plan_measure_link(*t, comm));
-    if (pn_comm_grid(comm)->rank != 0) {
-        pn_plan_times_free(*t);
-        *t = NULL;
-        return PN_OK;
-    }
+    bool root = pn_comm_grid(comm)->rank == 0;
     int threads = o->threads ? o->threads : 1;
     pn_math_set_threads(threads);
     pn_measure_options mo = {.micro_batch = micro_batch, .warmup = 3,
                              .repetitions = o->repeat ? o->repeat : 11, .threads = threads,
                              .seed = cfg->seed, .optimizer = &cfg->optimizer};
-    return pn_plan_measure_layers(*t, g, &mo);
+    int rc = pn_plan_measure_job(*t, g, &mo, comm, ranks);
+    if (!root) {
+        pn_plan_times_free(*t);
+        *t = NULL;
+    }
+    return rc;
 }
 
 /* Prints the plan (tables or JSON) and, with times, its prediction. */
@@ -262,7 +268,8 @@ static int plan_model(const char *path, plan_options *o, pn_comm *comm)
     if (rc == PN_OK) rc = resolve_layout(g, path, plan->stages, o, &cfg);
     if (rc == PN_OK) rc = pn_graph_check_batch(g, o->batch / o->replicas); /* an evaluation's */
     if (rc == PN_OK && (o->measure || o->times[0]))
-        rc = get_times(g, o, &cfg, o->batch / (o->replicas * o->micro), comm, &t);
+        rc = get_times(g, o, &cfg, o->batch / (o->replicas * o->micro),
+                       plan->stages * o->replicas, comm, &t);
     if (rc == PN_OK && comm && pn_comm_grid(comm)->rank != 0) goto done; /* rank 0 reports */
     if (rc == PN_OK && t) {
         if (!(layer_s = malloc((size_t)g->n_nodes * sizeof *layer_s))) {
@@ -302,8 +309,8 @@ int pn_cmd_plan(int argc, char **argv)
         int rc = plan_model(path, &o, NULL);
         return rc < 0 ? pn_cli_fail(pn_error_message()) : 0;
     }
-    /* --measure: every rank of the job takes part in the link probe, rank 0 in the
-     * rest; the others wait for its outcome, and rank 0 alone reports. */
+    /* --measure: every rank of the job takes part in the link probe and the sharing
+     * probe, rank 0 alone in the layers' times and the report. */
     pn_job *job;
     pn_comm *comm = NULL;
     if (pn_job_init(NULL, NULL, &job) < 0) return pn_cli_fail(pn_error_message());

@@ -68,6 +68,11 @@ int pn_comm_agree_root(pn_comm *c, int rc, const char *what);
 void pn_comm_watch(pn_comm *c, double seconds, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* How long a watched wait polls without pause before it naps between polls, in
+ * seconds: a rank that needs the cores to itself waits this long for the others'
+ * waits to turn to naps. */
+double pn_comm_spin_seconds(void);
+
 /* --- scalars ----------------------------------------------------------------------------- */
 
 /* v[0 .. n) summed (in place) over the ranks of scope. */

@@ -49,6 +49,8 @@ void pn_comm_watch(pn_comm *c, double seconds, const char *fmt, ...)
     va_end(ap);
 }
 
+double pn_comm_spin_seconds(void) { return SPIN_S; }
+
 static void nap(double seconds)
 {
     struct timespec ts = {0, (long)(seconds * 1e9)};

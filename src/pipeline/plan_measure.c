@@ -167,21 +167,54 @@ static int take_medians(pn_plan_times *t, const samples *s, long params)
     return PN_OK;
 }
 
-int pn_plan_measure_layers(pn_plan_times *t, const pn_graph *g, const pn_measure_options *o)
+/* One micro-batch's network with random inputs, its parameters and optimizer: what
+ * every measurement runs. */
+typedef struct bench {
+    pn_optimizer_config cfg;
+    pn_params *arena;
+    pn_network *net;
+    pn_optimizer *opt;
+    long step; /* the next step's number (the optimizer's schedule) */
+} bench;
+
+static void bench_close(bench *b)
+{
+    pn_optimizer_free(b->opt);
+    pn_network_free(b->net);
+    pn_params_free(b->arena);
+    *b = (bench){0};
+}
+
+static int bench_open(bench *b, const pn_graph *g, const pn_measure_options *o, long steps)
+{
+    *b = (bench){0};
+    if (o->optimizer) b->cfg = *o->optimizer;
+    else pn_optimizer_config_default(&b->cfg, PN_OPT_SGD, 0.01);
+    if (b->cfg.schedule == PN_LR_COSINE && b->cfg.total_steps == 0)
+        b->cfg.total_steps = b->cfg.warmup_steps + steps + 1;
+    pn_network_options no = {.device = pn_device_host(), .copies = 1, .init = true,
+                             .seed = o->seed};
+    int rc = pn_network_build(g, &no, &b->arena, &b->net);
+    if (rc == PN_OK) rc = pn_network_plan(b->net, o->micro_batch);
+    if (rc == PN_OK) rc = pn_network_set_batch(b->net, o->micro_batch);
+    if (rc == PN_OK) rc = fill_inputs(b->net, g, o->seed);
+    if (rc == PN_OK) rc = pn_optimizer_create(&b->opt, &b->cfg, b->arena);
+    if (rc < 0) bench_close(b);
+    return rc;
+}
+
+static int check_options(const pn_measure_options *o)
 {
     if (o->micro_batch < 1 || o->repetitions < 1 || o->warmup < 0)
         return pn_error_set(PN_ERR_INVALID, "measuring needs a micro-batch and repetitions of "
                             "at least 1, got %d and %d", o->micro_batch, o->repetitions);
-    pn_optimizer_config cfg;
-    if (o->optimizer) cfg = *o->optimizer;
-    else pn_optimizer_config_default(&cfg, PN_OPT_SGD, 0.01);
-    if (cfg.schedule == PN_LR_COSINE && cfg.total_steps == 0)
-        cfg.total_steps = cfg.warmup_steps + o->warmup + o->repetitions + 1;
-    pn_network_options no = {.device = pn_device_host(), .copies = 1, .init = true,
-                             .seed = o->seed};
-    pn_params *arena = NULL;
-    pn_network *net = NULL;
-    pn_optimizer *opt = NULL;
+    return PN_OK;
+}
+
+int pn_plan_measure_layers(pn_plan_times *t, const pn_graph *g, const pn_measure_options *o)
+{
+    PN_TRY(check_options(o));
+    bench b = {0};
     samples s = {.n = g->n_nodes, .reps = o->repetitions};
     s.fwd = calloc((size_t)s.n * (size_t)s.reps, sizeof *s.fwd);
     s.bwd = calloc((size_t)s.n * (size_t)s.reps, sizeof *s.bwd);
@@ -189,23 +222,85 @@ int pn_plan_measure_layers(pn_plan_times *t, const pn_graph *g, const pn_measure
     s.fwd_all = calloc((size_t)s.reps, sizeof *s.fwd_all);
     s.bwd_all = calloc((size_t)s.reps, sizeof *s.bwd_all);
     int rc = s.fwd && s.bwd && s.opt && s.fwd_all && s.bwd_all ? PN_OK : pn_error_set(PN_ERR_NOMEM, "out of memory");
-    if (rc == PN_OK) rc = pn_network_build(g, &no, &arena, &net);
-    if (rc == PN_OK) rc = pn_network_plan(net, o->micro_batch);
-    if (rc == PN_OK) rc = pn_network_set_batch(net, o->micro_batch);
-    if (rc == PN_OK) rc = fill_inputs(net, g, o->seed);
-    if (rc == PN_OK) rc = pn_optimizer_create(&opt, &cfg, arena);
-    if (rc == PN_OK) rc = run_steps(net, arena, opt, o, &s, g);
-    if (rc == PN_OK) rc = take_medians(t, &s, (long)pn_params_elements(arena));
+    if (rc == PN_OK) rc = bench_open(&b, g, o, o->warmup + o->repetitions);
+    if (rc == PN_OK) rc = run_steps(b.net, b.arena, b.opt, o, &s, g);
+    if (rc == PN_OK) rc = take_medians(t, &s, (long)pn_params_elements(b.arena));
     if (rc == PN_OK) {
         t->micro_batch = o->micro_batch;
         t->threads = o->threads;
         t->repetitions = o->repetitions;
     }
-    pn_optimizer_free(opt);
-    pn_network_free(net);
-    pn_params_free(arena);
+    bench_close(&b);
     free(s.fwd), free(s.bwd), free(s.opt), free(s.fwd_all), free(s.bwd_all);
     return rc < 0 ? pn_error_wrap(rc, "%s: measuring the layers", g->file) : PN_OK;
+}
+
+/* Training steps of b, back to back, for at least `seconds` and SHARING_MIN_STEPS
+ * steps: the mean seconds per step (throughput, not a median: a rank that shares a
+ * core loses whole time slices, which a median of short steps would not see). */
+enum { SHARING_MIN_STEPS = 5 };
+static const double SHARING_S = 0.5;
+/* Steps the sharing probe's optimizer schedule allows (it never runs out). */
+static const long SHARING_STEPS_MAX = 1L << 30;
+
+static int steps_for(bench *b, const pn_measure_options *o, double seconds, double *step_s)
+{
+    long k = 0;
+    double t0 = pn_now(), now = t0;
+    int rc = PN_OK;
+    for (; rc == PN_OK && (k < SHARING_MIN_STEPS || now - t0 < seconds); k++, b->step++) {
+        pn_pass pass = {.training = true, .seed = o->seed, .step = b->step, .micro = 0};
+        rc = pn_network_forward(b->net, &pass);
+        if (rc == PN_OK) rc = pn_network_backward(b->net, &pass, o->micro_batch);
+        if (rc == PN_OK) rc = pn_optimizer_step(b->opt, b->arena, b->step, 1.0);
+        now = pn_now();
+    }
+    *step_s = (now - t0) / (double)k;
+    return rc;
+}
+
+/* Before rank 0 times anything alone: the other ranks wait, and a wait polls
+ * without pause at first; this long, and their waits nap instead. */
+static void let_waits_nap(const pn_grid *grid)
+{
+    if (grid->size > 1) pn_sleep(pn_comm_spin_seconds() + 0.1);
+}
+
+int pn_plan_measure_sharing(pn_plan_times *t, const pn_graph *g, const pn_measure_options *o,
+                            pn_comm *c, int ranks)
+{
+    const pn_grid *grid = pn_comm_grid(c);
+    int n = ranks < grid->size ? ranks : grid->size;
+    if (n < 2) return PN_OK;
+    PN_TRY(check_options(o));
+    bool mine = grid->rank < n;
+    bench b = {0};
+    double alone_s = 0.0, sum[2] = {0.0, 0.0}; /* seconds per step, ranks */
+    int rc = mine ? bench_open(&b, g, o, SHARING_STEPS_MAX) : PN_OK;
+    if (rc == PN_OK && mine) rc = steps_for(&b, o, 0.0, &alone_s); /* warm-up */
+    rc = pn_comm_agree(c, rc);
+    /* Alone: rank 0 steps while the others' waits have turned to naps. */
+    if (rc == PN_OK && grid->rank == 0) {
+        let_waits_nap(grid);
+        rc = steps_for(&b, o, SHARING_S, &alone_s);
+    }
+    rc = pn_comm_agree(c, rc);
+    /* Then the n ranks at once, for the same time. */
+    if (rc == PN_OK && mine) {
+        rc = steps_for(&b, o, SHARING_S, &sum[0]);
+        sum[1] = 1.0;
+    }
+    rc = pn_comm_agree(c, rc);
+    if (rc == PN_OK) rc = pn_comm_sum(c, PN_SCOPE_WORLD, sum, 2);
+    if (rc == PN_OK && grid->rank == 0) {
+        t->alone_step_s = alone_s;
+        t->shared_ranks = n;
+        t->shared_step_s = sum[0] / sum[1];
+    }
+    bench_close(&b);
+    return rc < 0 && rc != PN_ERR_PEER
+               ? pn_error_wrap(rc, "%s: measuring %d ranks at once", g->file, n)
+               : rc;
 }
 
 /* Message sizes of the link probe: the smallest gives the latency, the two largest
@@ -229,6 +324,20 @@ int pn_plan_measure_link(pn_plan_times *t, pn_comm *c)
     return PN_OK;
 }
 
+int pn_plan_measure_job(pn_plan_times *t, const pn_graph *g, const pn_measure_options *o,
+                        pn_comm *c, int ranks)
+{
+    const pn_grid *grid = pn_comm_grid(c);
+    int rc = pn_plan_measure_link(t, c);
+    if (rc == PN_OK && grid->rank == 0) {
+        let_waits_nap(grid);
+        rc = pn_plan_measure_layers(t, g, o);
+    }
+    rc = pn_comm_agree(c, rc);
+    if (rc == PN_OK) rc = pn_plan_measure_sharing(t, g, o, c, ranks);
+    return rc;
+}
+
 /* --- the file ---------------------------------------------------------------------- */
 
 int pn_plan_times_save(const pn_plan_times *t, const pn_graph *g, const char *path)
@@ -249,6 +358,14 @@ int pn_plan_times_save(const pn_plan_times *t, const pn_graph *g, const char *pa
         bad |= json_object_set_new(link, "latency_s", json_real(t->link_latency_s));
         bad |= json_object_set_new(link, "bytes_per_s", json_real(t->link_bytes_per_s));
         bad |= json_object_set_new(root, "link", link);
+    }
+    if (t->shared_ranks > 0) {
+        json_t *sharing = json_object();
+        bad |= !sharing;
+        bad |= json_object_set_new(sharing, "ranks", json_integer(t->shared_ranks));
+        bad |= json_object_set_new(sharing, "alone_step_s", json_real(t->alone_step_s));
+        bad |= json_object_set_new(sharing, "shared_step_s", json_real(t->shared_step_s));
+        bad |= json_object_set_new(root, "sharing", sharing);
     }
     for (int i = 0; !bad && i < g->n_nodes; i++) {
         if (g->nodes[i].is_input) continue;
@@ -271,8 +388,9 @@ int pn_plan_times_save(const pn_plan_times *t, const pn_graph *g, const char *pa
 
 static const char *const TOP_KEYS[] = {"format", "version", "model", "micro_batch", "threads",
                                        "repetitions", "optimizer_s_per_param", "link",
-                                       "layers", NULL};
+                                       "sharing", "layers", NULL};
 static const char *const LINK_KEYS[] = {"latency_s", "bytes_per_s", NULL};
+static const char *const SHARING_KEYS[] = {"ranks", "alone_step_s", "shared_step_s", NULL};
 static const char *const LAYER_KEYS[] = {"forward_s", "backward_s", NULL};
 
 static int read_header(const json_t *root, const pn_json_at *at, pn_plan_times *t)
@@ -304,6 +422,18 @@ static int read_header(const json_t *root, const pn_json_at *at, pn_plan_times *
         PN_TRY(pn_json_number(link, &la, "bytes_per_s", true, 0.0, true, INFINITY, true, 0.0,
                               &t->link_bytes_per_s));
         t->link_measured = true;
+    }
+    const json_t *sharing;
+    PN_TRY(pn_json_object(root, at, "sharing", false, &sharing));
+    if (sharing) {
+        pn_json_at sa = pn_json_field(at, "sharing");
+        PN_TRY(pn_json_known_keys(sharing, &sa, SHARING_KEYS, NULL));
+        PN_TRY(pn_json_int(sharing, &sa, "ranks", true, 2, 1 << 24, 0, &v));
+        t->shared_ranks = (int)v;
+        PN_TRY(pn_json_number(sharing, &sa, "alone_step_s", true, 0.0, true, 1e6, false, 0.0,
+                              &t->alone_step_s));
+        PN_TRY(pn_json_number(sharing, &sa, "shared_step_s", true, 0.0, true, 1e6, false, 0.0,
+                              &t->shared_step_s));
     }
     return PN_OK;
 }

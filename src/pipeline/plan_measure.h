@@ -29,6 +29,11 @@ typedef struct pn_plan_times {
     bool link_measured;
     double link_latency_s;    /* one message between two ranks, empty */
     double link_bytes_per_s;  /* and per byte beyond it */
+    /* Sharing the machine (pn_plan_measure_sharing; shared_ranks 0: not measured):
+     * seconds per training step of the whole network, one micro-batch, on rank 0
+     * alone and on each of shared_ranks ranks stepping at once (their mean). */
+    int shared_ranks;
+    double alone_step_s, shared_step_s;
 } pn_plan_times;
 
 typedef struct pn_measure_options {
@@ -54,6 +59,22 @@ int pn_plan_measure_layers(pn_plan_times *t, const pn_graph *g, const pn_measure
 /* Times the link between ranks 0 and 1 of c (collective over c's ranks; a job of
  * one rank measures nothing). The result is valid on rank 0. */
 int pn_plan_measure_link(pn_plan_times *t, pn_comm *c);
+
+/* Times how much slower a rank trains when the first `ranks` ranks of c (at most
+ * all) train at once than when rank 0 trains alone: each steps the whole network
+ * back to back for half a second, rank 0 first alone (the others asleep in a
+ * wait), then all together. Collective over c; the result is valid on rank 0
+ * (nothing is measured with fewer than 2 ranks). Ranks that outnumber the cores,
+ * or share caches and memory bandwidth, run slower than their count alone says;
+ * the prediction scales by what was measured (plan_predict.h). */
+int pn_plan_measure_sharing(pn_plan_times *t, const pn_graph *g, const pn_measure_options *o,
+                            pn_comm *c, int ranks);
+
+/* All of the above for `pipenet plan --measure` in a job (collective over c): the
+ * link, the layers on rank 0 alone (the other ranks asleep in a wait), the sharing
+ * probe for a layout of `ranks` ranks. The result is valid on rank 0. */
+int pn_plan_measure_job(pn_plan_times *t, const pn_graph *g, const pn_measure_options *o,
+                        pn_comm *c, int ranks);
 
 /* Writes t for g's layers to path as JSON; reads it back, refusing a file that is
  * not one, or that lacks a layer of g or names one g does not have, with a message

@@ -6,12 +6,58 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "pipeline/schedule_time.h"
 
 /* Seconds to move bytes over the measured link (0 when it was not measured). */
 static double link_time(const pn_plan_times *t, double bytes)
 {
     if (!t->link_measured || bytes <= 0.0) return 0.0;
     return t->link_latency_s + bytes / t->link_bytes_per_s;
+}
+
+/* How much slower each rank trains when all the layout's ranks train at once than
+ * alone: measured when the job measured as many ranks (pn_plan_measure_sharing),
+ * else what their count says: ranks x threads / cores when that is over 1, else 1. */
+static double sharing_slowdown(const pn_plan_times *t, const pn_plan_prediction *pr,
+                               bool *measured)
+{
+    double nominal = (double)pr->ranks * pr->threads / pr->cores;
+    *measured = t->shared_ranks == pr->ranks && t->alone_step_s > 0.0 && t->shared_step_s > 0.0;
+    double f = *measured ? t->shared_step_s / t->alone_step_s : nominal;
+    return f > 1.0 ? f : 1.0;
+}
+
+/* The schedule's lists run with each chunk's measured passes and messages
+ * (schedule_time.h); as the step runs (`as_run`): with each stage's update, the
+ * ranks sharing the cores when they outnumber them; else on a core each, without
+ * updates (the schedule's own idle time: the bubble). */
+static int simulate_pipeline(const pn_plan *p, const pn_graph *g, const pn_schedule *s,
+                             const pn_plan_times *t, const pn_plan_prediction *pr,
+                             bool as_run, double *makespan)
+{
+    size_t n = (size_t)p->chunks;
+    double *fwd = calloc(n, sizeof *fwd), *bwd = calloc(n, sizeof *bwd);
+    double *send = calloc(n, sizeof *send), *update = calloc((size_t)p->stages, sizeof *update);
+    int rc = fwd && bwd && send && update ? PN_OK : pn_error_set(PN_ERR_NOMEM, "out of memory");
+    for (int i = 0; rc == PN_OK && i < g->n_nodes; i++) {
+        int ch = p->chunk_of[i];
+        if (ch < 0) continue;
+        fwd[ch] += t->forward_s[i] * pr->scale;
+        bwd[ch] += t->backward_s[i] * pr->scale;
+    }
+    for (int ch = 0; rc == PN_OK && ch < p->chunks; ch++)
+        send[ch] = link_time(t, p->cost[ch].send_bytes * pr->micro_batch);
+    for (int st = 0; rc == PN_OK && st < p->stages; st++) update[st] = pr->stage[st].optimizer_s;
+    pn_chunk_times ct = {.forward_s = fwd, .backward_s = bwd, .send_s = send};
+    if (as_run) {
+        ct.update_s = update;
+        ct.copies = pr->replicas;
+        ct.contention = pr->contention;
+        if (pr->oversubscribed) ct.slots = (double)pr->cores / pr->threads;
+    }
+    if (rc == PN_OK) rc = pn_schedule_makespan(s, &ct, makespan);
+    free(fwd), free(bwd), free(send), free(update);
+    return rc;
 }
 
 int pn_plan_predict(pn_plan_prediction *out, const pn_plan *p, const pn_graph *g,
@@ -22,6 +68,11 @@ int pn_plan_predict(pn_plan_prediction *out, const pn_plan *p, const pn_graph *g
                              .micro_batch = micro_batch, .threads = threads > 0 ? threads : 1,
                              .cores = cores > 0 ? cores : 1, .ranks = p->stages * replicas};
     pr.scale = (double)micro_batch / (double)t->micro_batch;
+    pr.oversubscribed = (long)pr.ranks * pr.threads > pr.cores;
+    pr.slowdown = sharing_slowdown(t, &pr, &pr.slowdown_measured);
+    double turns = (double)pr.ranks * pr.threads / pr.cores; /* the count's own slowdown */
+    pr.contention = pr.slowdown / (turns > 1.0 ? turns : 1.0);
+    if (pr.contention < 1.0) pr.contention = 1.0;
     pr.stage = calloc((size_t)p->stages, sizeof *pr.stage);
     if (!pr.stage) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     for (int i = 0; i < g->n_nodes; i++) {
@@ -30,7 +81,7 @@ int pn_plan_predict(pn_plan_prediction *out, const pn_plan *p, const pn_graph *g
         pr.stage[st].forward_s += t->forward_s[i] * pr.scale;
         pr.stage[st].backward_s += t->backward_s[i] * pr.scale;
     }
-    double busy = 0.0, work = 0.0, mb = (double)micro_batch, d = (double)replicas;
+    double busy = 0.0, mb = (double)micro_batch, d = (double)replicas, allreduce_s = 0.0;
     for (int st = 0; st < p->stages; st++) {
         pn_stage_prediction *sp = &pr.stage[st];
         pn_stage_cost cost = pn_plan_stage_cost(p, st);
@@ -41,8 +92,10 @@ int pn_plan_predict(pn_plan_prediction *out, const pn_plan *p, const pn_graph *g
         for (int ch = st; ch < p->chunks; ch += p->stages)
             sp->link_s += 2.0 * link_time(t, p->cost[ch].send_bytes * mb);
         sp->optimizer_s = params * t->optimizer_s_per_param;
-        if (replicas > 1) /* a ring: 2 (D - 1) steps of bytes / D each */
-            sp->optimizer_s += 2.0 * (d - 1.0) * link_time(t, bytes / d);
+        if (replicas > 1) { /* a ring: 2 (D - 1) steps of bytes / D each */
+            sp->allreduce_s = 2.0 * (d - 1.0) * link_time(t, bytes / d);
+            if (sp->allreduce_s > allreduce_s) allreduce_s = sp->allreduce_s;
+        }
         sp->param_bytes = sp->grad_bytes = bytes;
         sp->slot_bytes = bytes * slots;
         sp->activation_bytes = pn_plan_activation_bytes(p, s, st, micro_batch, false);
@@ -51,19 +104,23 @@ int pn_plan_predict(pn_plan_prediction *out, const pn_plan *p, const pn_graph *g
         if (sp->optimizer_s > pr.optimizer_s) pr.optimizer_s = sp->optimizer_s;
         pr.link_s += sp->link_s;
         busy += fb;
-        work += (s->micro * fb + params * t->optimizer_s_per_param) * d;
     }
-    /* M slots of work over 1 - the schedule's bubble: (M + P - 1) slots, or under
-     * interleaving (M + (P - 1) / V) */
-    pr.pipeline_s = s->micro * pr.slot_s /
-                    (1.0 - pn_schedule_bubble_formula(s->kind, p->stages, p->virtual_stages,
-                                                      s->micro));
-    pr.step_s = pr.pipeline_s + pr.link_s + pr.optimizer_s;
-    pr.bubble = pr.pipeline_s > 0.0 ? 1.0 - s->micro * busy / (p->stages * pr.pipeline_s) : 0.0;
-    if ((long)pr.ranks * pr.threads > pr.cores) {
-        pr.cpu_bound_s = work * pr.threads / pr.cores;
-        if (pr.cpu_bound_s > pr.step_s) pr.step_s = pr.cpu_bound_s;
+    /* The textbook figure: M slots of the slowest stage over 1 - the schedule's
+     * bubble, (M + P - 1) slots (interleaved: M + (P - 1) / V) */
+    pr.formula_s = s->micro * pr.slot_s /
+                   (1.0 - pn_schedule_bubble_formula(s->kind, p->stages, p->virtual_stages,
+                                                     s->micro));
+    /* The prediction: the lists run (updates included), then the replicas' sums */
+    double own_cores_s = 0.0;
+    int rc = simulate_pipeline(p, g, s, t, &pr, true, &pr.pipeline_s);
+    if (rc == PN_OK) rc = simulate_pipeline(p, g, s, t, &pr, false, &own_cores_s);
+    if (rc < 0) {
+        free(pr.stage);
+        return rc;
     }
+    pr.allreduce_s = allreduce_s;
+    pr.step_s = pr.pipeline_s + allreduce_s;
+    pr.bubble = own_cores_s > 0.0 ? 1.0 - s->micro * busy / (p->stages * own_cores_s) : 0.0;
     pr.samples_per_s = pr.step_s > 0.0 ? mb * s->micro * d / pr.step_s : 0.0;
     *out = pr;
     return PN_OK;
@@ -102,19 +159,31 @@ void pn_plan_print_prediction(const pn_plan_prediction *pr, const pn_plan *p,
             (tot.forward_s + tot.backward_s) * ms, tot.link_s * ms, tot.optimizer_s * ms,
             tot.param_bytes / mib, tot.grad_bytes / mib, tot.slot_bytes / mib,
             tot.activation_bytes / mib);
+    fprintf(out, "predicted step: %.3f ms = pipeline with updates %.3f ms", pr->step_s * ms,
+            pr->pipeline_s * ms);
+    if (pr->replicas > 1) fprintf(out, " + replica sums %.3f ms", pr->allreduce_s * ms);
+    fprintf(out, "; bubble %.1f%%; %.0f samples/s\n", 100.0 * pr->bubble, pr->samples_per_s);
     fprintf(out,
-            "predicted step: %.3f ms = (%s = %.4g) x %.3f ms (stage %d fwd+bwd) + links "
-            "%.3f ms + update %.3f ms; bubble %.1f%%; %.0f samples/s\n",
-            pr->step_s * ms, p->virtual_stages > 1 ? "M + (P - 1) / V" : "M + P - 1",
-            pr->slot_s > 0.0 ? pr->pipeline_s / pr->slot_s : 0.0, pr->slot_s * ms, pr->slowest,
-            pr->link_s * ms, pr->optimizer_s * ms, 100.0 * pr->bubble, pr->samples_per_s);
-    if (pr->cpu_bound_s > 0.0)
+            "  the schedule's lists run with each stage's times, links and update (%s = "
+            "%.4g slots of the slowest, stage %d's %.3f ms, would take %.3f ms)\n",
+            p->virtual_stages > 1 ? "M + (P - 1) / V" : "M + P - 1",
+            pr->slot_s > 0.0 ? pr->formula_s / pr->slot_s : 0.0, pr->slowest, pr->slot_s * ms,
+            pr->formula_s * ms);
+    if (pr->oversubscribed)
         fprintf(out,
-                "note: %d ranks x %d BLAS thread%s share %d cores: a step takes at least all "
-                "ranks' work / cores = %.3f ms%s\n",
+                "note: %d ranks x %d BLAS thread%s share %d cores: at most %.3g ranks run at "
+                "once at full speed, more share them, each %.2fx slower than their count "
+                "alone says (%s)\n",
                 pr->ranks, pr->threads, pr->threads == 1 ? "" : "s", pr->cores,
-                pr->cpu_bound_s * ms,
-                pr->cpu_bound_s >= pr->step_s ? " (the prediction above)" : "");
+                (double)pr->cores / pr->threads,
+                pr->contention,
+                pr->slowdown_measured ? "measured: all ranks at once took "
+                                        "the slowdown below"
+                                      : "not measured: run plan --measure under mpirun "
+                                        "with as many ranks");
+    if (pr->slowdown_measured)
+        fprintf(out, "sharing: %d ranks training at once each took %.2fx their time alone\n",
+                pr->ranks, pr->slowdown);
     if (pr->scale != 1.0)
         fprintf(out, "note: times measured for micro-batches of %d, scaled by %.3g\n",
                 t->micro_batch, pr->scale);
@@ -165,6 +234,7 @@ static json_t *stage_json(const pn_plan *p, const pn_graph *g, const pn_schedule
         put(o, "backward_s", json_real(sp->backward_s), bad);
         put(o, "link_s", json_real(sp->link_s), bad);
         put(o, "optimizer_s", json_real(sp->optimizer_s), bad);
+        put(o, "allreduce_s", json_real(sp->allreduce_s), bad);
         put(o, "param_bytes", json_real(sp->param_bytes), bad);
         put(o, "grad_bytes", json_real(sp->grad_bytes), bad);
         put(o, "slot_bytes", json_real(sp->slot_bytes), bad);
@@ -199,7 +269,11 @@ json_t *pn_plan_json(const pn_plan *p, const pn_graph *g, const pn_schedule *s, 
         put(step, "slowest_fwd_bwd_s", json_real(pr->slot_s), &bad);
         put(step, "link_s", json_real(pr->link_s), &bad);
         put(step, "optimizer_s", json_real(pr->optimizer_s), &bad);
-        put(step, "cpu_bound_s", json_real(pr->cpu_bound_s), &bad);
+        put(step, "formula_s", json_real(pr->formula_s), &bad);
+        put(step, "allreduce_s", json_real(pr->allreduce_s), &bad);
+        put(step, "oversubscribed", json_boolean(pr->oversubscribed), &bad);
+        put(step, "sharing_slowdown", json_real(pr->slowdown), &bad);
+        put(step, "sharing_measured", json_boolean(pr->slowdown_measured), &bad);
         put(step, "bubble", json_real(pr->bubble), &bad);
         put(step, "samples_per_s", json_real(pr->samples_per_s), &bad);
         put(root, "prediction", step, &bad);
@@ -208,6 +282,11 @@ json_t *pn_plan_json(const pn_plan *p, const pn_graph *g, const pn_schedule *s, 
         put(m, "threads", json_integer(t->threads), &bad);
         put(m, "repetitions", json_integer(t->repetitions), &bad);
         put(m, "cores", json_integer(pr->cores), &bad);
+        if (t->shared_ranks > 0) {
+            put(m, "alone_step_s", json_real(t->alone_step_s), &bad);
+            put(m, "shared_ranks", json_integer(t->shared_ranks), &bad);
+            put(m, "shared_step_s", json_real(t->shared_step_s), &bad);
+        }
         if (t->link_measured) {
             put(m, "link_latency_s", json_real(t->link_latency_s), &bad);
             put(m, "link_bytes_per_s", json_real(t->link_bytes_per_s), &bad);

@@ -22,7 +22,8 @@
 typedef struct pn_stage_prediction {
     double forward_s, backward_s; /* one micro-batch */
     double link_s;                /* its forward sends and the gradients back, one micro-batch */
-    double optimizer_s;           /* one update of its parameters (all-reduce included) */
+    double optimizer_s;           /* one update of its parameters */
+    double allreduce_s;           /* the replicas' sum of its gradients (D > 1) */
     double param_bytes, grad_bytes, slot_bytes, activation_bytes; /* on each of its ranks */
 } pn_stage_prediction;
 
@@ -31,18 +32,31 @@ typedef struct pn_plan_prediction {
     pn_stage_prediction *stage;   /* [stages] */
     int slowest;                  /* the stage with the largest forward + backward */
     double slot_s;                /* its forward + backward */
-    double pipeline_s;            /* (M + P - 1) x slot_s; interleaved (M + (P - 1) / V) */
-    double link_s, optimizer_s;   /* on the step's critical path */
-    double cpu_bound_s;           /* all ranks' work / cores (0 when they fit the cores) */
-    double step_s, bubble, samples_per_s;
+    double pipeline_s;            /* the schedule's lists run with the stages' passes, links
+                                   * and updates, sharing the cores (schedule_time.h) */
+    double formula_s;             /* (M + P - 1) x slot_s; interleaved (M + (P - 1) / V) */
+    double link_s;                /* all stages' links, one micro-batch */
+    double optimizer_s;           /* the slowest stage's update */
+    double allreduce_s;           /* the slowest stage's replica sum, after the pipeline */
+    bool oversubscribed;          /* ranks x threads > cores: ranks take turns */
+    double slowdown;              /* a rank's time with all ranks at once / alone */
+    bool slowdown_measured;       /* by the sharing probe (else ranks x threads / cores) */
+    double contention;            /* slowdown / max(1, ranks x threads / cores): beyond
+                                   * taking turns, what running at once costs */
+    double step_s, samples_per_s;
+    double bubble;                /* the lists' idle share with a core per rank, no updates */
     int ranks, threads, cores;
     double scale;                 /* this micro-batch / the measured one */
 } pn_plan_prediction;
 
 /* Predicts the step of plan p under schedule s for D = replicas with micro_batch
  * samples per micro-batch, slots optimizer slots per parameter, threads BLAS threads
- * per rank on cores cores. Times measured for another micro-batch are scaled by the
- * ratio of the micro-batches. */
+ * per rank on cores cores: the schedule's lists run with the measured times (each
+ * stage's update at its end), then the replicas' gradient sums. When the ranks'
+ * threads outnumber the cores, at most cores / threads ranks run at full speed and
+ * more share them, each slower by what the sharing probe measured beyond the count
+ * (else by the count alone). Times measured for another micro-batch are scaled by
+ * the ratio of the micro-batches. */
 int pn_plan_predict(pn_plan_prediction *out, const pn_plan *p, const pn_graph *g,
                     const pn_schedule *s, const pn_plan_times *t, int replicas,
                     int micro_batch, int slots, int threads, int cores);
