@@ -42,6 +42,24 @@ grep -q "resuming from $snap20: step 20" "$tmp/resumed.out" || fail "resume mess
 [ "$(hash_of straight)" = "$(hash_of resumed)" ] || fail "resumed hash $(hash_of resumed) != $(hash_of straight)"
 [ "$(losses_after_20 straight)" = "$(losses_after_20 resumed)" ] || fail "resumed losses differ"
 echo "ok: 40 straight = 20 + resume + 20 (P=2), hash $(hash_of straight)"
+# resumed into the interrupted run's own metrics file (all 40 steps, then a line cut
+# short by a kill): the lines past step 20 and the cut one go, each step is there
+# once, and steps 21..40 are the resumed run's
+cp "$tmp/straight.jsonl" "$tmp/into.jsonl"
+printf '{"step": 41, "epo' >>"$tmp/into.jsonl"
+train 2 into --stages 2 --resume "$snap20"
+grep -q "^metrics: dropped [0-9]* lines past step 20 from $tmp/into.jsonl" "$tmp/into.out" ||
+    fail "no word of the dropped metrics lines: $(head -5 "$tmp/into.out")"
+python3 - "$tmp/into.jsonl" "$tmp/straight.jsonl" "$tmp/resumed.jsonl" <<'PY' || fail "metrics after resuming into the same file"
+import json, sys
+into, straight, resumed = ([json.loads(l) for l in open(f)] for f in sys.argv[1:])
+steps = [r["step"] for r in into if "loss" in r]
+assert steps == list(range(1, 41)), steps
+tail = lambda rows: [r for r in rows if r["step"] > 20 and "loss" in r]
+assert [r["loss"] for r in tail(into)] == [r["loss"] for r in tail(resumed)]
+assert [r for r in into if r["step"] <= 20] == [r for r in straight if r["step"] <= 20]
+PY
+echo "ok: resuming into the interrupted run's metrics file keeps each step once"
 
 # 2. another layout resumes the P=2 snapshot: one process, and 2 replicas x 2 stages
 train 1 onep --stages 1 --micro-batches 4 --resume "$snap20"

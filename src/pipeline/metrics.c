@@ -1,7 +1,9 @@
-/* JSON-lines metrics writer (jansson encodes reals with 17 digits). */
+/* JSON-lines metrics writer (jansson encodes reals with 17 digits), and the trim of a
+ * resumed run's file. */
 #include "pipeline/metrics.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,15 +35,72 @@ int pn_metrics_open(pn_metrics **out, const char *path, int append)
 void pn_metrics_close(pn_metrics *m)
 {
     if (!m) return;
-    fclose(m->file);
+    if (m->file) fclose(m->file);
     free(m->path);
     free(m);
+}
+
+/* Whether line (one line of the file, its newline included) is a whole JSON object
+ * whose "step" is at most step. */
+static bool keeps(const char *line, long step)
+{
+    json_t *obj = json_loads(line, JSON_DISABLE_EOF_CHECK, NULL);
+    json_t *at = json_object_get(obj, "step");
+    bool keep = json_is_object(obj) && json_is_integer(at) && json_integer_value(at) <= step &&
+                strchr(line, '\n') != NULL;
+    json_decref(obj);
+    return keep;
+}
+
+/* Copies the lines of from that keep(step) to to; counts the others. */
+static int copy_kept(FILE *from, FILE *to, long step, long *dropped)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = PN_OK;
+    while (rc == PN_OK && getline(&line, &cap, from) > 0) {
+        if (!keeps(line, step)) (*dropped)++;
+        else if (fputs(line, to) == EOF) rc = PN_ERR_IO;
+    }
+    free(line);
+    return rc == PN_OK && ferror(from) ? PN_ERR_IO : rc;
+}
+
+int pn_metrics_forget_after(pn_metrics *m, long step, long *dropped)
+{
+    *dropped = 0;
+    if (fclose(m->file) != 0) {
+        m->file = NULL;
+        return pn_error_set(PN_ERR_IO, "cannot write metrics file '%s': %s", m->path,
+                            strerror(errno));
+    }
+    size_t n = strlen(m->path) + 8;
+    char *tmp = malloc(n);
+    if (!tmp) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    snprintf(tmp, n, "%s.trim", m->path);
+    FILE *from = fopen(m->path, "r"), *to = from ? fopen(tmp, "w") : NULL;
+    int rc = from && to ? copy_kept(from, to, step, dropped) : PN_ERR_IO;
+    if (to && fclose(to) != 0) rc = PN_ERR_IO;
+    if (from) fclose(from);
+    if (rc == PN_OK && rename(tmp, m->path) != 0) rc = PN_ERR_IO;
+    if (rc != PN_OK) {
+        rc = pn_error_set(PN_ERR_IO, "cannot trim metrics file '%s' to step %ld: %s", m->path,
+                          step, strerror(errno));
+        remove(tmp);
+    }
+    free(tmp);
+    m->file = fopen(m->path, "a");
+    if (!m->file && rc == PN_OK)
+        rc = pn_error_set(PN_ERR_IO, "cannot write metrics file '%s': %s", m->path,
+                          strerror(errno));
+    return rc;
 }
 
 static int write_line(pn_metrics *m, json_t *obj)
 {
     int rc = PN_OK;
-    if (!obj || json_dumpf(obj, m->file, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) < 0 ||
+    if (!m->file) rc = pn_error_set(PN_ERR_IO, "metrics file '%s' is not open", m->path);
+    else if (!obj || json_dumpf(obj, m->file, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) < 0 ||
         fputc('\n', m->file) == EOF || fflush(m->file) != 0)
         rc = pn_error_set(PN_ERR_IO, "cannot write metrics file '%s': %s", m->path,
                           strerror(errno));

@@ -9,6 +9,12 @@ typedef struct pn_metrics pn_metrics;
 int pn_metrics_open(pn_metrics **out, const char *path, int append);
 void pn_metrics_close(pn_metrics *m);
 
+/* For a run resumed at step: drops the lines past it (the interrupted run's steps after
+ * its snapshot, which the resumed run does again) and any line that is not a whole
+ * JSON object (a run killed mid-line leaves one), through a copy renamed over the
+ * file; *dropped gets how many went. */
+int pn_metrics_forget_after(pn_metrics *m, long step, long *dropped);
+
 /* step counts the steps done, epoch counts from 1 (as the progress lines do);
  * tokens_per_sample > 1 (a sequence model) adds "tokens_per_s". */
 int pn_metrics_step(pn_metrics *m, long step, long epoch, double loss, double lr,

@@ -230,7 +230,13 @@ static int resume(trainer *t)
         printf("resuming from %s: step %ld, epoch %ld, next batch %ld of %ld, seed %llu\n",
                t->resume_path, t->start.step, t->start.epoch + 1, t->start.batch_index + 1,
                pn_reader_batches_per_epoch(t->train_data), (unsigned long long)t->cfg.seed);
-    return PN_OK;
+    long dropped = 0;
+    int rc = t->metrics ? pn_metrics_forget_after(t->metrics, t->start.step, &dropped) : PN_OK;
+    if (rc == PN_OK && dropped > 0)
+        printf("metrics: dropped %ld line%s past step %ld from %s (the interrupted run's; "
+               "they are done again)\n", dropped, dropped == 1 ? "" : "s", t->start.step,
+               t->cfg.metrics);
+    return rc;
 }
 
 /* --- the run ------------------------------------------------------------------------ */
