@@ -202,7 +202,7 @@ static int optimizer_slots(pn_opt_kind kind)
 
 /* The times of --layer-times, or measured now: the link under mpirun on every rank,
  * the layers on rank 0 alone, then how the layout's `ranks` ranks share the
- * machine (pn_plan_measure_sharing) on as many of the job's; *t stays NULL but on
+ * machine (pn_plan_measure_job) on as many of the job's; *t stays NULL but on
  * rank 0. */
 static int get_times(const pn_graph *g, const plan_options *o, const pn_train_config *cfg,
                      int micro_batch, int ranks, pn_comm *comm, pn_plan_times **t)

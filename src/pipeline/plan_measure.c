@@ -1,6 +1,7 @@
 /* Measured layer times (plan_measure.h): the whole network for one micro-batch,
- * random inputs, per-layer medians; the ranks' link by ping-pong; the JSON file
- * that carries them to `pipenet plan --layer-times` and `pipenet train`. */
+ * random inputs, per-layer medians; the ranks' link by ping-pong; how much slower
+ * ranks train all at once than alone; the JSON file that carries them to
+ * `pipenet plan --layer-times` and `pipenet train`. */
 #include "pipeline/plan_measure.h"
 
 #include <jansson.h>
@@ -266,8 +267,13 @@ static void let_waits_nap(const pn_grid *grid)
     if (grid->size > 1) pn_sleep(pn_comm_spin_seconds() + 0.1);
 }
 
-int pn_plan_measure_sharing(pn_plan_times *t, const pn_graph *g, const pn_measure_options *o,
-                            pn_comm *c, int ranks)
+/* How much slower a rank trains when the first `ranks` ranks of c (at most all) train
+ * at once than when rank 0 trains alone: each steps the whole network back to back
+ * for SHARING_S, rank 0 first alone (the others asleep in a wait), then all together.
+ * Collective over c; the result is valid on rank 0 (nothing is measured with fewer
+ * than 2 ranks). */
+static int measure_sharing(pn_plan_times *t, const pn_graph *g, const pn_measure_options *o,
+                           pn_comm *c, int ranks)
 {
     const pn_grid *grid = pn_comm_grid(c);
     int n = ranks < grid->size ? ranks : grid->size;
@@ -334,7 +340,7 @@ int pn_plan_measure_job(pn_plan_times *t, const pn_graph *g, const pn_measure_op
         rc = pn_plan_measure_layers(t, g, o);
     }
     rc = pn_comm_agree(c, rc);
-    if (rc == PN_OK) rc = pn_plan_measure_sharing(t, g, o, c, ranks);
+    if (rc == PN_OK) rc = measure_sharing(t, g, o, c, ranks);
     return rc;
 }
 

@@ -3,7 +3,7 @@
  * right kind (ids below their vocabulary), and times every layer's forward and
  * backward (median of several steps after a warm-up) and one optimizer update; under
  * mpirun with 2 or more ranks it also times the link between ranks 0 and 1
- * (ping-pong). The times can be saved to a JSON file (docs/formats.md, "Layer
+ * (ping-pong) and how the ranks share the machine (pn_plan_measure_job). The times can be saved to a JSON file (docs/formats.md, "Layer
  * times") and read back by `pipenet plan --layer-times` and `pipenet train
  * --layer-times`, where the partitioner balances them instead of FLOP estimates
  * (pn_plan_build_timed): every rank reads the same file, so every rank places
@@ -29,7 +29,7 @@ typedef struct pn_plan_times {
     bool link_measured;
     double link_latency_s;    /* one message between two ranks, empty */
     double link_bytes_per_s;  /* and per byte beyond it */
-    /* Sharing the machine (pn_plan_measure_sharing; shared_ranks 0: not measured):
+    /* Sharing the machine (pn_plan_measure_job; shared_ranks 0: not measured):
      * seconds per training step of the whole network, one micro-batch, on rank 0
      * alone and on each of shared_ranks ranks stepping at once (their mean). */
     int shared_ranks;
@@ -60,19 +60,14 @@ int pn_plan_measure_layers(pn_plan_times *t, const pn_graph *g, const pn_measure
  * one rank measures nothing). The result is valid on rank 0. */
 int pn_plan_measure_link(pn_plan_times *t, pn_comm *c);
 
-/* Times how much slower a rank trains when the first `ranks` ranks of c (at most
- * all) train at once than when rank 0 trains alone: each steps the whole network
- * back to back for half a second, rank 0 first alone (the others asleep in a
- * wait), then all together. Collective over c; the result is valid on rank 0
- * (nothing is measured with fewer than 2 ranks). Ranks that outnumber the cores,
- * or share caches and memory bandwidth, run slower than their count alone says;
- * the prediction scales by what was measured (plan_predict.h). */
-int pn_plan_measure_sharing(pn_plan_times *t, const pn_graph *g, const pn_measure_options *o,
-                            pn_comm *c, int ranks);
-
 /* All of the above for `pipenet plan --measure` in a job (collective over c): the
- * link, the layers on rank 0 alone (the other ranks asleep in a wait), the sharing
- * probe for a layout of `ranks` ranks. The result is valid on rank 0. */
+ * link, the layers on rank 0 alone (the other ranks asleep in a wait), and the
+ * sharing of the machine by a layout of `ranks` ranks: the first `ranks` ranks of
+ * the job (at most all; none below 2) each train the whole network back to back for
+ * half a second, rank 0 first alone, then all at once; shared_step_s / alone_step_s
+ * is how much slower a rank trains beside the others (ranks that outnumber the
+ * cores take turns, and running at once also shares caches and memory). Each of
+ * those ranks builds the whole network. The result is valid on rank 0. */
 int pn_plan_measure_job(pn_plan_times *t, const pn_graph *g, const pn_measure_options *o,
                         pn_comm *c, int ranks);
 

@@ -16,7 +16,7 @@ static double link_time(const pn_plan_times *t, double bytes)
 }
 
 /* How much slower each rank trains when all the layout's ranks train at once than
- * alone: measured when the job measured as many ranks (pn_plan_measure_sharing),
+ * alone: measured when the job measured as many ranks (pn_plan_measure_job),
  * else what their count says: ranks x threads / cores when that is over 1, else 1. */
 static double sharing_slowdown(const pn_plan_times *t, const pn_plan_prediction *pr,
                                bool *measured)
