@@ -1,6 +1,7 @@
 /* The schedule's makespan with times (pipeline/schedule_time.h): with a core per rank
  * and a forward costing 1, a backward 2, every gpipe, 1f1b and interleaved layout
- * takes 3 M V / (1 - its analytic bubble); uneven stages, messages and updates give
+ * takes 3 M V / (1 - its analytic bubble), and hour-long passes the same scaled;
+ * uneven stages, messages and updates give
  * the times worked out by hand below; ranks sharing one core take turns (the total
  * work when nothing else waits), and contention slows only ranks that run at once. */
 #include <math.h>
@@ -52,6 +53,21 @@ START_TEST(own_cores_give_the_analytic_bubble)
                                   pn_schedule_kind_name(kind), P, V, M, t, want);
                 }
             }
+}
+END_TEST
+
+/* Long passes (hours) and ranks sharing a core end where short ones do, scaled: the
+ * rounding of shares does not stall or drift the run. */
+START_TEST(long_passes_scale)
+{
+    unit_costs u;
+    unit_costs_init(&u);
+    u.ct.slots = 1.5;
+    u.ct.contention = 1.3;
+    double short_run = makespan_of(PN_SCHEDULE_1F1B, 4, 1, 8, &u.ct);
+    for (int c = 0; c < MAX_CHUNKS; c++) u.fwd[c] *= 3600.0, u.bwd[c] *= 3600.0;
+    double long_run = makespan_of(PN_SCHEDULE_1F1B, 4, 1, 8, &u.ct);
+    ck_assert_double_eq_tol(long_run / 3600.0, short_run, 1e-9 * short_run);
 }
 END_TEST
 
@@ -139,6 +155,7 @@ int main(void)
     Suite *s = suite_create("schedule_time");
     TCase *tc = tcase_create("makespan");
     tcase_add_test(tc, own_cores_give_the_analytic_bubble);
+    tcase_add_test(tc, long_passes_scale);
     tcase_add_test(tc, uneven_stages_take_what_their_lists_take);
     tcase_add_test(tc, ranks_on_one_core_take_turns);
     tcase_add_test(tc, contention_costs_only_ranks_that_run_together);

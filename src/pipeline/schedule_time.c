@@ -78,8 +78,8 @@ static void finish(sim *m, int i, double now)
     start_next(m, i);
 }
 
-/* A pass shorter than this (seconds) counts as over: the sums of shares leave
- * rounding crumbs. */
+/* Work left below this (seconds) counts as done: actions that end at the same time
+ * as the first leave rounding crumbs. */
 static const double CRUMB_S = 1e-15;
 
 static int run(sim *m, double *makespan)
@@ -110,18 +110,21 @@ static int run(sim *m, double *makespan)
         double k = (double)running * copies, speed = 1.0;
         if (ct->slots > 0.0 && k > ct->slots) speed = ct->slots / k;
         if (ranks > 1) speed /= 1.0 + (contention - 1.0) * (k - 1.0) / (ranks - 1.0);
+        /* the next event: an arrival, or the first running action to end (which ends
+         * then whatever rounding leaves of it) */
         double dt = next_arrival >= 0.0 ? next_arrival - now : -1.0, from = now;
+        int first = -1;
         for (int i = 0; i < m->P; i++) {
             const stage_state *x = &m->st[i];
             if (!x->done && x->ready >= 0 && x->ready <= now && (dt < 0 || x->left / speed < dt))
-                dt = x->left / speed;
+                dt = x->left / speed, first = i;
         }
         now += dt;
         for (int i = 0; i < m->P; i++) {
             stage_state *x = &m->st[i];
             if (x->done || x->ready < 0 || x->ready > from) continue;
             x->left -= dt * speed;
-            if (x->left <= CRUMB_S) finish(m, i, now);
+            if (i == first || x->left <= CRUMB_S) finish(m, i, now);
         }
     }
     *makespan = now;
