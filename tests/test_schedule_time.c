@@ -1,9 +1,9 @@
 /* The schedule's makespan with times (pipeline/schedule_time.h): with a core per rank
  * and a forward costing 1, a backward 2, every gpipe, 1f1b and interleaved layout
  * takes 3 M V / (1 - its analytic bubble), and hour-long passes the same scaled;
- * uneven stages, messages and updates give
- * the times worked out by hand below; ranks sharing one core take turns (the total
- * work when nothing else waits), and contention slows only ranks that run at once. */
+ * uneven stages, messages and updates give the times worked out by hand below; ranks
+ * sharing one core take turns (the total work when nothing else waits), and
+ * contention slows only ranks that run at once. */
 #include <math.h>
 #include <stdlib.h>
 
