@@ -1,13 +1,12 @@
 /* The plan's prediction from measured layer times (plan_measure.h): per stage, the
  * forward and backward time of one micro-batch, its link transfers, its optimizer
- * update and its memory; for the step, the schedule's time
- *   (M + P - 1) x the slowest stage's forward + backward (interleaved: M + (P - 1) / V)
- *   + the link transfers on the fill and drain path (each cut once forward, once back)
- *   + the slowest stage's update (and, with D > 1, its ring all-reduce over the link),
- * the bubble (the share of the P stages' time that is idle: 1 - M x the mean stage
- * time / that pipeline time) and samples per second. When the ranks' BLAS threads
- * outnumber the cores, a step also takes at least all ranks' work divided by the
- * cores; the prediction is the larger of the two, and says which. The table of
+ * update and its memory; for the step, the schedule's action lists run with those
+ * times (schedule_time.h: each pass its stage's time, each message the link's, each
+ * stage's update after its last pass; ranks that outnumber the cores share them,
+ * slowed beyond their count by what the sharing probe measured), plus the ring
+ * all-reduce of the slowest stage's gradients over the link when D > 1; the bubble
+ * (the idle share of the lists with a core per rank) and samples per second, and
+ * beside them the textbook (M + P - 1) slots of the slowest stage. The table of
  * `pipenet plan --measure` and the JSON of `--json` are printed here too. */
 #ifndef PN_PLAN_PREDICT_H
 #define PN_PLAN_PREDICT_H
