@@ -1,6 +1,7 @@
 /* pipenet.h: the embedding API. A C program loads a model that pipenet trained
  * (a "pipenet-model" file from `pipenet export`, or a training snapshot) and runs it
- * forward on batches of host arrays, on the host, in one process. Link with mpicc:
+ * forward on batches of host arrays, in one process, on the host or on a GPU
+ * (pn_model_load_on; inputs are copied to it, outputs back). Link with mpicc:
  *     mpicc prog.c $(pkg-config --cflags --libs pipenet)
  * (pipenet's HDF5 is the MPI build; the API itself makes no MPI call). docs/inference.md. */
 #ifndef PIPENET_H
@@ -23,6 +24,17 @@ typedef struct pn_model pn_model;
  * file's values. Errors name the file and, when one is missing or has another shape,
  * the parameter. */
 int pn_model_load(pn_model **out, const char *path);
+
+/* pn_model_load onto a device: "cpu" (what pn_model_load does; NULL too), "cuda" (the
+ * first GPU this process sees), "cuda:N" (the N-th), or "auto" (cuda when this
+ * pipenet was built with CUDA and a GPU is visible, else cpu). The network and the
+ * parameters live on that device; pn_model_forward and generation copy inputs to it
+ * and outputs back to the caller's host arrays. A GPU where the build has no CUDA or
+ * none is visible is an error saying which. (The GPU path has never run on a GPU.) */
+int pn_model_load_on(pn_model **out, const char *path, const char *device);
+
+/* Where the model runs: "cpu" or "cuda:N". */
+const char *pn_model_device(const pn_model *m);
 
 /* Releases the model (NULL is ignored). */
 void pn_model_free(pn_model *m);

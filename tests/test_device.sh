@@ -3,8 +3,9 @@
 # where this build has no CUDA or no GPU is visible is a clear error before any
 # training, on one process and under mpirun (one message); auto falls back to the CPU
 # with the CPU's parameter hash; the layout line names each rank's device; a bad
-# value is a usage or config error. CUDA_VISIBLE_DEVICES= hides every GPU, so the
-# error is tested on machines with a GPU too (the GPU path itself: docs/running.md,
+# value is a usage or config error. infer takes the same choice: cpu and auto (no
+# GPU) write the same predictions (inspect --compare). CUDA_VISIBLE_DEVICES= hides
+# every GPU, so the error is tested on machines with a GPU too (the GPU path itself: docs/running.md,
 # GPU runs).
 set -u
 PIPENET=${PIPENET:-./pipenet}
@@ -41,11 +42,35 @@ expect 2 "--device: expected cpu, cuda or auto, got 'gpu'" "$PIPENET" train "$mo
 sed 's/"train": {/"train": {"device": "gpu", /' "$model" >"$tmp/gpu.json"
 expect 1 "train.device: expected a device" "$PIPENET" train "$tmp/gpu.json" --data "$tmp/none.h5"
 "$PIPENET" train --help | grep -q -- "--device D" || fail "train --help lacks --device"
-# infer: the same resolution first, then cuda refused (the model API is host-only)
+# infer: the same resolution, before any file is read
 expect 1 "$why" "$PIPENET" infer "$tmp/none.h5" --data "$tmp/none.h5" --device cuda
+grep -q "none.h5" "$tmp/out" && fail "infer opened a file before the device was placed"
 expect 2 "--device: expected cpu, cuda or auto, got 'gpu'" "$PIPENET" infer "$tmp/none.h5" \
     --data "$tmp/none.h5" --device gpu
 echo "ok: --device cuda without CUDA or GPU is an error before training; bad values refused"
+
+# infer of a real export (the tiny GPT of lm_fixture.sh, 5 steps): cpu and auto (no
+# GPU visible) write the same predictions, value for value (inspect --compare,
+# exact); cuda is the error above; a file that differs is found
+. "$here/tests/lm_fixture.sh"
+times_table 300 >"$tmp/text.txt"
+"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
+tiny_gpt 256 '{"batch": 8, "steps": 5, "seed": 2, "optimizer": {"type": "adam", "lr": 0.01}}' \
+    >"$tmp/gpt.json"
+"$PIPENET" train "$tmp/gpt.json" --data "$tmp/lm/train.h5" --eval= --threads 1 \
+    --snapshot-dir "$tmp/snap" --snapshot-every 5 >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "train"; }
+"$PIPENET" export "$tmp/snap" --out "$tmp/gpt.h5" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "export"; }
+for d in cpu auto; do
+    "$PIPENET" infer "$tmp/gpt.h5" --data "$tmp/lm/test.h5" --device $d --out "$tmp/pred_$d.h5" \
+        >"$tmp/infer_$d" 2>&1 || { cat "$tmp/infer_$d"; fail "infer --device $d"; }
+done
+grep -q "device cuda" "$tmp/infer_auto" && fail "auto without a GPU ran on one: $(cat "$tmp/infer_auto")"
+expect 0 "0 differ (exact" "$PIPENET" inspect "$tmp/pred_cpu.h5" --compare "$tmp/pred_auto.h5"
+expect 1 "$why" "$PIPENET" infer "$tmp/gpt.h5" --data "$tmp/lm/test.h5" --device cuda
+"$PIPENET" infer "$tmp/snap" --data "$tmp/lm/test.h5" --batch 7 --output ln_f \
+    --out "$tmp/pred_ln.h5" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "infer --output ln_f"; }
+expect 1 "differs: /scores" "$PIPENET" inspect "$tmp/pred_cpu.h5" --compare "$tmp/pred_ln.h5"
+echo "ok: infer --device cpu and auto give the same predictions; cuda is refused without a GPU"
 
 SRC=/usr/share/datasets/fashion-mnist
 [ -d "$SRC" ] || { echo "SKIP: $SRC not installed: no training run"; exit 0; }

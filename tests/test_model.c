@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "io/snapshot_dir.h"
 #include "io/snapshot_file.h"
+#include "math/device.h"
 #include "pipeline/graph.h"
 #include "pipeline/network.h"
 #include "pipenet.h"
@@ -352,6 +353,53 @@ START_TEST(a_snapshot_loads_as_a_model)
 }
 END_TEST
 
+/* pn_model_load_on: cpu and auto (without a GPU) are pn_model_load's bits; on a GPU
+ * (cuda, and auto where one is visible) the outputs agree to float rounding; cuda
+ * without CUDA or a GPU, a GPU that is not there and a bad name fail saying so. */
+START_TEST(a_model_loads_onto_the_device_named)
+{
+    direct d;
+    direct_init(&d, SKIP_MLP, 6);
+    write_file(&d, SKIP_MLP, PN_FORMAT_MODEL, NULL, NULL, NULL);
+    const float *want = direct_output(&d, "out");
+    const void *inputs[2] = {d.inputs[0], d.inputs[1]};
+    bool gpu = pn_cuda_available();
+    const char *names[] = {"cpu", "auto", "cuda", "cuda:0"};
+    for (int k = 0; k < 4; k++) {
+        pn_model *m = (pn_model *)1;
+        int rc = pn_model_load_on(&m, path, names[k]);
+        bool on_gpu = k >= 2 || (k == 1 && gpu);
+        if (on_gpu && !gpu) {
+            ck_assert_int_lt(rc, 0);
+            ck_assert_ptr_null(m);
+            ck_assert_msg(strstr(pn_model_error(), "device cuda: "), "%s", pn_model_error());
+            continue;
+        }
+        ck_assert_msg(rc == 0, "%s: %s", names[k], pn_model_error());
+        ck_assert_str_eq(pn_model_device(m), on_gpu ? "cuda:0" : "cpu");
+        float out[6 * 4];
+        rc = pn_model_forward(m, 6, inputs, NULL, out);
+        ck_assert_msg(rc == 0, "%s: %s", names[k], pn_model_error());
+        if (!on_gpu) ck_assert_int_eq(memcmp(out, want, sizeof out), 0);
+        for (int i = 0; i < 6 * 4; i++)
+            ck_assert_msg(fabsf(out[i] - want[i]) <= 1e-5f * (1.0f + fabsf(want[i])),
+                          "%s: output %d is %g, the host's %g", names[k], i, out[i], want[i]);
+        double loss;
+        ck_assert_int_eq(pn_model_loss(m, &loss, NULL), 6);
+        pn_model_free(m);
+    }
+    pn_model *m = (pn_model *)1;
+    ck_assert_int_lt(pn_model_load_on(&m, path, "gpu"), 0);
+    ck_assert_ptr_null(m);
+    ck_assert_msg(strstr(pn_model_error(), "device 'gpu': expected cpu, cuda, cuda:N or auto"),
+                  "%s", pn_model_error());
+    ck_assert_int_lt(pn_model_load_on(&m, path, "cuda:15"), 0);
+    ck_assert_msg(strstr(pn_model_error(), gpu ? "no such GPU" : "device cuda: "), "%s",
+                  pn_model_error());
+    direct_free(&d);
+}
+END_TEST
+
 START_TEST(errors_name_the_file_the_parameter_and_the_input)
 {
     pn_model *m = (pn_model *)1;
@@ -404,6 +452,7 @@ int main(void)
     tcase_add_test(tc, inputs_and_outputs_are_described);
     tcase_add_test(tc, a_larger_batch_replans);
     tcase_add_test(tc, a_snapshot_loads_as_a_model);
+    tcase_add_test(tc, a_model_loads_onto_the_device_named);
     tcase_add_test(tc, errors_name_the_file_the_parameter_and_the_input);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);

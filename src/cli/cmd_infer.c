@@ -1,6 +1,6 @@
 /* `pipenet infer MODEL.h5 --data FILE`: runs a model file (pipenet-model or
- * snapshot) forward over a dataset file in file order, in one process on the host,
- * through the C API (pipenet.h). Prints accuracy and mean loss when the file holds
+ * snapshot) forward over a dataset file in file order, in one process on the host
+ * or one GPU (--device), through the C API (pipenet.h). Prints accuracy and mean loss when the file holds
  * the labels the loss layer needs; --out writes argmax predictions and softmax
  * scores of the output. */
 #include <getopt.h>
@@ -28,9 +28,9 @@ static void usage(FILE *out)
             "Runs MODEL.h5 (from `pipenet export`, a training snapshot, or a snapshot\n"
             "directory: its newest snapshot that verifies) forward over the samples of a\n"
             "dataset file in order. When the file holds the labels of the\n"
-            "model's loss layer, prints the accuracy and the mean loss. Runs in one process\n"
-            "on the host: pipelined inference across ranks is not supported, and it refuses\n"
-            "to start as one of several MPI ranks.\n"
+            "model's loss layer, prints the accuracy and the mean loss. Runs in one process,\n"
+            "on the host or one GPU: pipelined inference across ranks is not supported, and\n"
+            "it refuses to start as one of several MPI ranks.\n"
             "\n"
             "options:\n"
             "  --data FILE     dataset HDF5 file with the model's inputs (required)\n"
@@ -38,8 +38,8 @@ static void usage(FILE *out)
             "                  /scores float32 [N, classes] (its softmax)\n"
             "  --batch B       samples per forward                              [256]\n"
             "  --output LAYER  the layer to predict from   [the layer feeding the loss]\n"
-            "  --device D      cpu, cuda or auto; inference runs on the CPU only so far:\n"
-            "                  auto takes the CPU, cuda is refused (see docs/running.md)  [cpu]\n"
+            "  --device D      cpu, cuda (the first GPU visible) or auto (cuda when this\n"
+            "                  build has CUDA and a GPU is visible, else cpu)          [cpu]\n"
             "  -h, --help      this text\n");
 }
 
@@ -223,7 +223,7 @@ static int infer(const infer_options *o)
                                                 "replace it; choose another name",
                                 o->out, inputs_of[i][1]);
     pn_model *m;
-    PN_TRY(pn_model_load(&m, o->model));
+    PN_TRY(pn_model_load_on(&m, o->model, pn_device_request_name((pn_device_request)o->device)));
     const pn_graph *g = pn_model_graph(m);
     const char *output = o->output ? o->output : pn_model_output_name(m);
     int out_node = pn_graph_find(g, output);
@@ -274,9 +274,11 @@ static int infer(const infer_options *o)
         if (rc == PN_OK) rc = rc_close;
     }
     if (rc == PN_OK) {
+        const char *dev = pn_model_device(m);
         printf("infer %s on %s: %ld samples, output '%s' (%d per sample), %.2f s "
-               "(%.0f samples/s)\n", o->model, o->data, n, output, classes * seq, seconds,
-               seconds > 0 ? n / seconds : 0.0);
+               "(%.0f samples/s)%s%s\n", o->model, o->data, n, output, classes * seq, seconds,
+               seconds > 0 ? n / seconds : 0.0, strcmp(dev, "cpu") ? ", device " : "",
+               strcmp(dev, "cpu") ? dev : "");
         double loss, accuracy;
         long loss_rows = pn_model_loss(m, &loss, &accuracy);
         if (loss_rows > 0 && !isnan(accuracy))
@@ -316,14 +318,10 @@ int pn_cmd_infer(int argc, char **argv)
                                   "ranks (run it without mpirun/srun)", ranks);
         return pn_cli_fail(msg);
     }
-    /* The model API (model/model.h) builds its network on the host: cuda is refused,
-     * after the reason it could not run here anyway, if there is one. */
+    /* the device first: cuda that cannot run here fails before any file is read */
     pn_device dev;
     if (pn_device_resolve((pn_device_request)o.device, 0, &dev) < 0)
         return pn_cli_fail(pn_error_message());
-    if (o.device == PN_DEVICE_REQUEST_CUDA)
-        return pn_cli_fail("device cuda: pipenet infer runs on the CPU only so far (the model "
-                           "API builds its network in host memory); use --device cpu or auto");
     if (infer(&o) < 0) return pn_cli_fail(pn_error_message());
     return 0;
 }

@@ -13,13 +13,15 @@
 
 #include "base/error.h"
 #include "cli/commands.h"
+#include "cli/inspect_compare.h"
+#include "cli/options.h"
 #include "io/hdf5_util.h"
 #include "io/snapshot_file.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: pipenet inspect FILE\n"
+            "usage: pipenet inspect FILE [--compare OTHER [--tolerance R]]\n"
             "\n"
             "Shows what a pipenet HDF5 file holds; its root attribute `format` tells\n"
             "the kind (docs/formats.md):\n"
@@ -33,8 +35,18 @@ static void usage(FILE *out)
             "L2 norm (and the norm of each optimizer slot). A damaged or unreadable\n"
             "file is an error (exit status 1).\n"
             "\n"
+            "With --compare OTHER, compares FILE's numbers with OTHER's instead: two\n"
+            "snapshots or models parameter by parameter, two dataset files (e.g. the\n"
+            "predictions of `pipenet infer --out`) every float32 and int32 dataset by\n"
+            "name. Floats agree when each array's relative L2 difference |a - b| / |b|\n"
+            "is at most R (default 0: every value equal); ints must be equal. Prints\n"
+            "each array that differs and a summary; exit status 0 when all agree, 1\n"
+            "when any differs (or a file cannot be read).\n"
+            "\n"
             "options:\n"
-            "  -h, --help  this text\n");
+            "  --compare OTHER  compare with OTHER (a file of the same kind)\n"
+            "  --tolerance R    largest relative L2 difference of a float array   [0]\n"
+            "  -h, --help       this text\n");
 }
 
 static int misuse(const char *message)
@@ -208,11 +220,17 @@ static int inspect_dataset_file(hid_t file, const char *path, const char *format
 
 int pn_cmd_inspect(int argc, char **argv)
 {
+    enum { OPT_COMPARE = 256, OPT_TOLERANCE };
     static const struct option long_options[] = {
+        {"compare", required_argument, NULL, OPT_COMPARE},
+        {"tolerance", required_argument, NULL, OPT_TOLERANCE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     char message[256];
+    const char *other = NULL;
+    double tolerance = 0.0;
+    bool tolerance_given = false;
     opterr = 0;
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "h", long_options, NULL)) != -1;) {
@@ -220,11 +238,29 @@ int pn_cmd_inspect(int argc, char **argv)
             usage(stdout);
             return 0;
         }
-        snprintf(message, sizeof message, "unknown option '%s'", argv[optind - 1]);
+        if (c == OPT_COMPARE) {
+            other = optarg;
+            continue;
+        }
+        if (c == OPT_TOLERANCE) {
+            if (pn_opt_double("tolerance", optarg, 0.0, 1e30, &tolerance) < 0) return 2;
+            tolerance_given = true;
+            continue;
+        }
+        snprintf(message, sizeof message, c == '?' && optopt ? "option '%s' needs a value"
+                                                              : "unknown option '%s'",
+                 argv[optind - 1]);
         return misuse(message);
     }
     if (optind != argc - 1) return misuse("inspect takes exactly one FILE");
     const char *path = argv[optind];
+    if (tolerance_given && !other) return misuse("--tolerance goes with --compare OTHER");
+    if (other) {
+        int differing;
+        if (pn_inspect_compare(path, other, tolerance, &differing) < 0)
+            return pn_cli_fail(pn_error_message());
+        return differing ? 1 : 0;
+    }
     hid_t file;
     if (pn_hdf5_open_file(path, H5P_DEFAULT, &file) < 0) return pn_cli_fail(pn_error_message());
     char format[64] = "";

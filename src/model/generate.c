@@ -119,7 +119,8 @@ static int build_step_network(pn_gen *g)
     for (int i = g->out_node; i >= 0; i--)
         if (member[i])
             for (int k = 0; k < gr->nodes[i].n_inputs; k++) member[gr->nodes[i].inputs[k]] = true;
-    pn_network_options o = {.member = member, .device = pn_device_host(), .forward_only = true};
+    pn_network_options o = {.member = member, .device = pn_model_device_of(g->m),
+                            .forward_only = true};
     int rc = pn_network_create(&g->net, gr, &o, pn_model_params(g->m));
     free(member);
     return rc < 0 ? rc : pn_network_plan(g->net, g->n_max);
@@ -177,6 +178,7 @@ static int compute_logits(pn_gen *g)
             memcpy(g->logits + (size_t)i * VOCAB,
                    g->full + ((size_t)i * t + (size_t)g->len - 1) * VOCAB, VOCAB * sizeof(float));
     } else {
+        PN_TRY(pn_model_select_device(g->m));
         pn_arg *in = pn_network_arg(g->net, g->token_node);
         for (int p = g->done; p < g->len; p++) {
             for (int i = 0; i < n; i++) g->ids[i] = g->ctx[i * t + p];

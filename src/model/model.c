@@ -1,5 +1,6 @@
-/* The embedding API (include/pipenet.h): a graph from the file's config, a host
- * arena holding the file's values, and a forward-only network over the layers that
+/* The embedding API (include/pipenet.h): a graph from the file's config, an arena
+ * on the model's device (the host, or a GPU: pn_model_load_on) holding the file's
+ * values, and a forward-only network over the layers that
  * the requested output (and any loss whose inputs are given) needs; loss statistics
  * are carried over from network to network as the requested outputs change. It has a folder
  * of its own because it sits above io and pipeline and below cli: it is the part of
@@ -8,6 +9,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,7 +26,9 @@ enum { CHUNK_BYTES = 256 << 20 };
 struct pn_model {
     char *path;          /* for messages */
     pn_graph *graph;
-    pn_params *params;   /* host arena with the file's values */
+    pn_device device;    /* where the arena and the networks live */
+    pn_params *params;   /* arena on device with the file's values */
+    char device_name[16];/* pn_model_device's answer */
     pn_layer_stats *loss;/* [n_nodes] what each loss layer saw, over every forward */
     int n_inputs;
     int *input_nodes;    /* [n_inputs] graph index of input i */
@@ -102,12 +106,14 @@ static int setup(pn_model *m, const pn_train_state *st, const char *path)
     m->output_node = default_output(g);
     /* a network over every node declares every parameter; forwards replace it by
      * one over the nodes they need (select_members, prepare) */
-    pn_network_options o = {.device = pn_device_host(), .forward_only = true};
+    pn_network_options o = {.device = m->device, .forward_only = true};
     PN_TRY(pn_network_build(g, &o, &m->params, &m->net));
     return load_values(m, st, path);
 }
 
-int pn_model_from_state(pn_model **out, const pn_train_state *st, const char *path)
+/* A model from st's config and values, its arena and networks on dev. */
+static int model_from_state(pn_model **out, const pn_train_state *st, const char *path,
+                            pn_device dev)
 {
     *out = NULL;
     if (!st->config || !st->config[0])
@@ -122,6 +128,11 @@ int pn_model_from_state(pn_model **out, const pn_train_state *st, const char *pa
         json_decref(root);
         return pn_error_set(PN_ERR_NOMEM, "%s: out of memory", path);
     }
+    m->device = dev;
+    if (dev.kind == PN_DEVICE_HOST)
+        snprintf(m->device_name, sizeof m->device_name, "cpu");
+    else
+        pn_device_name(dev, m->device_name, sizeof m->device_name);
     int rc = pn_graph_from_json(&m->graph, root, path);
     json_decref(root);
     if (rc == PN_OK) rc = setup(m, st, path);
@@ -133,11 +144,43 @@ int pn_model_from_state(pn_model **out, const pn_train_state *st, const char *pa
     return PN_OK;
 }
 
-int pn_model_load(pn_model **out, const char *path)
+int pn_model_from_state(pn_model **out, const pn_train_state *st, const char *path)
+{
+    return model_from_state(out, st, path, pn_device_host());
+}
+
+/* The device a pn_model_load_on name asks for: "cpu" (or NULL), "cuda" (the first
+ * GPU visible), "cuda:N", "auto"; made current (pn_device_select) when a GPU. */
+static int device_of(const char *name, pn_device *dev)
+{
+    *dev = pn_device_host();
+    if (!name) return PN_OK;
+    int request = pn_device_request_from_name(name), index = 0;
+    char end;
+    if (request < 0 && sscanf(name, "cuda:%d%c", &index, &end) == 1 && index >= 0 &&
+        index < PN_MAX_CUDA_DEVICES)
+        request = PN_DEVICE_REQUEST_CUDA;
+    if (request < 0)
+        return pn_error_set(PN_ERR_INVALID, "device '%s': expected cpu, cuda, cuda:N or auto",
+                            name);
+    /* resolving index as a node rank gives GPU index mod the visible count: refuse a
+     * GPU that is not there instead */
+    PN_TRY(pn_device_resolve((pn_device_request)request, index, dev));
+    if (dev->kind == PN_DEVICE_CUDA && dev->index != index)
+        return pn_error_set(PN_ERR_INVALID, "device '%s': no such GPU (this process sees "
+                            "fewer than %d)", name, index + 1);
+    return pn_device_select(*dev);
+}
+
+int pn_model_load(pn_model **out, const char *path) { return pn_model_load_on(out, path, "cpu"); }
+
+int pn_model_load_on(pn_model **out, const char *path, const char *device)
 {
     if (!out || !path)
         return pn_error_set(PN_ERR_INVALID, "pn_model_load: out and path must not be NULL");
     *out = NULL;
+    pn_device dev;
+    PN_TRY(device_of(device, &dev));
     char newest[4096];
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) { /* a run's --snapshot-dir */
@@ -146,7 +189,7 @@ int pn_model_load(pn_model **out, const char *path)
     }
     pn_train_state *st;
     PN_TRY(pn_snapshot_read(path, NULL, &st));
-    int rc = pn_model_from_state(out, st, path);
+    int rc = model_from_state(out, st, path, dev);
     pn_train_state_free(st);
     return rc;
 }
@@ -182,6 +225,12 @@ void pn_model_set_gen(pn_model *m, pn_gen *g, void (*free_fn)(pn_gen *g))
 pn_params *pn_model_params(const pn_model *m) { return m->params; }
 
 const char *pn_model_path(const pn_model *m) { return m->path; }
+
+pn_device pn_model_device_of(const pn_model *m) { return m->device; }
+
+const char *pn_model_device(const pn_model *m) { return m ? m->device_name : NULL; }
+
+int pn_model_select_device(const pn_model *m) { return pn_device_select(m->device); }
 
 int pn_model_output_node(const pn_model *m) { return m->output_node; }
 
@@ -309,7 +358,7 @@ static int prepare(pn_model *m, int chunk)
         pn_network_free(m->net);
         m->net = NULL;
         m->planned = 0;
-        pn_network_options o = {.member = m->want, .device = pn_device_host(),
+        pn_network_options o = {.member = m->want, .device = m->device,
                                 .forward_only = true};
         PN_TRY(pn_network_create(&m->net, m->graph, &o, m->params));
         memcpy(m->member, m->want, n * sizeof *m->want);
@@ -377,6 +426,7 @@ int pn_model_forward_lengths(pn_model *m, int batch, const void *const *inputs,
                             gn->name);
     if (batch == 0) return PN_OK;
     PN_TRY(check_lengths(m, batch, lengths));
+    PN_TRY(pn_model_select_device(m)); /* another model may have made its GPU current */
     PN_TRY(select_members(m, node, inputs));
     int chunk = chunk_size(m, batch);
     PN_TRY(prepare(m, chunk));

@@ -5,10 +5,11 @@
 #define PN_MODEL_H
 
 #include "io/train_state.h"
+#include "math/device.h"
 #include "pipeline/graph.h"
 #include "pipenet.h"
 
-/* A model from st's config and values; path names the file in messages. */
+/* A model from st's config and values, on the host; path names the file in messages. */
 int pn_model_from_state(pn_model **out, const pn_train_state *st, const char *path);
 
 /* The model's graph (owned by the model). */
@@ -25,5 +26,10 @@ void pn_model_set_gen(pn_model *m, pn_gen *g, void (*free_fn)(pn_gen *g));
 pn_params *pn_model_params(const pn_model *m);
 const char *pn_model_path(const pn_model *m);
 int pn_model_output_node(const pn_model *m);
+
+/* Where the model's arena and networks live; and making that device current, which
+ * every call that runs the model does first (models may live on different GPUs). */
+pn_device pn_model_device_of(const pn_model *m);
+int pn_model_select_device(const pn_model *m);
 
 #endif
