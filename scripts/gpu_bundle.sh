@@ -10,7 +10,9 @@
 #
 # Usage: scripts/gpu_bundle.sh OUT.tar.xz PROGRAM...
 # There: tar xf OUT.tar.xz && gpu/run PROGRAM ARGS... (gpu/run sets the library path:
-# the bundle, then CUDA's lib64 and the CUDA wheels' lib folder, whichever exist).
+# the bundle, then CUDA's lib64 and the CUDA wheels' lib folder, whichever exist),
+# or gpu/PROGRAM ARGS..., a wrapper doing the same, which the test scripts take as
+# PIPENET=gpu/pipenet. scripts/gpu_checks.sh runs the checks from such a bundle.
 set -eu
 [ $# -ge 2 ] || { echo "usage: $0 OUT.tar.xz PROGRAM..." >&2; exit 2; }
 out=$1; shift
@@ -60,10 +62,17 @@ for d in /usr/local/cuda/lib64 /opt/torch/.venv/lib/python3*/site-packages/nvidi
     [ -d "$d" ] && path=$path:$d
 done
 export LD_LIBRARY_PATH=$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-# Open MPI: its plugins from the bundle (never run this way yet: see docs/running.md)
+# Open MPI: its plugins from the bundle, and a singleton MPI_Init that starts no
+# orted daemon (which the bundle lacks); pipenet train runs as one process there
 export OMPI_MCA_mca_component_path=$here/lib/openmpi3
+export OMPI_MCA_ess_singleton_isolated=1
 exec "$here/bin/$(basename "$p")" "$@"
 RUN
 chmod +x "$stage/gpu/run"
+for p in "$@"; do # gpu/NAME: one command, for scripts that take a program's path
+    name=$(basename "$p")
+    printf '#!/bin/sh\nexec "$(dirname "$0")/run" %s "$@"\n' "$name" >"$stage/gpu/$name"
+    chmod +x "$stage/gpu/$name"
+done
 tar -C "$stage" -cJf "$out" gpu
 echo "$out: $(du -h "$out" | cut -f1), $(ls "$stage/gpu/lib" | wc -l) libraries for $*"

@@ -1,0 +1,55 @@
+#!/bin/sh
+# Runs pipenet's GPU checks in order from a bundle (scripts/gpu_bundle.sh, unpacked)
+# on a machine with a GPU, from the repository root (for tests/, bench/, models/):
+#   tests: nvidia-smi -L, test_backend_ops (every backend slot against the CPU),
+#          test_cuda (GEMM, the pool, a bad id), test_model (pn_model_load_on),
+#          test_cuda_train.sh (a GPT trained on cuda against the cpu),
+#          test_cuda_snapshot.sh (snapshots across devices, infer --device cuda)
+#   bench: bench/bench_gpu.sh (pipenet against PyTorch, about 2-4 minutes)
+# Each step's output goes to OUTDIR/<step>.log, one line per step to
+# OUTDIR/summary.txt (PASS, FAIL with its exit status, SKIP, TIMEOUT); a failing
+# step does not stop the later ones. Each has a time limit, together under the 10
+# minutes of one device call. Exit 0 when nothing failed.
+#
+# Usage: scripts/gpu_checks.sh BUNDLE_DIR OUTDIR [tests|bench|all]   (default all)
+# Never run on a GPU yet.
+set -u
+[ $# -ge 2 ] || { echo "usage: $0 BUNDLE_DIR OUTDIR [tests|bench|all]" >&2; exit 2; }
+bundle=$(cd "$1" && pwd) || exit 2
+out=$2 part=${3:-all}
+cd "$(dirname "$0")/.." || exit 2
+mkdir -p "$out" || exit 2
+out=$(cd "$out" && pwd)
+export PIPENET=$bundle/pipenet CK_FORK=no OPENBLAS_NUM_THREADS=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+failed=0
+
+step() { # step NAME SECONDS COMMAND...
+    name=$1 limit=$2; shift 2
+    t0=$(date +%s)
+    timeout "$limit" "$@" >"$out/$name.log" 2>&1
+    rc=$?
+    case $rc in
+    0) verdict=PASS ;;
+    77) verdict=SKIP ;;
+    124 | 137) verdict="TIMEOUT after ${limit} s" failed=1 ;;
+    *) verdict="FAIL (exit $rc)" failed=1 ;;
+    esac
+    line="$name: $verdict, $(($(date +%s) - t0)) s"
+    echo "$line" | tee -a "$out/summary.txt"
+    [ $rc -eq 0 ] || [ $rc -eq 77 ] || tail -n 15 "$out/$name.log"
+}
+
+: >"$out/summary.txt"
+if [ "$part" = tests ] || [ "$part" = all ]; then
+    step nvidia_smi 30 nvidia-smi -L
+    step test_backend_ops 60 "$bundle/test_backend_ops"
+    step test_cuda 30 "$bundle/test_cuda"
+    step test_model 30 "$bundle/test_model"
+    step test_cuda_train 60 sh tests/test_cuda_train.sh
+    step test_cuda_snapshot 90 sh tests/test_cuda_snapshot.sh
+fi
+if [ "$part" = bench ] || [ "$part" = all ]; then
+    step bench_gpu 300 sh bench/bench_gpu.sh "$out/bench"
+fi
+exit $failed
