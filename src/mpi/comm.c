@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "config.h"
+
 #include "base/error.h"
 #include "base/trace.h"
 #include "mpi/job_mpi.h"
@@ -62,6 +64,7 @@ int pn_comm_create(pn_comm **out, pn_job *job, int stages)
     MPI_Comm node;
     PN_MPI_CHECK(MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
     int rc = MPI_Comm_size(node, &g->local_ranks);
+    if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&rank, &c->node, 1, MPI_INT, MPI_MIN, node);
     MPI_Comm_free(&node);
     if (rc != MPI_SUCCESS) return pn_mpi_fail(rc, "MPI_Comm_size", __FILE__, __LINE__);
     return PN_OK;
@@ -79,6 +82,43 @@ void pn_comm_free(pn_comm *c)
 
 const pn_grid *pn_comm_grid(const pn_comm *c) { return &c->grid; }
 
+/* --- the transport ----------------------------------------------------------------------- */
+
+int pn_comm_use_transport(pn_comm *c, pn_transport_request r, pn_device dev)
+{
+    const pn_grid *g = &c->grid;
+    pn_rank_gpu mine = {c->node, dev.kind == PN_DEVICE_HOST ? -1 : dev.index};
+    pn_rank_gpu *all = malloc((size_t)g->size * sizeof *all);
+    if (!all) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    _Static_assert(sizeof(pn_rank_gpu) == 2 * sizeof(int), "a rank's place travels as 2 ints");
+    MPI_Request req;
+    int rc = MPI_Iallgather(&mine, 2, MPI_INT, all, 2, MPI_INT, c->world, &req);
+    rc = rc == MPI_SUCCESS ? pn_comm_wait(c, 1, &req, MPI_STATUSES_IGNORE,
+                                          &(pn_wait_for){"the devices of", NULL, -1,
+                                                         PN_SCOPE_WORLD})
+                           : pn_mpi_fail(rc, "MPI_Iallgather", __FILE__, __LINE__);
+    bool nccl = false;
+    if (rc == PN_OK)
+        rc = pn_transport_choose(r, pn_transport_have_nccl(), all, g->size, g->stages, &nccl);
+    free(all);
+    PN_TRY(rc);
+    if (!nccl || c->transport != &pn_transport_mpi) return PN_OK;
+#ifdef PN_HAVE_NCCL
+    if (c->transport_state) c->transport->release(c); /* nothing moved on MPI yet */
+    c->transport = &pn_transport_nccl;
+    return c->transport->start ? c->transport->start(c) : PN_OK;
+#else
+    return pn_error_set(PN_ERR_INTERNAL, "NCCL chosen in a build without it");
+#endif
+}
+
+const char *pn_comm_transport_name(const pn_comm *c) { return c->transport->name; }
+
+int pn_comm_links_ready(pn_comm *c)
+{
+    return c->transport->links_ready ? c->transport->links_ready(c) : PN_OK;
+}
+
 /* --- status ------------------------------------------------------------------------------ */
 
 int pn_comm_agree(pn_comm *c, int rc)
@@ -94,6 +134,7 @@ int pn_comm_agree(pn_comm *c, int rc)
         return rc < 0 ? rc
                       : pn_error_set(PN_ERR_MPI, "cannot agree on the outcome with the other ranks");
     if (first == g->size) return PN_OK;
+    if (c->transport->abort) c->transport->abort(c); /* the job ends: no NCCL wait may hang */
     if (first == g->rank) return rc;
     return pn_error_set(PN_ERR_PEER, "rank %d failed", first);
 }
@@ -256,7 +297,7 @@ int pn_comm_broadcast_replicas(pn_comm *c, void *data, size_t count, pn_comm_typ
 int pn_link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out)
 {
     *out = NULL;
-    /* a link's tag is (2 x node + kind) x V + the chunk's lane (transport_mpi.c's tag_of):
+    /* a link's tag is (2 x node + kind) x V + the chunk's lane (link_header.c: pn_link_tag):
      * the largest must stay below the tags of tied gradients and arena images */
     long v = spec->virtual_stages > 1 ? spec->virtual_stages : 1;
     if ((2 * (long)spec->node + 1) * v + v - 1 >= c->tie_tag)
@@ -274,14 +315,14 @@ int pn_link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out)
 
 void pn_link_free(pn_link *l)
 {
-    if (l) l->comm->transport->link_free(l);
+    if (l) l->transport->link_free(l);
 }
 
 const pn_link_spec *pn_link_spec_of(const pn_link *l) { return &l->spec; }
 
 int pn_link_post_recv(pn_link *l, int micro)
 {
-    return l->comm->transport->link_post_recv(l, micro);
+    return l->transport->link_post_recv(l, micro);
 }
 
 /* The trace's name of a transfer on l. */
@@ -294,20 +335,20 @@ static const char *transfer_name(const pn_link *l, bool send)
 int pn_link_recv(pn_link *l, long step, int micro, pn_matrix *into, bool add)
 {
     double t0 = PN_TRACE_T0();
-    int rc = l->comm->transport->link_recv(l, step, micro, into, add);
+    int rc = l->transport->link_recv(l, step, micro, into, add);
     PN_TRACE(transfer_name(l, false), "comm", l->spec.name, step, micro, t0);
     return rc;
 }
 
 const int *pn_link_lengths(const pn_link *l, int micro)
 {
-    return l->comm->transport->link_lengths(l, micro);
+    return l->transport->link_lengths(l, micro);
 }
 
 int pn_link_send(pn_link *l, long step, int micro, const pn_matrix *m, const int *lengths)
 {
     double t0 = PN_TRACE_T0();
-    int rc = l->comm->transport->link_send(l, step, micro, m, lengths);
+    int rc = l->transport->link_send(l, step, micro, m, lengths);
     PN_TRACE(transfer_name(l, true), "comm", l->spec.name, step, micro, t0);
     return rc;
 }
@@ -315,12 +356,12 @@ int pn_link_send(pn_link *l, long step, int micro, const pn_matrix *m, const int
 int pn_link_wait_sends(pn_link *l)
 {
     double t0 = PN_TRACE_T0();
-    int rc = l->comm->transport->link_wait_sends(l);
+    int rc = l->transport->link_wait_sends(l);
     PN_TRACE("wait sends", "wait", l->spec.name, -1, -1, t0);
     return rc;
 }
 
-void pn_link_cancel(pn_link *l) { l->comm->transport->link_cancel(l); }
+void pn_link_cancel(pn_link *l) { l->transport->link_cancel(l); }
 
 int pn_comm_bucket_start(pn_comm *c, pn_matrix *m) { return c->transport->bucket_start(c, m); }
 

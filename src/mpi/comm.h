@@ -10,10 +10,10 @@
  *    replica (snapshots), and a broadcast from rank 0;
  *  - status agreement, so every rank takes the same exit path after a failure;
  *  - a watchdog over every wait, so a stalled rank ends the job with a message.
- * The data plane (links, buckets, replica gathers) goes through a transport table
- * (comm_impl.h): the MPI transport moves host memory today; an NCCL transport for
- * device memory goes beside it without changing the callers. Matrices passed in
- * live on the stage's device. */
+ * The data plane (links, buckets, replica gathers, tied gradients) goes through a
+ * transport table (comm_impl.h): MPI (host memory, device memory staged through
+ * it) or, where the build has NCCL and every rank a GPU of its own, NCCL (device
+ * memory; never run so far). Matrices passed in live on the stage's device. */
 #ifndef PN_COMM_H
 #define PN_COMM_H
 
@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "math/device.h"
 #include "math/matrix.h"
 #include "mpi/grid.h"
 #include "mpi/job.h"
@@ -43,6 +44,50 @@ void pn_comm_free(pn_comm *c);
 
 /* This rank's place in the layout. */
 const pn_grid *pn_comm_grid(const pn_comm *c);
+
+/* --- the transport --------------------------------------------------------------------- */
+
+/* What a run asks for (--transport, "transport" in the model's train section). */
+typedef enum pn_transport_request {
+    PN_TRANSPORT_REQUEST_MPI = 0,
+    PN_TRANSPORT_REQUEST_NCCL,
+    PN_TRANSPORT_REQUEST_AUTO /* NCCL where it can run (pn_transport_choose), else MPI */
+} pn_transport_request;
+
+/* "mpi", "nccl", "auto" -> the request; -1 for another name. */
+int pn_transport_request_from_name(const char *name);
+const char *pn_transport_request_name(pn_transport_request r);
+
+/* Whether this build has the NCCL transport (configure found NCCL). */
+bool pn_transport_have_nccl(void);
+
+/* Where a rank trains: its node (any number the ranks of one node share) and its GPU
+ * there, -1 on the cpu. */
+typedef struct pn_rank_gpu {
+    int node, gpu;
+} pn_rank_gpu;
+
+/* The decision, from every rank's place (ranks[0 .. size), laid out as size / stages
+ * replicas of stages): *nccl when r is nccl, or auto where NCCL can run and there is
+ * more than one rank. NCCL can run when the build has it (have_nccl), every rank is
+ * on a GPU, and no two ranks of one communicator (a replica's pipe, a stage's
+ * replicas) share a GPU of one node, which NCCL does not support. nccl where it
+ * cannot run is an error (PN_ERR_UNSUPPORTED) that says which condition fails; the
+ * same on every rank, as every rank decides from the same list. Pure. */
+int pn_transport_choose(pn_transport_request r, bool have_nccl, const pn_rank_gpu *ranks,
+                        int size, int stages, bool *nccl);
+
+/* Gathers every rank's place (its device is dev, already selected) over the job,
+ * decides (pn_transport_choose) and, for NCCL, makes its communicators. Collective,
+ * before the first link is made; an error on one rank is the caller's to agree on. */
+int pn_comm_use_transport(pn_comm *c, pn_transport_request r, pn_device dev);
+
+/* "mpi" or "nccl": the transport the data plane takes. */
+const char *pn_comm_transport_name(const pn_comm *c);
+
+/* Collective, after every link of the run is made (pn_stage_create) and before the
+ * first is used: the transport connects them (NCCL: a communicator per link). */
+int pn_comm_links_ready(pn_comm *c);
 
 /* --- status ---------------------------------------------------------------------------- */
 

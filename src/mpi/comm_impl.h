@@ -2,10 +2,10 @@
  * transport table that moves the data plane (stage links, gradient buckets, replica
  * gathers). A transport is one static const table, like a math backend; comm.c
  * dispatches to it (links, buckets, replica gathers, the pipe exchange of tied
- * gradients). Today there is the MPI transport (transport_mpi.c, host
- * memory); a device transport (NCCL) is a second table beside it, picked in
- * pn_comm_create, while the control plane (status, scalars, snapshot gathers) stays
- * on MPI. Only files under src/mpi include this header. */
+ * gradients). There are two: MPI (transport_mpi.c, host memory, device memory
+ * staged through it) and NCCL (transport_nccl.c, device memory, where the build has
+ * NCCL), picked in pn_comm_use_transport; the control plane (status, scalars,
+ * snapshot gathers) stays on MPI. Only files under src/mpi include this header. */
 #ifndef PN_COMM_IMPL_H
 #define PN_COMM_IMPL_H
 
@@ -30,6 +30,13 @@ typedef struct pn_transport {
     int (*pipe_exchange)(pn_comm *c, int n_send, const pn_matrix *send, const int *to,
                          int n_recv, pn_matrix *recv, const int *from);
     void (*release)(pn_comm *c); /* frees transport_state */
+    /* Optional (NULL: nothing to do). start: collective, makes the transport's state
+     * when it is picked; links_ready: collective, after every link is made; abort:
+     * after a failure anywhere (an agreement that says so, a stall), so that nothing
+     * of the transport waits forever; the job then ends. */
+    int (*start)(pn_comm *c);
+    int (*links_ready)(pn_comm *c);
+    void (*abort)(pn_comm *c);
 } pn_transport;
 
 struct pn_comm {
@@ -38,6 +45,7 @@ struct pn_comm {
     MPI_Comm pipe;     /* this replica's stages, rank = stage */
     MPI_Comm replicas; /* this stage's replicas, rank = replica */
     MPI_Comm watch;    /* the watchdog's census after a stall (watch.c), apart from data */
+    int node;          /* the lowest world rank on this rank's node: names the node */
     int image_tag;     /* arena images on pipe: MPI_TAG_UB, above every link's tag */
     int tie_tag;       /* tied gradients on pipe: image_tag - 1, also above the links' */
     const pn_transport *transport;
@@ -55,19 +63,34 @@ typedef struct pn_wait_for {
     pn_comm_scope scope;
 } pn_wait_for;
 
-/* Waits for reqs[0 .. n) (statuses may be MPI_STATUSES_IGNORE), as MPI_Waitall but
- * watched (watch.c) while a stall bound is set: PN_ERR_STALL when they have not
- * completed within it; waits past half a second nap between polls. Every wait of the
- * seam goes through here. */
+/* Something a wait polls: test sets *done once it has completed (an error ends the
+ * wait); give_up, when not NULL, is called once a watched wait gives up on it (the
+ * NCCL transport aborts its communicators there, so no kernel waits forever). */
+typedef struct pn_poll {
+    int (*test)(void *ctx, bool *done);
+    void (*give_up)(void *ctx);
+    void *ctx;
+} pn_poll;
+
+/* Polls p until it is done, watched (watch.c) while a stall bound is set: PN_ERR_STALL
+ * when it has not completed within it; waits past half a second nap between polls.
+ * Every wait of the seam goes through here, MPI's (pn_comm_wait) and NCCL's. */
+int pn_comm_poll(pn_comm *c, const pn_poll *p, const pn_wait_for *what);
+
+/* Waits for reqs[0 .. n) (statuses may be MPI_STATUSES_IGNORE), as MPI_Waitall, but
+ * through pn_comm_poll while a stall bound is set. */
 int pn_comm_wait(pn_comm *c, int n, MPI_Request *reqs, MPI_Status *statuses,
                  const pn_wait_for *what);
 
-/* What every transport's link starts with. */
+/* What every transport's link starts with. transport: the table that moves this
+ * link (the NCCL transport leaves a stage's links to itself to MPI). */
 struct pn_link {
     pn_link_spec spec;
     pn_comm *comm;
+    const pn_transport *transport;
 };
 
 extern const pn_transport pn_transport_mpi;
+extern const pn_transport pn_transport_nccl; /* only where the build has NCCL */
 
 #endif

@@ -4,7 +4,9 @@
  * their lengths (host int32, what the receiving stage's layers mask by); the
  * replicas' gradient buckets as MPI_Iallreduce in place; the replica gather as
  * MPI_Iallgather; every wait through the seam's watched wait (watch.c). Data on a
- * device other than the host is staged through host memory (pn_matrix_read/write). */
+ * device other than the host (and host views that are not dense) is staged through
+ * host memory (pn_matrix_read/write): links, buckets, gathers and tied gradients.
+ * The staging of buckets, gathers and tied gradients has never run on a GPU. */
 #include "mpi/comm_impl.h"
 
 #include <limits.h>
@@ -14,18 +16,10 @@
 
 #include "base/error.h"
 #include "math/ops.h"
+#include "mpi/link_header.h"
 #include "mpi/mpi_check.h"
 
-enum { LINK_MAGIC = 0x706e6c6b, HEADER_BYTES = 64 };
-
-typedef struct header {
-    int32_t magic, kind, node, micro;
-    int64_t step;
-    int32_t rows, cols;
-    int32_t samples; /* lengths after the payload: rows / seq, or 0 */
-    int32_t chunk;   /* the consuming chunk (virtual stages), else 0 */
-} header;
-_Static_assert(sizeof(header) <= HEADER_BYTES, "a link's header fits its bytes");
+enum { HEADER_BYTES = PN_LINK_HEADER_BYTES };
 
 typedef struct mpi_link {
     pn_link base;
@@ -35,12 +29,25 @@ typedef struct mpi_link {
     pn_buffer landing; /* a received payload on the destination's device, to add from */
 } mpi_link;
 
-/* Gradient buckets in flight. */
+/* A host copy of a matrix MPI cannot read or write in place (on a GPU, or a view
+ * with a stride): MPI moves the copy, the result goes back with pn_matrix_write. */
+typedef struct staged {
+    pn_matrix m;  /* the caller's matrix (a shallow copy of the view) */
+    bool direct;  /* m is dense host memory and moves in place */
+    float *host;  /* else its copy, kept from step to step */
+    size_t cap;   /* floats host holds */
+} staged;
+
+/* Gradient buckets in flight, and the tied-gradient exchange's requests, each with its
+ * staging, kept from step to step (the same buckets and messages every step). */
 typedef struct mpi_state {
     MPI_Request *buckets;
+    staged *bucket_data;
     int n_buckets, cap;
-    MPI_Request *exchange; /* the tied-gradient exchange's, kept from step to step */
+    MPI_Request *exchange;
+    staged *exchange_data;
     int exchange_cap;
+    staged gather_in, gather_out; /* the replica gather's */
 } mpi_state;
 
 /* The transport's state, made on first use. */
@@ -52,25 +59,10 @@ static mpi_state *state_of(pn_comm *c)
 
 static const char *kind_name(int kind) { return kind == PN_LINK_GRAD ? "gradient" : "value"; }
 
-/* One tag per (node, kind, consuming chunk's virtual stage): the links of two chunks
- * between the same pair of ranks never match each other's messages. */
-static int tag_of(const pn_link *l)
-{
-    int v = l->spec.virtual_stages > 1 ? l->spec.virtual_stages : 1;
-    int lane = l->spec.chunk / l->comm->grid.stages; /* the chunk's place on its stage */
-    return (l->spec.node * 2 + (int)l->spec.kind) * v + lane % v;
-}
-
-/* Lengths a message of rows carries: one per sample when the link carries them. */
-static int samples_for(const pn_link *l, int rows)
-{
-    return l->spec.seq > 0 ? rows / l->spec.seq : 0;
-}
-
 static size_t bytes_for(const pn_link *l, int rows)
 {
     return HEADER_BYTES + (size_t)rows * (size_t)l->spec.cols * sizeof(float) +
-           (size_t)samples_for(l, rows) * sizeof(int32_t);
+           (size_t)pn_link_samples(l, rows) * sizeof(int32_t);
 }
 
 /* Where a message's lengths start in its buffer (after a payload of rows). */
@@ -106,7 +98,7 @@ static int link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out)
 {
     mpi_link *l = calloc(1, sizeof *l);
     if (!l) return pn_error_set(PN_ERR_NOMEM, "out of memory for link buffers");
-    l->base = (pn_link){*spec, c};
+    l->base = (pn_link){*spec, c, &pn_transport_mpi};
     /* One message carries a micro-batch's argument, and MPI counts bytes in an int. */
     size_t most = bytes_for(&l->base, spec->max_rows);
     if (most > INT_MAX) {
@@ -140,7 +132,7 @@ static int link_post_recv(pn_link *base, int micro)
     mpi_link *l = (mpi_link *)base;
     l->lengths[micro] = NULL;
     PN_MPI_CHECK(MPI_Irecv(l->buf[micro], (int)bytes_for(base, base->spec.max_rows), MPI_BYTE,
-                           base->spec.peer, tag_of(base), base->comm->pipe, &l->req[micro]));
+                           base->spec.peer, pn_link_tag(base), base->comm->pipe, &l->req[micro]));
     return PN_OK;
 }
 
@@ -161,36 +153,17 @@ static int add_payload(mpi_link *l, const float *payload, pn_matrix *into)
 static int link_recv(pn_link *base, long step, int micro, pn_matrix *into, bool add)
 {
     mpi_link *l = (mpi_link *)base;
-    const pn_link_spec *sp = &base->spec;
     MPI_Status status;
     PN_TRY(pn_comm_wait(base->comm, 1, &l->req[micro], &status,
                         &(pn_wait_for){"the receive of", base, micro, PN_SCOPE_PIPE}));
-    header h;
+    pn_link_header h;
     memcpy(&h, l->buf[micro], sizeof h);
-    int got = 0, rows = into->rows, samples = samples_for(base, rows);
+    int got = 0, rows = into->rows;
     MPI_Get_count(&status, MPI_BYTE, &got);
-    if (h.magic != LINK_MAGIC || h.kind != (int)sp->kind || h.node != sp->node ||
-        h.chunk != sp->chunk || h.step != step || h.micro != micro || h.rows != rows ||
-        h.cols != sp->cols || h.samples != samples || into->cols != sp->cols ||
-        (size_t)got != bytes_for(base, rows))
-        return pn_error_set(PN_ERR_MPI,
-                            "stage %d expected the %s of '%s' for step %ld, micro-batch %d "
-                            "(%d x %d, %d lengths) from stage %d for chunk %d, and received a "
-                            "message for node %d, %s, step %ld, micro-batch %d (%d x %d, %d "
-                            "lengths, %d bytes) for chunk %d",
-                            base->comm->grid.stage, kind_name(sp->kind), sp->name, step, micro,
-                            rows, sp->cols, samples, sp->peer, sp->chunk, h.node,
-                            kind_name(h.kind), (long)h.step, h.micro, h.rows, h.cols, h.samples,
-                            got, h.chunk);
     const int32_t *lengths = lengths_in(l, micro, rows);
-    for (int k = 0; k < samples; k++)
-        if (lengths[k] < 1 || lengths[k] > sp->seq)
-            return pn_error_set(PN_ERR_MPI,
-                                "stage %d received from stage %d the value of '%s' for step %ld, "
-                                "micro-batch %d, whose sample %d has length %d, outside 1..%d",
-                                base->comm->grid.stage, sp->peer, sp->name, step, micro, k,
-                                (int)lengths[k], sp->seq);
-    if (samples) l->lengths[micro] = lengths;
+    PN_TRY(pn_link_check_recv(base, &h, (size_t)got, bytes_for(base, rows), step, micro, into,
+                              lengths));
+    if (pn_link_samples(base, rows)) l->lengths[micro] = lengths;
     const float *payload = (const float *)(l->buf[micro] + HEADER_BYTES);
     return add ? add_payload(l, payload, into) : pn_matrix_write(into, payload);
 }
@@ -199,21 +172,14 @@ static int link_send(pn_link *base, long step, int micro, const pn_matrix *m, co
 {
     mpi_link *l = (mpi_link *)base;
     const pn_link_spec *sp = &base->spec;
-    if (m->rows > sp->max_rows || m->cols != sp->cols)
-        return pn_error_set(PN_ERR_INTERNAL, "link of '%s': %d x %d does not fit %d x %d",
-                            sp->name, m->rows, m->cols, sp->max_rows, sp->cols);
-    if ((sp->seq > 0) != (lengths != NULL) || (sp->seq > 0 && m->rows % sp->seq))
-        return pn_error_set(PN_ERR_INTERNAL, "link of '%s' (lengths of seq %d): %d rows %s "
-                                             "lengths",
-                            sp->name, sp->seq, m->rows, lengths ? "with" : "without");
-    int samples = samples_for(base, m->rows);
-    header h = {LINK_MAGIC, (int32_t)sp->kind, sp->node, micro, step, m->rows, m->cols,
-                samples, sp->chunk};
+    PN_TRY(pn_link_check_send(base, m, lengths));
+    int samples = pn_link_samples(base, m->rows);
+    pn_link_header h = pn_link_header_of(base, step, micro, m, 0);
     memcpy(l->buf[micro], &h, sizeof h);
     PN_TRY(pn_matrix_read(m, (float *)(l->buf[micro] + HEADER_BYTES)));
     for (int k = 0; k < samples; k++) lengths_in(l, micro, m->rows)[k] = lengths[k];
     PN_MPI_CHECK(MPI_Isend(l->buf[micro], (int)bytes_for(base, m->rows), MPI_BYTE, sp->peer,
-                           tag_of(base), base->comm->pipe, &l->req[micro]));
+                           pn_link_tag(base), base->comm->pipe, &l->req[micro]));
     return PN_OK;
 }
 
@@ -229,27 +195,59 @@ static int link_wait_sends(pn_link *base)
                         &(pn_wait_for){"the sends of", base, -1, PN_SCOPE_PIPE});
 }
 
-/* MPI reads and writes these buffers itself: they must be host memory. */
-static int need_host(const pn_matrix *m, const char *what)
+/* MPI reads and writes host memory itself: a matrix elsewhere gets a host copy in s
+ * (read when send, else only room for what arrives). *data: what MPI moves. */
+static int stage_in(staged *s, const pn_matrix *m, bool send, float **data)
 {
-    if (m->device.kind == PN_DEVICE_HOST && pn_matrix_dense(*m)) return PN_OK;
-    return pn_error_set(PN_ERR_UNSUPPORTED, "the MPI transport sums %s in dense host memory only",
-                        what);
+    s->m = *m;
+    s->direct = m->device.kind == PN_DEVICE_HOST && pn_matrix_dense(*m);
+    if (s->direct) {
+        *data = m->data;
+        return PN_OK;
+    }
+    size_t n = pn_matrix_count(*m);
+    if (s->cap < n) {
+        float *more = realloc(s->host, (n ? n : 1) * sizeof *more);
+        if (!more) return pn_error_set(PN_ERR_NOMEM, "out of memory staging %zu floats", n);
+        s->host = more;
+        s->cap = n;
+    }
+    *data = s->host;
+    return send ? pn_matrix_read(m, s->host) : PN_OK;
+}
+
+/* After MPI has written the host copy: back into the caller's matrix. */
+static int stage_out(staged *s)
+{
+    return s->direct ? PN_OK : pn_matrix_write(&s->m, s->host);
+}
+
+/* Keeps the host copy's memory for the next step, forgets the matrix. */
+static void staged_free(staged *s, int n)
+{
+    for (int i = 0; s && i < n; i++) free(s[i].host);
 }
 
 static int bucket_start(pn_comm *c, pn_matrix *m)
 {
-    PN_TRY(need_host(m, "gradient buckets"));
+    if (pn_matrix_count(*m) > INT_MAX)
+        return pn_error_set(PN_ERR_UNSUPPORTED, "a gradient bucket of %d x %d floats", m->rows,
+                            m->cols);
     mpi_state *st = state_of(c);
     if (!st) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     if (st->n_buckets == st->cap) { /* grows in the first step only */
         int cap = st->cap ? 2 * st->cap : 16;
         MPI_Request *more = realloc(st->buckets, (size_t)cap * sizeof *more);
-        if (!more) return pn_error_set(PN_ERR_NOMEM, "out of memory");
-        st->buckets = more;
+        if (more) st->buckets = more;
+        staged *data = more ? realloc(st->bucket_data, (size_t)cap * sizeof *data) : NULL;
+        if (!data) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+        memset(data + st->cap, 0, (size_t)(cap - st->cap) * sizeof *data);
+        st->bucket_data = data;
         st->cap = cap;
     }
-    PN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, m->data, (int)pn_matrix_count(*m), MPI_FLOAT,
+    float *data; /* a bucket on a GPU: its host copy, read now (after backward's kernels) */
+    PN_TRY(stage_in(&st->bucket_data[st->n_buckets], m, true, &data));
+    PN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, (int)pn_matrix_count(*m), MPI_FLOAT,
                                 MPI_SUM, c->replicas, &st->buckets[st->n_buckets++]));
     int done; /* push the reductions already in flight along */
     PN_MPI_CHECK(MPI_Testall(st->n_buckets, st->buckets, &done, MPI_STATUSES_IGNORE));
@@ -262,20 +260,28 @@ static int buckets_wait(pn_comm *c)
     if (!st) return PN_OK;
     int n = st->n_buckets;
     st->n_buckets = 0;
-    return pn_comm_wait(c, n, st->buckets, MPI_STATUSES_IGNORE,
-                        &(pn_wait_for){"the gradient sum over", NULL, -1, PN_SCOPE_REPLICAS});
+    PN_TRY(pn_comm_wait(c, n, st->buckets, MPI_STATUSES_IGNORE,
+                        &(pn_wait_for){"the gradient sum over", NULL, -1, PN_SCOPE_REPLICAS}));
+    for (int i = 0; i < n; i++) PN_TRY(stage_out(&st->bucket_data[i]));
+    return PN_OK;
 }
 
 static int gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all)
 {
-    PN_TRY(need_host(mine, "replica gathers"));
-    PN_TRY(need_host(all, "replica gathers"));
+    if (pn_matrix_count(*all) > INT_MAX)
+        return pn_error_set(PN_ERR_UNSUPPORTED, "a replica gather of %d x %d floats", all->rows,
+                            all->cols);
+    mpi_state *st = state_of(c);
+    if (!st) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    float *in, *out;
+    PN_TRY(stage_in(&st->gather_in, mine, true, &in));
+    PN_TRY(stage_in(&st->gather_out, all, false, &out));
     int n = mine->cols;
     MPI_Request r;
-    PN_MPI_CHECK(MPI_Iallgather(mine->data, n, MPI_FLOAT, all->data, n, MPI_FLOAT, c->replicas,
-                                &r));
-    return pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE,
-                        &(pn_wait_for){"the gradient gather over", NULL, -1, PN_SCOPE_REPLICAS});
+    PN_MPI_CHECK(MPI_Iallgather(in, n, MPI_FLOAT, out, n, MPI_FLOAT, c->replicas, &r));
+    PN_TRY(pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE,
+                        &(pn_wait_for){"the gradient gather over", NULL, -1, PN_SCOPE_REPLICAS}));
+    return stage_out(&st->gather_out);
 }
 
 /* Tied gradients: one message per matrix on the pipe, under their own tag (above
@@ -288,7 +294,6 @@ static int pipe_exchange(pn_comm *c, int n_send, const pn_matrix *send, const in
     int n = n_send + n_recv;
     for (int i = 0; i < n; i++) { /* all checked before any is posted */
         const pn_matrix *m = i < n_send ? &send[i] : &recv[i - n_send];
-        PN_TRY(need_host(m, "tied gradients"));
         if ((size_t)m->rows * (size_t)m->cols > INT_MAX)
             return pn_error_set(PN_ERR_UNSUPPORTED, "a tied gradient of %d x %d floats",
                                 m->rows, m->cols);
@@ -298,17 +303,26 @@ static int pipe_exchange(pn_comm *c, int n_send, const pn_matrix *send, const in
     if (!st) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     if (st->exchange_cap < n) { /* the same n every step: grows in the first only */
         MPI_Request *more = realloc(st->exchange, (size_t)n * sizeof *more);
-        if (!more) return pn_error_set(PN_ERR_NOMEM, "out of memory");
-        st->exchange = more;
+        if (more) st->exchange = more;
+        staged *data = more ? realloc(st->exchange_data, (size_t)n * sizeof *data) : NULL;
+        if (!data) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+        memset(data + st->exchange_cap, 0, (size_t)(n - st->exchange_cap) * sizeof *data);
+        st->exchange_data = data;
         st->exchange_cap = n;
     }
     MPI_Request *r = st->exchange;
+    for (int i = 0; i < n; i++) { /* host copies first: no request is posted on a failure */
+        float *data;
+        const pn_matrix *m = i < n_send ? &send[i] : &recv[i - n_send];
+        PN_TRY(stage_in(&st->exchange_data[i], m, i < n_send, &data));
+    }
     int rc = PN_OK;
     for (int i = 0; rc == PN_OK && i < n; i++) {
         const pn_matrix *m = i < n_send ? &send[i] : &recv[i - n_send];
+        float *data = st->exchange_data[i].direct ? m->data : st->exchange_data[i].host;
         int count = m->rows * m->cols, err =
-            i < n_send ? MPI_Isend(m->data, count, MPI_FLOAT, to[i], c->tie_tag, c->pipe, &r[i])
-                       : MPI_Irecv(m->data, count, MPI_FLOAT, from[i - n_send], c->tie_tag,
+            i < n_send ? MPI_Isend(data, count, MPI_FLOAT, to[i], c->tie_tag, c->pipe, &r[i])
+                       : MPI_Irecv(data, count, MPI_FLOAT, from[i - n_send], c->tie_tag,
                                    c->pipe, &r[i]);
         if (err != MPI_SUCCESS) /* the job ends on it: what is posted stays posted */
             rc = pn_mpi_fail(err, i < n_send ? "MPI_Isend" : "MPI_Irecv", __FILE__, __LINE__);
@@ -317,14 +331,21 @@ static int pipe_exchange(pn_comm *c, int n_send, const pn_matrix *send, const in
         rc = pn_comm_wait(c, n, r, MPI_STATUSES_IGNORE,
                           &(pn_wait_for){"the tied gradient exchange over", NULL, -1,
                                          PN_SCOPE_PIPE});
+    for (int i = n_send; rc == PN_OK && i < n; i++) rc = stage_out(&st->exchange_data[i]);
     return rc;
 }
 
 static void release(pn_comm *c)
 {
     mpi_state *st = c->transport_state;
+    staged_free(st->bucket_data, st->cap);
+    staged_free(st->exchange_data, st->exchange_cap);
+    staged_free(&st->gather_in, 1);
+    staged_free(&st->gather_out, 1);
     free(st->buckets);
+    free(st->bucket_data);
     free(st->exchange);
+    free(st->exchange_data);
     free(st);
     c->transport_state = NULL;
 }

@@ -113,8 +113,7 @@ static void describe(const pn_comm *c, const pn_wait_for *w, char *out, size_t c
  * and waits for its abort. When the wait completes during the census after all, the
  * peer was late, not stalled: PN_OK, and the step goes on. Otherwise the requests stay
  * as they are: the job is about to end. */
-static int stalled(pn_comm *c, int n, MPI_Request *reqs, MPI_Status *statuses,
-                   const pn_wait_for *w)
+static int stalled(pn_comm *c, const pn_poll *p, const pn_wait_for *w)
 {
     const pn_grid *g = &c->grid;
     bool *heard = calloc((size_t)g->size, sizeof *heard);
@@ -125,11 +124,11 @@ static int stalled(pn_comm *c, int n, MPI_Request *reqs, MPI_Status *statuses,
     }
     double window = c->stall_s / 4 > CENSUS_MIN_S ? c->stall_s / 4 : CENSUS_MIN_S;
     for (double end = pn_now() + window; heard && pn_now() < end;) {
-        int done = 0;
-        MPI_Testall(n, reqs, &done, statuses); /* keep this rank's part moving */
-        if (done) {
+        bool done = false;
+        int polled = p->test(p->ctx, &done); /* keep this rank's part moving */
+        if (polled < 0 || done) {
             free(heard);
-            return PN_OK;
+            return polled;
         }
         census(c, heard);
         heard[g->rank] = true;
@@ -169,6 +168,46 @@ static int stalled(pn_comm *c, int n, MPI_Request *reqs, MPI_Status *statuses,
                         c->doing, c->stall_s, what, outcome, silent);
 }
 
+int pn_comm_poll(pn_comm *c, const pn_poll *p, const pn_wait_for *what)
+{
+    bool done = false;
+    PN_TRY(p->test(p->ctx, &done));
+    for (double start = pn_now(), last = start; !done;) {
+        double now = pn_now();
+        if (now - last > SUSPENDED_S) start += now - last;
+        last = now;
+        if (c->stall_s > 0 && now - start > c->stall_s) {
+            int rc = stalled(c, p, what);
+            if (rc < 0 && p->give_up) p->give_up(p->ctx);
+            PN_TRY(rc);
+            break; /* completed late, during the census */
+        }
+        if (now - start > SPIN_S) { /* a long wait: others may be asking who still answers */
+            census(c, NULL);
+            nap(NAP_S);
+        }
+        PN_TRY(p->test(p->ctx, &done));
+    }
+    c->lower_stalled = false; /* progress: a lower rank's earlier stall is over */
+    return PN_OK;
+}
+
+/* MPI requests as a poll. */
+typedef struct requests {
+    int n;
+    MPI_Request *reqs;
+    MPI_Status *statuses;
+} requests;
+
+static int test_requests(void *ctx, bool *done)
+{
+    requests *r = ctx;
+    int flag = 0;
+    PN_MPI_CHECK(MPI_Testall(r->n, r->reqs, &flag, r->statuses));
+    *done = flag != 0;
+    return PN_OK;
+}
+
 int pn_comm_wait(pn_comm *c, int n, MPI_Request *reqs, MPI_Status *statuses,
                  const pn_wait_for *what)
 {
@@ -176,22 +215,6 @@ int pn_comm_wait(pn_comm *c, int n, MPI_Request *reqs, MPI_Status *statuses,
         PN_MPI_CHECK(MPI_Waitall(n, reqs, statuses));
         return PN_OK;
     }
-    int done = 0;
-    PN_MPI_CHECK(MPI_Testall(n, reqs, &done, statuses));
-    for (double start = pn_now(), last = start; !done;) {
-        double now = pn_now();
-        if (now - last > SUSPENDED_S) start += now - last;
-        last = now;
-        if (now - start > c->stall_s) {
-            PN_TRY(stalled(c, n, reqs, statuses, what));
-            break; /* completed late, during the census */
-        }
-        if (now - start > SPIN_S) { /* a long wait: others may be asking who still answers */
-            census(c, NULL);
-            nap(NAP_S);
-        }
-        PN_MPI_CHECK(MPI_Testall(n, reqs, &done, statuses));
-    }
-    c->lower_stalled = false; /* progress: a lower rank's earlier stall is over */
-    return PN_OK;
+    requests r = {n, reqs, statuses};
+    return pn_comm_poll(c, &(pn_poll){test_requests, NULL, &r}, what);
 }

@@ -107,6 +107,16 @@ int pn_cuda_scratch(size_t bytes, void **out)
     return PN_OK;
 }
 
+/* The compute stream of the current device, for the NCCL transport (src/mpi), which
+ * orders its communication streams after it with events. */
+extern "C" int pn_cuda_compute_stream(void **out)
+{
+    cudaStream_t s;
+    PN_TRY(pn_cuda_stream(&s));
+    *out = (void *)s;
+    return PN_OK;
+}
+
 extern "C" int pn_cuda_device_count(void)
 {
     int n = 0;

@@ -1,0 +1,85 @@
+/* Which transport a run's data plane takes (comm.h): the names of the request and
+ * the decision from every rank's (node, GPU), a pure function the tests call with
+ * made-up layouts. */
+#include "config.h"
+
+#include "mpi/comm.h"
+
+#include <string.h>
+
+#include "base/error.h"
+
+static const char *const request_names[] = {"mpi", "nccl", "auto"};
+
+int pn_transport_request_from_name(const char *name)
+{
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(name, request_names[i])) return i;
+    return -1;
+}
+
+const char *pn_transport_request_name(pn_transport_request r)
+{
+    return r >= PN_TRANSPORT_REQUEST_MPI && r <= PN_TRANSPORT_REQUEST_AUTO ? request_names[r]
+                                                                            : "?";
+}
+
+bool pn_transport_have_nccl(void)
+{
+#ifdef PN_HAVE_NCCL
+    return true;
+#else
+    return false;
+#endif
+}
+
+/* The first two ranks of one communicator that share a GPU: ranks r and q are in one
+ * pipe when r / stages == q / stages, in one replica group when r % stages == q %
+ * stages. Quadratic, over a few thousand ranks at most, once per run. */
+static bool shared_gpu(const pn_rank_gpu *ranks, int size, int stages, int *a, int *b)
+{
+    for (int r = 0; r < size; r++)
+        for (int q = r + 1; q < size; q++) {
+            bool together = r / stages == q / stages || r % stages == q % stages;
+            if (together && ranks[r].node == ranks[q].node && ranks[r].gpu == ranks[q].gpu) {
+                *a = r, *b = q;
+                return true;
+            }
+        }
+    return false;
+}
+
+int pn_transport_choose(pn_transport_request r, bool have_nccl, const pn_rank_gpu *ranks,
+                        int size, int stages, bool *nccl)
+{
+    *nccl = false;
+    if (r == PN_TRANSPORT_REQUEST_MPI) return PN_OK;
+    bool asked = r == PN_TRANSPORT_REQUEST_NCCL;
+    static const char *const instead = "; use --transport mpi or auto";
+    if (!have_nccl)
+        return asked ? pn_error_set(PN_ERR_UNSUPPORTED,
+                                    "transport nccl: this pipenet was built without NCCL "
+                                    "(./configure found none, or was given --without-nccl or "
+                                    "--without-cuda)%s", instead)
+                     : PN_OK;
+    for (int q = 0; q < size; q++)
+        if (ranks[q].gpu < 0)
+            return asked ? pn_error_set(PN_ERR_UNSUPPORTED,
+                                        "transport nccl: rank %d trains on the cpu, and NCCL "
+                                        "moves GPU memory only (--device cuda puts every rank "
+                                        "on a GPU)%s", q, instead)
+                         : PN_OK;
+    int a, b;
+    if (stages > 0 && shared_gpu(ranks, size, stages, &a, &b))
+        return asked ? pn_error_set(PN_ERR_UNSUPPORTED,
+                                    "transport nccl: ranks %d and %d share GPU %d of one node, "
+                                    "and NCCL needs a GPU of its own for each rank of a "
+                                    "communicator (%s); start at most one rank per GPU%s",
+                                    a, b, ranks[a].gpu,
+                                    a / stages == b / stages ? "both are stages of one replica"
+                                                             : "both hold one stage",
+                                    instead)
+                     : PN_OK;
+    *nccl = asked || size > 1; /* auto: a lone rank sends nothing */
+    return PN_OK;
+}
