@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/options.h"
+#include "mpi/comm.h"
 #include "pipeline/optimizer.h"
 #include "pipeline/schedule.h"
 
@@ -13,7 +14,7 @@ enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_S
        OPT_METRICS, OPT_THREADS, OPT_LOG_EVERY, OPT_DATA_CACHE, OPT_STAGES, OPT_MICRO,
        OPT_SCHEDULE, OPT_DETERMINISTIC, OPT_SNAPSHOT_DIR, OPT_SNAPSHOT_EVERY, OPT_KEEP,
        OPT_RESUME, OPT_RESUME_OVERRIDE, OPT_STALL_TIMEOUT, OPT_EVAL_EVERY, OPT_TRACE,
-       OPT_LAYER_TIMES, OPT_RECOMPUTE, OPT_VIRTUAL, OPT_DEVICE, N_OPTS };
+       OPT_LAYER_TIMES, OPT_RECOMPUTE, OPT_VIRTUAL, OPT_DEVICE, OPT_TRANSPORT, N_OPTS };
 _Static_assert(N_OPTS - OPT_DATA <= PN_TRAIN_OPT_MAX, "pn_train_overrides.given is too small");
 
 #define GIVEN(opt) o->given[(opt) - OPT_DATA]
@@ -46,6 +47,7 @@ static const struct option longopts[] = {
     {"trace", required_argument, NULL, OPT_TRACE},
     {"layer-times", required_argument, NULL, OPT_LAYER_TIMES},
     {"device", required_argument, NULL, OPT_DEVICE},
+    {"transport", required_argument, NULL, OPT_TRANSPORT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -95,6 +97,11 @@ int pn_train_options_parse(int argc, char **argv, pn_train_overrides *o)
             v->device_request = pn_device_request_from_name(optarg);
             if (v->device_request < 0)
                 rc = pn_opt_report("--device: expected cpu, cuda or auto, got '%s'", optarg);
+            break;
+        case OPT_TRANSPORT:
+            v->transport_request = pn_transport_request_from_name(optarg);
+            if (v->transport_request < 0)
+                rc = pn_opt_report("--transport: expected mpi, nccl or auto, got '%s'", optarg);
             break;
         case OPT_DETERMINISTIC: v->deterministic = true; break;
         case OPT_RECOMPUTE: v->recompute = true; break;
@@ -150,6 +157,7 @@ void pn_train_options_apply(const pn_train_overrides *o, pn_train_config *cfg)
     if (GIVEN(OPT_VIRTUAL)) cfg->virtual_stages = v->virtual_stages;
     if (GIVEN(OPT_DETERMINISTIC)) cfg->deterministic = true;
     if (GIVEN(OPT_DEVICE)) cfg->device_request = v->device_request;
+    if (GIVEN(OPT_TRANSPORT)) cfg->transport_request = v->transport_request;
     if (GIVEN(OPT_RECOMPUTE)) cfg->recompute = true;
     if (GIVEN(OPT_SNAPSHOT_DIR)) strcpy(cfg->snapshot_dir, v->snapshot_dir);
     if (GIVEN(OPT_SNAPSHOT_EVERY)) cfg->snapshot_every = v->snapshot_every;

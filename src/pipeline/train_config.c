@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/json_read.h"
+#include "mpi/comm.h"
 #include "pipeline/schedule.h"
 
 void pn_train_config_default(pn_train_config *cfg)
@@ -21,6 +22,7 @@ void pn_train_config_default(pn_train_config *cfg)
     cfg->keep = 3;
     cfg->stall_timeout_s = -1.0;
     cfg->device = pn_device_host();
+    cfg->transport_request = PN_TRANSPORT_REQUEST_AUTO;
     pn_optimizer_config_default(&cfg->optimizer, PN_OPT_SGD, 0.01);
 }
 
@@ -43,8 +45,10 @@ int pn_train_config_from_json(const json_t *train, const char *file, pn_train_co
 {
     static const char *const keys[] = {"batch", "epochs", "steps", "seed", "data",
                                        "eval", "eval_every", "recompute", "schedule",
-                                       "virtual_stages", "device", "optimizer", NULL};
+                                       "virtual_stages", "device", "transport", "optimizer",
+                                       NULL};
     static const char *const devices[] = {"cpu", "cuda", "auto"}; /* pn_device_request */
+    static const char *const transports[] = {"mpi", "nccl", "auto"}; /* pn_transport_request */
     /* in pn_schedule_kind's order */
     static const char *const schedules[] = {"gpipe", "1f1b", "interleaved"};
     if (!train) return PN_OK;
@@ -71,6 +75,8 @@ int pn_train_config_from_json(const json_t *train, const char *file, pn_train_co
     cfg->virtual_stages = (int)virtual_stages; /* needs interleaved: the trainer checks */
     PN_TRY(pn_json_choice(train, &at, "device", false, "a device", devices, 3,
                           cfg->device_request, &cfg->device_request));
+    PN_TRY(pn_json_choice(train, &at, "transport", false, "a transport", transports, 3,
+                          cfg->transport_request, &cfg->transport_request));
     PN_TRY(read_path(train, &at, "data", cfg->data));
     PN_TRY(read_path(train, &at, "eval", cfg->eval));
     const json_t *opt = json_object_get(train, "optimizer");

@@ -37,6 +37,8 @@ typedef struct pn_train_config {
     int device_request;        /* pn_device_request: cpu (the default), cuda or auto */
     pn_device device;          /* where this rank's stage lives: set by the trainer from
                                   device_request and the rank's place on its node */
+    int transport_request;     /* pn_transport_request (mpi/comm.h): auto (the default),
+                                  mpi or nccl */
     char snapshot_dir[PN_PATH_MAX]; /* "" for none */
     long snapshot_every;       /* steps between snapshots (0: only at the end and on signals) */
     int keep;                  /* snapshots kept in snapshot_dir */

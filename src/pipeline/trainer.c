@@ -259,9 +259,10 @@ static void announce(trainer *t)
     if (t->grid->size > 1)
         pn_progress_print(&t->progress,
                           "layout: %d replica(s) x %d stage(s)%s, %d micro-batches of %d, "
-                          "schedule %s, device %s",
+                          "schedule %s, transport %s, device %s",
                           t->grid->replicas, t->grid->stages, chunks, t->micro, t->micro_rows,
-                          pn_schedule_kind_name(t->sched->kind), t->devices);
+                          pn_schedule_kind_name(t->sched->kind),
+                          pn_comm_transport_name(t->comm), t->devices);
     else if (t->cfg.device.kind != PN_DEVICE_HOST) /* one process on the CPU: as before */
         pn_progress_print(&t->progress, "device: %s", t->devices);
 }
@@ -424,6 +425,8 @@ int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_job *job,
     int rc = pn_trainer_setup(&t, job);
     if (t.comm) {
         rc = pn_comm_agree(t.comm, rc);
+        if (rc == PN_OK) /* every rank has made its links: the transport connects them */
+            rc = pn_comm_agree(t.comm, pn_comm_links_ready(t.comm));
     } else if (rc < 0 && pn_job_rank(job) != 0) { /* no layout yet: every rank failed alike */
         rc = pn_error_set(PN_ERR_PEER, "rank 0 failed");
     }

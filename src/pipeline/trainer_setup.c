@@ -95,42 +95,11 @@ static int place(trainer *t)
     return rc;
 }
 
-/* What a stage on a GPU cannot do yet: the gradient sums over replicas, their
- * gather under --deterministic and the exchange of tied gradients between stages
- * hand device memory to MPI (the MPI transport stages only the stage links through
- * the host, and there is no NCCL transport yet). Refused here, before any work,
- * naming what is missing. Everything else reaches the GPU through the seams (the
- * stage's arena, arguments and scratch on cfg.device, batches written with
- * pn_buffer_write, values read with pn_matrix_read), but has never run there. */
-static int check_device_support(trainer *t)
-{
-    if (t->cfg.device.kind == PN_DEVICE_HOST) return PN_OK;
-    if (t->grid->replicas > 1)
-        return pn_error_set(PN_ERR_UNSUPPORTED,
-                            "--device cuda: %d replicas, but the gradient sums over replicas "
-                            "cannot read GPU memory yet (no host staging for them, no NCCL "
-                            "transport); run one replica (ranks = stages) or --device cpu",
-                            t->grid->replicas);
-    const pn_graph *g = t->graph;
-    for (int i = 0; t->grid->stages > 1 && i < g->n_nodes; i++)
-        for (int d = 0; d < g->nodes[i].layer->n_params; d++) {
-            if (!pn_graph_is_tied_copy(g, i, d)) continue;
-            int table = pn_graph_find(g, g->nodes[i].layer->param_decls[d].tie_layer);
-            if (table >= 0 && t->plan->stage_of[table] == t->plan->stage_of[i]) continue;
-            return pn_error_set(PN_ERR_UNSUPPORTED,
-                                "--device cuda: layer %s ties a parameter of stage %d to "
-                                "stage %d, and the exchange of tied gradients between stages "
-                                "cannot read GPU memory yet; use one stage or --device cpu",
-                                g->nodes[i].layer->name, t->plan->stage_of[i],
-                                table >= 0 ? t->plan->stage_of[table] : -1);
-        }
-    return PN_OK;
-}
-
 /* Every rank's device: cpu, or GPU (node-local rank mod visible GPUs) for cuda and for
- * auto where a GPU is visible. A rank that cannot have what was asked for fails
- * setup on every rank (agreed), before training. t->devices gets the list rank 0
- * prints in the layout line. */
+ * auto where a GPU is visible; then the transport (mpi/comm.h: pn_comm_use_transport),
+ * which needs every rank's device. A rank that cannot have what was asked for fails
+ * setup on every rank (agreed), before training and before the data is opened.
+ * t->devices gets the list rank 0 prints in the layout line. */
 static int place_devices(trainer *t, pn_job *job)
 {
     int node_rank = 0, node_size = 1, rc;
@@ -163,7 +132,9 @@ static int place_devices(trainer *t, pn_job *job)
     }
     free(code);
     PN_TRY(rc);
-    return check_device_support(t);
+    rc = pn_comm_use_transport(t->comm, (pn_transport_request)t->cfg.transport_request,
+                               t->cfg.device);
+    return pn_comm_agree(t->comm, rc);
 }
 
 int pn_trainer_setup(trainer *t, pn_job *job)

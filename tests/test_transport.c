@@ -1,0 +1,114 @@
+/* The transport's choice (mpi/comm.h: pn_transport_choose) from made-up layouts of
+ * (node, GPU) per rank: mpi is always mpi; nccl is refused, saying why, without NCCL
+ * in the build, with a rank on the cpu, and when two ranks of one pipe or of one
+ * stage's replicas share a GPU of one node; auto takes nccl exactly where nccl would
+ * be accepted, and mpi for a lone rank. */
+#include <string.h>
+
+#include "base/error.h"
+#include "mpi/comm.h"
+#include "testutil.h"
+
+enum { MPI_ = PN_TRANSPORT_REQUEST_MPI, NCCL = PN_TRANSPORT_REQUEST_NCCL,
+       AUTO = PN_TRANSPORT_REQUEST_AUTO };
+
+/* The choice for r; *nccl; the error text when refused. */
+static int choose(int r, bool have, const pn_rank_gpu *ranks, int size, int stages, bool *nccl)
+{
+    *nccl = true; /* the function must set it either way */
+    return pn_transport_choose((pn_transport_request)r, have, ranks, size, stages, nccl);
+}
+
+static void refused(bool have, const pn_rank_gpu *ranks, int size, int stages, const char *why)
+{
+    bool nccl;
+    ck_assert_int_eq(choose(NCCL, have, ranks, size, stages, &nccl), PN_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(pn_error_message(), why), "'%s' lacks '%s'", pn_error_message(), why);
+    ck_assert(!nccl);
+    ck_assert_int_eq(choose(AUTO, have, ranks, size, stages, &nccl), PN_OK);
+    ck_assert_msg(!nccl, "auto took nccl where nccl is refused (%s)", why);
+    ck_assert_int_eq(choose(MPI_, have, ranks, size, stages, &nccl), PN_OK);
+    ck_assert(!nccl);
+}
+
+static void accepted(const pn_rank_gpu *ranks, int size, int stages, bool auto_takes_it)
+{
+    bool nccl;
+    ck_assert_int_eq(choose(NCCL, true, ranks, size, stages, &nccl), PN_OK);
+    ck_assert(nccl);
+    ck_assert_int_eq(choose(AUTO, true, ranks, size, stages, &nccl), PN_OK);
+    ck_assert_int_eq(nccl, auto_takes_it);
+    ck_assert_int_eq(choose(MPI_, true, ranks, size, stages, &nccl), PN_OK);
+    ck_assert(!nccl);
+}
+
+START_TEST(names_round_trip)
+{
+    const char *names[] = {"mpi", "nccl", "auto"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(pn_transport_request_from_name(names[i]), i);
+        ck_assert_str_eq(pn_transport_request_name((pn_transport_request)i), names[i]);
+    }
+    ck_assert_int_eq(pn_transport_request_from_name("gloo"), -1);
+}
+END_TEST
+
+START_TEST(one_gpu_per_rank_takes_nccl)
+{
+    /* 2 replicas x 2 stages on one node of 4 GPUs; and on two nodes of 2 */
+    pn_rank_gpu one_node[] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}};
+    accepted(one_node, 4, 2, true);
+    pn_rank_gpu two_nodes[] = {{0, 0}, {0, 1}, {2, 0}, {2, 1}};
+    accepted(two_nodes, 4, 2, true);
+    accepted(two_nodes, 4, 4, true); /* one pipe of 4 stages */
+    accepted(two_nodes, 4, 1, true); /* 4 replicas of 1 stage */
+    pn_rank_gpu lone[] = {{0, 0}};
+    accepted(lone, 1, 1, false); /* nothing travels: auto stays on mpi */
+}
+END_TEST
+
+START_TEST(nccl_refused_saying_why)
+{
+    pn_rank_gpu gpus[] = {{0, 0}, {0, 1}};
+    refused(false, gpus, 2, 2, "built without NCCL");
+    pn_rank_gpu cpu[] = {{0, 0}, {0, -1}};
+    refused(true, cpu, 2, 2, "rank 1 trains on the cpu");
+    pn_rank_gpu all_cpu[] = {{0, -1}, {0, -1}};
+    refused(true, all_cpu, 2, 1, "rank 0 trains on the cpu");
+    /* 2 ranks on one GPU: as stages of one replica, and as replicas of one stage */
+    pn_rank_gpu shared[] = {{0, 0}, {0, 0}};
+    refused(true, shared, 2, 2, "ranks 0 and 1 share GPU 0 of one node");
+    refused(true, shared, 2, 2, "stages of one replica");
+    refused(true, shared, 2, 1, "both hold one stage");
+    /* the same GPU index on two nodes is two GPUs */
+    pn_rank_gpu apart[] = {{0, 0}, {1, 0}};
+    accepted(apart, 2, 2, true);
+}
+END_TEST
+
+START_TEST(only_ranks_of_one_communicator_must_differ)
+{
+    /* 2 x 2: ranks 0 and 3 (replica 0 stage 0, replica 1 stage 1) share no pipe and no
+     * replica group: one GPU between them is no NCCL communicator's business */
+    pn_rank_gpu diagonal[] = {{0, 0}, {0, 1}, {0, 2}, {0, 0}};
+    accepted(diagonal, 4, 2, true);
+    /* ranks 1 and 3 hold stage 1 of both replicas */
+    pn_rank_gpu column[] = {{0, 0}, {0, 1}, {0, 2}, {0, 1}};
+    refused(true, column, 4, 2, "ranks 1 and 3 share GPU 1");
+    /* ranks 2 and 3 are the stages of replica 1 */
+    pn_rank_gpu row[] = {{0, 0}, {0, 1}, {0, 2}, {0, 2}};
+    refused(true, row, 4, 2, "ranks 2 and 3 share GPU 2");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("transport");
+    TCase *tc = tcase_create("choice");
+    tcase_add_test(tc, names_round_trip);
+    tcase_add_test(tc, one_gpu_per_rank_takes_nccl);
+    tcase_add_test(tc, nccl_refused_saying_why);
+    tcase_add_test(tc, only_ranks_of_one_communicator_must_differ);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s);
+}
