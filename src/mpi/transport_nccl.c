@@ -75,6 +75,7 @@ typedef struct nccl_state {
     cudaEvent_t moved;         /* recorded on the stream after it */
     bool buckets_pending;
     bool aborted;
+    bool set_up;       /* links_ready has returned: the run's stall bound rules */
     nccl_link **links; /* every link of the comm, for links_ready and abort */
     int n_links, links_cap;
 } nccl_state;
@@ -146,17 +147,22 @@ static int test(void *ctx, bool *done)
 static void give_up(void *ctx) { abort_all(((nccl_poll *)ctx)->c); }
 
 /* Polls event (NULL: the communicators' states only) and comms until done, watched;
- * during set-up, when no stall bound is set, under SETUP_STALL_S. */
+ * during set-up, where no stall bound is set yet, under SETUP_STALL_S. */
 static int await(pn_comm *c, cudaEvent_t event, const ncclComm_t *comms, int n_comms,
                  const pn_wait_for *what)
 {
     nccl_poll p = {c, event, {0}, 0};
     for (int i = 0; i < n_comms && p.n_comms < 8; i++)
         if (comms[i]) p.comms[p.n_comms++] = comms[i];
-    double bound = c->stall_s;
-    if (bound == 0) c->stall_s = SETUP_STALL_S;
+    bool setup = !state(c)->set_up && c->stall_s == 0;
+    char doing[sizeof c->doing];
+    memcpy(doing, c->doing, sizeof doing);
+    if (setup) pn_comm_watch(c, SETUP_STALL_S, "the set-up of the NCCL transport");
     int rc = pn_comm_poll(c, &(pn_poll){test, give_up, &p}, what);
-    c->stall_s = bound;
+    if (setup) { /* no bound again, and the work as it was */
+        c->stall_s = 0;
+        memcpy(c->doing, doing, sizeof doing);
+    }
     return rc;
 }
 
@@ -219,16 +225,44 @@ static int group_comm(pn_comm *c, MPI_Comm group, ncclComm_t *out, const pn_wait
 static const pn_wait_for SETUP = {"the set-up of NCCL communicators among", NULL, -1,
                                   PN_SCOPE_WORLD};
 
-static int start(pn_comm *c)
+static int make_streams(nccl_state *st)
 {
-    nccl_state *st = calloc(1, sizeof *st);
-    if (!st) return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    c->transport_state = st;
     CUDA_OK(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     CUDA_OK(cudaEventCreateWithFlags(&st->computed, cudaEventDisableTiming));
     CUDA_OK(cudaEventCreateWithFlags(&st->moved, cudaEventDisableTiming));
-    PN_TRY(group_comm(c, c->pipe, &st->pipe, &SETUP));
-    PN_TRY(group_comm(c, c->replicas, &st->replicas, &SETUP));
+    return PN_OK;
+}
+
+/* Whether any rank failed to start its part (rc): then every rank aborts what it
+ * started and returns its own rc (the caller's agreement names the rank that
+ * failed), instead of waiting for a communicator that a rank will never join. */
+static int started_everywhere(pn_comm *c, int rc)
+{
+    bool any = false;
+    int polled = pn_comm_any(c, rc < 0, &any);
+    if (polled < 0 && rc == PN_OK) rc = polled;
+    if (any || rc < 0) abort_all(c);
+    return rc;
+}
+
+/* Every rank takes part in both groups' collectives whatever failed before, then
+ * all learn whether one failed before anyone waits for the communicators. */
+static int start(pn_comm *c)
+{
+    nccl_state *st = calloc(1, sizeof *st);
+    c->transport_state = st;
+    int rc = st ? make_streams(st) : pn_error_set(PN_ERR_NOMEM, "out of memory");
+    ncclComm_t pipe = NULL, replicas = NULL;
+    int rc_pipe = group_comm(c, c->pipe, &pipe, &SETUP);
+    int rc_replicas = group_comm(c, c->replicas, &replicas, &SETUP);
+    if (st) st->pipe = pipe, st->replicas = replicas;
+    else if (pipe || replicas) { /* no state to hold them */
+        if (pipe) ncclCommAbort(pipe);
+        if (replicas) ncclCommAbort(replicas);
+    }
+    if (rc == PN_OK) rc = rc_pipe < 0 ? rc_pipe : rc_replicas;
+    PN_TRY(started_everywhere(c, rc));
+    if (st->aborted) return PN_OK; /* another rank failed: its error comes in the agreement */
     ncclComm_t both[2] = {st->pipe, st->replicas};
     return await(c, NULL, both, 2, &SETUP);
 }
@@ -409,13 +443,16 @@ static int link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out)
 static int links_ready(pn_comm *c)
 {
     nccl_state *st = state(c);
-    for (int i = 0; i < st->n_links; i++) {
+    int rc = PN_OK;
+    for (int i = 0; rc == PN_OK && i < st->n_links; i++) {
         nccl_link *l = st->links[i];
         if (l->connected) continue;
-        PN_TRY(pn_comm_wait(c, 1, &l->id_req, MPI_STATUSES_IGNORE,
-                            &(pn_wait_for){"the NCCL id of", &l->base, -1, PN_SCOPE_PIPE}));
-        PN_TRY(init_comm(&l->comm, 2, l->id, l->base.spec.sends ? 0 : 1));
+        rc = pn_comm_wait(c, 1, &l->id_req, MPI_STATUSES_IGNORE,
+                          &(pn_wait_for){"the NCCL id of", &l->base, -1, PN_SCOPE_PIPE});
+        if (rc == PN_OK) rc = init_comm(&l->comm, 2, l->id, l->base.spec.sends ? 0 : 1);
     }
+    PN_TRY(started_everywhere(c, rc));
+    if (st->aborted) return PN_OK; /* another rank failed: its error comes in the agreement */
     for (int i = 0; i < st->n_links; i++) {
         nccl_link *l = st->links[i];
         if (l->connected) continue;
@@ -423,6 +460,7 @@ static int links_ready(pn_comm *c)
                      &(pn_wait_for){"the NCCL set-up of", &l->base, -1, PN_SCOPE_PIPE}));
         l->connected = true;
     }
+    st->set_up = true;
     return PN_OK;
 }
 
