@@ -4,9 +4,12 @@
  * failing rank; a link that delivers, adds, and refuses a message for another step
  * with an error naming both sides; a link that carries samples' lengths with the
  * values, and refuses lengths out of range or a sender that sends none; gradient
- * buckets and the replica gather; and arena images gathered to rank 0 and scattered
- * back (odd sizes, 4 stages, and 2 x 2 with the replica broadcast). Prints one line per check and
- * "N passed, N failed". */
+ * buckets and the replica gather, also on strided views (which the MPI transport
+ * stages through host copies, as it does GPU memory), and the tied-gradient
+ * exchange on them; the transport's choice from every rank's device (mpi on the
+ * cpu; nccl refused, naming why); and arena images gathered to rank 0 and scattered
+ * back (odd sizes, 4 stages, and 2 x 2 with the replica broadcast). Prints one line
+ * per check and "N passed, N failed". */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,6 +221,69 @@ static void replicas(pn_comm *c)
     check(c, ok, "replica gather: row r is replica r's");
 }
 
+/* Views with a stride (columns 1 .. 2 of 3 x 4): MPI cannot move them in place, so
+ * they go through the transport's host copies, the path of GPU memory. */
+static void staged(pn_comm *c)
+{
+    const pn_grid *g = pn_comm_grid(c);
+    float grads[12], all[2 * 5], tied[12], mine[3];
+    for (int i = 0; i < 12; i++) grads[i] = (float)(g->replica + 1) * (float)i;
+    pn_matrix block = pn_matrix_host(grads, 3, 4);
+    block.data += 1, block.cols = 2; /* ld stays 4 */
+    bool ok = pn_comm_bucket_start(c, &block) == 0 && pn_comm_buckets_wait(c) == 0;
+    for (int i = 0; ok && i < 12; i++) /* summed inside the view, untouched outside */
+        ok = grads[i] == (float)(i % 4 == 1 || i % 4 == 2 ? 3 : g->replica + 1) * (float)i;
+    check(c, ok, "buckets on a strided view: summed through a host copy");
+    for (int i = 0; i < 10; i++) all[i] = -1;
+    for (int i = 0; i < 3; i++) mine[i] = (float)(g->replica * 10 + i);
+    pn_matrix m = pn_matrix_host(mine, 1, 3), a = pn_matrix_host(all, 2, 5);
+    a.cols = 3; /* ld 5 */
+    ok = pn_comm_gather_replicas(c, &m, &a) == 0;
+    for (int r = 0; ok && r < 2; r++)
+        for (int i = 0; ok && i < 5; i++)
+            ok = all[r * 5 + i] == (i < 3 ? (float)(r * 10 + i) : -1.0f);
+    check(c, ok, "replica gather into a strided view: rows in place, padding untouched");
+    /* stage 0 sends its view to stage 1 and receives stage 1's into the same place */
+    for (int i = 0; i < 12; i++) tied[i] = (float)(100 * g->stage + i);
+    pn_matrix t = pn_matrix_host(tied, 3, 4);
+    t.data += 1, t.cols = 2;
+    float sent[12];
+    memcpy(sent, tied, sizeof sent);
+    int peer = 1 - g->stage;
+    pn_matrix recv = pn_matrix_host(tied, 3, 4);
+    recv.data += 2, recv.cols = 2; /* overlaps what is sent: staged before it is posted */
+    ok = pn_comm_pipe_exchange(c, 1, &t, &peer, 1, &recv, &peer) == 0;
+    for (int i = 0; ok && i < 12; i++) {
+        int r = i / 4, col = i % 4;
+        float want = col >= 2 ? (float)(100 * peer + r * 4 + col - 1) : sent[i];
+        ok = tied[i] == want;
+    }
+    check(c, ok, "tied gradients between strided views: through host copies");
+}
+
+/* The transport from every rank's device: on the cpu, auto and mpi take mpi; nccl is
+ * refused on every rank, and so is a GPU that ranks of one pipe would share (every
+ * rank claims GPU 0 of its node: no CUDA call is made for that). */
+static void transport_choice(pn_comm *c)
+{
+    bool ok = pn_comm_use_transport(c, PN_TRANSPORT_REQUEST_AUTO, pn_device_host()) == 0 &&
+              !strcmp(pn_comm_transport_name(c), "mpi") &&
+              pn_comm_use_transport(c, PN_TRANSPORT_REQUEST_MPI, pn_device_host()) == 0 &&
+              pn_comm_links_ready(c) == 0;
+    check(c, ok, "transport: auto on cpu ranks is mpi");
+    ok = pn_comm_use_transport(c, PN_TRANSPORT_REQUEST_NCCL, pn_device_host()) ==
+             PN_ERR_UNSUPPORTED &&
+         strstr(pn_error_message(), pn_transport_have_nccl() ? "rank 0 trains on the cpu"
+                                                             : "built without NCCL");
+    check(c, ok, "transport: nccl on cpu ranks refused, saying why");
+    ok = pn_comm_use_transport(c, PN_TRANSPORT_REQUEST_NCCL, pn_device_cuda(0)) ==
+             PN_ERR_UNSUPPORTED &&
+         strstr(pn_error_message(), pn_transport_have_nccl() ? "ranks 0 and 1 share GPU 0"
+                                                             : "built without NCCL") &&
+         !strcmp(pn_comm_transport_name(c), "mpi");
+    check(c, ok, "transport: nccl on one GPU shared by a pipe refused");
+}
+
 /* Every stage of the first replica sends 5 s + 3 floats of value 1000 s + i. */
 static bool gather_and_scatter(pn_comm *c)
 {
@@ -271,6 +337,8 @@ int main(int argc, char **argv)
     links_with_lengths(c);
     chunk_links(c);
     replicas(c);
+    staged(c);
+    transport_choice(c);
     check(c, gather_and_scatter(c), "images: gathered to rank 0, scattered and broadcast (2 x 2)");
     pn_comm_free(c);
     if (pn_comm_create(&c, world, 4) < 0) pn_job_abort(world, 1);
