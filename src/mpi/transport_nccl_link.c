@@ -1,0 +1,271 @@
+/* The NCCL transport's stage links (nccl_impl.h; the design is in transport_nccl.c's
+ * header): a communicator of two ranks and a stream per link; header and lengths
+ * over MPI on the link's tag, checked on every message; the payload by ncclSend
+ * and ncclRecv from and into the link's device buffers, ordered against the compute
+ * stream with events. NEVER RUN: no GPU has executed any of it. */
+#include "config.h"
+
+#include "mpi/nccl_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "math/ops.h"
+#include "mpi/link_header.h"
+#include "mpi/mpi_check.h"
+
+/* --- stage links ------------------------------------------------------------------------ */
+
+static size_t msg_bytes(const pn_link *l, int rows)
+{
+    return PN_LINK_HEADER_BYTES + (size_t)pn_link_samples(l, rows) * sizeof(int32_t);
+}
+
+static int32_t *lengths_in(const nccl_link *l, int slot)
+{
+    return (int32_t *)(l->msg[slot] + PN_LINK_HEADER_BYTES);
+}
+
+void pn_nccl_link_cancel(pn_link *base)
+{
+    nccl_link *l = (nccl_link *)base;
+    for (int s = 0; l->req && l->msg && s < base->spec.slots; s++)
+        if (l->req[s] != MPI_REQUEST_NULL) {
+            MPI_Cancel(&l->req[s]);
+            MPI_Request_free(&l->req[s]);
+        }
+    if (l->id_req != MPI_REQUEST_NULL) { /* a link freed before pn_nccl_links_ready */
+        if (!base->spec.sends) MPI_Cancel(&l->id_req); /* a send of the id completes */
+        MPI_Request_free(&l->id_req);
+    }
+}
+
+void pn_nccl_link_free(pn_link *base)
+{
+    nccl_link *l = (nccl_link *)base;
+    nccl_state *st = pn_nccl_state(base->comm);
+    pn_nccl_link_cancel(base);
+    for (int i = 0; st && i < st->n_links; i++) /* off the comm's list */
+        if (st->links[i] == l) st->links[i] = st->links[--st->n_links];
+    pn_nccl_end_comm(&l->comm, st ? st->aborted : true);
+    int slots = base->spec.slots, buffers = base->spec.sends ? slots : 1;
+    for (int s = 0; l->msg && s < slots; s++) free(l->msg[s]);
+    for (int s = 0; l->payload && s < buffers; s++) pn_buffer_release(&l->payload[s]);
+    for (int s = 0; l->sent && s < slots; s++)
+        if (l->sent[s]) cudaEventDestroy(l->sent[s]);
+    if (l->ordered) cudaEventDestroy(l->ordered);
+    if (l->consumed) cudaEventDestroy(l->consumed);
+    if (l->stream) cudaStreamDestroy(l->stream);
+    free(l->msg);
+    free(l->req);
+    free(l->lengths);
+    free(l->payload);
+    free(l->sent);
+    free(l->in_flight);
+    free(l);
+}
+
+/* The link's CUDA and host parts; the communicator comes in pn_nccl_links_ready. */
+static int link_parts(nccl_link *l)
+{
+    const pn_link_spec *sp = &l->base.spec;
+    int slots = sp->slots, buffers = sp->sends ? slots : 1;
+    l->msg = calloc((size_t)slots, sizeof *l->msg);
+    l->req = malloc((size_t)slots * sizeof *l->req);
+    l->lengths = calloc((size_t)slots, sizeof *l->lengths);
+    l->payload = calloc((size_t)buffers, sizeof *l->payload);
+    l->sent = calloc((size_t)slots, sizeof *l->sent);
+    l->in_flight = calloc((size_t)slots, sizeof *l->in_flight);
+    if (!l->msg || !l->req || !l->lengths || !l->payload || !l->sent || !l->in_flight)
+        return pn_error_set(PN_ERR_NOMEM, "out of memory for link buffers");
+    for (int s = 0; s < slots; s++) {
+        l->req[s] = MPI_REQUEST_NULL;
+        if (!(l->msg[s] = malloc(msg_bytes(&l->base, sp->max_rows))))
+            return pn_error_set(PN_ERR_NOMEM, "out of memory for link buffers");
+    }
+    int dev;
+    CUDA_OK(cudaGetDevice(&dev));
+    size_t bytes = (size_t)sp->max_rows * (size_t)sp->cols * sizeof(float);
+    for (int s = 0; s < buffers; s++)
+        PN_TRY(pn_buffer_reserve(&l->payload[s], pn_device_cuda(dev), bytes ? bytes : 1));
+    for (int s = 0; sp->sends && s < slots; s++)
+        CUDA_OK(cudaEventCreateWithFlags(&l->sent[s], cudaEventDisableTiming));
+    CUDA_OK(cudaEventCreateWithFlags(&l->ordered, cudaEventDisableTiming));
+    CUDA_OK(cudaEventCreateWithFlags(&l->consumed, cudaEventDisableTiming));
+    CUDA_OK(cudaStreamCreateWithFlags(&l->stream, cudaStreamNonBlocking));
+    return PN_OK;
+}
+
+/* The sender makes the link's id and sends it on the link's tag, the receiver posts
+ * its receive: neither waits here (links are made in different orders on the two
+ * sides), pn_nccl_links_ready does. */
+int pn_nccl_link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out)
+{
+    /* a stage's link to itself (interleaved chunks): NCCL has no communicator of one
+     * process with itself twice; MPI moves it, through the host */
+    if (spec->peer == c->grid.stage) return pn_transport_mpi.link_create(c, spec, out);
+    nccl_state *st = pn_nccl_state(c);
+    nccl_link *l = calloc(1, sizeof *l);
+    if (!l) return pn_error_set(PN_ERR_NOMEM, "out of memory for link buffers");
+    l->base = (pn_link){*spec, c, &pn_transport_nccl};
+    l->id_req = MPI_REQUEST_NULL;
+    int rc = link_parts(l);
+    if (rc == PN_OK && st->n_links == st->links_cap) {
+        int cap = st->links_cap ? 2 * st->links_cap : 8;
+        nccl_link **more = realloc(st->links, (size_t)cap * sizeof *more);
+        if (more) st->links = more, st->links_cap = cap;
+        else rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
+    }
+    if (rc == PN_OK && spec->sends) {
+        ncclResult_t r = ncclGetUniqueId(&l->id);
+        if (r != ncclSuccess) rc = pn_nccl_fail(r, NULL, "ncclGetUniqueId", __FILE__, __LINE__);
+    }
+    if (rc == PN_OK) {
+        int err = spec->sends ? MPI_Isend(&l->id, (int)sizeof l->id, MPI_BYTE, spec->peer,
+                                          pn_link_tag(&l->base), c->pipe, &l->id_req)
+                              : MPI_Irecv(&l->id, (int)sizeof l->id, MPI_BYTE, spec->peer,
+                                          pn_link_tag(&l->base), c->pipe, &l->id_req);
+        if (err != MPI_SUCCESS) rc = pn_mpi_fail(err, "MPI_Isend/Irecv", __FILE__, __LINE__);
+    }
+    if (rc < 0) {
+        pn_nccl_link_free(&l->base);
+        return rc;
+    }
+    st->links[st->n_links++] = l;
+    *out = &l->base;
+    return PN_OK;
+}
+
+/* Every link's id has arrived (the peers sent them while making their links), every
+ * link's communicator is started, then all are awaited together: two ranks make
+ * their shared links in any order. */
+int pn_nccl_links_ready(pn_comm *c)
+{
+    nccl_state *st = pn_nccl_state(c);
+    int rc = PN_OK;
+    for (int i = 0; rc == PN_OK && i < st->n_links; i++) {
+        nccl_link *l = st->links[i];
+        if (l->connected) continue;
+        rc = pn_comm_wait(c, 1, &l->id_req, MPI_STATUSES_IGNORE,
+                          &(pn_wait_for){"the NCCL id of", &l->base, -1, PN_SCOPE_PIPE});
+        if (rc == PN_OK) rc = pn_nccl_init_comm(&l->comm, 2, l->id, l->base.spec.sends ? 0 : 1);
+    }
+    PN_TRY(pn_nccl_started_everywhere(c, rc));
+    if (st->aborted) return PN_OK; /* another rank failed: its error comes in the agreement */
+    for (int i = 0; i < st->n_links; i++) {
+        nccl_link *l = st->links[i];
+        if (l->connected) continue;
+        PN_TRY(pn_nccl_await(c, NULL, &l->comm, 1,
+                     &(pn_wait_for){"the NCCL set-up of", &l->base, -1, PN_SCOPE_PIPE}));
+        l->connected = true;
+    }
+    st->set_up = true;
+    return PN_OK;
+}
+
+static int need_connected(const nccl_link *l)
+{
+    if (l->connected && l->comm) return PN_OK;
+    return pn_error_set(PN_ERR_INTERNAL, "link of '%s' used before pn_comm_links_ready%s",
+                        l->base.spec.name, l->comm ? "" : " (or after an abort)");
+}
+
+int pn_nccl_link_post_recv(pn_link *base, int micro)
+{
+    nccl_link *l = (nccl_link *)base;
+    l->lengths[micro] = NULL;
+    PN_MPI_CHECK(MPI_Irecv(l->msg[micro], (int)msg_bytes(base, base->spec.max_rows), MPI_BYTE,
+                           base->spec.peer, pn_link_tag(base), base->comm->pipe, &l->req[micro]));
+    return PN_OK;
+}
+
+int pn_nccl_link_recv(pn_link *base, long step, int micro, pn_matrix *into, bool add)
+{
+    nccl_link *l = (nccl_link *)base;
+    pn_comm *c = base->comm;
+    PN_TRY(need_connected(l));
+    pn_wait_for what = {"the receive of", base, micro, PN_SCOPE_PIPE};
+    MPI_Status status;
+    PN_TRY(pn_comm_wait(c, 1, &l->req[micro], &status, &what));
+    pn_link_header h;
+    memcpy(&h, l->msg[micro], sizeof h);
+    int got = 0, rows = into->rows;
+    MPI_Get_count(&status, MPI_BYTE, &got);
+    PN_TRY(pn_link_check_recv(base, &h, (size_t)got, msg_bytes(base, rows), step, micro, into,
+                              lengths_in(l, micro)));
+    if (h.seq != l->count) /* NCCL matches a link's payloads in the order they were sent */
+        return pn_error_set(PN_ERR_INTERNAL,
+                            "stage %d received the %d-th message of the link of '%s' from "
+                            "stage %d where the %u-th was due: the NCCL transport receives a "
+                            "link's micro-batches in the order they were sent",
+                            c->grid.stage, (int)h.seq, base->spec.name, base->spec.peer,
+                            l->count);
+    l->count++;
+    int rc;
+    cudaStream_t compute = pn_nccl_compute_stream(&rc);
+    PN_TRY(rc);
+    if (l->landing_used) /* the previous payload has left the landing */
+        CUDA_OK(cudaStreamWaitEvent(l->stream, l->consumed, 0));
+    size_t n = (size_t)rows * (size_t)base->spec.cols;
+    NCCL_CALL(c, ncclRecv(l->payload[0].data, n, ncclFloat, 0, l->comm, l->stream), l->comm,
+              &what);
+    CUDA_OK(cudaEventRecord(l->ordered, l->stream));
+    PN_TRY(pn_nccl_await(c, l->ordered, &l->comm, 1, &what));
+    CUDA_OK(cudaStreamWaitEvent(compute, l->ordered, 0));
+    if (pn_link_samples(base, rows)) l->lengths[micro] = lengths_in(l, micro);
+    pn_matrix src = pn_matrix_on(&l->payload[0], rows, base->spec.cols);
+    PN_TRY(add ? pn_axpy(1.0f, &src, into) : pn_copy(&src, into));
+    CUDA_OK(cudaEventRecord(l->consumed, compute));
+    l->landing_used = true;
+    return PN_OK;
+}
+
+int pn_nccl_link_send(pn_link *base, long step, int micro, const pn_matrix *m,
+                      const int *lengths)
+{
+    nccl_link *l = (nccl_link *)base;
+    pn_comm *c = base->comm;
+    const pn_link_spec *sp = &base->spec;
+    PN_TRY(need_connected(l));
+    PN_TRY(pn_link_check_send(base, m, lengths));
+    int rc;
+    cudaStream_t compute = pn_nccl_compute_stream(&rc);
+    PN_TRY(rc);
+    if (l->in_flight[micro]) /* the slot's last payload must have left before the copy */
+        CUDA_OK(cudaStreamWaitEvent(compute, l->sent[micro], 0));
+    pn_matrix slot = pn_matrix_on(&l->payload[micro], m->rows, m->cols);
+    PN_TRY(pn_copy(m, &slot)); /* m may change once this returns: the copy is the send's */
+    PN_TRY(pn_nccl_order(l->ordered, compute, l->stream));
+    pn_link_header h = pn_link_header_of(base, step, micro, m, l->count++);
+    memcpy(l->msg[micro], &h, sizeof h);
+    for (int k = 0; k < h.samples; k++) lengths_in(l, micro)[k] = lengths[k];
+    PN_MPI_CHECK(MPI_Isend(l->msg[micro], (int)msg_bytes(base, m->rows), MPI_BYTE, sp->peer,
+                           pn_link_tag(base), c->pipe, &l->req[micro]));
+    size_t n = (size_t)m->rows * (size_t)m->cols;
+    NCCL_CALL(c, ncclSend(slot.data, n, ncclFloat, 1, l->comm, l->stream), l->comm,
+              &((pn_wait_for){"the send of", base, micro, PN_SCOPE_PIPE}));
+    CUDA_OK(cudaEventRecord(l->sent[micro], l->stream));
+    l->in_flight[micro] = true;
+    return PN_OK;
+}
+
+const int *pn_nccl_link_lengths(const pn_link *base, int micro)
+{
+    return ((const nccl_link *)base)->lengths[micro];
+}
+
+/* The headers' MPI sends, then each payload's completion on the link's stream. */
+int pn_nccl_link_wait_sends(pn_link *base)
+{
+    nccl_link *l = (nccl_link *)base;
+    pn_wait_for what = {"the sends of", base, -1, PN_SCOPE_PIPE};
+    PN_TRY(pn_comm_wait(base->comm, base->spec.slots, l->req, MPI_STATUSES_IGNORE, &what));
+    for (int s = 0; s < base->spec.slots; s++) {
+        if (!l->in_flight[s]) continue;
+        PN_TRY(need_connected(l));
+        PN_TRY(pn_nccl_await(base->comm, l->sent[s], &l->comm, 1, &what));
+        l->in_flight[s] = false;
+    }
+    return PN_OK;
+}
+
