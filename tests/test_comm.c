@@ -2,14 +2,14 @@
  * (tests/test_comm.sh): the layout of 2 replicas x 2 stages; sums, XORs and "any"
  * over the world, a pipe and a stage's replicas; status agreement naming the
  * failing rank; a link that delivers, adds, and refuses a message for another step
- * with an error naming both sides; a link that carries samples' lengths with the
- * values, and refuses lengths out of range or a sender that sends none; gradient
- * buckets and the replica gather, also on strided views (which the MPI transport
- * stages through host copies, as it does GPU memory), and the tied-gradient
- * exchange on them; the transport's choice from every rank's device (mpi on the
- * cpu; nccl refused, naming why); and arena images gathered to rank 0 and scattered
- * back (odd sizes, 4 stages, and 2 x 2 with the replica broadcast). Prints one line
- * per check and "N passed, N failed". */
+ * or one received before a message sent earlier, with an error naming both sides;
+ * a link that carries samples' lengths with the values, and refuses lengths out of
+ * range or a sender that sends none; gradient buckets and the replica gather, also
+ * on strided views (which the MPI transport stages through host copies, as it does
+ * GPU memory), and the tied-gradient exchange on them; the transport's choice from
+ * every rank's device (mpi on the cpu; nccl refused, naming why); and arena images
+ * gathered to rank 0 and scattered back (odd sizes, 4 stages, and 2 x 2 with the
+ * replica broadcast). Prints one line per check and "N passed, N failed". */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +106,21 @@ static void links(pn_comm *c)
              strstr(pn_error_message(), "step 7");
     }
     check(c, ok, "link: a message for another step is an error naming both");
+    pn_link_free(l);
+    /* micro-batches 0 and 1 sent in that order, received 1 first: refused (NCCL would
+     * match the first payload sent with the first receive) */
+    check(c, pn_link_create(c, &spec, &l) == 0, "link created again");
+    if (g->stage == 0) {
+        ok = pn_link_send(l, 9, 0, &m, NULL) == 0 && pn_link_send(l, 9, 1, &m, NULL) == 0 &&
+             pn_link_wait_sends(l) == 0;
+    } else {
+        ok = pn_link_post_recv(l, 0) == 0 && pn_link_post_recv(l, 1) == 0 &&
+             pn_link_recv(l, 9, 1, &into, false) == PN_ERR_MPI &&
+             strstr(pn_error_message(), "message 1 of its link from stage 0, where message 0") &&
+             strstr(pn_error_message(), "in the order they were sent");
+        pn_link_cancel(l);
+    }
+    check(c, ok, "link: a micro-batch received before one sent earlier is an error");
     pn_link_free(l);
 }
 

@@ -41,7 +41,8 @@ pn_link_header pn_link_header_of(const pn_link *l, long step, int micro, const p
 }
 
 int pn_link_check_recv(const pn_link *l, const pn_link_header *h, size_t got, size_t want,
-                       long step, int micro, const pn_matrix *into, const int32_t *lengths)
+                       long step, int micro, const pn_matrix *into, const int32_t *lengths,
+                       uint32_t count)
 {
     const pn_link_spec *sp = &l->spec;
     int rows = into->rows, samples = pn_link_samples(l, rows);
@@ -64,5 +65,12 @@ int pn_link_check_recv(const pn_link *l, const pn_link_header *h, size_t got, si
                                 "micro-batch %d, whose sample %d has length %d, outside 1..%d",
                                 l->comm->grid.stage, sp->peer, sp->name, step, micro, k,
                                 (int)lengths[k], sp->seq);
+    if (h->seq != count)
+        return pn_error_set(PN_ERR_MPI,
+                            "stage %d received the %s of '%s' for step %ld, micro-batch %d as "
+                            "message %u of its link from stage %d, where message %u was due: a "
+                            "link's micro-batches must be received in the order they were sent",
+                            l->comm->grid.stage, kind_name(sp->kind), sp->name, step, micro,
+                            h->seq, sp->peer, count);
     return PN_OK;
 }

@@ -40,10 +40,13 @@ pn_link_header pn_link_header_of(const pn_link *l, long step, int micro, const p
                                  uint32_t seq);
 
 /* Checks a received message against what the receiver expects: header h (from a
- * message of got bytes, where want_bytes(l, rows) was due), step, micro-batch,
- * into's shape, and lengths[0 .. samples) in [1, seq]. A mismatch is PN_ERR_MPI
- * naming both sides. */
+ * message of got bytes, where want was due), step, micro-batch, into's shape,
+ * lengths[0 .. samples) in [1, seq], and the link's message count (the count-th
+ * received must be the count-th sent: NCCL matches a link's payloads in order, and
+ * both transports check it, so the CPU's runs test the schedules' order). A
+ * mismatch is PN_ERR_MPI naming both sides. */
 int pn_link_check_recv(const pn_link *l, const pn_link_header *h, size_t got, size_t want,
-                       long step, int micro, const pn_matrix *into, const int32_t *lengths);
+                       long step, int micro, const pn_matrix *into, const int32_t *lengths,
+                       uint32_t count);
 
 #endif

@@ -27,6 +27,8 @@ typedef struct mpi_link {
     MPI_Request *req;  /* [slots] */
     const int **lengths; /* [slots] the lengths received in each slot's buffer, or NULL */
     pn_buffer landing; /* a received payload on the destination's device, to add from */
+    uint32_t sent, received; /* messages so far: received in the order sent, which MPI
+                                would not need but NCCL does (the same check on both) */
 } mpi_link;
 
 /* A host copy of a matrix MPI cannot read or write in place (on a GPU, or a view
@@ -162,7 +164,8 @@ static int link_recv(pn_link *base, long step, int micro, pn_matrix *into, bool 
     MPI_Get_count(&status, MPI_BYTE, &got);
     const int32_t *lengths = lengths_in(l, micro, rows);
     PN_TRY(pn_link_check_recv(base, &h, (size_t)got, bytes_for(base, rows), step, micro, into,
-                              lengths));
+                              lengths, l->received));
+    l->received++;
     if (pn_link_samples(base, rows)) l->lengths[micro] = lengths;
     const float *payload = (const float *)(l->buf[micro] + HEADER_BYTES);
     return add ? add_payload(l, payload, into) : pn_matrix_write(into, payload);
@@ -174,7 +177,7 @@ static int link_send(pn_link *base, long step, int micro, const pn_matrix *m, co
     const pn_link_spec *sp = &base->spec;
     PN_TRY(pn_link_check_send(base, m, lengths));
     int samples = pn_link_samples(base, m->rows);
-    pn_link_header h = pn_link_header_of(base, step, micro, m, 0);
+    pn_link_header h = pn_link_header_of(base, step, micro, m, l->sent++);
     memcpy(l->buf[micro], &h, sizeof h);
     PN_TRY(pn_matrix_read(m, (float *)(l->buf[micro] + HEADER_BYTES)));
     for (int k = 0; k < samples; k++) lengths_in(l, micro, m->rows)[k] = lengths[k];

@@ -192,14 +192,7 @@ int pn_nccl_link_recv(pn_link *base, long step, int micro, pn_matrix *into, bool
     int got = 0, rows = into->rows;
     MPI_Get_count(&status, MPI_BYTE, &got);
     PN_TRY(pn_link_check_recv(base, &h, (size_t)got, msg_bytes(base, rows), step, micro, into,
-                              lengths_in(l, micro)));
-    if (h.seq != l->count) /* NCCL matches a link's payloads in the order they were sent */
-        return pn_error_set(PN_ERR_INTERNAL,
-                            "stage %d received the %d-th message of the link of '%s' from "
-                            "stage %d where the %u-th was due: the NCCL transport receives a "
-                            "link's micro-batches in the order they were sent",
-                            c->grid.stage, (int)h.seq, base->spec.name, base->spec.peer,
-                            l->count);
+                              lengths_in(l, micro), l->count));
     l->count++;
     int rc;
     cudaStream_t compute = pn_nccl_compute_stream(&rc);
