@@ -70,6 +70,8 @@ expect 1 "$why" "$PIPENET" infer "$tmp/gpt.h5" --data "$tmp/lm/test.h5" --device
 "$PIPENET" infer "$tmp/snap" --data "$tmp/lm/test.h5" --batch 7 --output ln_f \
     --out "$tmp/pred_ln.h5" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "infer --output ln_f"; }
 expect 1 "differs: /scores" "$PIPENET" inspect "$tmp/pred_cpu.h5" --compare "$tmp/pred_ln.h5"
+expect 2 "option '--compare' needs a value" "$PIPENET" inspect "$tmp/pred_cpu.h5" --compare
+expect 2 "unknown option '-x'" "$PIPENET" inspect -x "$tmp/pred_cpu.h5"
 echo "ok: infer --device cpu and auto give the same predictions; cuda is refused without a GPU"
 
 SRC=/usr/share/datasets/fashion-mnist

@@ -233,7 +233,8 @@ int pn_cmd_inspect(int argc, char **argv)
     bool tolerance_given = false;
     opterr = 0;
     optind = 1;
-    for (int c; (c = getopt_long(argc, argv, "h", long_options, NULL)) != -1;) {
+    /* the leading ':' makes a missing value ':' and an unknown option '?' */
+    for (int c; (c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1;) {
         if (c == 'h') {
             usage(stdout);
             return 0;
@@ -247,8 +248,8 @@ int pn_cmd_inspect(int argc, char **argv)
             tolerance_given = true;
             continue;
         }
-        snprintf(message, sizeof message, c == '?' && optopt ? "option '%s' needs a value"
-                                                              : "unknown option '%s'",
+        snprintf(message, sizeof message, c == ':' ? "option '%s' needs a value"
+                                                   : "unknown option '%s'",
                  argv[optind - 1]);
         return misuse(message);
     }

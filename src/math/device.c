@@ -12,6 +12,7 @@
 #ifdef PN_HAVE_CUDA
 int pn_cuda_device_count(void);   /* math/cuda/cuda_backend.cu */
 int pn_cuda_set_device(int index); /* math/cuda/cuda_backend.cu */
+int pn_cuda_pci_id(int index);     /* math/cuda/cuda_backend.cu */
 #endif
 
 static const char *const request_names[] = {"cpu", "cuda", "auto"};
@@ -69,6 +70,16 @@ int pn_device_resolve(pn_device_request r, int node_rank, pn_device *out)
     return pn_error_set(PN_ERR_UNSUPPORTED,
                         "device cuda: this pipenet was built without CUDA (./configure found no "
                         "CUDA toolkit, or was given --without-cuda); use --device cpu or auto");
+#endif
+}
+
+int pn_device_identity(pn_device dev)
+{
+    if (dev.kind == PN_DEVICE_HOST) return -1;
+#ifdef PN_HAVE_CUDA
+    return pn_cuda_pci_id(dev.index);
+#else
+    return -1;
 #endif
 }
 

@@ -40,6 +40,11 @@ const char *pn_device_request_name(pn_device_request r);
  * says which. */
 int pn_device_resolve(pn_device_request r, int node_rank, pn_device *out);
 
+/* Which GPU dev is, the same number in every process of a node that uses it whatever
+ * each process's CUDA_VISIBLE_DEVICES (its PCI domain, bus and device, packed); -1 for
+ * the host or when CUDA cannot say. */
+int pn_device_identity(pn_device dev);
+
 /* Makes dev the current device of this process (cudaSetDevice), before any memory or
  * stream is made on it; nothing for the host. */
 int pn_device_select(pn_device dev);

@@ -63,10 +63,14 @@ int pn_comm_create(pn_comm **out, pn_job *job, int stages)
     c->tie_tag = c->image_tag - 1;
     MPI_Comm node;
     PN_MPI_CHECK(MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+    const char *call = "MPI_Comm_size";
     int rc = MPI_Comm_size(node, &g->local_ranks);
-    if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&rank, &c->node, 1, MPI_INT, MPI_MIN, node);
+    if (rc == MPI_SUCCESS) { /* the node's number: its lowest world rank */
+        call = "MPI_Allreduce";
+        rc = MPI_Allreduce(&rank, &c->node, 1, MPI_INT, MPI_MIN, node);
+    }
     MPI_Comm_free(&node);
-    if (rc != MPI_SUCCESS) return pn_mpi_fail(rc, "MPI_Comm_size", __FILE__, __LINE__);
+    if (rc != MPI_SUCCESS) return pn_mpi_fail(rc, call, __FILE__, __LINE__);
     return PN_OK;
 }
 
@@ -87,12 +91,18 @@ const pn_grid *pn_comm_grid(const pn_comm *c) { return &c->grid; }
 int pn_comm_use_transport(pn_comm *c, pn_transport_request r, pn_device dev)
 {
     const pn_grid *g = &c->grid;
-    pn_rank_gpu mine = {c->node, dev.kind == PN_DEVICE_HOST ? -1 : dev.index};
+    pn_rank_gpu mine = {c->node, dev.kind == PN_DEVICE_HOST ? -1 : dev.index,
+                        pn_device_identity(dev)};
     pn_rank_gpu *all = malloc((size_t)g->size * sizeof *all);
-    if (!all) return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    _Static_assert(sizeof(pn_rank_gpu) == 2 * sizeof(int), "a rank's place travels as 2 ints");
+    /* agreed first: a rank that returned alone would leave the others in the gather */
+    int ok = pn_comm_agree(c, all ? PN_OK : pn_error_set(PN_ERR_NOMEM, "out of memory"));
+    if (ok < 0) {
+        free(all);
+        return ok;
+    }
+    _Static_assert(sizeof(pn_rank_gpu) == 3 * sizeof(int), "a rank's place travels as 3 ints");
     MPI_Request req;
-    int rc = MPI_Iallgather(&mine, 2, MPI_INT, all, 2, MPI_INT, c->world, &req);
+    int rc = MPI_Iallgather(&mine, 3, MPI_INT, all, 3, MPI_INT, c->world, &req);
     rc = rc == MPI_SUCCESS ? pn_comm_wait(c, 1, &req, MPI_STATUSES_IGNORE,
                                           &(pn_wait_for){"the devices of", NULL, -1,
                                                          PN_SCOPE_WORLD})

@@ -61,19 +61,22 @@ const char *pn_transport_request_name(pn_transport_request r);
 /* Whether this build has the NCCL transport (configure found NCCL). */
 bool pn_transport_have_nccl(void);
 
-/* Where a rank trains: its node (any number the ranks of one node share) and its GPU
- * there, -1 on the cpu. */
+/* Where a rank trains: its node (any number the ranks of one node share), its GPU's
+ * index in this process (-1 on the cpu; for messages), and which GPU that is on the
+ * node (pn_device_identity: ranks that see one GPU under different indices share it,
+ * ranks that each see only "GPU 0" under per-rank masks do not; -1 unknown). */
 typedef struct pn_rank_gpu {
-    int node, gpu;
+    int node, gpu, id;
 } pn_rank_gpu;
 
 /* The decision, from every rank's place (ranks[0 .. size), laid out as size / stages
- * replicas of stages): *nccl when r is nccl, or auto where NCCL can run and there is
- * more than one rank. NCCL can run when the build has it (have_nccl), every rank is
- * on a GPU, and no two ranks of one communicator (a replica's pipe, a stage's
- * replicas) share a GPU of one node, which NCCL does not support. nccl where it
- * cannot run is an error (PN_ERR_UNSUPPORTED) that says which condition fails; the
- * same on every rank, as every rank decides from the same list. Pure. */
+ * replicas of stages): *nccl when r is nccl and NCCL can run; auto takes mpi until the
+ * NCCL transport has run on GPUs (docs/running.md, "Transports"). NCCL can run when
+ * the build has it (have_nccl), every rank is on a GPU, and no two ranks of one
+ * communicator (a replica's pipe, a stage's replicas) use one GPU of a node (same
+ * node and id; the index when an id is unknown), which NCCL does not support. nccl
+ * where it cannot run is an error (PN_ERR_UNSUPPORTED) that says which condition
+ * fails; the same on every rank, as every rank decides from the same list. Pure. */
 int pn_transport_choose(pn_transport_request r, bool have_nccl, const pn_rank_gpu *ranks,
                         int size, int stages, bool *nccl);
 

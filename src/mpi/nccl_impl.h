@@ -41,6 +41,7 @@ struct nccl_link {
     ncclComm_t comm;      /* the link's two ranks: sender 0, receiver 1 */
     ncclUniqueId id;      /* made by the sender, sent to the receiver */
     MPI_Request id_req;
+    bool id_pending;      /* freed while MPI may still send id: the link is not freed */
     bool connected;
     cudaStream_t stream;
     char **msg;           /* [slots] header + lengths, host memory, over MPI */

@@ -33,6 +33,14 @@ bool pn_transport_have_nccl(void)
 #endif
 }
 
+/* Whether two ranks of one node use one GPU: by its identity where both know it (the
+ * index names different GPUs under different CUDA_VISIBLE_DEVICES), else by index. */
+static bool same_gpu(const pn_rank_gpu *a, const pn_rank_gpu *b)
+{
+    if (a->id >= 0 && b->id >= 0) return a->id == b->id;
+    return a->gpu == b->gpu;
+}
+
 /* The first two ranks of one communicator that share a GPU: ranks r and q are in one
  * pipe when r / stages == q / stages, in one replica group when r % stages == q %
  * stages. Quadratic, over a few thousand ranks at most, once per run. */
@@ -41,7 +49,7 @@ static bool shared_gpu(const pn_rank_gpu *ranks, int size, int stages, int *a, i
     for (int r = 0; r < size; r++)
         for (int q = r + 1; q < size; q++) {
             bool together = r / stages == q / stages || r % stages == q % stages;
-            if (together && ranks[r].node == ranks[q].node && ranks[r].gpu == ranks[q].gpu) {
+            if (together && ranks[r].node == ranks[q].node && same_gpu(&ranks[r], &ranks[q])) {
                 *a = r, *b = q;
                 return true;
             }
@@ -80,6 +88,10 @@ int pn_transport_choose(pn_transport_request r, bool have_nccl, const pn_rank_gp
                                                              : "both hold one stage",
                                     instead)
                      : PN_OK;
-    *nccl = asked || size > 1; /* auto: a lone rank sends nothing */
+    /* auto: mpi until the NCCL transport has run on GPUs. It has been read, not run, and
+     * its links and bucket sums run on several communicators at once, which NCCL
+     * allows only where the GPU runs their kernels together: a default must not hang
+     * a job on that. */
+    *nccl = asked;
     return PN_OK;
 }

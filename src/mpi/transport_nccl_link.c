@@ -35,8 +35,17 @@ void pn_nccl_link_cancel(pn_link *base)
             MPI_Request_free(&l->req[s]);
         }
     if (l->id_req != MPI_REQUEST_NULL) { /* a link freed before pn_nccl_links_ready */
-        if (!base->spec.sends) MPI_Cancel(&l->id_req); /* a send of the id completes */
-        MPI_Request_free(&l->id_req);
+        if (!base->spec.sends) {
+            MPI_Cancel(&l->id_req);
+            MPI_Request_free(&l->id_req);
+        } else { /* MPI may still read l->id: the link must outlive the send */
+            int done = 0;
+            MPI_Test(&l->id_req, &done, MPI_STATUS_IGNORE);
+            if (!done) {
+                MPI_Request_free(&l->id_req);
+                l->id_pending = true;
+            }
+        }
     }
 }
 
@@ -62,7 +71,7 @@ void pn_nccl_link_free(pn_link *base)
     free(l->payload);
     free(l->sent);
     free(l->in_flight);
-    free(l);
+    if (!l->id_pending) free(l); /* else left to MPI's send of its id (a failed set-up) */
 }
 
 /* The link's CUDA and host parts; the communicator comes in pn_nccl_links_ready. */
@@ -72,6 +81,7 @@ static int link_parts(nccl_link *l)
     int slots = sp->slots, buffers = sp->sends ? slots : 1;
     l->msg = calloc((size_t)slots, sizeof *l->msg);
     l->req = malloc((size_t)slots * sizeof *l->req);
+    for (int s = 0; l->req && s < slots; s++) l->req[s] = MPI_REQUEST_NULL; /* for cancel */
     l->lengths = calloc((size_t)slots, sizeof *l->lengths);
     l->payload = calloc((size_t)buffers, sizeof *l->payload);
     l->sent = calloc((size_t)slots, sizeof *l->sent);
@@ -79,7 +89,6 @@ static int link_parts(nccl_link *l)
     if (!l->msg || !l->req || !l->lengths || !l->payload || !l->sent || !l->in_flight)
         return pn_error_set(PN_ERR_NOMEM, "out of memory for link buffers");
     for (int s = 0; s < slots; s++) {
-        l->req[s] = MPI_REQUEST_NULL;
         if (!(l->msg[s] = malloc(msg_bytes(&l->base, sp->max_rows))))
             return pn_error_set(PN_ERR_NOMEM, "out of memory for link buffers");
     }

@@ -69,11 +69,11 @@ static int copy_kept(FILE *from, FILE *to, long step, long *dropped)
 int pn_metrics_forget_after(pn_metrics *m, long step, long *dropped)
 {
     *dropped = 0;
-    if (fclose(m->file) != 0) {
-        m->file = NULL;
+    int closed = fclose(m->file);
+    m->file = NULL;
+    if (closed != 0)
         return pn_error_set(PN_ERR_IO, "cannot write metrics file '%s': %s", m->path,
                             strerror(errno));
-    }
     size_t n = strlen(m->path) + 8;
     char *tmp = malloc(n);
     if (!tmp) return pn_error_set(PN_ERR_NOMEM, "out of memory");

@@ -123,6 +123,19 @@ extern "C" int pn_cuda_device_count(void)
     return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
 
+/* GPU index's PCI domain, bus and device packed into one non-negative int (domain
+ * 15 bits, bus 8, device 5): what two processes that see the GPU under different
+ * indices share; -1 when CUDA cannot say. Never run (no GPU where it was written). */
+extern "C" int pn_cuda_pci_id(int index)
+{
+    int domain = 0, bus = 0, device = 0;
+    if (cudaDeviceGetAttribute(&domain, cudaDevAttrPciDomainId, index) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bus, cudaDevAttrPciBusId, index) != cudaSuccess ||
+        cudaDeviceGetAttribute(&device, cudaDevAttrPciDeviceId, index) != cudaSuccess)
+        return -1;
+    return (domain & 0x7fff) << 13 | (bus & 0xff) << 5 | (device & 0x1f);
+}
+
 extern "C" int pn_cuda_set_device(int index)
 {
     CUDA_CHECK(cudaSetDevice(index));
