@@ -3,10 +3,10 @@
 # where this build has no CUDA or no GPU is visible is a clear error before any
 # training, on one process and under mpirun (one message); auto falls back to the CPU
 # with the CPU's parameter hash; the layout line names each rank's device; a bad
-# value is a usage or config error. infer takes the same choice: cpu and auto (no
-# GPU) write the same predictions (inspect --compare). CUDA_VISIBLE_DEVICES= hides
-# every GPU, so the error is tested on machines with a GPU too (the GPU path itself: docs/running.md,
-# GPU runs).
+# value is a usage or config error. infer and generate take the same choice: cpu and
+# auto (no GPU) write the same predictions (inspect --compare) and the same bytes.
+# CUDA_VISIBLE_DEVICES= hides every GPU, so the error is tested on machines with a GPU
+# too (the GPU path itself: docs/running.md, GPU runs).
 set -u
 PIPENET=${PIPENET:-./pipenet}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -73,6 +73,17 @@ expect 1 "differs: /scores" "$PIPENET" inspect "$tmp/pred_cpu.h5" --compare "$tm
 expect 2 "option '--compare' needs a value" "$PIPENET" inspect "$tmp/pred_cpu.h5" --compare
 expect 2 "unknown option '-x'" "$PIPENET" inspect -x "$tmp/pred_cpu.h5"
 echo "ok: infer --device cpu and auto give the same predictions; cuda is refused without a GPU"
+# generate: the same bytes on cpu and auto here, cuda refused, a bad name a usage error
+for d in cpu auto; do
+    "$PIPENET" generate "$tmp/gpt.h5" --prompt "ab" --tokens 12 --seed 3 --device $d \
+        >"$tmp/gen_$d" 2>"$tmp/gen_$d.err" || { cat "$tmp/gen_$d.err"; fail "generate --device $d"; }
+done
+[ -s "$tmp/gen_cpu" ] && cmp -s "$tmp/gen_cpu" "$tmp/gen_auto" ||
+    fail "generate: --device cpu and auto gave different bytes"
+expect 1 "$why" "$PIPENET" generate "$tmp/gpt.h5" --prompt "ab" --tokens 4 --device cuda
+expect 2 "--device: expected cpu, cuda or auto, got 'gpu'" \
+    "$PIPENET" generate "$tmp/gpt.h5" --prompt "ab" --tokens 4 --device gpu
+echo "ok: generate --device cpu and auto give the same bytes; cuda is refused without a GPU"
 
 SRC=/usr/share/datasets/fashion-mnist
 [ -d "$SRC" ] || { echo "SKIP: $SRC not installed: no training run"; exit 0; }

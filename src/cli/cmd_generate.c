@@ -2,7 +2,7 @@
  * byte-level language model (a model file or snapshot of, e.g., models/char_gpt.json)
  * through the C API (pipenet.h): sampling (temperature, top-k, seed) or beam search.
  * The continuation goes to stdout as raw bytes, timing and its log-probability to
- * stderr. Runs in one process on the host. */
+ * stderr. Runs in one process, on the host or one GPU (--device). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "math/device.h"
 #include "pipenet.h"
 
 static void usage(FILE *out)
@@ -41,6 +42,8 @@ static void usage(FILE *out)
             "  --no-cache         recompute the whole window for every byte instead of\n"
             "                     one position over the attention key/value cache (the\n"
             "                     same bytes, slower: a reference)\n"
+            "  --device D         cpu, cuda (the first GPU visible) or auto (cuda when\n"
+            "                     this build has CUDA and a GPU is visible, else cpu) [cpu]\n"
             "  -h, --help         this text\n"
             "\n"
             "exit status: 0 done, 1 the model could not be loaded or is not a byte-level\n"
@@ -48,7 +51,7 @@ static void usage(FILE *out)
 }
 
 enum { OPT_PROMPT = 256, OPT_TOKENS, OPT_TEMPERATURE, OPT_TOP_K, OPT_SEED, OPT_BEAM,
-       OPT_NO_CACHE };
+       OPT_NO_CACHE, OPT_DEVICE };
 
 static const struct option longopts[] = {
     {"prompt", required_argument, NULL, OPT_PROMPT},
@@ -58,6 +61,7 @@ static const struct option longopts[] = {
     {"seed", required_argument, NULL, OPT_SEED},
     {"beam", required_argument, NULL, OPT_BEAM},
     {"no-cache", no_argument, NULL, OPT_NO_CACHE},
+    {"device", required_argument, NULL, OPT_DEVICE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -65,6 +69,7 @@ static const struct option longopts[] = {
 typedef struct generate_options {
     const char *model, *prompt;
     int tokens;
+    int device; /* pn_device_request */
     pn_gen_options gen;
 } generate_options;
 
@@ -88,6 +93,11 @@ static int parse_options(int argc, char **argv, generate_options *o)
             o->gen.seed = seed;
             break;
         case OPT_NO_CACHE: o->gen.no_cache = 1; break;
+        case OPT_DEVICE:
+            o->device = pn_device_request_from_name(optarg);
+            if (o->device < 0)
+                rc = pn_opt_report("--device: expected cpu, cuda or auto, got '%s'", optarg);
+            break;
         case 'h': return 1;
         default: return -1; /* getopt printed why */
         }
@@ -114,7 +124,8 @@ static int parse_options(int argc, char **argv, generate_options *o)
 static int generate(const generate_options *o)
 {
     pn_model *m;
-    if (pn_model_load(&m, o->model) < 0) return -1;
+    if (pn_model_load_on(&m, o->model, pn_device_request_name((pn_device_request)o->device)) < 0)
+        return -1;
     int window = pn_model_gen_window(m), rc = window < 0 ? -1 : 0;
     int len = (int)strnlen(o->prompt, 1 << 30);
     if (rc == 0 && len > window)
@@ -132,12 +143,14 @@ static int generate(const generate_options *o)
         fwrite(out, 1, (size_t)o->tokens, stdout);
         if (isatty(fileno(stdout))) fputc('\n', stdout);
         fflush(stdout);
-        fprintf(stderr, "generated %d tokens in %.3f s (%.1f tokens/s, %s, %s), log-prob %.4f "
-                        "(%.4f per token)\n", o->tokens, seconds,
+        const char *dev = pn_model_device(m);
+        fprintf(stderr, "generated %d tokens in %.3f s (%.1f tokens/s, %s, %s%s%s), log-prob "
+                        "%.4f (%.4f per token)\n", o->tokens, seconds,
                 seconds > 0 ? o->tokens / seconds : 0.0,
                 o->gen.no_cache ? "no cache" : "cached",
                 o->gen.beam > 0 ? "beam search" : o->gen.temperature == 0.0 ? "greedy"
                                                                              : "sampled",
+                strcmp(dev, "cpu") ? ", device " : "", strcmp(dev, "cpu") ? dev : "",
                 logprob, logprob / o->tokens);
     }
     free(out);
