@@ -94,9 +94,7 @@ static int parse_options(int argc, char **argv, generate_options *o)
             break;
         case OPT_NO_CACHE: o->gen.no_cache = 1; break;
         case OPT_DEVICE:
-            o->device = pn_device_request_from_name(optarg);
-            if (o->device < 0)
-                rc = pn_opt_report("--device: expected cpu, cuda or auto, got '%s'", optarg);
+            rc = pn_opt_device(optarg, &o->device);
             break;
         case 'h': return 1;
         default: return -1; /* getopt printed why */

@@ -83,9 +83,7 @@ static int parse_options(int argc, char **argv, infer_options *o)
         case OPT_OUTPUT: o->output = optarg; break;
         case OPT_BATCH: rc = pn_opt_int("batch", optarg, 1, 1 << 20, &o->batch); break;
         case OPT_DEVICE:
-            o->device = pn_device_request_from_name(optarg);
-            if (o->device < 0)
-                rc = pn_opt_report("--device: expected cpu, cuda or auto, got '%s'", optarg);
+            rc = pn_opt_device(optarg, &o->device);
             break;
         case 'h': return 1;
         default: return -1; /* getopt printed why */

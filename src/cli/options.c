@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "math/device.h"
+
 static bool quiet; /* another rank of the same job reports command-line mistakes */
 
 void pn_opt_quiet_unless_first_rank(void)
@@ -114,4 +116,10 @@ int pn_opt_model_argument(int argc, char **argv, const char *command,
     }
     *path = argv[optind];
     return 0;
+}
+
+int pn_opt_device(const char *text, int *out)
+{
+    *out = pn_device_request_from_name(text);
+    return *out < 0 ? pn_opt_report("--device: expected cpu, cuda or auto, got '%s'", text) : 0;
 }

@@ -94,9 +94,7 @@ int pn_train_options_parse(int argc, char **argv, pn_train_overrides *o)
             rc = pn_opt_int("virtual-stages", optarg, 1, 1 << 16, &v->virtual_stages);
             break;
         case OPT_DEVICE:
-            v->device_request = pn_device_request_from_name(optarg);
-            if (v->device_request < 0)
-                rc = pn_opt_report("--device: expected cpu, cuda or auto, got '%s'", optarg);
+            rc = pn_opt_device(optarg, &v->device_request);
             break;
         case OPT_TRANSPORT:
             v->transport_request = pn_transport_request_from_name(optarg);
