@@ -10,14 +10,7 @@
 #include <nccl.h>
 
 #include "base/error.h"
-
-#define CUDA_OK(call)                                                                         \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess)                                                                \
-            return pn_error_set(PN_ERR_DEVICE, "%s:%d: %s: %s", __FILE__, __LINE__, #call,     \
-                                cudaGetErrorString(e_));                                      \
-    } while (0)
+#include "math/cuda/cuda_check.h"
 
 /* A failed NCCL call (r) on comm (or NULL), as PN_ERR_DEVICE naming it and file:line. */
 int pn_nccl_fail(ncclResult_t r, ncclComm_t comm, const char *call, const char *file, int line);

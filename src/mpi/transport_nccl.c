@@ -92,7 +92,7 @@ static int test(void *ctx, bool *done)
     if (p->event && !busy) {
         cudaError_t e = cudaEventQuery(p->event);
         if (e == cudaErrorNotReady) busy = true;
-        else CUDA_OK(e);
+        else CUDA_CHECK(e);
     }
     *done = !busy;
     return PN_OK;
@@ -134,8 +134,8 @@ int pn_nccl_called(pn_comm *c, ncclResult_t r, ncclComm_t comm, const char *call
 /* Event e, recorded on from, made a precondition of the work queued on to next. */
 int pn_nccl_order(cudaEvent_t e, cudaStream_t from, cudaStream_t to)
 {
-    CUDA_OK(cudaEventRecord(e, from));
-    CUDA_OK(cudaStreamWaitEvent(to, e, 0));
+    CUDA_CHECK(cudaEventRecord(e, from));
+    CUDA_CHECK(cudaStreamWaitEvent(to, e, 0));
     return PN_OK;
 }
 
@@ -180,9 +180,9 @@ static const pn_wait_for SETUP = {"the set-up of NCCL communicators among", NULL
 
 static int make_streams(nccl_state *st)
 {
-    CUDA_OK(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
-    CUDA_OK(cudaEventCreateWithFlags(&st->computed, cudaEventDisableTiming));
-    CUDA_OK(cudaEventCreateWithFlags(&st->moved, cudaEventDisableTiming));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&st->computed, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&st->moved, cudaEventDisableTiming));
     return PN_OK;
 }
 

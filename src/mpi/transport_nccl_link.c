@@ -93,15 +93,15 @@ static int link_parts(nccl_link *l)
             return pn_error_set(PN_ERR_NOMEM, "out of memory for link buffers");
     }
     int dev;
-    CUDA_OK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaGetDevice(&dev));
     size_t bytes = (size_t)sp->max_rows * (size_t)sp->cols * sizeof(float);
     for (int s = 0; s < buffers; s++)
         PN_TRY(pn_buffer_reserve(&l->payload[s], pn_device_cuda(dev), bytes ? bytes : 1));
     for (int s = 0; sp->sends && s < slots; s++)
-        CUDA_OK(cudaEventCreateWithFlags(&l->sent[s], cudaEventDisableTiming));
-    CUDA_OK(cudaEventCreateWithFlags(&l->ordered, cudaEventDisableTiming));
-    CUDA_OK(cudaEventCreateWithFlags(&l->consumed, cudaEventDisableTiming));
-    CUDA_OK(cudaStreamCreateWithFlags(&l->stream, cudaStreamNonBlocking));
+        CUDA_CHECK(cudaEventCreateWithFlags(&l->sent[s], cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&l->ordered, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&l->consumed, cudaEventDisableTiming));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&l->stream, cudaStreamNonBlocking));
     return PN_OK;
 }
 
@@ -207,17 +207,17 @@ int pn_nccl_link_recv(pn_link *base, long step, int micro, pn_matrix *into, bool
     cudaStream_t compute = pn_nccl_compute_stream(&rc);
     PN_TRY(rc);
     if (l->landing_used) /* the previous payload has left the landing */
-        CUDA_OK(cudaStreamWaitEvent(l->stream, l->consumed, 0));
+        CUDA_CHECK(cudaStreamWaitEvent(l->stream, l->consumed, 0));
     size_t n = (size_t)rows * (size_t)base->spec.cols;
     NCCL_CALL(c, ncclRecv(l->payload[0].data, n, ncclFloat, 0, l->comm, l->stream), l->comm,
               &what);
-    CUDA_OK(cudaEventRecord(l->ordered, l->stream));
+    CUDA_CHECK(cudaEventRecord(l->ordered, l->stream));
     PN_TRY(pn_nccl_await(c, l->ordered, &l->comm, 1, &what));
-    CUDA_OK(cudaStreamWaitEvent(compute, l->ordered, 0));
+    CUDA_CHECK(cudaStreamWaitEvent(compute, l->ordered, 0));
     if (pn_link_samples(base, rows)) l->lengths[micro] = lengths_in(l, micro);
     pn_matrix src = pn_matrix_on(&l->payload[0], rows, base->spec.cols);
     PN_TRY(add ? pn_axpy(1.0f, &src, into) : pn_copy(&src, into));
-    CUDA_OK(cudaEventRecord(l->consumed, compute));
+    CUDA_CHECK(cudaEventRecord(l->consumed, compute));
     l->landing_used = true;
     return PN_OK;
 }
@@ -234,7 +234,7 @@ int pn_nccl_link_send(pn_link *base, long step, int micro, const pn_matrix *m,
     cudaStream_t compute = pn_nccl_compute_stream(&rc);
     PN_TRY(rc);
     if (l->in_flight[micro]) /* the slot's last payload must have left before the copy */
-        CUDA_OK(cudaStreamWaitEvent(compute, l->sent[micro], 0));
+        CUDA_CHECK(cudaStreamWaitEvent(compute, l->sent[micro], 0));
     pn_matrix slot = pn_matrix_on(&l->payload[micro], m->rows, m->cols);
     PN_TRY(pn_copy(m, &slot)); /* m may change once this returns: the copy is the send's */
     PN_TRY(pn_nccl_order(l->ordered, compute, l->stream));
@@ -246,7 +246,7 @@ int pn_nccl_link_send(pn_link *base, long step, int micro, const pn_matrix *m,
     size_t n = (size_t)m->rows * (size_t)m->cols;
     NCCL_CALL(c, ncclSend(slot.data, n, ncclFloat, 1, l->comm, l->stream), l->comm,
               &((pn_wait_for){"the send of", base, micro, PN_SCOPE_PIPE}));
-    CUDA_OK(cudaEventRecord(l->sent[micro], l->stream));
+    CUDA_CHECK(cudaEventRecord(l->sent[micro], l->stream));
     l->in_flight[micro] = true;
     return PN_OK;
 }

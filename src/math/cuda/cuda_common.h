@@ -19,13 +19,7 @@ extern "C" {
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#define CUDA_CHECK(call)                                                                  \
-    do {                                                                                  \
-        cudaError_t e_ = (call);                                                          \
-        if (e_ != cudaSuccess)                                                            \
-            return pn_error_set(PN_ERR_DEVICE, "%s:%d: %s: %s", __FILE__, __LINE__, #call, \
-                                cudaGetErrorString(e_));                                  \
-    } while (0)
+#include "math/cuda/cuda_check.h"
 
 /* After a launch: a bad configuration or an earlier asynchronous fault. */
 #define CUDA_LAUNCHED() CUDA_CHECK(cudaGetLastError())
