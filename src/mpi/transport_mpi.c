@@ -42,13 +42,17 @@ typedef struct staged {
 
 /* Gradient buckets in flight, and the tied-gradient exchange's requests, each with its
  * staging, kept from step to step (the same buckets and messages every step). */
+/* Requests, each with the host copy of its matrix, kept from step to step. */
+typedef struct staged_requests {
+    MPI_Request *req;
+    staged *data;
+    int cap;
+} staged_requests;
+
 typedef struct mpi_state {
-    MPI_Request *buckets;
-    staged *bucket_data;
-    int n_buckets, cap;
-    MPI_Request *exchange;
-    staged *exchange_data;
-    int exchange_cap;
+    staged_requests buckets;
+    int n_buckets;
+    staged_requests exchange;
     staged gather_in, gather_out; /* the replica gather's */
 } mpi_state;
 
@@ -225,10 +229,31 @@ static int stage_out(staged *s)
     return s->direct ? PN_OK : pn_matrix_write(&s->m, s->host);
 }
 
+/* Room for n requests in r (the same n every step: it grows in the first only). */
+static int reserve_requests(staged_requests *r, int n)
+{
+    if (r->cap >= n) return PN_OK;
+    MPI_Request *more = realloc(r->req, (size_t)n * sizeof *more);
+    if (more) r->req = more;
+    staged *data = more ? realloc(r->data, (size_t)n * sizeof *data) : NULL;
+    if (!data) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    memset(data + r->cap, 0, (size_t)(n - r->cap) * sizeof *data);
+    r->data = data;
+    r->cap = n;
+    return PN_OK;
+}
+
 /* Keeps the host copy's memory for the next step, forgets the matrix. */
 static void staged_free(staged *s, int n)
 {
     for (int i = 0; s && i < n; i++) free(s[i].host);
+}
+
+static void release_requests(staged_requests *r)
+{
+    staged_free(r->data, r->cap);
+    free(r->req);
+    free(r->data);
 }
 
 static int bucket_start(pn_comm *c, pn_matrix *m)
@@ -238,22 +263,15 @@ static int bucket_start(pn_comm *c, pn_matrix *m)
                             m->cols);
     mpi_state *st = state_of(c);
     if (!st) return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    if (st->n_buckets == st->cap) { /* grows in the first step only */
-        int cap = st->cap ? 2 * st->cap : 16;
-        MPI_Request *more = realloc(st->buckets, (size_t)cap * sizeof *more);
-        if (more) st->buckets = more;
-        staged *data = more ? realloc(st->bucket_data, (size_t)cap * sizeof *data) : NULL;
-        if (!data) return pn_error_set(PN_ERR_NOMEM, "out of memory");
-        memset(data + st->cap, 0, (size_t)(cap - st->cap) * sizeof *data);
-        st->bucket_data = data;
-        st->cap = cap;
-    }
+    staged_requests *b = &st->buckets;
+    if (st->n_buckets == b->cap) /* grows in the first step only */
+        PN_TRY(reserve_requests(b, b->cap ? 2 * b->cap : 16));
     float *data; /* a bucket on a GPU: its host copy, read now (after backward's kernels) */
-    PN_TRY(stage_in(&st->bucket_data[st->n_buckets], m, true, &data));
+    PN_TRY(stage_in(&b->data[st->n_buckets], m, true, &data));
     PN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, (int)pn_matrix_count(*m), MPI_FLOAT,
-                                MPI_SUM, c->replicas, &st->buckets[st->n_buckets++]));
+                                MPI_SUM, c->replicas, &b->req[st->n_buckets++]));
     int done; /* push the reductions already in flight along */
-    PN_MPI_CHECK(MPI_Testall(st->n_buckets, st->buckets, &done, MPI_STATUSES_IGNORE));
+    PN_MPI_CHECK(MPI_Testall(st->n_buckets, b->req, &done, MPI_STATUSES_IGNORE));
     return PN_OK;
 }
 
@@ -263,9 +281,9 @@ static int buckets_wait(pn_comm *c)
     if (!st) return PN_OK;
     int n = st->n_buckets;
     st->n_buckets = 0;
-    PN_TRY(pn_comm_wait(c, n, st->buckets, MPI_STATUSES_IGNORE,
+    PN_TRY(pn_comm_wait(c, n, st->buckets.req, MPI_STATUSES_IGNORE,
                         &(pn_wait_for){"the gradient sum over", NULL, -1, PN_SCOPE_REPLICAS}));
-    for (int i = 0; i < n; i++) PN_TRY(stage_out(&st->bucket_data[i]));
+    for (int i = 0; i < n; i++) PN_TRY(stage_out(&st->buckets.data[i]));
     return PN_OK;
 }
 
@@ -304,25 +322,17 @@ static int pipe_exchange(pn_comm *c, int n_send, const pn_matrix *send, const in
     if (n == 0) return PN_OK;
     mpi_state *st = state_of(c);
     if (!st) return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    if (st->exchange_cap < n) { /* the same n every step: grows in the first only */
-        MPI_Request *more = realloc(st->exchange, (size_t)n * sizeof *more);
-        if (more) st->exchange = more;
-        staged *data = more ? realloc(st->exchange_data, (size_t)n * sizeof *data) : NULL;
-        if (!data) return pn_error_set(PN_ERR_NOMEM, "out of memory");
-        memset(data + st->exchange_cap, 0, (size_t)(n - st->exchange_cap) * sizeof *data);
-        st->exchange_data = data;
-        st->exchange_cap = n;
-    }
-    MPI_Request *r = st->exchange;
+    PN_TRY(reserve_requests(&st->exchange, n));
+    MPI_Request *r = st->exchange.req;
     for (int i = 0; i < n; i++) { /* host copies first: no request is posted on a failure */
         float *data;
         const pn_matrix *m = i < n_send ? &send[i] : &recv[i - n_send];
-        PN_TRY(stage_in(&st->exchange_data[i], m, i < n_send, &data));
+        PN_TRY(stage_in(&st->exchange.data[i], m, i < n_send, &data));
     }
     int rc = PN_OK;
     for (int i = 0; rc == PN_OK && i < n; i++) {
         const pn_matrix *m = i < n_send ? &send[i] : &recv[i - n_send];
-        float *data = st->exchange_data[i].direct ? m->data : st->exchange_data[i].host;
+        float *data = st->exchange.data[i].direct ? m->data : st->exchange.data[i].host;
         int count = m->rows * m->cols, err =
             i < n_send ? MPI_Isend(data, count, MPI_FLOAT, to[i], c->tie_tag, c->pipe, &r[i])
                        : MPI_Irecv(data, count, MPI_FLOAT, from[i - n_send], c->tie_tag,
@@ -334,21 +344,17 @@ static int pipe_exchange(pn_comm *c, int n_send, const pn_matrix *send, const in
         rc = pn_comm_wait(c, n, r, MPI_STATUSES_IGNORE,
                           &(pn_wait_for){"the tied gradient exchange over", NULL, -1,
                                          PN_SCOPE_PIPE});
-    for (int i = n_send; rc == PN_OK && i < n; i++) rc = stage_out(&st->exchange_data[i]);
+    for (int i = n_send; rc == PN_OK && i < n; i++) rc = stage_out(&st->exchange.data[i]);
     return rc;
 }
 
 static void release(pn_comm *c)
 {
     mpi_state *st = c->transport_state;
-    staged_free(st->bucket_data, st->cap);
-    staged_free(st->exchange_data, st->exchange_cap);
+    release_requests(&st->buckets);
+    release_requests(&st->exchange);
     staged_free(&st->gather_in, 1);
     staged_free(&st->gather_out, 1);
-    free(st->buckets);
-    free(st->bucket_data);
-    free(st->exchange);
-    free(st->exchange_data);
     free(st);
     c->transport_state = NULL;
 }
