@@ -8,14 +8,11 @@
 # relative L2 difference of 1e-4, every prediction equal. Skips (77) without CUDA in
 # the build or a GPU.
 set -u
-PIPENET=${PIPENET:-./pipenet}
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/script_fixture.sh"
 . "$here/gpu_fixture.sh"
 . "$here/lm_fixture.sh"
 need_gpu
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/pn_test_cuda_snapshot.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 times_table 600 >"$tmp/text.txt"
 "$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"

@@ -8,23 +8,12 @@
 # CUDA_VISIBLE_DEVICES= hides every GPU, so the error is tested on machines with a GPU
 # too (the GPU path itself: docs/running.md, GPU runs).
 set -u
-PIPENET=${PIPENET:-./pipenet}
+. "$(dirname "$0")/script_fixture.sh"
 here=$(cd "$(dirname "$0")/.." && pwd)
 model=$here/models/fashion_mlp.json
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 CUDA_VISIBLE_DEVICES=
 export CUDA_VISIBLE_DEVICES
 
-expect() { # expect CODE WANT COMMAND...
-    code=$1 want=$2; shift 2
-    "$@" >"$tmp/out" 2>&1
-    rc=$?
-    [ $rc -eq "$code" ] || { cat "$tmp/out"; fail "exit $rc, not $code: $*"; }
-    grep -q -- "$want" "$tmp/out" || { cat "$tmp/out"; fail "no '$want' from: $*"; }
-}
 why="device cuda: \(this pipenet was built without CUDA\|no CUDA device is visible to this process (CUDA_VISIBLE_DEVICES=)\)"
 
 # the error comes before the data is even opened (this file does not exist)

@@ -7,13 +7,9 @@
 # stages x 2 virtual stages (Fashion-MNIST, skipped without it). Its numbers against
 # one process: test_layouts.c and test_resume.sh.
 set -u
-PIPENET=${PIPENET:-./pipenet}
+. "$(dirname "$0")/script_fixture.sh"
 here=$(cd "$(dirname "$0")/.." && pwd)
 model=$here/models/fashion_mlp.json
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 # plan: 4 chunks of fashion_mlp's 4 layers, 2 per stage, M = 8
 "$PIPENET" plan "$model" --stages 2 --schedule interleaved --virtual-stages 2 --micro-batches 8 \
@@ -36,12 +32,6 @@ grep -q '"virtual_stages": 2' "$tmp/j" || fail "--json lacks virtual_stages 2 (t
 "$PIPENET" train --help | grep -q -- "--virtual-stages V" || fail "train --help lacks --virtual-stages"
 
 # errors: 2 for misuse, 1 for a layout that cannot work, naming why
-expect() { # expect CODE WANT COMMAND...
-    code=$1 want=$2; shift 2
-    "$@" >"$tmp/e" 2>&1; rc=$?
-    [ $rc -eq "$code" ] || { cat "$tmp/e"; fail "exit $rc, expected $code: $*"; }
-    grep -q "$want" "$tmp/e" || fail "no '$want' in: $(cat "$tmp/e")"
-}
 expect 2 "pipenet: error: --virtual-stages needs --schedule interleaved" \
     "$PIPENET" plan "$model" --stages 2 --schedule 1f1b --virtual-stages 2
 expect 1 "2 virtual stages need the interleaved schedule" \

@@ -8,11 +8,7 @@
 # identical, and the evaluation's loss agrees too. models/char_lstm_records.json
 # parses.
 set -u
-PIPENET=${PIPENET:-./pipenet}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/pn_test_records.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. "$(dirname "$0")/script_fixture.sh"
 
 # 240 records of 1 to 4 lines ("3 plus 5 is 8."), separated by lines "%", a few
 # empty records (separators in a row) among them; with --seq 16 a record of 16

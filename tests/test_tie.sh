@@ -7,11 +7,7 @@
 # hash; the exported model generates text; `plan` counts the table once; a bad
 # "tie" is refused with the file, the field and the layer.
 set -u
-PIPENET=${PIPENET:-./pipenet}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/pn_test_tie.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. "$(dirname "$0")/script_fixture.sh"
 
 . "$(dirname "$0")/lm_fixture.sh"
 times_table 600 >"$tmp/text.txt"

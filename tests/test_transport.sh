@@ -6,23 +6,12 @@
 # mpi does; a bad value is a usage or config error. The NCCL transport itself needs
 # GPUs (docs/running.md, Transports); its choice is tests/test_transport.c.
 set -u
-PIPENET=${PIPENET:-./pipenet}
+. "$(dirname "$0")/script_fixture.sh"
 here=$(cd "$(dirname "$0")/.." && pwd)
 model=$here/models/fashion_mlp.json
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 CUDA_VISIBLE_DEVICES= # every rank on the cpu, GPU or not
 export CUDA_VISIBLE_DEVICES
 
-expect() { # expect CODE WANT COMMAND...
-    code=$1 want=$2; shift 2
-    "$@" >"$tmp/out" 2>&1
-    rc=$?
-    [ $rc -eq "$code" ] || { cat "$tmp/out"; fail "exit $rc, not $code: $*"; }
-    grep -q -- "$want" "$tmp/out" || { cat "$tmp/out"; fail "no '$want' from: $*"; }
-}
 why="transport nccl: \(this pipenet was built without NCCL\|rank 0 trains on the cpu\)"
 
 # the error comes before the data is opened (this file does not exist)
