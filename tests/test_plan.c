@@ -1,6 +1,8 @@
 /* pn_plan: manual placement from "stage" attributes, the mistakes it refuses, and
  * automatic placement checked against a brute-force search over every cut (balance
- * first, then fewer bytes crossing the cuts); per-stage costs add up to the graph's. */
+ * first, then fewer bytes crossing the cuts); per-stage costs add up to the graph's;
+ * placement by measured times. (The times file and the prediction:
+ * test_plan_times.c.) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,8 +13,6 @@
 #include "pipeline/graph.h"
 #include "pipeline/plan.h"
 #include "pipeline/plan_measure.h"
-#include "pipeline/plan_predict.h"
-#include "pipeline/schedule.h"
 #include "testutil.h"
 
 #define FILE_NAME "models/x.json"
@@ -22,27 +22,6 @@ static pn_graph *graph_from_text(const char *text)
     json_error_t err;
     json_t *root = json_loads(text, 0, &err);
     ck_assert_msg(root != NULL, "test JSON does not parse: %s: %s", err.text, text);
-    pn_graph *g = NULL;
-    int rc = pn_graph_from_json(&g, root, FILE_NAME);
-    json_decref(root);
-    ck_assert_msg(rc == 0, "graph refused: %s", pn_error_message());
-    return g;
-}
-
-/* A chain x -> l1 -> ... -> ln of fc layers of the given widths. */
-static pn_graph *fc_chain(int input, const int *widths, int n)
-{
-    json_t *layers = json_array();
-    char prev[16] = "x";
-    for (int i = 0; i < n; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "l%d", i + 1);
-        json_array_append_new(layers, json_pack("{s:s, s:s, s:s, s:i}", "name", name, "type",
-                                                "fc", "input", prev, "size", widths[i]));
-        strcpy(prev, name);
-    }
-    json_t *root = json_pack("{s:{s:{s:s, s:i}}, s:o}", "inputs", "x", "dataset", "features",
-                             "size", input, "layers", layers);
     pn_graph *g = NULL;
     int rc = pn_graph_from_json(&g, root, FILE_NAME);
     json_decref(root);
@@ -115,7 +94,7 @@ END_TEST
 START_TEST(no_attributes_and_no_stages_is_one_stage)
 {
     const int widths[] = {16, 8, 4};
-    pn_graph *g = fc_chain(8, widths, 3);
+    pn_graph *g = tu_fc_chain(8, widths, 3, FILE_NAME);
     pn_plan *p = NULL;
     ck_assert_int_eq(pn_plan_build(&p, g, 0), 0);
     ck_assert_int_eq(p->stages, 1);
@@ -162,7 +141,7 @@ END_TEST
 START_TEST(more_stages_than_layers_is_refused)
 {
     const int widths[] = {16, 8, 4};
-    pn_graph *g = fc_chain(8, widths, 3);
+    pn_graph *g = tu_fc_chain(8, widths, 3, FILE_NAME);
     expect_refused(g, 4, (const char *const[]){"3 layers cannot fill 4 stages", NULL});
     pn_plan *p = NULL;
     ck_assert_int_eq(pn_plan_build(&p, g, 3), 0);
@@ -177,7 +156,7 @@ END_TEST
 START_TEST(a_stage_holds_at_most_int_max_parameters)
 {
     const int widths[] = {32768, 32768};
-    pn_graph *g = fc_chain(32768, widths, 2);
+    pn_graph *g = tu_fc_chain(32768, widths, 2, FILE_NAME);
     pn_plan *p = NULL;
     ck_assert_int_eq(pn_plan_build(&p, g, 1), PN_ERR_UNSUPPORTED);
     ck_assert_msg(strstr(pn_error_message(), FILE_NAME ": stage 0 would hold 2147549184 "
@@ -291,7 +270,7 @@ static void check_against_brute_force(const pn_graph *g, int stages)
 START_TEST(automatic_placement_is_balanced)
 {
     const int widths[] = {700, 50, 900, 200, 600, 10};
-    pn_graph *g = fc_chain(300, widths, 6);
+    pn_graph *g = tu_fc_chain(300, widths, 6, FILE_NAME);
     for (int stages = 1; stages <= 6; stages++) check_against_brute_force(g, stages);
     pn_plan *p = NULL;
     ck_assert_int_eq(pn_plan_build(&p, g, 2), 0);
@@ -301,7 +280,7 @@ START_TEST(automatic_placement_is_balanced)
     pn_graph_free(g);
 
     const int other[] = {64, 2048, 32, 32, 1500, 128};
-    g = fc_chain(1000, other, 6);
+    g = tu_fc_chain(1000, other, 6, FILE_NAME);
     for (int stages = 2; stages <= 3; stages++) check_against_brute_force(g, stages);
     pn_graph_free(g);
 }
@@ -312,7 +291,7 @@ START_TEST(equal_time_cuts_prefer_fewer_bytes)
     /* big dominates: {big} {a, b} {c} and {big} {a} {b, c} both take as long as big
      * alone; the cut after the narrower of a and b sends fewer bytes. */
     const int narrow_b[] = {64, 512, 16, 64}, narrow_a[] = {64, 16, 512, 64};
-    pn_graph *g = fc_chain(4096, narrow_b, 4);
+    pn_graph *g = tu_fc_chain(4096, narrow_b, 4, FILE_NAME);
     check_against_brute_force(g, 3);
     pn_plan *p = NULL;
     ck_assert_int_eq(pn_plan_build(&p, g, 3), 0);
@@ -322,7 +301,7 @@ START_TEST(equal_time_cuts_prefer_fewer_bytes)
     pn_plan_free(p);
     pn_graph_free(g);
 
-    g = fc_chain(4096, narrow_a, 4);
+    g = tu_fc_chain(4096, narrow_a, 4, FILE_NAME);
     check_against_brute_force(g, 3);
     ck_assert_int_eq(pn_plan_build(&p, g, 3), 0);
     ck_assert_int_eq(stage_of(p, g, "l2"), 1);
@@ -367,7 +346,7 @@ END_TEST
 START_TEST(costs_add_up_to_the_graph)
 {
     const int widths[] = {700, 50, 900, 200, 600, 10};
-    pn_graph *g = fc_chain(300, widths, 6);
+    pn_graph *g = tu_fc_chain(300, widths, 6, FILE_NAME);
     double flops = 0, act = 0;
     int layers = 0;
     for (int i = 0; i < g->n_nodes; i++)
@@ -439,7 +418,7 @@ START_TEST(measured_times_are_balanced)
     /* equal widths: every cut sends the same bytes, so time alone decides */
     const int widths[] = {8, 8, 8, 8, 8, 8};
     const double t[] = {0.009, 0.001, 0.002, 0.004, 0.001, 0.003};
-    pn_graph *g = fc_chain(8, widths, 6);
+    pn_graph *g = tu_fc_chain(8, widths, 6, FILE_NAME);
     double layer_s[7];
     chain_times(g, t, layer_s);
     for (int stages = 1; stages <= 6; stages++) {
@@ -470,7 +449,7 @@ START_TEST(measured_ties_take_the_earliest_cut)
     /* {l1} | {l2, l3} and {l1, l2} | {l3} both take 0.003: the earlier cut wins, every time */
     const int widths[] = {8, 8, 8};
     const double t[] = {0.001, 0.002, 0.001};
-    pn_graph *g = fc_chain(8, widths, 3);
+    pn_graph *g = tu_fc_chain(8, widths, 3, FILE_NAME);
     double layer_s[4];
     chain_times(g, t, layer_s);
     for (int round = 0; round < 3; round++) {
@@ -494,7 +473,7 @@ END_TEST
 START_TEST(bad_times_are_refused)
 {
     const int widths[] = {8, 8};
-    pn_graph *g = fc_chain(8, widths, 2);
+    pn_graph *g = tu_fc_chain(8, widths, 2, FILE_NAME);
     double bad[][2] = {{0.001, -1.0}, {0.001, NAN}, {INFINITY, 0.001}};
     for (int k = 0; k < 3; k++) {
         double layer_s[3];
@@ -505,122 +484,6 @@ START_TEST(bad_times_are_refused)
         ck_assert_msg(strstr(pn_error_message(), "is not a non-negative number"), "%s",
                       pn_error_message());
     }
-    pn_graph_free(g);
-}
-END_TEST
-
-/* Writes text to a temporary file; returns its path (static). */
-static const char *write_temp(const char *text)
-{
-    static char path[64];
-    strcpy(path, "/tmp/test_plan_times_XXXXXX");
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
-static void expect_load_refused(const pn_graph *g, const char *text, const char *want)
-{
-    const char *path = write_temp(text);
-    pn_plan_times *t = NULL;
-    ck_assert_int_lt(pn_plan_times_load(&t, g, path), 0);
-    ck_assert_ptr_null(t);
-    ck_assert_msg(strstr(pn_error_message(), want), "no \"%s\" in: %s", want,
-                  pn_error_message());
-    ck_assert_msg(strstr(pn_error_message(), path), "no file in: %s", pn_error_message());
-    unlink(path);
-}
-
-START_TEST(times_file_round_trip_and_refusals)
-{
-    const int widths[] = {16, 4};
-    pn_graph *g = fc_chain(8, widths, 2);
-    pn_plan_times *t = NULL, *back = NULL;
-    ck_assert_int_eq(pn_plan_times_create(&t, g), 0);
-    pn_measure_options mo = {.micro_batch = 4, .warmup = 1, .repetitions = 3, .threads = 1,
-                             .seed = 1};
-    ck_assert_msg(pn_plan_measure_layers(t, g, &mo) == 0, "%s", pn_error_message());
-    for (int i = 0; i < g->n_nodes; i++)
-        ck_assert(t->forward_s[i] >= 0 && t->backward_s[i] >= 0);
-    ck_assert_int_eq(t->micro_batch, 4);
-    t->shared_ranks = 3, t->alone_step_s = 0.01, t->shared_step_s = 0.025;
-    const char *path = write_temp("");
-    ck_assert_int_eq(pn_plan_times_save(t, g, path), 0);
-    ck_assert_msg(pn_plan_times_load(&back, g, path) == 0, "%s", pn_error_message());
-    for (int i = 0; i < g->n_nodes; i++) {
-        ck_assert_double_eq(back->forward_s[i], t->forward_s[i]);
-        ck_assert_double_eq(back->backward_s[i], t->backward_s[i]);
-    }
-    ck_assert_double_eq(back->optimizer_s_per_param, t->optimizer_s_per_param);
-    ck_assert_int_eq(back->shared_ranks, 3);
-    ck_assert_double_eq(back->alone_step_s, 0.01);
-    ck_assert_double_eq(back->shared_step_s, 0.025);
-    unlink(path);
-    pn_plan_times_free(t);
-    pn_plan_times_free(back);
-
-#define HEAD "{\"format\": \"pipenet layer times\", \"version\": 1, \"micro_batch\": 4, "
-    expect_load_refused(g, "[1, 2]", "expected an object of layer times");
-    expect_load_refused(g, "{\"format\": \"csv\"}", "format: expected \"pipenet layer times\"");
-    expect_load_refused(g, HEAD "\"layers\": {\"l1\": {\"forward_s\": 1, \"backward_s\": 1}}}",
-                        "layers.l2: expected a time for every layer");
-    expect_load_refused(g, HEAD "\"layers\": {\"l1\": {\"forward_s\": 1, \"backward_s\": 1}, "
-                           "\"l2\": {\"forward_s\": 1, \"backward_s\": 1}, \"fc9\": {}}}",
-                        "expected only layers of");
-    expect_load_refused(g, HEAD "\"layers\": {\"l1\": {\"forward_s\": -1, \"backward_s\": 1}, "
-                           "\"l2\": {\"forward_s\": 1, \"backward_s\": 1}}}",
-                        "layers.l1.forward_s: expected a number");
-    expect_load_refused(g, "{\"format\": ", "cannot read layer times");
-    expect_load_refused(g, HEAD "\"sharing\": {\"ranks\": 1, \"alone_step_s\": 1, "
-                           "\"shared_step_s\": 1}, \"layers\": {}}",
-                        "sharing.ranks: expected an integer");
-#undef HEAD
-    pn_graph_free(g);
-}
-END_TEST
-
-/* Two stages of forward 1 s and backward 2 s on one core, M = 4, 1f1b: by their
- * count the ranks take turns and the step is all the work, 2 x 4 x 3 = 24 s; with
- * sharing measured for 2 ranks as 3x (1.5x beyond the turns) it is longer, though
- * not longer than always running together at that speed; measured for 3 ranks it is
- * not used. */
-START_TEST(prediction_uses_the_sharing_measured_for_its_ranks)
-{
-    const int widths[] = {8, 8};
-    pn_graph *g = fc_chain(8, widths, 2);
-    pn_plan *p = NULL;
-    pn_schedule *s = NULL;
-    pn_plan_times *t = NULL;
-    ck_assert_int_eq(pn_plan_build(&p, g, 2), 0);
-    ck_assert_int_eq(pn_schedule_build(&s, PN_SCHEDULE_1F1B, 2, 4), 0);
-    ck_assert_int_eq(pn_plan_times_create(&t, g), 0);
-    t->micro_batch = 2;
-    for (int i = 0; i < g->n_nodes; i++)
-        if (!g->nodes[i].is_input) t->forward_s[i] = 1.0, t->backward_s[i] = 2.0;
-    pn_plan_prediction pr;
-    ck_assert_int_eq(pn_plan_predict(&pr, p, g, s, t, 1, 2, 0, 1, 1), 0);
-    ck_assert(pr.oversubscribed && !pr.slowdown_measured);
-    ck_assert_double_eq_tol(pr.slowdown, 2.0, 1e-12);
-    ck_assert_double_eq_tol(pr.step_s, 24.0, 1e-9);
-    ck_assert_double_eq_tol(pr.formula_s, 15.0, 1e-9); /* (M + P - 1) x 3 */
-    pn_plan_prediction_release(&pr);
-    t->shared_ranks = 2, t->alone_step_s = 1.0, t->shared_step_s = 3.0;
-    ck_assert_int_eq(pn_plan_predict(&pr, p, g, s, t, 1, 2, 0, 1, 1), 0);
-    ck_assert(pr.slowdown_measured);
-    ck_assert_double_eq_tol(pr.contention, 1.5, 1e-12);
-    ck_assert_msg(pr.step_s > 24.0 + 1e-6 && pr.step_s < 36.0, "step %g", pr.step_s);
-    pn_plan_prediction_release(&pr);
-    t->shared_ranks = 3;
-    ck_assert_int_eq(pn_plan_predict(&pr, p, g, s, t, 1, 2, 0, 1, 1), 0);
-    ck_assert(!pr.slowdown_measured);
-    ck_assert_double_eq_tol(pr.step_s, 24.0, 1e-9);
-    pn_plan_prediction_release(&pr);
-    pn_plan_times_free(t);
-    pn_schedule_free(s);
-    pn_plan_free(p);
     pn_graph_free(g);
 }
 END_TEST
@@ -642,8 +505,6 @@ int main(void)
     tcase_add_test(tc, measured_times_are_balanced);
     tcase_add_test(tc, measured_ties_take_the_earliest_cut);
     tcase_add_test(tc, bad_times_are_refused);
-    tcase_add_test(tc, times_file_round_trip_and_refusals);
-    tcase_add_test(tc, prediction_uses_the_sharing_measured_for_its_ranks);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

@@ -6,6 +6,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
 
 #include "base/error.h"
 
@@ -85,4 +88,24 @@ int tu_run_suite(Suite *suite)
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+pn_graph *tu_fc_chain(int input, const int *widths, int n, const char *file)
+{
+    json_t *layers = json_array();
+    char prev[16] = "x";
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "l%d", i + 1);
+        json_array_append_new(layers, json_pack("{s:s, s:s, s:s, s:i}", "name", name, "type",
+                                                "fc", "input", prev, "size", widths[i]));
+        strcpy(prev, name);
+    }
+    json_t *root = json_pack("{s:{s:{s:s, s:i}}, s:o}", "inputs", "x", "dataset", "features",
+                             "size", input, "layers", layers);
+    pn_graph *g = NULL;
+    int rc = pn_graph_from_json(&g, root, file);
+    json_decref(root);
+    ck_assert_msg(rc == 0, "graph refused: %s", pn_error_message());
+    return g;
 }

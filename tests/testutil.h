@@ -10,6 +10,7 @@
 
 #include "base/rng.h"
 #include "math/matrix.h"
+#include "pipeline/graph.h"
 
 /* Fills m (host) with uniform values in [-scale, scale]. */
 void tu_fill_uniform(pn_matrix *m, pn_rng *rng, float scale);
@@ -36,6 +37,11 @@ int tu_list_dir(const char *dir, char *out, size_t cap);
 
 /* Removes dir and everything under it. */
 void tu_remove_tree(const char *dir);
+
+/* A graph of a chain x -> l1 -> ... -> ln of n fc layers of the given widths over an
+ * input of `input` floats, as if read from file (for messages); fails the test if
+ * refused. */
+pn_graph *tu_fc_chain(int input, const int *widths, int n, const char *file);
 
 /* Runs suite and returns 0 when every test passed. */
 int tu_run_suite(Suite *suite);
