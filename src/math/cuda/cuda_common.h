@@ -93,7 +93,11 @@ static int pn_map2d(long rows, long cols, F f)
 
 /* The sum of v over a block of blockDim.x threads (a multiple of 32, at most 1024), in
  * a fixed order (so the same inputs give the same bits); every thread gets it. shared
- * holds 32 values of T. */
+ * holds 32 values of T.
+ * Only warp 0 reads the warps' partials: when every warp read shared[lane], lane 0 of
+ * warps 1.. read shared[0] while thread 0 wrote the total there with no barrier
+ * between (a data race, though the value read was unused). The order of the adds is
+ * unchanged: the same bits. */
 template <class T>
 __device__ T pn_block_sum(T v, T *shared)
 {
@@ -102,15 +106,18 @@ __device__ T pn_block_sum(T v, T *shared)
     __syncthreads(); /* shared may still be read by a previous reduction */
     if (lane == 0) shared[warp] = v;
     __syncthreads();
-    T t = lane < warps ? shared[lane] : (T)0;
-    if (warp == 0)
+    if (warp == 0) {
+        T t = lane < warps ? shared[lane] : (T)0;
         for (int o = 16; o > 0; o >>= 1) t += __shfl_down_sync(0xffffffffu, t, o);
-    if (threadIdx.x == 0) shared[0] = t;
+        __syncwarp(); /* warp 0's reads of shared before lane 0 writes shared[0] */
+        if (lane == 0) shared[0] = t;
+    }
     __syncthreads();
     return shared[0];
 }
 
-/* The maximum of v over a block, fmaxf's way (NaN skipped), every thread gets it. */
+/* The maximum of v over a block, fmaxf's way (NaN skipped), every thread gets it; only
+ * warp 0 reads the partials, as in pn_block_sum. */
 __device__ __forceinline__ float pn_block_max(float v, float *shared)
 {
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
@@ -118,10 +125,12 @@ __device__ __forceinline__ float pn_block_max(float v, float *shared)
     __syncthreads();
     if (lane == 0) shared[warp] = v;
     __syncthreads();
-    float t = lane < warps ? shared[lane] : -3.402823466e38f;
-    if (warp == 0)
+    if (warp == 0) {
+        float t = lane < warps ? shared[lane] : -3.402823466e38f;
         for (int o = 16; o > 0; o >>= 1) t = fmaxf(t, __shfl_down_sync(0xffffffffu, t, o));
-    if (threadIdx.x == 0) shared[0] = t;
+        __syncwarp();
+        if (lane == 0) shared[0] = t;
+    }
     __syncthreads();
     return shared[0];
 }
