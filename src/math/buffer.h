@@ -39,7 +39,9 @@ int pn_buffer_read(const pn_buffer *buf, size_t offset, void *dst, size_t bytes)
 /* Counters of dev's pool. */
 void pn_pool_stats_get(pn_device dev, pn_pool_stats *out);
 
-/* Gives every cached free block of dev's pool back to the system. */
+/* Gives every cached free block of dev's pool back to the system. On a GPU this is
+ * cudaFree, which waits for everything queued on the device (other streams and NCCL's
+ * kernels too): call it only when no device work is in flight, never during a step. */
 void pn_pool_trim(pn_device dev);
 
 #endif

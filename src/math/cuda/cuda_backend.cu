@@ -61,12 +61,19 @@ int pn_cuda_sync(void)
     return PN_OK;
 }
 
+/* The fault record and the scratch block are used by the compute stream only, and
+ * first asked for during the first step, when NCCL kernels of other streams may be
+ * in flight: they are allocated and freed in stream order (cudaMallocAsync and
+ * cudaFreeAsync on the compute stream, CUDA 11.2+, the default memory pool of the
+ * device), which waits for nothing. cudaMalloc and cudaFree synchronize the whole
+ * device (the stream-ordered allocator's documentation), so the host sat in them
+ * until every stream's work was done, where the stall watchdog cannot run. */
 int pn_cuda_fault_ptr(unsigned long long **out)
 {
     device_state *d;
     PN_TRY(current(&d));
     if (!d->fault) {
-        CUDA_CHECK(cudaMalloc((void **)&d->fault, sizeof *d->fault));
+        CUDA_CHECK(cudaMallocAsync((void **)&d->fault, sizeof *d->fault, d->stream));
         CUDA_CHECK(cudaMemsetAsync(d->fault, 0xff, sizeof *d->fault, d->stream));
     }
     *out = d->fault;
@@ -95,12 +102,13 @@ int pn_cuda_scratch(size_t bytes, void **out)
     device_state *d;
     PN_TRY(current(&d));
     if (d->scratch_bytes < bytes) {
+        /* the old block is freed once the kernels queued before that use it are done,
+         * the new one is there for those queued after; neither call waits */
         if (d->scratch) {
-            CUDA_CHECK(cudaStreamSynchronize(d->stream));
-            CUDA_CHECK(cudaFree(d->scratch));
+            CUDA_CHECK(cudaFreeAsync(d->scratch, d->stream));
             d->scratch = NULL, d->scratch_bytes = 0;
         }
-        CUDA_CHECK(cudaMalloc(&d->scratch, bytes));
+        CUDA_CHECK(cudaMallocAsync(&d->scratch, bytes, d->stream));
         d->scratch_bytes = bytes;
     }
     *out = d->scratch;
@@ -142,8 +150,11 @@ extern "C" int pn_cuda_set_device(int index)
     return PN_OK;
 }
 
-/* The pool's blocks. cudaMalloc'd memory is ready for any stream; cudaFree waits for
- * the device. */
+/* The pool's blocks. cudaMalloc'd memory is ready for any stream (the pool's blocks
+ * are used by the compute stream and the NCCL transport's). cudaFree waits for the
+ * whole device: the pool calls it only from pn_pool_trim (never during a run: the
+ * library does not call it on a device pool) and from pn_buffer_release when the host
+ * has no memory left for a free-list node (the run is failing then). */
 static void *cuda_alloc(int device_index, size_t bytes)
 {
     void *p = NULL;

@@ -38,7 +38,8 @@ int pn_cuda_fault_ptr(unsigned long long **out);
 int pn_cuda_fault_take(bool *hit, int *row, int *value);
 
 /* A scratch block on the current device of at least bytes (grows, never shrinks):
- * partial sums and counters of reductions that return a value to the host. */
+ * partial sums and counters of reductions that return a value to the host. For work
+ * on the compute stream only: it grows in stream order (cudaMallocAsync). */
 int pn_cuda_scratch(size_t bytes, void **out);
 
 /* Records (row, value) in the fault record unless a lower row is there already. */
