@@ -91,8 +91,12 @@ static int test(void *ctx, bool *done)
     }
     if (p->event && !busy) {
         cudaError_t e = cudaEventQuery(p->event);
-        if (e == cudaErrorNotReady) busy = true;
-        else CUDA_CHECK(e);
+        if (e == cudaErrorNotReady) { /* kept as the last error, else the next launch's */
+            pn_cuda_forget(e);
+            busy = true;
+        } else {
+            CUDA_CHECK(e);
+        }
     }
     *done = !busy;
     return PN_OK;
@@ -260,9 +264,10 @@ static void release(pn_comm *c)
     nccl_state *st = pn_nccl_state(c);
     pn_nccl_end_comm(&st->pipe, st->aborted);
     pn_nccl_end_comm(&st->replicas, st->aborted);
-    if (st->stream) cudaStreamDestroy(st->stream);
-    if (st->computed) cudaEventDestroy(st->computed);
-    if (st->moved) cudaEventDestroy(st->moved);
+    /* best effort: a failure here must not become a later launch's error */
+    if (st->stream) pn_cuda_forget(cudaStreamDestroy(st->stream));
+    if (st->computed) pn_cuda_forget(cudaEventDestroy(st->computed));
+    if (st->moved) pn_cuda_forget(cudaEventDestroy(st->moved));
     free(st->links);
     free(st);
     c->transport_state = NULL;

@@ -60,11 +60,12 @@ void pn_nccl_link_free(pn_link *base)
     int slots = base->spec.slots, buffers = base->spec.sends ? slots : 1;
     for (int s = 0; l->msg && s < slots; s++) free(l->msg[s]);
     for (int s = 0; l->payload && s < buffers; s++) pn_buffer_release(&l->payload[s]);
+    /* best effort: a failure here must not become a later launch's error */
     for (int s = 0; l->sent && s < slots; s++)
-        if (l->sent[s]) cudaEventDestroy(l->sent[s]);
-    if (l->ordered) cudaEventDestroy(l->ordered);
-    if (l->consumed) cudaEventDestroy(l->consumed);
-    if (l->stream) cudaStreamDestroy(l->stream);
+        if (l->sent[s]) pn_cuda_forget(cudaEventDestroy(l->sent[s]));
+    if (l->ordered) pn_cuda_forget(cudaEventDestroy(l->ordered));
+    if (l->consumed) pn_cuda_forget(cudaEventDestroy(l->consumed));
+    if (l->stream) pn_cuda_forget(cudaStreamDestroy(l->stream));
     free(l->msg);
     free(l->req);
     free(l->lengths);

@@ -127,8 +127,8 @@ extern "C" int pn_cuda_compute_stream(void **out)
 
 extern "C" int pn_cuda_device_count(void)
 {
-    int n = 0;
-    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+    int n = 0; /* no driver or no device: none (cudaErrorNoDevice is not kept) */
+    return pn_cuda_forget(cudaGetDeviceCount(&n)) == cudaSuccess ? n : 0;
 }
 
 /* GPU index's PCI domain, bus and device packed into one non-negative int (domain
@@ -137,9 +137,11 @@ extern "C" int pn_cuda_device_count(void)
 extern "C" int pn_cuda_pci_id(int index)
 {
     int domain = 0, bus = 0, device = 0;
-    if (cudaDeviceGetAttribute(&domain, cudaDevAttrPciDomainId, index) != cudaSuccess ||
-        cudaDeviceGetAttribute(&bus, cudaDevAttrPciBusId, index) != cudaSuccess ||
-        cudaDeviceGetAttribute(&device, cudaDevAttrPciDeviceId, index) != cudaSuccess)
+    if (pn_cuda_forget(cudaDeviceGetAttribute(&domain, cudaDevAttrPciDomainId, index)) !=
+            cudaSuccess ||
+        pn_cuda_forget(cudaDeviceGetAttribute(&bus, cudaDevAttrPciBusId, index)) != cudaSuccess ||
+        pn_cuda_forget(cudaDeviceGetAttribute(&device, cudaDevAttrPciDeviceId, index)) !=
+            cudaSuccess)
         return -1;
     return (domain & 0x7fff) << 13 | (bus & 0xff) << 5 | (device & 0x1f);
 }
@@ -157,15 +159,15 @@ extern "C" int pn_cuda_set_device(int index)
  * has no memory left for a free-list node (the run is failing then). */
 static void *cuda_alloc(int device_index, size_t bytes)
 {
-    void *p = NULL;
-    if (cudaSetDevice(device_index) != cudaSuccess) return NULL;
-    return cudaMalloc(&p, bytes) == cudaSuccess ? p : NULL;
+    void *p = NULL; /* a failure is the pool's "cannot allocate", not a later launch's */
+    if (pn_cuda_forget(cudaSetDevice(device_index)) != cudaSuccess) return NULL;
+    return pn_cuda_forget(cudaMalloc(&p, bytes)) == cudaSuccess ? p : NULL;
 }
 
 static void cuda_free(int device_index, void *ptr)
 {
-    cudaSetDevice(device_index);
-    cudaFree(ptr);
+    pn_cuda_forget(cudaSetDevice(device_index));
+    pn_cuda_forget(cudaFree(ptr));
 }
 
 static int cuda_zero(void *ptr, size_t bytes)
