@@ -316,10 +316,14 @@ int pn_link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out)
                             spec->node, spec->name, c->tie_tag - 1,
                             v > 1 ? " times the virtual stages" : "");
     bool value = spec->kind == PN_LINK_VALUE;
-    if (spec->seq < 0 || (spec->seq > 0 && (!value || spec->max_rows % spec->seq)))
+    if (spec->seq < 0 || (spec->seq > 0 && (!value || spec->max_rows % spec->seq ||
+                                            spec->slot_rows % spec->seq)))
         return pn_error_set(PN_ERR_INTERNAL, "link of '%s': lengths of seq %d on a %s link of "
                                              "%d rows",
                             spec->name, spec->seq, value ? "value" : "gradient", spec->max_rows);
+    if (spec->slot_rows < 0 || spec->slot_rows > spec->max_rows)
+        return pn_error_set(PN_ERR_INTERNAL, "link of '%s': slots of %d rows, messages of %d",
+                            spec->name, spec->slot_rows, spec->max_rows);
     return c->transport->link_create(c, spec, out);
 }
 

@@ -160,10 +160,15 @@ typedef struct pn_link_spec {
     int chunk;         /* the consuming chunk of the model (virtual stages; else 0) */
     int virtual_stages;/* V (0 counts as 1): a node reaches up to V chunks of one stage,
                           each over its own link, kept apart by tag and header */
+    int slot_rows;     /* rows of a training micro-batch, at most max_rows (0: max_rows);
+                          max_rows is evaluation's larger batch, which travels alone */
 } pn_link_spec;
 
-/* Creates a link with a buffer per micro-batch of up to max_rows x cols, so that
- * receives are posted ahead and a send never waits for a buffer. */
+/* Creates a link with a buffer per micro-batch, so that receives are posted ahead and
+ * a send never waits for a buffer. The NCCL transport's send buffers (device memory)
+ * hold slot_rows x cols each, and one more max_rows x cols for a larger message; the
+ * MPI transport's (host memory) hold max_rows each, since a receive is posted before
+ * its message's size is known. */
 int pn_link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out);
 void pn_link_free(pn_link *l);
 

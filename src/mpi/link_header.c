@@ -14,6 +14,11 @@ int pn_link_tag(const pn_link *l)
     return (l->spec.node * 2 + (int)l->spec.kind) * v + lane % v;
 }
 
+int pn_link_slot_rows(const pn_link *l)
+{
+    return l->spec.slot_rows > 0 ? l->spec.slot_rows : l->spec.max_rows;
+}
+
 int pn_link_samples(const pn_link *l, int rows)
 {
     return l->spec.seq > 0 ? rows / l->spec.seq : 0;

@@ -29,6 +29,9 @@ _Static_assert(sizeof(pn_link_header) <= PN_LINK_HEADER_BYTES, "a link's header 
  * messages (comm.c keeps the largest below the tied gradients' tag). */
 int pn_link_tag(const pn_link *l);
 
+/* Rows a micro-batch's slot holds (spec.slot_rows, or max_rows where it is 0). */
+int pn_link_slot_rows(const pn_link *l);
+
 /* Lengths a message of rows carries: one per sample when the link carries them. */
 int pn_link_samples(const pn_link *l, int rows);
 

@@ -40,9 +40,14 @@ struct nccl_link {
     char **msg;           /* [slots] header + lengths, host memory, over MPI */
     MPI_Request *req;     /* [slots] */
     const int **lengths;  /* [slots] received lengths, or NULL */
-    pn_buffer *payload;   /* sender: [slots] a micro-batch each; receiver: [1] landing */
+    pn_buffer *payload;   /* sender: [slots] a micro-batch (slot_rows) each; receiver:
+                             [1] landing of max_rows */
     cudaEvent_t *sent;    /* sender: [slots] the payload's send has completed */
     bool *in_flight;      /* sender: [slots] a send was started since the last wait */
+    pn_buffer large;      /* sender: a message of more rows than a slot's (evaluation's
+                             batch, up to max_rows); empty where none can be larger */
+    cudaEvent_t large_sent;
+    bool large_in_flight;
     cudaEvent_t ordered;  /* compute -> link stream (sender), link -> compute (receiver) */
     cudaEvent_t consumed; /* receiver: the landing's copy into the destination is done */
     bool landing_used;

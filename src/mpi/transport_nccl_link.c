@@ -60,11 +60,13 @@ void pn_nccl_link_free(pn_link *base)
     int slots = base->spec.slots, buffers = base->spec.sends ? slots : 1;
     for (int s = 0; l->msg && s < slots; s++) free(l->msg[s]);
     for (int s = 0; l->payload && s < buffers; s++) pn_buffer_release(&l->payload[s]);
+    pn_buffer_release(&l->large);
     /* best effort: a failure here must not become a later launch's error */
     for (int s = 0; l->sent && s < slots; s++)
         if (l->sent[s]) pn_cuda_forget(cudaEventDestroy(l->sent[s]));
     if (l->ordered) pn_cuda_forget(cudaEventDestroy(l->ordered));
     if (l->consumed) pn_cuda_forget(cudaEventDestroy(l->consumed));
+    if (l->large_sent) pn_cuda_forget(cudaEventDestroy(l->large_sent));
     if (l->stream) pn_cuda_forget(cudaStreamDestroy(l->stream));
     free(l->msg);
     free(l->req);
@@ -75,7 +77,10 @@ void pn_nccl_link_free(pn_link *base)
     if (!l->id_pending) free(l); /* else left to MPI's send of its id (a failed set-up) */
 }
 
-/* The link's CUDA and host parts; the communicator comes in pn_nccl_links_ready. */
+/* The link's CUDA and host parts; the communicator comes in pn_nccl_links_ready.
+ * A sender's slots hold a training micro-batch each (slot_rows): sized by max_rows,
+ * which covers evaluation's whole batch (M micro-batches), they took M times the
+ * device memory a step needs; the one larger message at a time goes through large. */
 static int link_parts(nccl_link *l)
 {
     const pn_link_spec *sp = &l->base.spec;
@@ -95,9 +100,14 @@ static int link_parts(nccl_link *l)
     }
     int dev;
     CUDA_CHECK(cudaGetDevice(&dev));
-    size_t bytes = (size_t)sp->max_rows * (size_t)sp->cols * sizeof(float);
+    size_t row = (size_t)sp->cols * sizeof(float);
+    size_t bytes = (size_t)(sp->sends ? pn_link_slot_rows(&l->base) : sp->max_rows) * row;
     for (int s = 0; s < buffers; s++)
         PN_TRY(pn_buffer_reserve(&l->payload[s], pn_device_cuda(dev), bytes ? bytes : 1));
+    if (sp->sends && pn_link_slot_rows(&l->base) < sp->max_rows) {
+        PN_TRY(pn_buffer_reserve(&l->large, pn_device_cuda(dev), (size_t)sp->max_rows * row));
+        CUDA_CHECK(cudaEventCreateWithFlags(&l->large_sent, cudaEventDisableTiming));
+    }
     for (int s = 0; sp->sends && s < slots; s++)
         CUDA_CHECK(cudaEventCreateWithFlags(&l->sent[s], cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&l->ordered, cudaEventDisableTiming));
@@ -234,9 +244,11 @@ int pn_nccl_link_send(pn_link *base, long step, int micro, const pn_matrix *m,
     int rc;
     cudaStream_t compute = pn_nccl_compute_stream(&rc);
     PN_TRY(rc);
-    if (l->in_flight[micro]) /* the slot's last payload must have left before the copy */
-        CUDA_CHECK(cudaStreamWaitEvent(compute, l->sent[micro], 0));
-    pn_matrix slot = pn_matrix_on(&l->payload[micro], m->rows, m->cols);
+    /* the buffer's last payload must have left before the copy */
+    bool large = m->rows > pn_link_slot_rows(base);
+    if (large ? l->large_in_flight : l->in_flight[micro])
+        CUDA_CHECK(cudaStreamWaitEvent(compute, large ? l->large_sent : l->sent[micro], 0));
+    pn_matrix slot = pn_matrix_on(large ? &l->large : &l->payload[micro], m->rows, m->cols);
     PN_TRY(pn_copy(m, &slot)); /* m may change once this returns: the copy is the send's */
     PN_TRY(pn_nccl_order(l->ordered, compute, l->stream));
     pn_link_header h = pn_link_header_of(base, step, micro, m, l->count++);
@@ -249,6 +261,10 @@ int pn_nccl_link_send(pn_link *base, long step, int micro, const pn_matrix *m,
               &((pn_wait_for){"the send of", base, micro, PN_SCOPE_PIPE}));
     CUDA_CHECK(cudaEventRecord(l->sent[micro], l->stream));
     l->in_flight[micro] = true;
+    if (large) {
+        CUDA_CHECK(cudaEventRecord(l->large_sent, l->stream));
+        l->large_in_flight = true;
+    }
     return PN_OK;
 }
 
@@ -269,6 +285,7 @@ int pn_nccl_link_wait_sends(pn_link *base)
         PN_TRY(pn_nccl_await(base->comm, l->sent[s], &l->comm, 1, &what));
         l->in_flight[s] = false;
     }
+    l->large_in_flight = false; /* its send was recorded in its slot's event too */
     return PN_OK;
 }
 

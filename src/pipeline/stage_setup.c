@@ -91,7 +91,9 @@ static int build_networks(pn_stage *s)
 
 /* --- links --------------------------------------------------------------------------------- */
 
-/* A link of chunk ch; a value that carries lengths (lengths) takes them along. */
+/* A link of chunk ch; a value that carries lengths (lengths) takes them along. Its
+ * M slots hold a training micro-batch each; evaluation's batch (a replica's whole
+ * slice, in slot 0: pn_stage_evaluate) is its largest message. */
 static int add_link(pn_stage *s, stage_chunk *ch, pn_link_kind kind, bool sends, int node,
                     int peer, int consumer, int peer_chunk, bool lengths)
 {
@@ -100,7 +102,7 @@ static int add_link(pn_stage *s, stage_chunk *ch, pn_link_kind kind, bool sends,
     pn_link_spec spec = {kind, sends, node, n->name, peer, shape.width,
                          s->cfg.eval_rows * shape.seq, s->micro,
                          lengths && kind == PN_LINK_VALUE ? shape.seq : 0, consumer,
-                         s->n_chunks};
+                         s->n_chunks, s->cfg.micro_rows * shape.seq};
     ch->peer_chunk[ch->n_links] = peer_chunk;
     return pn_link_create(s->cfg.comm, &spec, &ch->links[ch->n_links++]);
 }
