@@ -113,7 +113,15 @@ static int link_parts(nccl_link *l)
     CUDA_CHECK(cudaEventCreateWithFlags(&l->ordered, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&l->consumed, cudaEventDisableTiming));
     CUDA_CHECK(cudaStreamCreateWithFlags(&l->stream, cudaStreamNonBlocking));
-    return PN_OK;
+    /* The buffers' zero-fill (pn_buffer_reserve: a memset on the compute stream) comes
+     * before anything the link's stream does with them: the first ncclRecv into the
+     * landing, and set-up's exchange from a slot (pn_nccl_links_ready). A send slot's
+     * later uses are ordered already: its copy runs on the compute stream, then
+     * pn_nccl_link_send orders the link's stream after it. */
+    int rc;
+    cudaStream_t compute = pn_nccl_compute_stream(&rc);
+    PN_TRY(rc);
+    return pn_nccl_order(l->ordered, compute, l->stream);
 }
 
 /* The sender makes the link's id and sends it on the link's tag, the receiver posts
