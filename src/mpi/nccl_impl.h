@@ -60,11 +60,14 @@ static inline nccl_state *pn_nccl_state(pn_comm *c) { return c->transport_state;
 cudaStream_t pn_nccl_compute_stream(int *rc);
 
 /* Polls event (NULL: the communicators' states only) and comms[0 .. n_comms) (NULL
- * entries skipped, 8 at most) until done, under the stall watchdog (pn_comm_poll);
- * during set-up, where no stall bound is set yet, under 300 s. A communicator's
- * error, or a wait given up, aborts every communicator of the transport. */
+ * entries skipped) until done, under the stall watchdog (pn_comm_poll); during
+ * set-up, where no stall bound is set yet, under 300 s. A communicator's error, or a
+ * wait given up, aborts every communicator of the transport. */
 int pn_nccl_await(pn_comm *c, cudaEvent_t event, const ncclComm_t *comms, int n_comms,
                   const pn_wait_for *what);
+/* The same for events[0 .. n_events) and the comms together: one wait, one bound. */
+int pn_nccl_await_all(pn_comm *c, const cudaEvent_t *events, int n_events,
+                      const ncclComm_t *comms, int n_comms, const pn_wait_for *what);
 
 /* r, the result of call on a non-blocking communicator: ncclInProgress is polled to
  * its end (NCCL wants that before the next call on it), other failures reported. */

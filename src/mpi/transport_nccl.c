@@ -64,11 +64,13 @@ cudaStream_t pn_nccl_compute_stream(int *rc)
 
 /* --- waits ------------------------------------------------------------------------------ */
 
-/* What a wait polls: an event (or none) and the communicators whose errors end it. */
+/* What a wait polls: events (or none) and the communicators whose errors end it;
+ * NULL entries are skipped. */
 typedef struct nccl_poll {
     pn_comm *c;
-    cudaEvent_t event; /* NULL: only the communicators' states (their set-up, a call) */
-    ncclComm_t comms[8];
+    const cudaEvent_t *events; /* none: only the communicators' states (set-up, a call) */
+    int n_events;
+    const ncclComm_t *comms;
     int n_comms;
 } nccl_poll;
 
@@ -77,6 +79,7 @@ static int test(void *ctx, bool *done)
     nccl_poll *p = ctx;
     bool busy = false;
     for (int i = 0; i < p->n_comms; i++) {
+        if (!p->comms[i]) continue;
         ncclResult_t st;
         ncclResult_t r = ncclCommGetAsyncError(p->comms[i], &st);
         if (r != ncclSuccess)
@@ -89,8 +92,9 @@ static int test(void *ctx, bool *done)
             return rc;
         }
     }
-    if (p->event && !busy) {
-        cudaError_t e = cudaEventQuery(p->event);
+    for (int i = 0; !busy && i < p->n_events; i++) {
+        if (!p->events[i]) continue;
+        cudaError_t e = cudaEventQuery(p->events[i]);
         if (e == cudaErrorNotReady) { /* kept as the last error, else the next launch's */
             pn_cuda_forget(e);
             busy = true;
@@ -104,14 +108,12 @@ static int test(void *ctx, bool *done)
 
 static void give_up(void *ctx) { pn_nccl_abort_all(((nccl_poll *)ctx)->c); }
 
-/* Polls event (NULL: the communicators' states only) and comms until done, watched;
- * during set-up, where no stall bound is set yet, under SETUP_STALL_S. */
-int pn_nccl_await(pn_comm *c, cudaEvent_t event, const ncclComm_t *comms, int n_comms,
-                 const pn_wait_for *what)
+/* Polls events and comms until done, watched; during set-up, where no stall bound is
+ * set yet, under SETUP_STALL_S. */
+int pn_nccl_await_all(pn_comm *c, const cudaEvent_t *events, int n_events,
+                      const ncclComm_t *comms, int n_comms, const pn_wait_for *what)
 {
-    nccl_poll p = {c, event, {0}, 0};
-    for (int i = 0; i < n_comms && p.n_comms < 8; i++)
-        if (comms[i]) p.comms[p.n_comms++] = comms[i];
+    nccl_poll p = {c, events, n_events, comms, n_comms};
     bool setup = !pn_nccl_state(c)->set_up && c->stall_s == 0;
     char doing[sizeof c->doing];
     memcpy(doing, c->doing, sizeof doing);
@@ -122,6 +124,12 @@ int pn_nccl_await(pn_comm *c, cudaEvent_t event, const ncclComm_t *comms, int n_
         memcpy(c->doing, doing, sizeof doing);
     }
     return rc;
+}
+
+int pn_nccl_await(pn_comm *c, cudaEvent_t event, const ncclComm_t *comms, int n_comms,
+                  const pn_wait_for *what)
+{
+    return pn_nccl_await_all(c, &event, event ? 1 : 0, comms, n_comms, what);
 }
 
 /* A call on a non-blocking communicator may return ncclInProgress: NCCL then wants

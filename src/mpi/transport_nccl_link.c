@@ -164,31 +164,77 @@ int pn_nccl_link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out)
     return PN_OK;
 }
 
+static const pn_wait_for LINKS_MADE = {"the NCCL set-up of the stage links among", NULL, -1,
+                                      PN_SCOPE_PIPE};
+static const pn_wait_for LINKS_CONNECTED = {"the first exchange on the NCCL stage links among",
+                                           NULL, -1, PN_SCOPE_PIPE};
+
+/* NCCL connects a pair of ranks lazily, in their first send and receive: the first
+ * ncclSend of a link held the host until the peer posted its ncclRecv, which could be
+ * a schedule later, with this rank unable to reach the work the peer waits for. So
+ * at set-up every new link carries one float from sender to receiver (a slot and the
+ * landing: pool blocks hold 256 bytes at least), all in one group: NCCL connects the
+ * group's communicators together, so the order in which two ranks list their links
+ * cannot deadlock. Then the exchanges are awaited together, under the watchdog.
+ * (A small message connects the pair: NCCL sets up every channel it will use for the
+ * peer at its first operation, whatever its size.) */
+static int connect_links(pn_comm *c, nccl_link **fresh, int n, ncclComm_t *comms,
+                         cudaEvent_t *events)
+{
+    ncclResult_t r = ncclGroupStart();
+    if (r != ncclSuccess) return pn_nccl_fail(r, NULL, "ncclGroupStart", __FILE__, __LINE__);
+    for (int i = 0; r == ncclSuccess && i < n; i++) {
+        nccl_link *l = fresh[i];
+        void *at = l->payload[0].data;
+        r = l->base.spec.sends ? ncclSend(at, 1, ncclFloat, 1, l->comm, l->stream)
+                               : ncclRecv(at, 1, ncclFloat, 0, l->comm, l->stream);
+    }
+    ncclResult_t end = ncclGroupEnd(); /* always: the group must close */
+    if (r != ncclSuccess) return pn_nccl_fail(r, NULL, "ncclSend/ncclRecv", __FILE__, __LINE__);
+    if (end != ncclSuccess && end != ncclInProgress)
+        return pn_nccl_fail(end, NULL, "ncclGroupEnd", __FILE__, __LINE__);
+    /* non-blocking communicators: queued once each one's state leaves ncclInProgress */
+    PN_TRY(pn_nccl_await_all(c, NULL, 0, comms, n, &LINKS_CONNECTED));
+    for (int i = 0; i < n; i++) {
+        CUDA_CHECK(cudaEventRecord(fresh[i]->ordered, fresh[i]->stream));
+        events[i] = fresh[i]->ordered;
+    }
+    return pn_nccl_await_all(c, events, n, comms, n, &LINKS_CONNECTED);
+}
+
 /* Every link's id has arrived (the peers sent them while making their links), every
- * link's communicator is started, then all are awaited together: two ranks make
- * their shared links in any order. */
+ * link's communicator is started, then all are awaited together (one bound) and
+ * connected together: two ranks make and list their shared links in any order. */
 int pn_nccl_links_ready(pn_comm *c)
 {
     nccl_state *st = pn_nccl_state(c);
-    int rc = PN_OK;
+    size_t most = st->n_links > 0 ? (size_t)st->n_links : 1;
+    nccl_link **fresh = malloc(most * sizeof *fresh);
+    ncclComm_t *comms = malloc(most * sizeof *comms);
+    cudaEvent_t *events = malloc(most * sizeof *events);
+    int rc = fresh && comms && events ? PN_OK : pn_error_set(PN_ERR_NOMEM, "out of memory");
+    int n = 0;
     for (int i = 0; rc == PN_OK && i < st->n_links; i++) {
         nccl_link *l = st->links[i];
         if (l->connected) continue;
         rc = pn_comm_wait(c, 1, &l->id_req, MPI_STATUSES_IGNORE,
                           &(pn_wait_for){"the NCCL id of", &l->base, -1, PN_SCOPE_PIPE});
         if (rc == PN_OK) rc = pn_nccl_init_comm(&l->comm, 2, l->id, l->base.spec.sends ? 0 : 1);
+        if (rc == PN_OK) fresh[n++] = l;
     }
-    PN_TRY(pn_nccl_started_everywhere(c, rc));
-    if (st->aborted) return PN_OK; /* another rank failed: its error comes in the agreement */
-    for (int i = 0; i < st->n_links; i++) {
-        nccl_link *l = st->links[i];
-        if (l->connected) continue;
-        PN_TRY(pn_nccl_await(c, NULL, &l->comm, 1,
-                     &(pn_wait_for){"the NCCL set-up of", &l->base, -1, PN_SCOPE_PIPE}));
-        l->connected = true;
+    rc = pn_nccl_started_everywhere(c, rc); /* every rank's failure aborts all */
+    if (rc == PN_OK && !st->aborted && n > 0) {
+        for (int i = 0; i < n; i++) comms[i] = fresh[i]->comm;
+        rc = pn_nccl_await_all(c, NULL, 0, comms, n, &LINKS_MADE);
+        if (rc == PN_OK) rc = connect_links(c, fresh, n, comms, events);
+        for (int i = 0; rc == PN_OK && i < n; i++) fresh[i]->connected = true;
     }
-    st->set_up = true;
-    return PN_OK;
+    free(fresh);
+    free(comms);
+    free(events);
+    /* after an abort (another rank failed) its error comes in the agreement */
+    if (rc == PN_OK && !st->aborted) st->set_up = true;
+    return rc;
 }
 
 static int need_connected(const nccl_link *l)
