@@ -40,6 +40,8 @@ typedef enum pn_comm_scope {
  * makes the communicators. Errors (the same on every rank, no communication
  * needed): stages < 1 or a size that stages does not divide. */
 int pn_comm_create(pn_comm **out, pn_job *job, int stages);
+/* Frees c after its links (pn_link_free them first): the NCCL transport ends the
+ * links' communicators here, together with its own. */
 void pn_comm_free(pn_comm *c);
 
 /* This rank's place in the layout. */

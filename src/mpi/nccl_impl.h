@@ -27,6 +27,8 @@ typedef struct nccl_state {
     bool set_up;       /* links_ready has returned: the run's stall bound rules */
     nccl_link **links; /* every link of the comm, for links_ready and abort */
     int n_links, links_cap;
+    ncclComm_t *ending; /* freed links' communicators, ended with the others in release */
+    int n_ending, ending_cap;
 } nccl_state;
 
 struct nccl_link {
@@ -82,9 +84,15 @@ int pn_nccl_order(cudaEvent_t e, cudaStream_t from, cudaStream_t to);
 /* Starts making a communicator of n ranks, this one rank, from id: non-blocking. */
 int pn_nccl_init_comm(ncclComm_t *out, int n, ncclUniqueId id, int rank);
 
-/* Ends *comm: finalized and destroyed, or aborted (aborted, or when finalizing does
- * not end within 30 s); NULL after. */
-void pn_nccl_end_comm(ncclComm_t *comm, bool aborted);
+/* Ends comms[0 .. n) (NULL entries skipped; all NULL after): each finalized, then all
+ * polled together and destroyed as each finishes what it holds; aborted instead when
+ * aborted, when finalizing fails, or when they have not all finished within 30 s
+ * (one bound for all of them). */
+void pn_nccl_end_comms(ncclComm_t *comms, int n, bool aborted);
+
+/* A freed link's communicator (*comm, NULL after): kept to be ended with every other
+ * in the transport's release; aborted at once where the transport has aborted. */
+void pn_nccl_retire_comm(pn_comm *c, ncclComm_t *comm);
 
 /* Aborts every communicator of the transport, once (after a failure anywhere). */
 void pn_nccl_abort_all(pn_comm *c);

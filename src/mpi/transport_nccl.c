@@ -35,14 +35,15 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/clock.h"
 #include "mpi/mpi_check.h"
 
 int pn_cuda_compute_stream(void **out); /* math/cuda/cuda_backend.cu */
 
-/* How long the end of a run waits for a communicator to finish what it holds before
- * it aborts it instead. */
+/* How long the end of a run waits for its communicators to finish what they hold
+ * before it aborts them instead (one bound for all). */
 static const double FINALIZE_S = 30.0;
 /* The bound of the set-up's waits on NCCL (communicators made) when no stall bound is
  * set yet: a rank that never joins ends the job, not hangs it. */
@@ -232,19 +233,59 @@ static int start(pn_comm *c)
     return pn_nccl_await(c, NULL, both, 2, &SETUP);
 }
 
-/* Ends a communicator: what it holds finished within FINALIZE_S, else aborted. */
-void pn_nccl_end_comm(ncclComm_t *comm, bool aborted)
+/* Ends communicators: all finalized first, then polled together, so that the end of
+ * a run with many links waits FINALIZE_S at most, not FINALIZE_S per link. */
+void pn_nccl_end_comms(ncclComm_t *comms, int n, bool aborted)
 {
-    if (!*comm) return;
-    if (!aborted && ncclCommFinalize(*comm) != ncclSuccess) {
-        ncclResult_t st = ncclInProgress;
-        for (double end = pn_now() + FINALIZE_S; st == ncclInProgress && pn_now() < end;)
-            if (ncclCommGetAsyncError(*comm, &st) != ncclSuccess) break;
-        aborted = st != ncclSuccess;
+    for (int i = 0; i < n; i++) {
+        if (!comms[i]) continue;
+        ncclResult_t r = aborted ? ncclSuccess : ncclCommFinalize(comms[i]);
+        if (aborted || (r != ncclSuccess && r != ncclInProgress)) {
+            ncclCommAbort(comms[i]);
+            comms[i] = NULL;
+        }
     }
-    if (aborted) ncclCommAbort(*comm);
-    else ncclCommDestroy(*comm);
-    *comm = NULL;
+    for (double end = pn_now() + FINALIZE_S;;) {
+        bool busy = false;
+        for (int i = 0; i < n; i++) {
+            if (!comms[i]) continue;
+            ncclResult_t st = ncclInProgress;
+            if (ncclCommGetAsyncError(comms[i], &st) != ncclSuccess) st = ncclInternalError;
+            if (st == ncclInProgress) {
+                busy = true;
+                continue;
+            }
+            if (st == ncclSuccess) ncclCommDestroy(comms[i]); /* finalized */
+            else ncclCommAbort(comms[i]);
+            comms[i] = NULL;
+        }
+        if (!busy || pn_now() >= end) break;
+        nanosleep(&(struct timespec){0, 100000}, NULL); /* 0.1 ms: no CPU burnt on it */
+    }
+    for (int i = 0; i < n; i++) /* still finalizing after FINALIZE_S */
+        if (comms[i]) {
+            ncclCommAbort(comms[i]);
+            comms[i] = NULL;
+        }
+}
+
+/* Links are freed before the comm that releases the transport (pn_stage_free, then
+ * pn_comm_free): a link hands its communicator over instead of ending it alone. */
+void pn_nccl_retire_comm(pn_comm *c, ncclComm_t *comm)
+{
+    nccl_state *st = pn_nccl_state(c);
+    if (!*comm) return;
+    if (st && !st->aborted && st->n_ending == st->ending_cap) {
+        int cap = st->ending_cap ? 2 * st->ending_cap : 8;
+        ncclComm_t *more = realloc(st->ending, (size_t)cap * sizeof *more);
+        if (more) st->ending = more, st->ending_cap = cap;
+    }
+    if (st && !st->aborted && st->n_ending < st->ending_cap) {
+        st->ending[st->n_ending++] = *comm;
+        *comm = NULL;
+        return;
+    }
+    pn_nccl_end_comms(comm, 1, !st || st->aborted); /* no state, no memory, or aborted */
 }
 
 /* After a failure: every communicator aborted (the kernels waiting on a peer return),
@@ -259,6 +300,8 @@ void pn_nccl_abort_all(pn_comm *c)
             ncclCommAbort(st->links[i]->comm);
             st->links[i]->comm = NULL;
         }
+    for (int i = 0; i < st->n_ending; i++) ncclCommAbort(st->ending[i]);
+    st->n_ending = 0;
     ncclComm_t *comms[2] = {&st->pipe, &st->replicas};
     for (int i = 0; i < 2; i++)
         if (*comms[i]) {
@@ -270,8 +313,18 @@ void pn_nccl_abort_all(pn_comm *c)
 static void release(pn_comm *c)
 {
     nccl_state *st = pn_nccl_state(c);
-    pn_nccl_end_comm(&st->pipe, st->aborted);
-    pn_nccl_end_comm(&st->replicas, st->aborted);
+    /* the freed links' communicators and the groups', finalized together: one bound */
+    ncclComm_t *all = realloc(st->ending, (size_t)(st->n_ending + 2) * sizeof *all);
+    if (all) {
+        st->ending = all;
+        all[st->n_ending++] = st->pipe;
+        all[st->n_ending++] = st->replicas;
+        st->pipe = st->replicas = NULL;
+    }
+    pn_nccl_end_comms(st->ending, st->n_ending, st->aborted);
+    ncclComm_t groups[2] = {st->pipe, st->replicas}; /* still here: no memory for all */
+    pn_nccl_end_comms(groups, 2, st->aborted);
+    free(st->ending);
     /* best effort: a failure here must not become a later launch's error */
     if (st->stream) pn_cuda_forget(cudaStreamDestroy(st->stream));
     if (st->computed) pn_cuda_forget(cudaEventDestroy(st->computed));

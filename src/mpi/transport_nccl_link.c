@@ -56,7 +56,7 @@ void pn_nccl_link_free(pn_link *base)
     pn_nccl_link_cancel(base);
     for (int i = 0; st && i < st->n_links; i++) /* off the comm's list */
         if (st->links[i] == l) st->links[i] = st->links[--st->n_links];
-    pn_nccl_end_comm(&l->comm, st ? st->aborted : true);
+    pn_nccl_retire_comm(base->comm, &l->comm); /* ended in release, with all the others */
     int slots = base->spec.slots, buffers = base->spec.sends ? slots : 1;
     for (int s = 0; l->msg && s < slots; s++) free(l->msg[s]);
     for (int s = 0; l->payload && s < buffers; s++) pn_buffer_release(&l->payload[s]);
