@@ -55,14 +55,20 @@ __device__ __forceinline__ float &pn_at(const pn_matrix &m, long i, long j)
     return m.data[i * m.ld + j];
 }
 
-enum { PN_CUDA_THREADS = 256, PN_CUDA_MAX_GRID_Y = 65535 };
+/* Threads per block of the per-element and fixed-size kernels; the most a row kernel
+ * (one block per row, pn_row_threads) takes; the largest gridDim.y. Every kernel
+ * declares the largest block it is launched with (__launch_bounds__), so that the
+ * compiler keeps its registers within what such a block may hold (65536 per block
+ * on sm_80 and sm_90: 64 a thread at 1024 threads); tests/test_cuda_resources.sh
+ * checks it with the real compiler. */
+enum { PN_CUDA_THREADS = 256, PN_ROW_MAX_THREADS = 1024, PN_CUDA_MAX_GRID_Y = 65535 };
 
 /* Runs f(i, j) once for every element of a rows x cols grid: blocks of tx columns x ty
  * rows, grid-stride loops both ways, so any size fits one launch (gridDim.y is at most
  * 65535). No division per element: the flattened index's k / cols and k % cols were
  * 64-bit divisions, a long integer routine on the GPU, in every elementwise kernel. */
 template <class F>
-__global__ void pn_map2d_kernel(long rows, long cols, F f)
+__global__ void __launch_bounds__(PN_CUDA_THREADS) pn_map2d_kernel(long rows, long cols, F f)
 {
     for (long i = (long)blockIdx.y * blockDim.y + threadIdx.y; i < rows;
          i += (long)gridDim.y * blockDim.y) {
@@ -136,11 +142,12 @@ __device__ __forceinline__ float pn_block_max(float v, float *shared)
     return shared[0];
 }
 
-/* Threads per block of a row kernel: enough for cols, a multiple of 32, <= 1024. */
+/* Threads per block of a row kernel: enough for cols, a multiple of 32, at most
+ * PN_ROW_MAX_THREADS. */
 static inline int pn_row_threads(int cols)
 {
     int t = 32;
-    while (t < cols && t < 1024) t *= 2;
+    while (t < cols && t < PN_ROW_MAX_THREADS) t *= 2;
     return t;
 }
 

@@ -68,8 +68,9 @@ enum { SCATTER_COLS = 128, SCATTER_CHUNKS = 64 };
 
 /* Thread (column j, chunk c) owns dtable's rows [c * per, (c + 1) * per) at column j
  * and adds every dout row whose id falls there, in index order. */
-__global__ static void scatter_ordered_kernel(pn_matrix dout, const int *ids, pn_matrix dtable,
-                                              int per, unsigned long long *fault)
+__global__ static void __launch_bounds__(SCATTER_COLS)
+scatter_ordered_kernel(pn_matrix dout, const int *ids, pn_matrix dtable, int per,
+                       unsigned long long *fault)
 {
     int j = blockIdx.x * SCATTER_COLS + threadIdx.x;
     int lo = blockIdx.y * per, hi = lo + per;

@@ -47,8 +47,8 @@ __device__ static float lanes_sum(float v, float (*part)[COL_TILE])
 
 /* Chunk blockIdx.y's sum of column j: into chunk_sums[chunk][j], or with one chunk
  * straight into out[j] = accum(beta, out[j], sum). */
-__global__ static void col_sums_kernel(pn_matrix m, int per, float beta, pn_matrix out,
-                                       float *chunk_sums)
+__global__ static void __launch_bounds__(COL_TILE * ROW_LANES)
+col_sums_kernel(pn_matrix m, int per, float beta, pn_matrix out, float *chunk_sums)
 {
     __shared__ float part[ROW_LANES][COL_TILE];
     int j = blockIdx.x * COL_TILE + threadIdx.x, lo = blockIdx.y * per;
@@ -65,8 +65,8 @@ __global__ static void col_sums_kernel(pn_matrix m, int per, float beta, pn_matr
 }
 
 /* out[j] = accum(beta, out[j], sum over the chunks of chunk_sums[c][j]), in chunk order. */
-__global__ static void add_chunks_kernel(const float *chunk_sums, int chunks, int cols,
-                                         float beta, float *out)
+__global__ static void __launch_bounds__(PN_CUDA_THREADS)
+add_chunks_kernel(const float *chunk_sums, int chunks, int cols, float beta, float *out)
 {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= cols) return;
@@ -107,7 +107,8 @@ enum { SQ_BLOCKS = 256 };
  * elements b * threads + t, then a grid's stride on; a strided m: rows b, b + grid,
  * ... split over the threads, no division per element); pass 2: one block adds the
  * parts. The grid is fixed, so is the order. */
-__global__ static void sum_squares_kernel(pn_matrix m, bool dense, double *part)
+__global__ static void __launch_bounds__(PN_CUDA_THREADS)
+sum_squares_kernel(pn_matrix m, bool dense, double *part)
 {
     __shared__ double shared[32];
     double s = 0.0;
@@ -129,7 +130,8 @@ __global__ static void sum_squares_kernel(pn_matrix m, bool dense, double *part)
     if (threadIdx.x == 0) part[blockIdx.x] = s;
 }
 
-__global__ static void sum_parts_kernel(const double *part, int n, double *out)
+__global__ static void __launch_bounds__(PN_CUDA_THREADS)
+sum_parts_kernel(const double *part, int n, double *out)
 {
     __shared__ double shared[32];
     double s = 0.0;
@@ -155,7 +157,8 @@ int pn_cuda_sum_squares(const pn_matrix *m, double *out)
 
 /* One block per row: the max of the row's visible columns, their exps (written to y),
  * their sum, then y scaled by 1 / sum and the masked columns set to 0. */
-__global__ static void softmax_kernel(pn_matrix x, float scale, int period, pn_matrix y)
+__global__ static void __launch_bounds__(PN_ROW_MAX_THREADS)
+softmax_kernel(pn_matrix x, float scale, int period, pn_matrix y)
 {
     __shared__ float shared[32];
     int i = blockIdx.x, n = pn_rm_causal_cols(i, period, y.cols);
@@ -185,7 +188,8 @@ int pn_cuda_softmax_rows(const pn_matrix *x, float scale, int causal_period, pn_
 }
 
 /* dx = accum(beta, dx, y (dy - dot)) with dot = sum_j dy_j y_j, one block per row. */
-__global__ static void softmax_back_kernel(pn_matrix y, pn_matrix dy, float beta, pn_matrix dx)
+__global__ static void __launch_bounds__(PN_ROW_MAX_THREADS)
+softmax_back_kernel(pn_matrix y, pn_matrix dy, float beta, pn_matrix dx)
 {
     __shared__ float shared[32];
     int i = blockIdx.x;
@@ -207,10 +211,13 @@ int pn_cuda_softmax_backward(const pn_matrix *y, const pn_matrix *dy, float beta
     return PN_OK;
 }
 
+enum { ROWS_PER_BLOCK = 8 }; /* warps per block of a warp-per-row kernel */
+
 /* One warp per row: the argmax (the first column on ties, as the CPU's loop) and the
  * loss; hits are counted in *hits (integer adds: any order gives the same count). */
-__global__ static void xent_kernel(pn_matrix probs, const int *labels, pn_matrix loss,
-                                   unsigned long long *fault, int *hits)
+__global__ static void __launch_bounds__(32 * ROWS_PER_BLOCK)
+xent_kernel(pn_matrix probs, const int *labels, pn_matrix loss, unsigned long long *fault,
+            int *hits)
 {
     int i = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (i >= probs.rows) return;
@@ -239,8 +246,6 @@ __global__ static void xent_kernel(pn_matrix probs, const int *labels, pn_matrix
         loss.data[(long)i * loss.ld] = pn_rm_xent_loss(pn_at(probs, i, label));
     }
 }
-
-enum { ROWS_PER_BLOCK = 8 }; /* warps per block of a warp-per-row kernel */
 
 int pn_cuda_xent_forward(const pn_matrix *probs, const int *labels, pn_matrix *loss,
                          double *correct)
@@ -304,7 +309,8 @@ int pn_cuda_xent_backward(const pn_matrix *probs, const int *labels, const pn_ma
 }
 
 /* One block per row: the mean of the squared differences, summed in double. */
-__global__ static void mse_kernel(pn_matrix p, pn_matrix t, pn_matrix loss)
+__global__ static void __launch_bounds__(PN_ROW_MAX_THREADS)
+mse_kernel(pn_matrix p, pn_matrix t, pn_matrix loss)
 {
     __shared__ double shared[32];
     int i = blockIdx.x;
@@ -349,8 +355,9 @@ int pn_cuda_mse_backward(const pn_matrix *p, const pn_matrix *t, const pn_matrix
 
 /* One block per row: the mean, then the squared deviations from it (both summed in
  * double, as the CPU's), then y; mean and rstd are kept for the backward. */
-__global__ static void layernorm_kernel(pn_matrix x, pn_matrix gamma, pn_matrix beta, float eps,
-                                        pn_matrix y, pn_matrix mean, pn_matrix rstd)
+__global__ static void __launch_bounds__(PN_ROW_MAX_THREADS)
+layernorm_kernel(pn_matrix x, pn_matrix gamma, pn_matrix beta, float eps, pn_matrix y,
+                 pn_matrix mean, pn_matrix rstd)
 {
     __shared__ double shared[32];
     int i = blockIdx.x, n = x.cols;
@@ -386,8 +393,9 @@ int pn_cuda_layernorm_forward(const pn_matrix *x, const pn_matrix *gamma,
 }
 
 /* dx += rs (g - mean(g) - xhat mean(g xhat)), g = dy gamma: one block per row. */
-__global__ static void layernorm_dx_kernel(pn_matrix x, pn_matrix gamma, pn_matrix mean,
-                                           pn_matrix rstd, pn_matrix dy, pn_matrix dx)
+__global__ static void __launch_bounds__(PN_ROW_MAX_THREADS)
+layernorm_dx_kernel(pn_matrix x, pn_matrix gamma, pn_matrix mean, pn_matrix rstd, pn_matrix dy,
+                    pn_matrix dx)
 {
     __shared__ double shared[32];
     int i = blockIdx.x, n = x.cols;
@@ -410,9 +418,9 @@ __global__ static void layernorm_dx_kernel(pn_matrix x, pn_matrix gamma, pn_matr
 /* dgamma[j] += sum_i dy xhat, dbeta[j] += sum_i dy over chunk blockIdx.y of the rows
  * (as col_sums_kernel): into chunk_sums (dgamma's chunks, then dbeta's), or with one
  * chunk straight into dgamma and dbeta. */
-__global__ static void layernorm_params_kernel(pn_matrix x, pn_matrix mean, pn_matrix rstd,
-                                               pn_matrix dy, int per, pn_matrix dgamma,
-                                               pn_matrix dbeta, float *chunk_sums)
+__global__ static void __launch_bounds__(COL_TILE * ROW_LANES)
+layernorm_params_kernel(pn_matrix x, pn_matrix mean, pn_matrix rstd, pn_matrix dy, int per,
+                        pn_matrix dgamma, pn_matrix dbeta, float *chunk_sums)
 {
     __shared__ float part_g[ROW_LANES][COL_TILE], part_b[ROW_LANES][COL_TILE];
     int j = blockIdx.x * COL_TILE + threadIdx.x, lo = blockIdx.y * per;
