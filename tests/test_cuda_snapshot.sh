@@ -2,7 +2,8 @@
 # Snapshots cross between a GPU and the CPU: the tiny GPT of lm_fixture.sh trained
 # 20 steps on cuda and on cpu, each writing a snapshot at step 10; the cuda run's
 # step-10 snapshot resumes on the cpu, the cpu's on cuda, and the resumed steps
-# 11..20 have the losses of the run that wrote the snapshot (relative 1e-4). The
+# 11..20 have the losses of the run that wrote the snapshot (gpu_fixture.sh's
+# loss_rtol, growing from 1.5e-4 at step 11 to 6e-4 at step 20: two devices). The
 # export of the GPU run is an ordinary pipenet-model file (pipenet inspect reads it),
 # and infer --device cuda on it agrees with --device cpu: every score within a
 # relative L2 difference of 1e-4, every prediction equal. Skips (77) without CUDA in
@@ -30,9 +31,9 @@ train cuda_on_cpu cpu --resume "$tmp/snap_cuda/snapshot-0000000010.h5"
 train cpu_on_cuda cuda --resume "$tmp/snap_cpu/snapshot-0000000010.h5"
 step_loss "$tmp/m_cuda_on_cpu" 10 | grep -q . && fail "the resumed run ran step 10 again"
 echo "a cuda snapshot resumed on the cpu:"
-same_losses "$tmp/m_cuda_on_cpu" "$tmp/m_cuda" 11 20 1e-4 || fail "cuda -> cpu resume"
+same_losses "$tmp/m_cuda_on_cpu" "$tmp/m_cuda" 11 20 || fail "cuda -> cpu resume"
 echo "a cpu snapshot resumed on cuda:"
-same_losses "$tmp/m_cpu_on_cuda" "$tmp/m_cpu" 11 20 1e-4 || fail "cpu -> cuda resume"
+same_losses "$tmp/m_cpu_on_cuda" "$tmp/m_cpu" 11 20 || fail "cpu -> cuda resume"
 
 "$PIPENET" export "$tmp/snap_cuda" --out "$tmp/gpu.h5" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "export"; }
 "$PIPENET" inspect "$tmp/gpu.h5" >"$tmp/inspect" 2>&1 || { cat "$tmp/inspect"; fail "inspect"; }

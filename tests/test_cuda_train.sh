@@ -2,10 +2,12 @@
 # The whole network on a GPU against the CPU: the tiny GPT of lm_fixture.sh (token
 # and position embedding, 2 pre-LN blocks with causal attention and a gelu MLP,
 # logits, cross-entropy; adamw with clipping and a warm-up) trained 20 steps with the
-# same seed on --device cuda and on --device cpu. Every step's loss agrees within
-# 1e-4 (relative) and every final parameter within a relative L2 difference of 1e-3
-# (pipenet inspect --compare on the two snapshots; cuBLAS adds in another order than
-# OpenBLAS, so the bits differ). Skips (77) without CUDA in the build or a GPU.
+# same seed on --device cuda and on --device cpu. Every step's loss agrees within a
+# relative tolerance that grows with the steps (gpu_fixture.sh: loss_rtol, 1.5e-4 at
+# step 1 to 1.1e-3 at step 20: cuBLAS adds in another order than OpenBLAS, and Adam
+# turns rounding where gradients are near zero into drift), and every final parameter
+# within a relative L2 difference of PARAM_RTOL, 1e-3 (pipenet inspect --compare on
+# the two snapshots). Skips (77) without CUDA in the build or a GPU.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/script_fixture.sh"
@@ -24,7 +26,7 @@ for d in cpu cuda; do
         >"$tmp/out_$d" 2>&1 || { cat "$tmp/out_$d"; fail "train --device $d"; }
 done
 grep -q "^device: cuda:0" "$tmp/out_cuda" || { cat "$tmp/out_cuda"; fail "the cuda run names no GPU"; }
-same_losses "$tmp/m_cuda" "$tmp/m_cpu" 1 20 1e-4 || fail "the losses of cuda and cpu differ"
-"$PIPENET" inspect "$tmp/snap_cuda/snapshot-0000000020.h5" --tolerance 1e-3 \
+same_losses "$tmp/m_cuda" "$tmp/m_cpu" 1 20 || fail "the losses of cuda and cpu differ"
+"$PIPENET" inspect "$tmp/snap_cuda/snapshot-0000000020.h5" --tolerance "$PARAM_RTOL" \
     --compare "$tmp/snap_cpu/snapshot-0000000020.h5" || fail "the final parameters differ"
 echo "PASS: 20 steps of a GPT on cuda follow the cpu's losses and reach its parameters"
