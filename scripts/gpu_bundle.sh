@@ -10,7 +10,9 @@
 #
 # Usage: scripts/gpu_bundle.sh OUT.tar.xz PROGRAM...
 # There: tar xf OUT.tar.xz && gpu/run PROGRAM ARGS... (gpu/run sets the library path:
-# the bundle, then CUDA's lib64 and the CUDA wheels' lib folder, whichever exist),
+# the bundle, then CUDA's lib64 and the CUDA wheels' lib folder, whichever exist,
+# then the first folder that holds libnccl: PyTorch's NCCL wheel (nvidia/nccl/lib)
+# or the system's),
 # or gpu/PROGRAM ARGS..., a wrapper doing the same, which the test scripts take as
 # PIPENET=gpu/pipenet. scripts/gpu_checks.sh runs the checks from such a bundle.
 set -eu
@@ -60,6 +62,13 @@ p=$1; shift
 path=$here/lib
 for d in /usr/local/cuda/lib64 /opt/torch/.venv/lib/python3*/site-packages/nvidia/cu13/lib; do
     [ -d "$d" ] && path=$path:$d
+done
+# NCCL (pipenet links libnccl where the build has it; CUDA's folders above may hold
+# it): the first of PyTorch's NCCL wheel and the system's folders that holds it
+for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl/lib \
+         /usr/local/lib/python3*/dist-packages/nvidia/nccl/lib \
+         /usr/lib/python3/dist-packages/nvidia/nccl/lib /usr/lib/x86_64-linux-gnu; do
+    ls "$d"/libnccl.so* >/dev/null 2>&1 && path=$path:$d && break
 done
 export LD_LIBRARY_PATH=$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # Open MPI: its plugins from the bundle, and a singleton MPI_Init that starts no
