@@ -78,9 +78,10 @@ void pn_nccl_link_free(pn_link *base)
 }
 
 /* The link's CUDA and host parts; the communicator comes in pn_nccl_links_ready.
- * A sender's slots hold a training micro-batch each (slot_rows): sized by max_rows,
- * which covers evaluation's whole batch (M micro-batches), they took M times the
- * device memory a step needs; the one larger message at a time goes through large. */
+ * A sender's slots hold a training micro-batch each (slot_rows), not max_rows, which
+ * covers evaluation's whole batch (M micro-batches) and would take M times the device
+ * memory a step sends; the one larger message at a time (evaluation's, in slot 0)
+ * goes through large. */
 static int link_parts(nccl_link *l)
 {
     const pn_link_spec *sp = &l->base.spec;
