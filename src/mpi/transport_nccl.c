@@ -12,7 +12,9 @@
  *    its id sent over MPI on the link's tag), with a stream of its own, so that a
  *    link's payloads match in the order they were sent whatever the other links do,
  *    and no link's kernel waits behind another's. Every communicator is made
- *    non-blocking (config.blocking = 0), so a wait can give up on it.
+ *    non-blocking (config.blocking = 0), so a wait can give up on it; set-up connects
+ *    every link (one float, all links in one group); the end finalizes every
+ *    communicator at once, under one bound (pn_nccl_end_comms).
  *  - stage links: the header and lengths still travel over MPI on the link's tag and
  *    are checked on every message (link_header.h), with the link's message count,
  *    which must follow the payloads' order; the payload goes by ncclSend/ncclRecv
