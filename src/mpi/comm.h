@@ -169,8 +169,8 @@ typedef struct pn_link_spec {
 /* Creates a link with a buffer per micro-batch, so that receives are posted ahead and
  * a send never waits for a buffer. The NCCL transport's send buffers (device memory)
  * hold slot_rows x cols each, and one more max_rows x cols for a larger message; the
- * MPI transport's (host memory) hold max_rows each, since a receive is posted before
- * its message's size is known. */
+ * MPI transport's (host memory, one kind for both directions) hold max_rows each: a
+ * receive is posted before its message's size is known. */
 int pn_link_create(pn_comm *c, const pn_link_spec *spec, pn_link **out);
 void pn_link_free(pn_link *l);
 

@@ -171,8 +171,8 @@ static const pn_wait_for LINKS_CONNECTED = {"the first exchange on the NCCL stag
                                            NULL, -1, PN_SCOPE_PIPE};
 
 /* NCCL connects a pair of ranks lazily, in their first send and receive: the first
- * ncclSend of a link held the host until the peer posted its ncclRecv, which could be
- * a schedule later, with this rank unable to reach the work the peer waits for. So
+ * ncclSend of a link would hold the host until the peer posts its ncclRecv, which can
+ * be a schedule later, with this rank unable to reach the work the peer waits for. So
  * at set-up every new link carries one float from sender to receiver (a slot and the
  * landing: pool blocks hold 256 bytes at least), all in one group: NCCL connects the
  * group's communicators together, so the order in which two ranks list their links
