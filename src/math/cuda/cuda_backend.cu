@@ -156,7 +156,9 @@ extern "C" int pn_cuda_set_device(int index)
  * are used by the compute stream and the NCCL transport's). cudaFree waits for the
  * whole device: the pool calls it only from pn_pool_trim (never during a run: the
  * library does not call it on a device pool) and from pn_buffer_release when the host
- * has no memory left for a free-list node (the run is failing then). */
+ * has no memory left for a free-list node (the run is failing then). The pool still
+ * grows with cudaMalloc during the first step (layers' scratch), which the guide also
+ * says may synchronize the device: to watch for on a GPU with NCCL links. */
 static void *cuda_alloc(int device_index, size_t bytes)
 {
     void *p = NULL; /* a failure is the pool's "cannot allocate", not a later launch's */
