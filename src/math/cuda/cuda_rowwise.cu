@@ -106,7 +106,9 @@ enum { SQ_BLOCKS = 256 };
 /* Pass 1: block b adds the squares of its elements in double into part[b] (a dense m:
  * elements b * threads + t, then a grid's stride on; a strided m: rows b, b + grid,
  * ... split over the threads, no division per element); pass 2: one block adds the
- * parts. The grid is fixed, so is the order. */
+ * parts. The grid depends on the shape only (enough blocks for one element or row a
+ * thread or block, at most SQ_BLOCKS: a bias of 16 takes one block, not 256 mostly
+ * idle ones), so the order, and the bits, are the same on every run. */
 __global__ static void __launch_bounds__(PN_CUDA_THREADS)
 sum_squares_kernel(pn_matrix m, bool dense, double *part)
 {
@@ -145,10 +147,14 @@ int pn_cuda_sum_squares(const pn_matrix *m, double *out)
     cudaStream_t s;
     double *part;
     PN_TRY(pn_cuda_stream(&s));
+    bool dense = pn_matrix_dense(*m);
+    long work = dense ? ((long)m->rows * m->cols + PN_CUDA_THREADS - 1) / PN_CUDA_THREADS
+                      : (long)m->rows;
+    int blocks = work < 1 ? 1 : work > SQ_BLOCKS ? SQ_BLOCKS : (int)work;
     PN_TRY(pn_cuda_scratch((SQ_BLOCKS + 1) * sizeof(double), (void **)&part));
-    sum_squares_kernel<<<SQ_BLOCKS, PN_CUDA_THREADS, 0, s>>>(*m, pn_matrix_dense(*m), part);
+    sum_squares_kernel<<<blocks, PN_CUDA_THREADS, 0, s>>>(*m, dense, part);
     CUDA_LAUNCHED();
-    sum_parts_kernel<<<1, PN_CUDA_THREADS, 0, s>>>(part, SQ_BLOCKS, part + SQ_BLOCKS);
+    sum_parts_kernel<<<1, PN_CUDA_THREADS, 0, s>>>(part, blocks, part + SQ_BLOCKS);
     CUDA_LAUNCHED();
     CUDA_CHECK(cudaMemcpyAsync(out, part + SQ_BLOCKS, sizeof *out, cudaMemcpyDeviceToHost, s));
     CUDA_CHECK(cudaStreamSynchronize(s));
