@@ -1,0 +1,157 @@
+/* libcublas.so of pipenet's CUDA stand-in (tools/cuda-sim): the cuBLAS calls pipenet's
+ * CUDA backend makes, queued on the handle's stream and run there by OpenBLAS's
+ * column-major SGEMM. As cuBLAS: scalars are read from the host when the call is made
+ * (pointer mode host), beta 0 overwrites C without reading it (NaN in C included), a
+ * leading dimension too small for its operand is CUBLAS_STATUS_INVALID_VALUE, and every
+ * matrix must be device memory of the handle's GPU. */
+#include <cblas.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cublas_v2.h"
+#include "cuda_sim_api.h"
+
+struct cublasContext {
+    int device;
+    cudaStream_t stream;
+    cublasMath_t math;
+};
+
+extern "C" cublasStatus_t cublasCreate_v2(cublasHandle_t *handle)
+{
+    int dev;
+    if (cudaGetDevice(&dev) != cudaSuccess) return CUBLAS_STATUS_NOT_INITIALIZED;
+    *handle = new cublasContext{dev, 0, CUBLAS_DEFAULT_MATH};
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
+{
+    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+    delete handle;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream)
+{
+    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+    int dev = pn_sim_stream_device(stream);
+    if (stream && dev != handle->device) {
+        pn_sim_warn("cublasSetStream: the stream belongs to GPU %d, the handle to GPU %d", dev,
+                    handle->device);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    handle->stream = stream;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" cublasStatus_t cublasGetStream_v2(cublasHandle_t handle, cudaStream_t *stream)
+{
+    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+    *stream = handle->stream;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* Tensor-op and TF32 modes round inputs on a GPU: here every mode is full fp32. */
+extern "C" cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode)
+{
+    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+    handle->math = mode;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_t mode)
+{
+    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+    return mode == CUBLAS_POINTER_MODE_HOST ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
+}
+
+struct gemm {
+    CBLAS_TRANSPOSE ta, tb;
+    int m, n, k, lda, ldb, ldc;
+    float alpha, beta;
+    const float *a, *b;
+    float *c;
+};
+
+static void run_gemm(void *ctx)
+{
+    gemm *g = (gemm *)ctx;
+    if (g->beta == 0.0f) /* beta 0: C is written, never read */
+        for (int j = 0; j < g->n; j++) memset(g->c + (size_t)j * g->ldc, 0, (size_t)g->m * sizeof(float));
+    if (g->k == 0) {
+        if (g->beta != 0.0f && g->beta != 1.0f)
+            for (int j = 0; j < g->n; j++) cblas_sscal(g->m, g->beta, g->c + (size_t)j * g->ldc, 1);
+        return;
+    }
+    cblas_sgemm(CblasColMajor, g->ta, g->tb, g->m, g->n, g->k, g->alpha, g->a, g->lda, g->b, g->ldb,
+                g->beta, g->c, g->ldc);
+}
+
+static void delete_gemm(void *ctx) { delete (gemm *)ctx; }
+
+/* A column-major rows x cols operand with leading dimension ld: in one live allocation
+ * of the handle's GPU. */
+static bool operand_ok(const cublasContext *h, const char *name, const float *p, int rows, int cols,
+                       int ld)
+{
+    if (rows == 0 || cols == 0) return true;
+    size_t bytes = ((size_t)(cols - 1) * (size_t)ld + (size_t)rows) * sizeof(float);
+    int live = 0, dev = pn_sim_device_of(p, bytes, &live);
+    if (dev == h->device && live) return true;
+    pn_sim_warn("cublasSgemm: %s (%p, %d x %d, ld %d) is %s", name, (const void *)p, rows, cols, ld,
+                dev < 0 ? "not device memory" : dev != h->device ? "another GPU's memory"
+                                                                 : "not inside one live allocation");
+    return false;
+}
+
+extern "C" cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t transa,
+                                         cublasOperation_t transb, int m, int n, int k,
+                                         const float *alpha, const float *A, int lda,
+                                         const float *B, int ldb, const float *beta, float *C,
+                                         int ldc)
+{
+    if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (m < 0 || n < 0 || k < 0) return CUBLAS_STATUS_INVALID_VALUE;
+    int a_rows = transa == CUBLAS_OP_N ? m : k, a_cols = transa == CUBLAS_OP_N ? k : m;
+    int b_rows = transb == CUBLAS_OP_N ? k : n, b_cols = transb == CUBLAS_OP_N ? n : k;
+    if (lda < (a_rows > 1 ? a_rows : 1) || ldb < (b_rows > 1 ? b_rows : 1) || ldc < (m > 1 ? m : 1))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+    if (!alpha || !beta) return CUBLAS_STATUS_INVALID_VALUE;
+    if (!operand_ok(h, "A", A, a_rows, a_cols, lda) || !operand_ok(h, "B", B, b_rows, b_cols, ldb) ||
+        !operand_ok(h, "C", C, m, n, ldc))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    gemm *g = new gemm{transa == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
+                       transb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
+                       m, n, k, lda, ldb, ldc, *alpha, *beta, A, B, C};
+    if (pn_sim_enqueue_host(h->stream, run_gemm, delete_gemm, g, "cublasSgemm") != cudaSuccess)
+        return CUBLAS_STATUS_EXECUTION_FAILED;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" const char *cublasGetStatusString(cublasStatus_t s)
+{
+    switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "the operation completed successfully";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "the library was not initialized";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "the resource allocation failed";
+    case CUBLAS_STATUS_INVALID_VALUE: return "an invalid numeric value was used as an argument";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "the GPU program failed to execute";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "the functionality requested is not supported";
+    default: return "an internal operation failed";
+    }
+}
+
+extern "C" const char *cublasGetStatusName(cublasStatus_t s)
+{
+    switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    }
+}
