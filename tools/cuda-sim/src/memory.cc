@@ -182,18 +182,18 @@ static void describe_fault(uintptr_t a, bool write, char *out, size_t cap)
                                      "wild index)");
         return;
     }
-    const char *state = al->live ? "" : "freed ";
+    const char *state = al->live ? "n" : " freed";
     if (a >= al->base && a < al->base + al->bytes)
-        snprintf(out + n, cap - n, "byte %lu of a %sallocation of %zu bytes (from %s)%s",
+        snprintf(out + n, cap - n, "byte %lu of a%s allocation of %zu bytes (from %s)%s",
                  (unsigned long)(a - al->base), state, al->bytes, caller_name(al->caller).c_str(),
                  !al->live ? ": used after cudaFree"
                  : who.empty() ? "; the host may touch device memory only through cudaMemcpy"
                                : "");
     else if (a >= al->base + al->bytes)
-        snprintf(out + n, cap - n, "%lu bytes past the end of a %sallocation of %zu bytes (from %s)",
+        snprintf(out + n, cap - n, "%lu bytes past the end of a%s allocation of %zu bytes (from %s)",
                  (unsigned long)(a - (al->base + al->bytes)), state, al->bytes, caller_name(al->caller).c_str());
     else
-        snprintf(out + n, cap - n, "%lu bytes before the start of a %sallocation of %zu bytes (from %s)",
+        snprintf(out + n, cap - n, "%lu bytes before the start of a%s allocation of %zu bytes (from %s)",
                  (unsigned long)(al->base - a), state, al->bytes, caller_name(al->caller).c_str());
 }
 
@@ -250,7 +250,7 @@ std::string caller_name(const void *ra)
 {
     if (!ra) return "?";
     Dl_info info;
-    char buf[1024];
+    char buf[2048];
     if (!dladdr(ra, &info) || !info.dli_fname) {
         snprintf(buf, sizeof buf, "%p", ra);
         return buf;
@@ -262,11 +262,14 @@ std::string caller_name(const void *ra)
     snprintf(buf, sizeof buf, "%s+%#lx", file, off);
     std::string name = buf;
     char cmd[1200];
-    snprintf(cmd, sizeof cmd, "addr2line -f -C -s -e '%s' %#lx 2>/dev/null", info.dli_fname, off);
+    /* -i: the inlined frames too, innermost first; the last is the real caller's */
+    snprintf(cmd, sizeof cmd, "addr2line -f -i -C -s -e '%s' %#lx 2>/dev/null", info.dli_fname,
+             off);
     FILE *p = popen(cmd, "r");
     if (!p) return name;
-    char fn[512] = "", where[512] = "";
-    if (fgets(fn, sizeof fn, p) && fgets(where, sizeof where, p) && fn[0] != '?') {
+    char fn[512], where[512];
+    while (fgets(fn, sizeof fn, p) && fgets(where, sizeof where, p)) {
+        if (fn[0] == '?') continue;
         fn[strcspn(fn, "\n")] = 0;
         where[strcspn(where, "\n")] = 0;
         snprintf(buf, sizeof buf, "%s (%s)", fn, where[0] != '?' ? where : file);
