@@ -69,7 +69,8 @@ cudaError_t pn_sim_enqueue_host(cudaStream_t stream, void (*run)(void *), void (
 /* Asynchronous work (a message): start() begins it once the stream gets there (returns
  * 0 while it cannot start yet, e.g. a connection not made), test() says when it is
  * done, finish() ends it (device memory accessible in start and finish). The stream
- * goes on after finish. describe() names it in the stand-in's messages. */
+ * goes on after finish. describe() names it in the stand-in's messages, with caller (a
+ * return address in the code that made the call). */
 typedef struct pn_sim_async_ops {
     int (*start)(void *ctx);
     int (*test)(void *ctx);
@@ -77,7 +78,8 @@ typedef struct pn_sim_async_ops {
     void (*describe)(void *ctx, char *out, size_t cap);
     void (*destroy)(void *ctx);
 } pn_sim_async_ops;
-cudaError_t pn_sim_enqueue_async(cudaStream_t stream, const pn_sim_async_ops *ops, void *ctx);
+cudaError_t pn_sim_enqueue_async(cudaStream_t stream, const pn_sim_async_ops *ops, void *ctx,
+                                  const void *caller);
 
 /* fn() is called whenever the stand-in can make progress: at every runtime call and in
  * every wait (the NCCL stand-in moves its messages there). */

@@ -333,6 +333,7 @@ struct op_state {
     std::vector<std::vector<char>> bufs; /* per rank */
     std::vector<MPI_Request> reqs;
     bool aborted = false;
+    const void *caller = nullptr; /* the code that called NCCL, for messages */
 };
 
 bool comm_gone(const ncclComm *c) { return c->state == ABORTED || c->state == FAILED; }
@@ -575,7 +576,7 @@ ncclResult_t submit(op_state *o, cudaStream_t stream)
         c->pending++;
         c->ops.push_back(o);
     }
-    if (pn_sim_enqueue_async(stream, &ops_table, o) != cudaSuccess) {
+    if (pn_sim_enqueue_async(stream, &ops_table, o, o->caller) != cudaSuccess) {
         set_error(nullptr, "the stream of an NCCL call is not a valid stream");
         return ncclUnhandledCudaError;
     }
@@ -846,7 +847,7 @@ extern "C" ncclResult_t ncclGroupEnd(void)
 }
 
 static ncclResult_t p2p(bool send, void *buf, size_t count, ncclDataType_t type, int peer,
-                        ncclComm_t c, cudaStream_t stream, const char *call)
+                        ncclComm_t c, cudaStream_t stream, const char *call, const void *caller)
 {
     ncclResult_t r = usable(c, call);
     if (r != ncclSuccess) return r;
@@ -860,6 +861,7 @@ static ncclResult_t p2p(bool send, void *buf, size_t count, ncclDataType_t type,
         return r;
     op_state *o = new op_state;
     o->kind = P2P;
+    o->caller = caller;
     part p;
     p.comm = c;
     p.send = send;
@@ -873,19 +875,21 @@ static ncclResult_t p2p(bool send, void *buf, size_t count, ncclDataType_t type,
 extern "C" ncclResult_t ncclSend(const void *buf, size_t count, ncclDataType_t type, int peer,
                                  ncclComm_t c, cudaStream_t stream)
 {
-    return p2p(true, (void *)buf, count, type, peer, c, stream, "ncclSend");
+    return p2p(true, (void *)buf, count, type, peer, c, stream, "ncclSend",
+               __builtin_return_address(0));
 }
 
 extern "C" ncclResult_t ncclRecv(void *buf, size_t count, ncclDataType_t type, int peer,
                                  ncclComm_t c, cudaStream_t stream)
 {
-    return p2p(false, buf, count, type, peer, c, stream, "ncclRecv");
+    return p2p(false, buf, count, type, peer, c, stream, "ncclRecv",
+               __builtin_return_address(0));
 }
 
 static ncclResult_t collective(op_kind kind, const void *send, void *recv, size_t count,
                                size_t send_elems, size_t recv_elems, ncclDataType_t type,
                                ncclRedOp_t redop, int root, ncclComm_t c, cudaStream_t stream,
-                               const char *call)
+                               const char *call, const void *caller)
 {
     ncclResult_t r = usable(c, call);
     if (r != ncclSuccess) return r;
@@ -902,6 +906,7 @@ static ncclResult_t collective(op_kind kind, const void *send, void *recv, size_
         return r;
     op_state *o = new op_state;
     o->kind = kind;
+    o->caller = caller;
     o->comm = c;
     o->send = send;
     o->recv = recv;
@@ -917,7 +922,7 @@ extern "C" ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count
                                       cudaStream_t stream)
 {
     return collective(ALLREDUCE, send, recv, count, count, count, type, op, 0, c, stream,
-                      "ncclAllReduce");
+                      "ncclAllReduce", __builtin_return_address(0));
 }
 
 extern "C" ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvcount,
@@ -926,7 +931,7 @@ extern "C" ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t r
 {
     size_t n = c ? (size_t)c->nranks : 1;
     return collective(REDUCESCATTER, send, recv, recvcount, recvcount * n, recvcount, type, op, 0,
-                      c, stream, "ncclReduceScatter");
+                      c, stream, "ncclReduceScatter", __builtin_return_address(0));
 }
 
 extern "C" ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendcount,
@@ -934,7 +939,7 @@ extern "C" ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendc
 {
     size_t n = c ? (size_t)c->nranks : 1;
     return collective(ALLGATHER, send, recv, sendcount, sendcount, sendcount * n, type, ncclSum, 0,
-                      c, stream, "ncclAllGather");
+                      c, stream, "ncclAllGather", __builtin_return_address(0));
 }
 
 extern "C" ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
@@ -942,5 +947,5 @@ extern "C" ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count
                                       cudaStream_t stream)
 {
     return collective(BROADCAST, send, recv, count, count, count, type, ncclSum, root, c, stream,
-                      "ncclBroadcast");
+                      "ncclBroadcast", __builtin_return_address(0));
 }

@@ -929,7 +929,7 @@ extern "C" cudaError_t pn_sim_enqueue_host(cudaStream_t handle, void (*run)(void
 }
 
 extern "C" cudaError_t pn_sim_enqueue_async(cudaStream_t handle, const pn_sim_async_ops *ops,
-                                            void *ctx)
+                                            void *ctx, const void *caller)
 {
     api_scope scope;
     cudaError_t err;
@@ -944,7 +944,7 @@ extern "C" cudaError_t pn_sim_enqueue_async(cudaStream_t handle, const pn_sim_as
     o->ctx = ctx;
     o->destroy = ops->destroy;
     o->what = "a message";
-    o->caller = __builtin_return_address(0);
+    o->caller = caller;
     enqueue(s, o);
     run_stream(s, o->seq, false); /* it starts now if everything before it can run */
     return cudaSuccess;

@@ -56,6 +56,44 @@ expect copy-wrong-kind 0 "copy: invalid argument"
 expect error-kept 0 "malloc: out of memory; launch, then cudaGetLastError: out of memory"
 expect racy-max 0 "result right"
 
+# NCCL over MPI, two ranks (mpirun from the PATH, or $MPIRUN)
+mpirun=${MPIRUN:-mpirun}
+if command -v "$mpirun" >/dev/null 2>&1 && command -v mpicc >/dev/null 2>&1; then
+    # shellcheck disable=SC2046
+    if "$root/bin/nvcc" -O1 -DOMPI_SKIP_MPICXX $(mpicc -showme:compile) -o "$work/nccl_cases" \
+        "$root/tests/nccl_cases.cu" -L"$root/lib64" -lnccl $(mpicc -showme:link) 2>"$work/build"; then
+        export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+        # expect_mpi CASE STATUS REGEX: under mpirun -np 2 (30 s at most: 124 past that)
+        expect_mpi() {
+            PN_CUDA_SIM_SYNC_WARN_S=2 timeout "${4:-30}" "$mpirun" --oversubscribe -np 2 \
+                "$work/nccl_cases" "$1" >"$work/out" 2>&1
+            got=$?
+            ran=$((ran + 1))
+            if [ "$got" -eq "$2" ] && grep -Eq "$3" "$work/out"; then
+                echo "ok   nccl $1: $(grep -E "$3" "$work/out" | head -n 1 | cut -c1-150)"
+            else
+                echo "FAIL nccl $1: exit $got (want $2), output:"
+                sed 's/^/     /' "$work/out" | head -n 10
+                failed=$((failed + 1))
+            fi
+        }
+        expect_mpi collectives 0 "rank 1: collectives right"
+        expect_mpi grouped-sends 0 "rank 0: got 2 from rank 1"
+        expect_mpi lazy-connect 0 "the first send returned ncclInProgress and connected after 1"
+        expect_mpi busy-comm 0 "ncclSend while the previous call on this non-blocking communicator is in progress"
+        expect_mpi duplicate-gpu 0 "Duplicate GPU detected: ranks 0 and 1"
+        expect_mpi abort 0 "after ncclCommAbort the stream went on"
+        # both ranks send first as two calls: each send waits for a receive queued
+        # behind the other's send, as on GPUs; the wait says so, then times out
+        expect_mpi ungrouped-sends 124 "has waited 2 s for NCCL group of ncclSend 16 bytes to rank 1 .*queued by main \(nccl_cases.cu" 8
+    else
+        echo "FAIL nccl_cases.cu does not build:"; head -n 20 "$work/build"
+        failed=$((failed + 1))
+    fi
+else
+    echo "skip the NCCL cases: no $mpirun or mpicc"
+fi
+
 # The ThreadSanitizer toolkit (make tsan), where built: the race above is reported.
 if [ -x "$root/tsan/bin/nvcc" ] && [ -x "$root/tsan/lib64/libcudart.so" ]; then
     if "$root/tsan/bin/nvcc" -O1 -o "$work/cases-tsan" "$root/tests/cases.cu" 2>"$work/build"; then
