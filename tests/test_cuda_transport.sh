@@ -1,0 +1,90 @@
+#!/bin/sh
+# The NCCL transport against the MPI transport on GPU ranks (in CI: the CUDA stand-in,
+# tools/cuda-sim; elsewhere a machine with 4 GPUs): the tiny GPT of lm_fixture.sh
+# trained on 2 ranks as 2 stages, on 4 ranks as 2 replicas x 2 stages, and on 2 ranks
+# with the interleaved schedule (2 virtual stages, so links to the rank itself stay on
+# MPI), each with --transport nccl and with --transport mpi: every step's loss within
+# 1e-6 (relative; both move the same values, a replica sum may add them in another
+# order) and the layout line naming the transport. Then --deterministic on GPUs: one
+# process, 2 stages, 2 x 2 with NCCL and with MPI, and interleaved, all with
+# micro-batches of 2 samples, give one parameter hash. Skips (77) without CUDA or NCCL in the build, or with fewer than 4 GPUs.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/script_fixture.sh"
+. "$here/gpu_fixture.sh"
+. "$here/lm_fixture.sh"
+need_gpu
+export OPENBLAS_NUM_THREADS=1
+
+times_table 400 >"$tmp/text.txt"
+"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
+tiny_gpt 256 '{"batch": 16, "steps": 6, "seed": 5,
+           "optimizer": {"type": "adamw", "lr": 0.01, "weight_decay": 0.1, "clip_norm": 1.0}}' \
+    >"$tmp/gpt.json"
+
+# train NAME RANKS ARGS...: the run's output in $tmp/NAME, its metrics in $tmp/NAME.m
+train() {
+    run=$1 np=$2; shift 2
+    mpirun --oversubscribe -np "$np" "$PIPENET" train "$tmp/gpt.json" \
+        --data "$tmp/lm/train.h5" --eval= --threads 1 --device cuda --stall-timeout 120 \
+        --metrics "$tmp/$run.m" "$@" >"$tmp/$run" 2>&1
+}
+
+# NCCL where it can run, else a skip saying why
+if ! train probe 4 --stages 2 --transport nccl --steps 1; then
+    case $(cat "$tmp/probe") in
+    *"built without NCCL"* | *"share GPU"*)
+        echo "SKIP: $(grep -m1 "transport nccl" "$tmp/probe")"; exit 77 ;;
+    esac
+    cat "$tmp/probe"; fail "--transport nccl on 4 GPU ranks"
+fi
+
+# same_losses_exact A B: every step's loss within 1e-6 (relative)
+same_losses_exact() {
+    for s in 1 2 3 4 5 6; do
+        a=$(step_loss "$1" "$s") b=$(step_loss "$2" "$s")
+        [ -n "$a" ] && [ -n "$b" ] || fail "no loss of step $s in $1 or $2"
+        awk -v a="$a" -v b="$b" -v s="$s" 'BEGIN {
+            d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b
+            printf "  step %d: %s %s (relative difference %.1e)\n", s, a, b, (m > 0 ? d / m : d)
+            exit !(d <= 1e-6 * m) }' || return 1
+    done
+}
+
+# compare NAME RANKS ARGS...: NAME_nccl against NAME_mpi
+compare() {
+    name=$1 ranks=$2; shift 2
+    for t in nccl mpi; do
+        train "${name}_$t" "$ranks" "$@" --transport $t ||
+            { cat "$tmp/${name}_$t"; fail "$name with --transport $t"; }
+        grep -q "^layout: .*transport $t, device cuda:0 (rank 0" "$tmp/${name}_$t" ||
+            { cat "$tmp/${name}_$t"; fail "$name: the layout line does not say transport $t"; }
+    done
+    echo "$name, nccl against mpi:"
+    same_losses_exact "$tmp/${name}_nccl.m" "$tmp/${name}_mpi.m" ||
+        fail "$name: the losses of nccl and mpi differ"
+}
+compare stages 2 --stages 2
+compare replicas 4 --stages 2
+compare interleaved 2 --stages 2 --schedule interleaved --virtual-stages 2
+
+# --deterministic: one hash on every layout and transport
+hashes=
+# (layouts with one micro-batch size, 2 samples: docs/running.md, bit-identical layouts)
+for layout in "one 1 --stages 1 --micro-batches 8" \
+    "stages 2 --stages 2 --micro-batches 8 --transport nccl" \
+    "replicas_nccl 4 --stages 2 --micro-batches 4 --transport nccl" \
+    "replicas_mpi 4 --stages 2 --micro-batches 4 --transport mpi" \
+    "interleaved 2 --stages 2 --micro-batches 8 --schedule interleaved --virtual-stages 2 --transport nccl"; do
+    # shellcheck disable=SC2086
+    set -- $layout
+    name=det_$1 ranks=$2; shift 2
+    train "$name" "$ranks" "$@" --deterministic || { cat "$tmp/$name"; fail "$name --deterministic"; }
+    h=$(sed -n 's/^parameter hash after 6 steps: //p' "$tmp/$name")
+    [ -n "$h" ] || { cat "$tmp/$name"; fail "$name printed no parameter hash"; }
+    echo "--deterministic, $name: $h"
+    hashes="$hashes $h"
+done
+[ "$(echo $hashes | tr ' ' '\n' | sort -u | wc -l)" -eq 1 ] ||
+    fail "--deterministic on GPUs gives different hashes across layouts:$hashes"
+echo "PASS: nccl trains as mpi on 2 stages, 2 x 2 and interleaved; --deterministic gives one hash"
