@@ -46,17 +46,6 @@ static void accepted(const pn_rank_gpu *ranks, int size, int stages)
     ck_assert(!nccl);
 }
 
-START_TEST(names_round_trip)
-{
-    const char *names[] = {"mpi", "nccl", "auto"};
-    for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(pn_transport_request_from_name(names[i]), i);
-        ck_assert_str_eq(pn_transport_request_name((pn_transport_request)i), names[i]);
-    }
-    ck_assert_int_eq(pn_transport_request_from_name("gloo"), -1);
-}
-END_TEST
-
 START_TEST(one_gpu_per_rank_may_take_nccl)
 {
     /* 2 replicas x 2 stages on one node of 4 GPUs; and on two nodes of 2 */
@@ -123,7 +112,6 @@ int main(void)
 {
     Suite *s = suite_create("transport");
     TCase *tc = tcase_create("choice");
-    tcase_add_test(tc, names_round_trip);
     tcase_add_test(tc, one_gpu_per_rank_may_take_nccl);
     tcase_add_test(tc, nccl_refused_saying_why);
     tcase_add_test(tc, a_gpu_is_known_by_its_identity_not_its_index);

@@ -1,4 +1,5 @@
-/* Device names, CUDA presence, and which device a rank takes. */
+/* Device names, the table of device requests, CUDA presence, and which device a rank
+ * takes. */
 #include "config.h"
 
 #include "math/device.h"
@@ -15,7 +16,14 @@ int pn_cuda_set_device(int index); /* math/cuda/cuda_backend.cu */
 int pn_cuda_pci_id(int index);     /* math/cuda/cuda_backend.cu */
 #endif
 
-static const char *const request_names[] = {"cpu", "cuda", "auto"};
+static const pn_choice request_items[] = {
+    [PN_DEVICE_REQUEST_CPU] = {"cpu", "the host (OpenBLAS)"},
+    [PN_DEVICE_REQUEST_CUDA] = {"cuda", "a GPU (a build with CUDA)"},
+    [PN_DEVICE_REQUEST_AUTO] = {"auto", "cuda if this build has CUDA and sees a GPU, else cpu"},
+};
+_Static_assert(sizeof request_items / sizeof *request_items == PN_DEVICE_REQUEST_AUTO + 1,
+               "one line per pn_device_request");
+const pn_choices pn_device_requests = {"a device", PN_DEVICE_REQUEST_AUTO + 1, request_items};
 
 const char *pn_device_name(pn_device dev, char *buf, int cap)
 {
@@ -37,14 +45,12 @@ bool pn_cuda_available(void)
 
 int pn_device_request_from_name(const char *name)
 {
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(name, request_names[i])) return i;
-    return -1;
+    return pn_choice_find(&pn_device_requests, name);
 }
 
 const char *pn_device_request_name(pn_device_request r)
 {
-    return r >= PN_DEVICE_REQUEST_CPU && r <= PN_DEVICE_REQUEST_AUTO ? request_names[r] : "?";
+    return pn_choice_name(&pn_device_requests, (int)r);
 }
 
 int pn_device_resolve(pn_device_request r, int node_rank, pn_device *out)

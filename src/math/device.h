@@ -4,6 +4,8 @@
 
 #include <stdbool.h>
 
+#include "base/choices.h"
+
 enum { PN_MAX_CUDA_DEVICES = 16 };
 
 typedef enum pn_device_kind { PN_DEVICE_HOST = 0, PN_DEVICE_CUDA = 1 } pn_device_kind;
@@ -23,14 +25,17 @@ const char *pn_device_name(pn_device dev, char *buf, int cap);
 /* True when this build has CUDA and at least one device is visible. */
 bool pn_cuda_available(void);
 
-/* What a run asks for (--device, "device" in the model's train section). */
+/* What a run asks for (--device, "device" in the model's train section), in the
+ * order of pn_device_requests, the one table of their names and meanings. */
 typedef enum pn_device_request {
     PN_DEVICE_REQUEST_CPU = 0,
     PN_DEVICE_REQUEST_CUDA,
     PN_DEVICE_REQUEST_AUTO /* CUDA when this build has it and a GPU is visible */
 } pn_device_request;
 
-/* "cpu", "cuda", "auto" -> the request; -1 for another name. */
+extern const pn_choices pn_device_requests;
+
+/* A name of pn_device_requests -> the request; -1 for another name. */
 int pn_device_request_from_name(const char *name);
 const char *pn_device_request_name(pn_device_request r);
 

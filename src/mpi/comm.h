@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/choices.h"
 #include "math/device.h"
 #include "math/matrix.h"
 #include "mpi/grid.h"
@@ -47,14 +48,17 @@ const pn_grid *pn_comm_grid(const pn_comm *c);
 
 /* --- the transport --------------------------------------------------------------------- */
 
-/* What a run asks for (--transport, "transport" in the model's train section). */
+/* What a run asks for (--transport, "transport" in the model's train section), in
+ * the order of pn_transport_requests, the one table of their names and meanings. */
 typedef enum pn_transport_request {
     PN_TRANSPORT_REQUEST_MPI = 0,
     PN_TRANSPORT_REQUEST_NCCL,
     PN_TRANSPORT_REQUEST_AUTO /* NCCL where it can run (pn_transport_choose), else MPI */
 } pn_transport_request;
 
-/* "mpi", "nccl", "auto" -> the request; -1 for another name. */
+extern const pn_choices pn_transport_requests;
+
+/* A name of pn_transport_requests -> the request; -1 for another name. */
 int pn_transport_request_from_name(const char *name);
 const char *pn_transport_request_name(pn_transport_request r);
 

@@ -1,27 +1,30 @@
-/* Which transport a run's data plane takes (comm.h): the names of the request and
- * the decision from every rank's (node, GPU), a pure function the tests call with
+/* Which transport a run's data plane takes (comm.h): the table of requests and the
+ * decision from every rank's (node, GPU), a pure function the tests call with
  * made-up layouts. */
 #include "config.h"
 
 #include "mpi/comm.h"
 
-#include <string.h>
-
 #include "base/error.h"
 
-static const char *const request_names[] = {"mpi", "nccl", "auto"};
+static const pn_choice request_items[] = {
+    [PN_TRANSPORT_REQUEST_MPI] = {"mpi", "MPI; GPU memory is staged through the host"},
+    [PN_TRANSPORT_REQUEST_NCCL] = {"nccl", "NCCL between GPUs, one GPU per rank (never run yet)"},
+    [PN_TRANSPORT_REQUEST_AUTO] = {"auto", "mpi until the NCCL transport has run on GPUs"},
+};
+_Static_assert(sizeof request_items / sizeof *request_items == PN_TRANSPORT_REQUEST_AUTO + 1,
+               "one line per pn_transport_request");
+const pn_choices pn_transport_requests = {"a transport", PN_TRANSPORT_REQUEST_AUTO + 1,
+                                          request_items};
 
 int pn_transport_request_from_name(const char *name)
 {
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(name, request_names[i])) return i;
-    return -1;
+    return pn_choice_find(&pn_transport_requests, name);
 }
 
 const char *pn_transport_request_name(pn_transport_request r)
 {
-    return r >= PN_TRANSPORT_REQUEST_MPI && r <= PN_TRANSPORT_REQUEST_AUTO ? request_names[r]
-                                                                            : "?";
+    return pn_choice_name(&pn_transport_requests, (int)r);
 }
 
 bool pn_transport_have_nccl(void)
