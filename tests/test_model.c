@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "io/snapshot_dir.h"
 #include "io/snapshot_file.h"
+#include "math/cuda_module.h"
 #include "math/device.h"
 #include "pipeline/graph.h"
 #include "pipeline/network.h"
@@ -355,7 +356,8 @@ END_TEST
 
 /* pn_model_load_on: cpu and auto (without a GPU) are pn_model_load's bits; on a GPU
  * (cuda, and auto where one is visible) the outputs agree to float rounding; cuda
- * without CUDA or a GPU, a GPU that is not there and a bad name fail saying so. */
+ * without CUDA or a GPU, a GPU that is not there and a bad name fail saying so. A
+ * build with CUDA must load its module (the GPU comes through it). */
 START_TEST(a_model_loads_onto_the_device_named)
 {
     direct d;
@@ -363,6 +365,9 @@ START_TEST(a_model_loads_onto_the_device_named)
     write_file(&d, SKIP_MLP, PN_FORMAT_MODEL, NULL, NULL, NULL);
     const float *want = direct_output(&d, "out");
     const void *inputs[2] = {d.inputs[0], d.inputs[1]};
+    const pn_cuda_module *module;
+    if (pn_cuda_module_built())
+        ck_assert_msg(pn_cuda_module_get(&module) == 0, "%s", pn_error_message());
     bool gpu = pn_cuda_available();
     /* every name of the table of device requests, then cuda:0 */
     for (int k = 0; k <= pn_device_requests.n; k++) {

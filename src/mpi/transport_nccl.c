@@ -37,9 +37,8 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "math/cuda/cuda_exports.h"
 #include "mpi/mpi_check.h"
-
-int pn_cuda_compute_stream(void **out); /* math/cuda/cuda_backend.cu */
 
 /* How long the end of a run waits for a communicator to finish what it holds before
  * it aborts it instead. */
