@@ -7,7 +7,7 @@
 # and generate take the same choice: cpu and auto (no GPU) write the same predictions
 # (inspect --compare) and the same bytes. CUDA_VISIBLE_DEVICES= hides every GPU, so
 # the error is tested on machines with a GPU too (the GPU path itself:
-# docs/running.md, GPU runs).
+# docs/running.md, GPU runs; the CUDA module's loading: tests/test_cuda_module.sh).
 set -u
 . "$(dirname "$0")/script_fixture.sh"
 here=$(cd "$(dirname "$0")/.." && pwd)
