@@ -25,7 +25,7 @@ int pn_choice_find(const pn_choices *c, const char *name);
 /* The name at index i, or "?" past the table. */
 const char *pn_choice_name(const pn_choices *c, int i);
 
-/* "cpu, cuda or auto" into buf (cap bytes); returns buf. */
+/* The names as words, "a, b or c", into buf (cap bytes); returns buf. */
 const char *pn_choice_list(const pn_choices *c, char *buf, size_t cap);
 
 /* One line per choice for --help: indent spaces, the name padded to the longest, its
