@@ -126,18 +126,25 @@ static bool find(void)
     return false;
 }
 
-/* Whether d was built from this pipenet; else fail() saying how it differs. */
+/* Whether d was built from this pipenet; else fail() saying how it differs. Its
+ * sizes are read only once its ABI and version say where they are. */
 static bool matches(const pn_cuda_module *d)
 {
-    if (d->abi == PN_CUDA_MODULE_ABI && d->version && !strcmp(d->version, PACKAGE_VERSION) &&
-        d->descriptor_size == sizeof(pn_cuda_module) && d->backend_size == sizeof(pn_backend) &&
+    if (d->abi != PN_CUDA_MODULE_ABI || !d->version || strcmp(d->version, PACKAGE_VERSION)) {
+        fail("the CUDA module %s was built for another pipenet (%s, module ABI %d) than this "
+             "one (%s, ABI %d): rebuild or reinstall it", module_path,
+             d->version ? d->version : "no version", d->abi, PACKAGE_VERSION,
+             (int)PN_CUDA_MODULE_ABI);
+        return false;
+    }
+    if (d->descriptor_size == sizeof(pn_cuda_module) && d->backend_size == sizeof(pn_backend) &&
         d->matrix_size == sizeof(pn_matrix))
         return true;
-    fail("the CUDA module %s was built for another pipenet (%s, module ABI %d, tables of %zu "
-         "and %zu bytes) than this one (%s, ABI %d, %zu and %zu bytes): rebuild or reinstall "
-         "it", module_path, d->version ? d->version : "no version", d->abi, d->descriptor_size,
-         d->backend_size, PACKAGE_VERSION, (int)PN_CUDA_MODULE_ABI, sizeof(pn_cuda_module),
-         sizeof(pn_backend));
+    fail("the CUDA module %s was built from another source of pipenet %s: its descriptor, "
+         "backend table and matrix are %zu, %zu and %zu bytes, this pipenet's %zu, %zu and %zu: "
+         "rebuild or reinstall it", module_path, PACKAGE_VERSION, d->descriptor_size,
+         d->backend_size, d->matrix_size, sizeof(pn_cuda_module), sizeof(pn_backend),
+         sizeof(pn_matrix));
     return false;
 }
 

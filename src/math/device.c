@@ -1,13 +1,10 @@
 /* Device names, the table of device requests, and which device a rank takes. A GPU
  * is reached through the CUDA module (cuda_module.h), opened here the first time a
  * GPU is asked for. */
-#include "config.h"
-
 #include "math/device.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "base/error.h"
 #include "base/log.h"
