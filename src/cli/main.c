@@ -50,8 +50,9 @@ int pn_cli_fail(const char *message)
  * `pipenet train` takes it as a request to stop cleanly from the first instruction
  * of pipenet's own code. glibc runs .preinit_array with main's arguments before any
  * shared library's constructor (OpenBLAS starts its threads there) and before main;
- * only the dynamic loader's mapping of the libraries (about 0.3 ms) comes earlier,
- * which a launcher covers by blocking the signals across exec. */
+ * only the dynamic loader's mapping and relocation of the libraries (some 5 ms for
+ * the ~60 that MPI and HDF5 bring) come earlier, which a launcher covers by blocking
+ * the signals across exec. */
 static void catch_stop_signals_early(int argc, char **argv, char **envp)
 {
     (void)envp;

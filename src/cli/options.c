@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static bool quiet; /* another rank of the same job reports command-line mistakes */
 
 void pn_opt_quiet_unless_first_rank(void)
