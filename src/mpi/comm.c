@@ -88,14 +88,14 @@ const pn_grid *pn_comm_grid(const pn_comm *c) { return &c->grid; }
 /* --- the transport ----------------------------------------------------------------------- */
 
 /* This rank's NCCL transport into *out (NULL where it has none) and whether it has
- * one into *have: for a GPU rank that asks for nccl or auto, its CUDA module's (open
- * already: the rank's device came from it); for the others, what the build says
- * (nothing is opened). */
+ * one into *have: for a GPU rank that asks for nccl or auto in a build with NCCL, its
+ * CUDA module's (open already: the rank's device came from it); for the others, what
+ * the build says (nothing is opened). */
 static int nccl_of(pn_transport_request r, pn_device dev, const pn_transport **out, bool *have)
 {
     *out = NULL;
     *have = pn_transport_have_nccl();
-    if (r == PN_TRANSPORT_REQUEST_MPI || dev.kind == PN_DEVICE_HOST) return PN_OK;
+    if (!*have || r == PN_TRANSPORT_REQUEST_MPI || dev.kind == PN_DEVICE_HOST) return PN_OK;
     const pn_cuda_module *m;
     PN_TRY(pn_cuda_module_get(&m));
     *have = m->nccl_transport != NULL;
