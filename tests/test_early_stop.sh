@@ -30,7 +30,7 @@ runs=0 stopped=0 in_loader=0 after_loader=0
 # blocked, die while the loader was at work); its output in $tmp/NAME.out
 try() {
     name=$1 blocked=$2; shift 2
-    timeout 300 "$@" >"$tmp/$name.out" 2>&1
+    timeout 60 "$@" >"$tmp/$name.out" 2>&1
     rc=$? runs=$((runs + 1))
     if grep -q "sent while the dynamic loader was at work" "$tmp/$name.out"; then
         [ "$blocked" = no ] || { cat "$tmp/$name.out"; fail "$name: a blocked signal killed it"; }
