@@ -4,7 +4,7 @@
 # -fsanitize=fuzzer-no-link,address,undefined, into $(OUT)/obj, and each target is
 # linked with libFuzzer's main.
 # In: srcdir, OUT, CC (clang), CPPFLAGS, LIBS, LIB_SOURCES (the library's sources),
-# EXTRA_OBJS (objects built elsewhere: the CUDA backend), TARGETS.
+# TARGETS. (The CUDA module is no part of the library: the targets never load it.)
 FLAGS = -std=c11 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=undefined -Wall -Wno-unused-parameter
 LIB_OBJS = $(patsubst %.c,$(OUT)/obj/%.o,$(filter %.c,$(LIB_SOURCES)))
@@ -27,7 +27,7 @@ $(OUT)/fuzz_train_config: $(CLI_OBJS)
 
 $(OUT)/fuzz_%: $(OUT)/obj/fuzz/fuzz_%.o $(OUT)/obj/fuzz/fuzz_util.o $(OUT)/libpipenet-fuzz.a
 	@echo "  CCLD (fuzz) $@"
-	@$(CC) $(FLAGS) -fsanitize=fuzzer $(filter %.o,$^) $(filter %.a,$^) $(EXTRA_OBJS) \
+	@$(CC) $(FLAGS) -fsanitize=fuzzer $(filter %.o,$^) $(filter %.a,$^) \
 		$(LIBS) -o $@
 
 -include $(LIB_OBJS:.o=.d) $(wildcard $(OUT)/obj/fuzz/*.d)

@@ -26,11 +26,15 @@ typedef struct pn_model pn_model;
 int pn_model_load(pn_model **out, const char *path);
 
 /* pn_model_load onto a device: "cpu" (what pn_model_load does; NULL too), "cuda" (the
- * first GPU this process sees), "cuda:N" (the N-th), or "auto" (cuda when this
- * pipenet was built with CUDA and a GPU is visible, else cpu). The network and the
+ * first GPU this process sees), "cuda:N" (the N-th), or "auto" (cuda when the CUDA
+ * module loads and a GPU is visible, else cpu). A GPU is reached through the CUDA
+ * module, pipenet-cuda.so, opened here on the first such call ($PIPENET_CUDA_MODULE,
+ * else beside the program, else the installed one; the program links as pipenet.pc
+ * says so that the module finds pipenet's functions in it). The network and the
  * parameters live on that device; pn_model_forward and generation copy inputs to it
- * and outputs back to the caller's host arrays. A GPU where the build has no CUDA or
- * none is visible is an error saying which. (The GPU path has never run on a GPU.) */
+ * and outputs back to the caller's host arrays. A GPU where the module cannot be
+ * loaded (the path and the reason) or none is visible is an error saying which.
+ * (The GPU path has never run on a GPU.) */
 int pn_model_load_on(pn_model **out, const char *path, const char *device);
 
 /* Where the model runs: "cpu" or "cuda:N". */

@@ -1,23 +1,38 @@
 #!/bin/sh
-# Packs programs built here, with the shared libraries they load, for a GPU machine
-# that has the NVIDIA driver and CUDA 13 but none of Debian's packages (Open MPI,
-# HDF5, OpenBLAS, jansson, Check...): the device machines of this workplace. Taken:
-# every library ldd lists, except the C library's own (libc, libm, libdl,
-# libpthread, librt, ld-linux: the GPU machine has them), the CUDA driver (libcuda)
-# and the CUDA toolkit's (libcudart, libcublas, libcublasLt, libnccl: 600 MB, and
-# there already). Also Open MPI's plugins and their libraries, which MPI_Init loads
-# at run time (pipenet train; the test programs do not start MPI).
+# Packs programs built here, with the CUDA module (pipenet-cuda.so: the CUDA backend
+# and the NCCL transport, which the programs open when a GPU is asked for) and the
+# shared libraries they load, for a GPU machine that has the NVIDIA driver and CUDA
+# 13 but none of Debian's packages (Open MPI, HDF5, OpenBLAS, jansson, Check...): the
+# device machines of this workplace. Taken: every library ldd lists for the programs
+# and the module, except the C library's own (libc, libm, libdl, libpthread, librt,
+# ld-linux: the GPU machine has them), the CUDA driver (libcuda) and the CUDA
+# toolkit's (libcudart, libcublas, libcublasLt, libnccl: 600 MB, and there already).
+# Also Open MPI's plugins and their libraries, which MPI_Init loads at run time
+# (pipenet train; the test programs do not start MPI).
 #
-# Usage: scripts/gpu_bundle.sh OUT.tar.xz PROGRAM...
+# Usage: scripts/gpu_bundle.sh OUT.tar.xz PROGRAM... [MODULE]
+# The module: MODULE when one of the arguments is a pipenet-cuda.so, else the one
+# beside a PROGRAM or in the folder above it (tests/test_cuda: the build tree's top).
 # There: tar xf OUT.tar.xz && gpu/run PROGRAM ARGS... (gpu/run sets the library path:
 # the bundle, then CUDA's lib64 and the CUDA wheels' lib folder, whichever exist,
 # then the first folder that holds libnccl: PyTorch's NCCL wheel (nvidia/nccl/lib)
-# or the system's),
-# or gpu/PROGRAM ARGS..., a wrapper doing the same, which the test scripts take as
+# or the system's; and PIPENET_CUDA_MODULE to the bundle's module), or gpu/PROGRAM
+# ARGS..., a wrapper doing the same, which the test scripts take as
 # PIPENET=gpu/pipenet. scripts/gpu_checks.sh runs the checks from such a bundle.
 set -eu
-[ $# -ge 2 ] || { echo "usage: $0 OUT.tar.xz PROGRAM..." >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: $0 OUT.tar.xz PROGRAM... [MODULE]" >&2; exit 2; }
 out=$1; shift
+module=
+for p in "$@"; do
+    [ "$(basename "$p")" = pipenet-cuda.so ] && module=$p
+done
+for p in "$@"; do
+    for m in "$(dirname "$p")/pipenet-cuda.so" "$(dirname "$p")/../pipenet-cuda.so"; do
+        [ -n "$module" ] || [ ! -f "$m" ] || module=$m
+    done
+done
+[ -n "$module" ] || { echo "$0: no pipenet-cuda.so beside the programs: build with CUDA" \
+    "(./configure found none?), or name the module" >&2; exit 2; }
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/gpu/bin" "$stage/gpu/lib"
@@ -34,9 +49,12 @@ take_libs() { # copies the libraries of each file given (not already taken)
 }
 
 for p in "$@"; do
+    [ "$(basename "$p")" = pipenet-cuda.so ] && continue
     cp "$p" "$stage/gpu/bin/"
     take_libs "$p"
 done
+cp "$module" "$stage/gpu/lib/pipenet-cuda.so"
+take_libs "$module"
 # Open MPI's run-time plugins (Debian's layout), found from the libmpi taken above
 mpi_lib=
 for p in "$@"; do
@@ -63,7 +81,7 @@ path=$here/lib
 for d in /usr/local/cuda/lib64 /opt/torch/.venv/lib/python3*/site-packages/nvidia/cu13/lib; do
     [ -d "$d" ] && path=$path:$d
 done
-# NCCL (pipenet links libnccl where the build has it; CUDA's folders above may hold
+# NCCL (the CUDA module links libnccl where the build has it; the CUDA folders may hold
 # it): the first of PyTorch's NCCL wheel and the system's folders that holds it
 for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl/lib \
          /usr/local/lib/python3*/dist-packages/nvidia/nccl/lib \
@@ -71,6 +89,8 @@ for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl/lib \
     ls "$d"/libnccl.so* >/dev/null 2>&1 && path=$path:$d && break
 done
 export LD_LIBRARY_PATH=$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# the CUDA backend and the NCCL transport, opened when a GPU is asked for
+export PIPENET_CUDA_MODULE=$here/lib/pipenet-cuda.so
 # Open MPI: its plugins from the bundle, and a singleton MPI_Init that starts no
 # orted daemon (which the bundle lacks); pipenet train runs as one process there
 export OMPI_MCA_mca_component_path=$here/lib/openmpi3
@@ -80,8 +100,10 @@ RUN
 chmod +x "$stage/gpu/run"
 for p in "$@"; do # gpu/NAME: one command, for scripts that take a program's path
     name=$(basename "$p")
+    [ "$name" = pipenet-cuda.so ] && continue
     printf '#!/bin/sh\nexec "$(dirname "$0")/run" %s "$@"\n' "$name" >"$stage/gpu/$name"
     chmod +x "$stage/gpu/$name"
 done
 tar -C "$stage" -cJf "$out" gpu
-echo "$out: $(du -h "$out" | cut -f1), $(ls "$stage/gpu/lib" | wc -l) libraries for $*"
+echo "$out: $(du -h "$out" | cut -f1), $(ls "$stage/gpu/lib" | wc -l) libraries (the CUDA module" \
+    "$module among them) for $*"

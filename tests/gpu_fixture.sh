@@ -2,11 +2,15 @@
 # and bench/bench_gpu.sh, after PIPENET is set.
 
 # need_gpu: exits 77 (a skip for make check) unless this pipenet was built with CUDA
-# and sees a GPU. It asks infer, which places its device before reading any file.
+# and sees a GPU; exits 1 when its CUDA module cannot be had (missing, not loading,
+# another pipenet's): that is a broken build, not a machine without a GPU. It asks
+# infer, which places its device before reading any file.
 need_gpu() {
     why=$("$PIPENET" infer /nonexistent/model.h5 --data /nonexistent/data.h5 --device cuda 2>&1)
     case $why in
-    *"device cuda: "*) echo "SKIP: ${why#pipenet: error: }"; exit 77 ;;
+    *"device cuda: this pipenet was built without CUDA"* | *"device cuda: no CUDA device is visible"*)
+        echo "SKIP: ${why#pipenet: error: }"; exit 77 ;;
+    *"device cuda: "*) echo "FAIL: ${why#pipenet: error: }"; exit 1 ;;
     esac
 }
 

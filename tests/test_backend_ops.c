@@ -9,9 +9,10 @@
  *
  * The table is enumerated (PN_BACKEND_SLOTS in math/backend.h): the test fails when
  * the list and the struct disagree, when a slot has no case, or when a table this
- * build links (the CPU's; the CUDA's when built with CUDA) leaves a slot empty. That
- * part and the cases on the CPU alone run everywhere; without a second backend to
- * compare the test then exits 77 (skip). */
+ * build has (the CPU's; the CUDA module's, through its loader, when built with CUDA:
+ * a module that does not load fails the test) leaves a slot empty. That part and the
+ * cases on the CPU alone run everywhere; without a second backend to compare the
+ * test then exits 77 (skip). */
 #include "config.h"
 
 #include <math.h>
@@ -22,6 +23,7 @@
 
 #include "base/error.h"
 #include "backend_ops.h"
+#include "math/cuda_module.h"
 
 enum { SKIP = 77 };
 static const double NMSE_MAX = 1e-6;
@@ -190,10 +192,15 @@ int main(void)
     const pn_backend *tables[2] = {&pn_cpu_backend};
     pn_device devices[2] = {pn_device_host()};
     int n_tables = 1, n_devices = 1;
-#ifdef PN_HAVE_CUDA
-    tables[n_tables++] = &pn_cuda_backend;
-    if (pn_cuda_available()) devices[n_devices++] = pn_device_cuda(0);
-#endif
+    if (pn_cuda_module_built()) {
+        const pn_cuda_module *m;
+        if (pn_cuda_module_get(&m) < 0) {
+            printf("FAIL: %s\n", pn_error_message());
+            return 1;
+        }
+        tables[n_tables++] = m->backend;
+        if (m->device_count() > 0) devices[n_devices++] = pn_device_cuda(0);
+    }
     int failures = check_coverage(tables, n_tables);
 
     /* Self-check of the comparison, on any machine: the wrong table must be caught. */

@@ -1,15 +1,15 @@
 /* The CUDA backend against the CPU backend: GEMM in every transpose combination,
  * fill on strided views, the device pool, and a kernel's bad id reported as the CPU
- * reports it (every other slot: tests/test_backend_ops.c). Skips (exit 77) without
- * CUDA or GPU. */
-#include "config.h"
-
+ * reports it (every other slot: tests/test_backend_ops.c), all through the CUDA
+ * module's loader. Skips (exit 77) in a build without CUDA or without a GPU; fails
+ * when the build made a module that does not load. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
 #include "math/buffer.h"
+#include "math/cuda_module.h"
 #include "math/ops.h"
 #include "testutil.h"
 
@@ -110,11 +110,16 @@ END_TEST
 
 int main(void)
 {
-#ifndef PN_HAVE_CUDA
-    puts("SKIP: built without CUDA");
-    return SKIP;
-#else
-    if (!pn_cuda_available()) {
+    const pn_cuda_module *m;
+    if (!pn_cuda_module_built()) {
+        puts("SKIP: built without CUDA");
+        return SKIP;
+    }
+    if (pn_cuda_module_get(&m) < 0) {
+        printf("FAIL: %s\n", pn_error_message());
+        return 1;
+    }
+    if (m->device_count() == 0) {
         puts("SKIP: no CUDA device visible");
         return SKIP;
     }
@@ -125,5 +130,4 @@ int main(void)
     tcase_add_test(tc, bad_ids_are_reported_like_the_cpu);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
-#endif
 }

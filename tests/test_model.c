@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "io/snapshot_dir.h"
 #include "io/snapshot_file.h"
+#include "math/cuda_module.h"
 #include "math/device.h"
 #include "pipeline/graph.h"
 #include "pipeline/network.h"
@@ -355,7 +356,8 @@ END_TEST
 
 /* pn_model_load_on: cpu and auto (without a GPU) are pn_model_load's bits; on a GPU
  * (cuda, and auto where one is visible) the outputs agree to float rounding; cuda
- * without CUDA or a GPU, a GPU that is not there and a bad name fail saying so. */
+ * without CUDA or a GPU, a GPU that is not there and a bad name fail saying so. A
+ * build with CUDA must load its module (the GPU comes through it). */
 START_TEST(a_model_loads_onto_the_device_named)
 {
     direct d;
@@ -363,27 +365,34 @@ START_TEST(a_model_loads_onto_the_device_named)
     write_file(&d, SKIP_MLP, PN_FORMAT_MODEL, NULL, NULL, NULL);
     const float *want = direct_output(&d, "out");
     const void *inputs[2] = {d.inputs[0], d.inputs[1]};
+    const pn_cuda_module *module;
+    if (pn_cuda_module_built())
+        ck_assert_msg(pn_cuda_module_get(&module) == 0, "%s", pn_error_message());
     bool gpu = pn_cuda_available();
-    const char *names[] = {"cpu", "auto", "cuda", "cuda:0"};
-    for (int k = 0; k < 4; k++) {
+    /* every name of the table of device requests, then cuda:0 */
+    for (int k = 0; k <= pn_device_requests.n; k++) {
+        bool indexed = k == pn_device_requests.n;
+        const char *name = indexed ? "cuda:0" : pn_device_request_name((pn_device_request)k);
+        int request = indexed ? PN_DEVICE_REQUEST_CUDA : k;
         pn_model *m = (pn_model *)1;
-        int rc = pn_model_load_on(&m, path, names[k]);
-        bool on_gpu = k >= 2 || (k == 1 && gpu);
+        int rc = pn_model_load_on(&m, path, name);
+        bool on_gpu = request == PN_DEVICE_REQUEST_CUDA ||
+                      (request == PN_DEVICE_REQUEST_AUTO && gpu);
         if (on_gpu && !gpu) {
             ck_assert_int_lt(rc, 0);
             ck_assert_ptr_null(m);
             ck_assert_msg(strstr(pn_model_error(), "device cuda: "), "%s", pn_model_error());
             continue;
         }
-        ck_assert_msg(rc == 0, "%s: %s", names[k], pn_model_error());
+        ck_assert_msg(rc == 0, "%s: %s", name, pn_model_error());
         ck_assert_str_eq(pn_model_device(m), on_gpu ? "cuda:0" : "cpu");
         float out[6 * 4];
         rc = pn_model_forward(m, 6, inputs, NULL, out);
-        ck_assert_msg(rc == 0, "%s: %s", names[k], pn_model_error());
+        ck_assert_msg(rc == 0, "%s: %s", name, pn_model_error());
         if (!on_gpu) ck_assert_int_eq(memcmp(out, want, sizeof out), 0);
         for (int i = 0; i < 6 * 4; i++)
             ck_assert_msg(fabsf(out[i] - want[i]) <= 1e-5f * (1.0f + fabsf(want[i])),
-                          "%s: output %d is %g, the host's %g", names[k], i, out[i], want[i]);
+                          "%s: output %d is %g, the host's %g", name, i, out[i], want[i]);
         double loss;
         ck_assert_int_eq(pn_model_loss(m, &loss, NULL), 6);
         pn_model_free(m);
@@ -391,8 +400,10 @@ START_TEST(a_model_loads_onto_the_device_named)
     pn_model *m = (pn_model *)1;
     ck_assert_int_lt(pn_model_load_on(&m, path, "gpu"), 0);
     ck_assert_ptr_null(m);
-    ck_assert_msg(strstr(pn_model_error(), "device 'gpu': expected cpu, cuda, cuda:N or auto"),
-                  "%s", pn_model_error());
+    char list[128], refusal[192];
+    snprintf(refusal, sizeof refusal, "device 'gpu': expected %s, or cuda:N",
+             pn_choice_list(&pn_device_requests, list, sizeof list));
+    ck_assert_msg(strstr(pn_model_error(), refusal), "%s", pn_model_error());
     ck_assert_int_lt(pn_model_load_on(&m, path, "cuda:15"), 0);
     ck_assert_msg(strstr(pn_model_error(), gpu ? "no such GPU" : "device cuda: "), "%s",
                   pn_model_error());

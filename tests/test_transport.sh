@@ -1,10 +1,11 @@
 #!/bin/sh
-# The transport (--transport mpi|nccl|auto, "transport" in the model's train
-# section): nccl where it cannot run (a build without NCCL, ranks on the cpu) is a
-# clear error before the data is opened, on one process and under mpirun (one
-# message); auto on cpu ranks takes mpi, says so in the layout line and trains as
-# mpi does; a bad value is a usage or config error. The NCCL transport itself needs
-# GPUs (docs/running.md, Transports); its choice is tests/test_transport.c.
+# The transport (--transport, "transport" in the model's train section; its names
+# are one table, enumerated by tests/test_choices.c): nccl where it cannot run (a
+# build without NCCL, ranks on the cpu) is a clear error before the data is opened,
+# on one process and under mpirun (one message); auto on cpu ranks takes mpi, says so
+# in the layout line and trains as mpi does; a bad value is a usage or config error.
+# The NCCL transport itself needs GPUs (docs/running.md, Transports); its choice is
+# tests/test_transport.c.
 set -u
 . "$(dirname "$0")/script_fixture.sh"
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,7 +31,7 @@ grep -q "none.h5" "$tmp/out" && fail "the data was opened before the transport w
 expect 1 "$why" mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --stages 1 \
     --data "$tmp/none.h5" --transport nccl
 # bad values
-expect 2 "--transport: expected mpi, nccl or auto, got 'gloo'" "$PIPENET" train "$model" \
+expect 2 "--transport: expected .*, got 'gloo'" "$PIPENET" train "$model" \
     --transport gloo
 sed 's/"train": {/"train": {"transport": "gloo", /' "$model" >"$tmp/gloo.json"
 expect 1 "train.transport: expected a transport" "$PIPENET" train "$tmp/gloo.json" \

@@ -213,6 +213,16 @@ int pn_json_choice(const json_t *obj, const pn_json_at *at, const char *key, boo
     return pn_json_error_value(at, key, v, "%s: one of %s", what, list);
 }
 
+int pn_json_choice_of(const json_t *obj, const pn_json_at *at, const char *key, bool required,
+                      const pn_choices *choices, int def, int *out)
+{
+    const char *names[16];
+    if (choices->n > 16)
+        return pn_error_set(PN_ERR_INTERNAL, "%s: more than 16 choices", choices->what);
+    for (int i = 0; i < choices->n; i++) names[i] = choices->items[i].name;
+    return pn_json_choice(obj, at, key, required, choices->what, names, choices->n, def, out);
+}
+
 int pn_json_object(const json_t *obj, const pn_json_at *at, const char *key, bool required,
                    const json_t **out)
 {

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/choices.h"
 #include "base/names.h"
 
 /* A place in a JSON document. */
@@ -78,6 +79,10 @@ int pn_json_name_length(const pn_json_at *at, const char *key, const char *name,
 /* One of names[0 .. n) (what names the kind in messages: "optimizer"); *out is its index. */
 int pn_json_choice(const json_t *obj, const pn_json_at *at, const char *key, bool required,
                    const char *what, const char *const *names, int n, int def, int *out);
+
+/* The same from a table of choices (base/choices.h), named by its what. */
+int pn_json_choice_of(const json_t *obj, const pn_json_at *at, const char *key, bool required,
+                      const pn_choices *choices, int def, int *out);
 
 /* An object (*out NULL when missing and not required). */
 int pn_json_object(const json_t *obj, const pn_json_at *at, const char *key, bool required,

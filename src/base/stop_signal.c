@@ -23,6 +23,16 @@ void pn_stop_signals_catch(void)
     signal(SIGXFSZ, SIG_IGN);
 }
 
+void pn_stop_signals_catch_at_start(void)
+{
+    pn_stop_signals_catch();
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGUSR1);
+    sigprocmask(SIG_UNBLOCK, &stops, NULL); /* a pending one is handled here */
+}
+
 int pn_stop_signal(void) { return received; }
 
 const char *pn_stop_signal_name(int sig)

@@ -15,8 +15,14 @@ enum {
 
 /* Installs the handlers (idempotent; system calls restart after them). Also makes
  * an exceeded file-size limit an error of the write (EFBIG) rather than a death
- * by SIGXFSZ. Call it first thing in main. */
+ * by SIGXFSZ. The pipenet program calls it before main (src/cli/main.c). */
 void pn_stop_signals_catch(void);
+
+/* The program's start: the handlers, then SIGTERM and SIGUSR1 unblocked, so that one
+ * that a launcher kept blocked across exec (the one way to cover the dynamic
+ * loader's moment before any code of the program runs) and that is pending since is
+ * a stop too. Not for a library caller, whose signal mask is its own. */
+void pn_stop_signals_catch_at_start(void);
 
 /* The stop signal received so far (the first one), or 0. */
 int pn_stop_signal(void);

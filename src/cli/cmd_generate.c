@@ -42,8 +42,9 @@ static void usage(FILE *out)
             "  --no-cache         recompute the whole window for every byte instead of\n"
             "                     one position over the attention key/value cache (the\n"
             "                     same bytes, slower: a reference)\n"
-            "  --device D         cpu, cuda (the first GPU visible) or auto (cuda when\n"
-            "                     this build has CUDA and a GPU is visible, else cpu) [cpu]\n"
+            "  --device D         where the model runs (cuda: the first GPU)      [cpu]\n");
+    pn_choice_help(out, &pn_device_requests, 21);
+    fprintf(out,
             "  -h, --help         this text\n"
             "\n"
             "exit status: 0 done, 1 the model could not be loaded or is not a byte-level\n"
@@ -94,7 +95,7 @@ static int parse_options(int argc, char **argv, generate_options *o)
             break;
         case OPT_NO_CACHE: o->gen.no_cache = 1; break;
         case OPT_DEVICE:
-            rc = pn_opt_device(optarg, &o->device);
+            rc = pn_opt_choice("device", &pn_device_requests, optarg, &o->device);
             break;
         case 'h': return 1;
         default: return -1; /* getopt printed why */

@@ -38,9 +38,9 @@ static void usage(FILE *out)
             "                  /scores float32 [N, classes] (its softmax)\n"
             "  --batch B       samples per forward                              [256]\n"
             "  --output LAYER  the layer to predict from   [the layer feeding the loss]\n"
-            "  --device D      cpu, cuda (the first GPU visible) or auto (cuda when this\n"
-            "                  build has CUDA and a GPU is visible, else cpu)          [cpu]\n"
-            "  -h, --help      this text\n");
+            "  --device D      where the model runs (cuda: the first GPU visible)  [cpu]\n");
+    pn_choice_help(out, &pn_device_requests, 18);
+    fprintf(out, "  -h, --help      this text\n");
 }
 
 enum { OPT_DATA = 256, OPT_OUT, OPT_BATCH, OPT_OUTPUT, OPT_DEVICE };
@@ -83,7 +83,7 @@ static int parse_options(int argc, char **argv, infer_options *o)
         case OPT_OUTPUT: o->output = optarg; break;
         case OPT_BATCH: rc = pn_opt_int("batch", optarg, 1, 1 << 20, &o->batch); break;
         case OPT_DEVICE:
-            rc = pn_opt_device(optarg, &o->device);
+            rc = pn_opt_choice("device", &pn_device_requests, optarg, &o->device);
             break;
         case 'h': return 1;
         default: return -1; /* getopt printed why */

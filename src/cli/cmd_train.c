@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/train_options.h"
+#include "mpi/comm.h"
 #include "mpi/job.h"
 #include "pipeline/graph.h"
 #include "pipeline/trainer.h"
@@ -43,11 +44,11 @@ static void usage(FILE *out)
             "  --log-every S    seconds between progress lines when not on a terminal [10]\n"
             "  --data-cache MB  read a dataset file into memory when it fits in MB [1024];\n"
             "                   0 reads every batch from the file\n"
-            "  --device D       cpu, cuda or auto: where each rank's stage runs; cuda takes\n"
-            "                   GPU (node-local rank mod visible GPUs); auto is cuda when\n"
-            "                   this build has CUDA and a GPU is visible, else cpu. CUDA\n"
+            "  --device D       where each rank's stage runs             [train.device, cpu]\n");
+    pn_choice_help(out, &pn_device_requests, 19);
+    fprintf(out,
+            "                   cuda takes GPU (node-local rank mod visible GPUs); CUDA\n"
             "                   training has never run on a GPU yet (docs/running.md)\n"
-            "                                                         [train.device, cpu]\n"
             "\n"
             "pipeline and data parallelism (under mpirun or srun; D = ranks / P):\n"
             "  --stages P       pipeline stages (default: the layers' \"stage\" attributes, else 1)\n"
@@ -57,11 +58,10 @@ static void usage(FILE *out)
             "                   divisor of the replica's batch up to 4 P; interleaved:\n"
             "                   the largest such multiple of P)\n"
             "  --schedule S     gpipe, 1f1b or interleaved              [train.schedule, 1f1b]\n"
-            "  --transport T    mpi, nccl or auto: what moves activations and gradients\n"
-            "                   between ranks; mpi stages GPU memory through the host;\n"
-            "                   nccl (GPU ranks only, one GPU per rank, a build with\n"
-            "                   NCCL) has never run yet; auto is mpi until it has\n"
-            "                                                        [train.transport, auto]\n"
+            "  --transport T    what moves activations and gradients between ranks\n"
+            "                                                        [train.transport, auto]\n");
+    pn_choice_help(out, &pn_transport_requests, 19);
+    fprintf(out,
             "  --virtual-stages V  with --schedule interleaved: cut the model into P x V\n"
             "                   chunks, chunk c on stage c mod P, so a micro-batch goes\n"
             "                   round the pipe V times and the bubble shrinks V times\n"

@@ -46,11 +46,25 @@ int pn_cli_fail(const char *message)
     return 1;
 }
 
+/* A scheduler's stop signal may come at any moment, even while the libraries start:
+ * `pipenet train` takes it as a request to stop cleanly from the first instruction
+ * of pipenet's own code. glibc runs .preinit_array with main's arguments before any
+ * shared library's constructor (OpenBLAS starts its threads there) and before main;
+ * only the dynamic loader's mapping and relocation of the libraries (some 5 ms for
+ * the ~60 that MPI and HDF5 bring) come earlier, which a launcher covers by blocking
+ * the signals across exec. */
+static void catch_stop_signals_early(int argc, char **argv, char **envp)
+{
+    (void)envp;
+    if (argc >= 2 && !strcmp(argv[1], "train")) pn_stop_signals_catch_at_start();
+}
+__attribute__((section(".preinit_array"), used)) static void (*const early_stop_signals)(
+    int, char **, char **) = catch_stop_signals_early;
+
 int main(int argc, char **argv)
 {
-    /* A scheduler's stop signal may come at any moment, even during MPI's start-up:
-     * from here on it asks training to stop cleanly instead of killing the rank. */
-    if (argc >= 2 && !strcmp(argv[1], "train")) pn_stop_signals_catch();
+    /* again, for a C library that runs no .preinit_array (idempotent) */
+    if (argc >= 2 && !strcmp(argv[1], "train")) pn_stop_signals_catch_at_start();
     if (argc < 2) {
         usage(stderr);
         return 2;

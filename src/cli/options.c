@@ -1,6 +1,6 @@
-/* Strict number parsing for command-line options: the whole text must parse, and
- * start with the number itself (strto* would skip leading blanks, and strtoull
- * reads " -1" as 2^64 - 1). */
+/* Parsing of option values: strict numbers (the whole text must parse, and start
+ * with the number itself: strto* would skip leading blanks, and strtoull reads " -1"
+ * as 2^64 - 1) and names from a table of choices. */
 #include "cli/options.h"
 
 #include <ctype.h>
@@ -11,8 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "math/device.h"
 
 static bool quiet; /* another rank of the same job reports command-line mistakes */
 
@@ -118,8 +116,9 @@ int pn_opt_model_argument(int argc, char **argv, const char *command,
     return 0;
 }
 
-int pn_opt_device(const char *text, int *out)
+int pn_opt_choice(const char *name, const pn_choices *choices, const char *text, int *out)
 {
-    *out = pn_device_request_from_name(text);
-    return *out < 0 ? pn_opt_report("--device: expected cpu, cuda or auto, got '%s'", text) : 0;
+    char list[256];
+    *out = pn_choice_find(choices, text);
+    return *out < 0 ? bad(name, pn_choice_list(choices, list, sizeof list), text) : 0;
 }

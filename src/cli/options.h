@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/choices.h"
+
 /* Under an MPI launcher, leaves command-line mistakes to rank 0 to report (every rank
  * parses the same command line before MPI starts). */
 void pn_opt_quiet_unless_first_rank(void);
@@ -17,8 +19,9 @@ int pn_opt_long(const char *name, const char *text, long min, long max, long *ou
 int pn_opt_int(const char *name, const char *text, int min, int max, int *out);
 int pn_opt_double(const char *name, const char *text, double min, double max, double *out);
 int pn_opt_u64(const char *name, const char *text, uint64_t *out);
-/* --device: cpu, cuda or auto as a pn_device_request (math/device.h). */
-int pn_opt_device(const char *text, int *out);
+/* --name: one of choices (--device: pn_device_requests, --transport:
+ * pn_transport_requests), its index into *out. */
+int pn_opt_choice(const char *name, const pn_choices *choices, const char *text, int *out);
 /* Copies text into out (cap bytes) or reports that it is too long. */
 int pn_opt_path(const char *name, const char *text, char *out, int cap);
 

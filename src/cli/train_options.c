@@ -94,12 +94,10 @@ int pn_train_options_parse(int argc, char **argv, pn_train_overrides *o)
             rc = pn_opt_int("virtual-stages", optarg, 1, 1 << 16, &v->virtual_stages);
             break;
         case OPT_DEVICE:
-            rc = pn_opt_device(optarg, &v->device_request);
+            rc = pn_opt_choice("device", &pn_device_requests, optarg, &v->device_request);
             break;
         case OPT_TRANSPORT:
-            v->transport_request = pn_transport_request_from_name(optarg);
-            if (v->transport_request < 0)
-                rc = pn_opt_report("--transport: expected mpi, nccl or auto, got '%s'", optarg);
+            rc = pn_opt_choice("transport", &pn_transport_requests, optarg, &v->transport_request);
             break;
         case OPT_DETERMINISTIC: v->deterministic = true; break;
         case OPT_RECOMPUTE: v->recompute = true; break;

@@ -1,6 +1,7 @@
 /* The seam between the ops that layers call (math/ops.h) and the code that runs
  * them: one const table per device kind. The CPU table (math/cpu) fills every slot;
- * so does the CUDA table (math/cuda); a backend that leaves a slot empty makes the
+ * so does the CUDA table (math/cuda, built into the CUDA module that
+ * math/cuda_module.h opens); a backend that leaves a slot empty makes the
  * dispatch report the op as unsupported on that device instead of crashing.
  * Shapes and devices are checked by the dispatch before a slot is called. */
 #ifndef PN_BACKEND_H
@@ -79,11 +80,9 @@ typedef struct pn_backend {
     X(seq_max_backward) X(optimizer_update)
 
 extern const pn_backend pn_cpu_backend;
-#ifdef PN_HAVE_CUDA
-extern const pn_backend pn_cuda_backend;
-#endif
 
-/* The table for dev, or an error when this build has none for it. */
+/* The table for dev: the CPU's, or the CUDA module's (math/cuda_module.h), opened on
+ * the first call for a GPU; an error when that module cannot be had. */
 int pn_backend_for(pn_device dev, const pn_backend **out);
 
 #endif

@@ -1,21 +1,23 @@
-/* Device names, CUDA presence, and which device a rank takes. */
-#include "config.h"
-
+/* Device names, the table of device requests, and which device a rank takes. A GPU
+ * is reached through the CUDA module (cuda_module.h), opened here the first time a
+ * GPU is asked for. */
 #include "math/device.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "base/error.h"
+#include "base/log.h"
+#include "math/cuda_module.h"
 
-#ifdef PN_HAVE_CUDA
-int pn_cuda_device_count(void);   /* math/cuda/cuda_backend.cu */
-int pn_cuda_set_device(int index); /* math/cuda/cuda_backend.cu */
-int pn_cuda_pci_id(int index);     /* math/cuda/cuda_backend.cu */
-#endif
-
-static const char *const request_names[] = {"cpu", "cuda", "auto"};
+static const pn_choice request_items[] = {
+    [PN_DEVICE_REQUEST_CPU] = {"cpu", "the host (OpenBLAS)"},
+    [PN_DEVICE_REQUEST_CUDA] = {"cuda", "a GPU, through the CUDA module (pipenet-cuda.so)"},
+    [PN_DEVICE_REQUEST_AUTO] = {"auto", "cuda if the CUDA module loads and sees a GPU, else cpu"},
+};
+_Static_assert(sizeof request_items / sizeof *request_items == PN_DEVICE_REQUEST_AUTO + 1,
+               "one line per pn_device_request");
+const pn_choices pn_device_requests = {"a device", PN_DEVICE_REQUEST_AUTO + 1, request_items};
 
 const char *pn_device_name(pn_device dev, char *buf, int cap)
 {
@@ -28,31 +30,44 @@ const char *pn_device_name(pn_device dev, char *buf, int cap)
 
 bool pn_cuda_available(void)
 {
-#ifdef PN_HAVE_CUDA
-    return pn_cuda_device_count() > 0;
-#else
-    return false;
-#endif
+    const pn_cuda_module *m;
+    return pn_cuda_module_get(&m) == PN_OK && m->device_count() > 0;
 }
 
 int pn_device_request_from_name(const char *name)
 {
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(name, request_names[i])) return i;
-    return -1;
+    return pn_choice_find(&pn_device_requests, name);
 }
 
 const char *pn_device_request_name(pn_device_request r)
 {
-    return r >= PN_DEVICE_REQUEST_CPU && r <= PN_DEVICE_REQUEST_AUTO ? request_names[r] : "?";
+    return pn_choice_name(&pn_device_requests, (int)r);
+}
+
+/* auto without a module that loads: the host, said once (a node without the CUDA
+ * libraries is a cpu node, not an error). */
+static int auto_on_host(void)
+{
+    static bool said;
+    if (!said) pn_log_info("device auto: on the cpu: %s", pn_error_message());
+    said = true;
+    pn_error_clear();
+    return PN_OK;
 }
 
 int pn_device_resolve(pn_device_request r, int node_rank, pn_device *out)
 {
     *out = pn_device_host();
     if (r == PN_DEVICE_REQUEST_CPU) return PN_OK;
-#ifdef PN_HAVE_CUDA
-    int n = pn_cuda_device_count();
+    if (r == PN_DEVICE_REQUEST_AUTO && !pn_cuda_module_present()) return PN_OK;
+    const pn_cuda_module *m;
+    if (pn_cuda_module_get(&m) < 0) {
+        if (r == PN_DEVICE_REQUEST_AUTO) return auto_on_host();
+        char why[1024];
+        snprintf(why, sizeof why, "%s", pn_error_message());
+        return pn_error_set(PN_ERR_UNSUPPORTED, "device cuda: %s; use --device cpu or auto", why);
+    }
+    int n = m->device_count();
     if (n > 0) {
         *out = pn_device_cuda((node_rank > 0 ? node_rank : 0) % n);
         return PN_OK;
@@ -65,30 +80,19 @@ int pn_device_resolve(pn_device_request r, int node_rank, pn_device *out)
                             visible);
     return pn_error_set(PN_ERR_UNSUPPORTED, "device cuda: no CUDA device is visible to this "
                         "process (no GPU or no driver found); use --device cpu or auto");
-#else
-    if (r == PN_DEVICE_REQUEST_AUTO) return PN_OK;
-    return pn_error_set(PN_ERR_UNSUPPORTED,
-                        "device cuda: this pipenet was built without CUDA (./configure found no "
-                        "CUDA toolkit, or was given --without-cuda); use --device cpu or auto");
-#endif
 }
 
 int pn_device_identity(pn_device dev)
 {
-    if (dev.kind == PN_DEVICE_HOST) return -1;
-#ifdef PN_HAVE_CUDA
-    return pn_cuda_pci_id(dev.index);
-#else
-    return -1;
-#endif
+    const pn_cuda_module *m;
+    if (dev.kind == PN_DEVICE_HOST || pn_cuda_module_get(&m) < 0) return -1;
+    return m->pci_id(dev.index);
 }
 
 int pn_device_select(pn_device dev)
 {
     if (dev.kind == PN_DEVICE_HOST) return PN_OK;
-#ifdef PN_HAVE_CUDA
-    return pn_cuda_set_device(dev.index);
-#else
-    return pn_error_set(PN_ERR_UNSUPPORTED, "this pipenet was built without CUDA");
-#endif
+    const pn_cuda_module *m;
+    PN_TRY(pn_cuda_module_get(&m));
+    return m->set_device(dev.index);
 }

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "math/backend.h"
+#include "math/cuda_module.h"
 
 static const char *const act_names[] = {"none", "relu", "tanh", "sigmoid", "gelu", "softmax"};
 
@@ -30,12 +31,13 @@ int pn_backend_for(pn_device dev, const pn_backend **out)
         *out = &pn_cpu_backend;
         return PN_OK;
     }
-#ifdef PN_HAVE_CUDA
-    *out = &pn_cuda_backend;
+    /* every op asks: the module's table is kept after the first */
+    static const pn_backend *_Atomic cuda_table;
+    if ((*out = cuda_table)) return PN_OK;
+    const pn_cuda_module *m;
+    PN_TRY(pn_cuda_module_get(&m));
+    *out = cuda_table = m->backend;
     return PN_OK;
-#else
-    return pn_error_set(PN_ERR_UNSUPPORTED, "this pipenet was built without CUDA");
-#endif
 }
 
 /* Every operand of one op must live on the device of the first. */

@@ -149,8 +149,9 @@ int pn_model_from_state(pn_model **out, const pn_train_state *st, const char *pa
     return model_from_state(out, st, path, pn_device_host());
 }
 
-/* The device a pn_model_load_on name asks for: "cpu" (or NULL), "cuda" (the first
- * GPU visible), "cuda:N", "auto"; made current (pn_device_select) when a GPU. */
+/* The device a pn_model_load_on name asks for: a name of pn_device_requests (NULL:
+ * cpu; cuda: the first GPU visible) or "cuda:N"; made current (pn_device_select)
+ * when a GPU. */
 static int device_of(const char *name, pn_device *dev)
 {
     *dev = pn_device_host();
@@ -160,9 +161,10 @@ static int device_of(const char *name, pn_device *dev)
     if (request < 0 && sscanf(name, "cuda:%d%c", &index, &end) == 1 && index >= 0 &&
         index < PN_MAX_CUDA_DEVICES)
         request = PN_DEVICE_REQUEST_CUDA;
+    char list[128];
     if (request < 0)
-        return pn_error_set(PN_ERR_INVALID, "device '%s': expected cpu, cuda, cuda:N or auto",
-                            name);
+        return pn_error_set(PN_ERR_INVALID, "device '%s': expected %s, or cuda:N (the N-th GPU)",
+                            name, pn_choice_list(&pn_device_requests, list, sizeof list));
     /* resolving index as a node rank gives GPU index mod the visible count: refuse a
      * GPU that is not there instead */
     PN_TRY(pn_device_resolve((pn_device_request)request, index, dev));

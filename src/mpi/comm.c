@@ -8,10 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "config.h"
-
 #include "base/error.h"
 #include "base/trace.h"
+#include "math/cuda_module.h"
 #include "mpi/job_mpi.h"
 #include "mpi/mpi_check.h"
 
@@ -88,38 +87,60 @@ const pn_grid *pn_comm_grid(const pn_comm *c) { return &c->grid; }
 
 /* --- the transport ----------------------------------------------------------------------- */
 
+/* This rank's NCCL transport into *out (NULL where it has none) and whether it has
+ * one into *have: for a GPU rank that asks for nccl or auto in a build with NCCL, its
+ * CUDA module's (open already: the rank's device came from it); for the others, what
+ * the build says (nothing is opened). */
+static int nccl_of(pn_transport_request r, pn_device dev, const pn_transport **out, bool *have)
+{
+    *out = NULL;
+    *have = pn_transport_have_nccl();
+    if (!*have || r == PN_TRANSPORT_REQUEST_MPI || dev.kind == PN_DEVICE_HOST) return PN_OK;
+    const pn_cuda_module *m;
+    PN_TRY(pn_cuda_module_get(&m));
+    *have = m->nccl_transport != NULL;
+    if (*have && m->nccl_transport_size != sizeof(pn_transport))
+        return pn_error_set(PN_ERR_UNSUPPORTED, "transport nccl: the CUDA module %s has a "
+                            "transport table of %zu bytes, this pipenet's are %zu: rebuild or "
+                            "reinstall it", pn_cuda_module_path(), m->nccl_transport_size,
+                            sizeof(pn_transport));
+    *out = m->nccl_transport;
+    return PN_OK;
+}
+
 int pn_comm_use_transport(pn_comm *c, pn_transport_request r, pn_device dev)
 {
     const pn_grid *g = &c->grid;
+    const pn_transport *nccl_transport;
+    bool have_nccl;
+    int rc = nccl_of(r, dev, &nccl_transport, &have_nccl);
     pn_rank_gpu mine = {c->node, dev.kind == PN_DEVICE_HOST ? -1 : dev.index,
-                        pn_device_identity(dev)};
-    pn_rank_gpu *all = malloc((size_t)g->size * sizeof *all);
+                        pn_device_identity(dev), have_nccl};
+    pn_rank_gpu *all = rc == PN_OK ? malloc((size_t)g->size * sizeof *all) : NULL;
+    if (rc == PN_OK && !all) rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
     /* agreed first: a rank that returned alone would leave the others in the gather */
-    int ok = pn_comm_agree(c, all ? PN_OK : pn_error_set(PN_ERR_NOMEM, "out of memory"));
+    int ok = pn_comm_agree(c, rc);
     if (ok < 0) {
         free(all);
         return ok;
     }
-    _Static_assert(sizeof(pn_rank_gpu) == 3 * sizeof(int), "a rank's place travels as 3 ints");
+    _Static_assert(sizeof(pn_rank_gpu) == 4 * sizeof(int), "a rank's place travels as 4 ints");
     MPI_Request req;
-    int rc = MPI_Iallgather(&mine, 3, MPI_INT, all, 3, MPI_INT, c->world, &req);
+    rc = MPI_Iallgather(&mine, 4, MPI_INT, all, 4, MPI_INT, c->world, &req);
     rc = rc == MPI_SUCCESS ? pn_comm_wait(c, 1, &req, MPI_STATUSES_IGNORE,
                                           &(pn_wait_for){"the devices of", NULL, -1,
                                                          PN_SCOPE_WORLD})
                            : pn_mpi_fail(rc, "MPI_Iallgather", __FILE__, __LINE__);
     bool nccl = false;
-    if (rc == PN_OK)
-        rc = pn_transport_choose(r, pn_transport_have_nccl(), all, g->size, g->stages, &nccl);
+    if (rc == PN_OK) rc = pn_transport_choose(r, all, g->size, g->stages, &nccl);
     free(all);
     PN_TRY(rc);
     if (!nccl || c->transport != &pn_transport_mpi) return PN_OK;
-#ifdef PN_HAVE_NCCL
+    if (!nccl_transport) /* every rank said it has one */
+        return pn_error_set(PN_ERR_INTERNAL, "NCCL chosen on a rank without it");
     if (c->transport_state) c->transport->release(c); /* nothing moved on MPI yet */
-    c->transport = &pn_transport_nccl;
+    c->transport = nccl_transport;
     return c->transport->start ? c->transport->start(c) : PN_OK;
-#else
-    return pn_error_set(PN_ERR_INTERNAL, "NCCL chosen in a build without it");
-#endif
 }
 
 const char *pn_comm_transport_name(const pn_comm *c) { return c->transport->name; }

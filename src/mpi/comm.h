@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/choices.h"
 #include "math/device.h"
 #include "math/matrix.h"
 #include "mpi/grid.h"
@@ -49,42 +50,50 @@ const pn_grid *pn_comm_grid(const pn_comm *c);
 
 /* --- the transport --------------------------------------------------------------------- */
 
-/* What a run asks for (--transport, "transport" in the model's train section). */
+/* What a run asks for (--transport, "transport" in the model's train section), in
+ * the order of pn_transport_requests, the one table of their names and meanings. */
 typedef enum pn_transport_request {
     PN_TRANSPORT_REQUEST_MPI = 0,
     PN_TRANSPORT_REQUEST_NCCL,
     PN_TRANSPORT_REQUEST_AUTO /* NCCL where it can run (pn_transport_choose), else MPI */
 } pn_transport_request;
 
-/* "mpi", "nccl", "auto" -> the request; -1 for another name. */
+extern const pn_choices pn_transport_requests;
+
+/* A name of pn_transport_requests -> the request; -1 for another name. */
 int pn_transport_request_from_name(const char *name);
 const char *pn_transport_request_name(pn_transport_request r);
 
-/* Whether this build has the NCCL transport (configure found NCCL). */
+/* Whether this build has the NCCL transport: its CUDA module was built with NCCL
+ * (math/cuda_module.h). Opens nothing. */
 bool pn_transport_have_nccl(void);
 
 /* Where a rank trains: its node (any number the ranks of one node share), its GPU's
- * index in this process (-1 on the cpu; for messages), and which GPU that is on the
+ * index in this process (-1 on the cpu; for messages), which GPU that is on the
  * node (pn_device_identity: ranks that see one GPU under different indices share it,
- * ranks that each see only "GPU 0" under per-rank masks do not; -1 unknown). */
+ * ranks that each see only "GPU 0" under per-rank masks do not; -1 unknown), and
+ * whether it has the NCCL transport (a GPU rank: its CUDA module carries it; a cpu
+ * rank: its build's module would). */
 typedef struct pn_rank_gpu {
-    int node, gpu, id;
+    int node, gpu, id, nccl;
 } pn_rank_gpu;
 
 /* The decision, from every rank's place (ranks[0 .. size), laid out as size / stages
  * replicas of stages): *nccl when r is nccl and NCCL can run; auto takes mpi until the
  * NCCL transport has run on GPUs (docs/running.md, "Transports"). NCCL can run when
- * the build has it (have_nccl), every rank is on a GPU, and no two ranks of one
- * communicator (a replica's pipe, a stage's replicas) use one GPU of a node (same
- * node and id; the index when an id is unknown), which NCCL does not support. nccl
- * where it cannot run is an error (PN_ERR_UNSUPPORTED) that says which condition
- * fails; the same on every rank, as every rank decides from the same list. Pure. */
-int pn_transport_choose(pn_transport_request r, bool have_nccl, const pn_rank_gpu *ranks,
-                        int size, int stages, bool *nccl);
+ * every rank has it, every rank is on a GPU, and no two ranks of one communicator
+ * (a replica's pipe, a stage's replicas) use one GPU of a node (same node and id;
+ * the index when an id is unknown), which NCCL does not support. nccl where it
+ * cannot run is an error (PN_ERR_UNSUPPORTED) that says which condition fails; the
+ * same on every rank, as every rank decides from the same list. Pure. */
+int pn_transport_choose(pn_transport_request r, const pn_rank_gpu *ranks, int size, int stages,
+                        bool *nccl);
 
 /* Gathers every rank's place (its device is dev, already selected) over the job,
  * decides (pn_transport_choose) and, for NCCL, makes its communicators. Collective,
- * before the first link is made; an error on one rank is the caller's to agree on. */
+ * before the first link is made; an error on one rank is the caller's to agree on.
+ * Only a GPU rank that asks for nccl or auto looks at the CUDA module (open already:
+ * its device came from it). */
 int pn_comm_use_transport(pn_comm *c, pn_transport_request r, pn_device dev);
 
 /* "mpi" or "nccl": the transport the data plane takes. */

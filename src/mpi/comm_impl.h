@@ -3,9 +3,10 @@
  * gathers). A transport is one static const table, like a math backend; comm.c
  * dispatches to it (links, buckets, replica gathers, the pipe exchange of tied
  * gradients). There are two: MPI (transport_mpi.c, host memory, device memory
- * staged through it) and NCCL (transport_nccl.c, device memory, where the build has
- * NCCL), picked in pn_comm_use_transport; the control plane (status, scalars,
- * snapshot gathers) stays on MPI. Only files under src/mpi include this header. */
+ * staged through it) and NCCL (transport_nccl.c, device memory, built into the CUDA
+ * module where the build has NCCL), picked in pn_comm_use_transport; the control
+ * plane (status, scalars, snapshot gathers) stays on MPI. Only files under src/mpi
+ * include this header. */
 #ifndef PN_COMM_IMPL_H
 #define PN_COMM_IMPL_H
 
@@ -91,6 +92,7 @@ struct pn_link {
 };
 
 extern const pn_transport pn_transport_mpi;
-extern const pn_transport pn_transport_nccl; /* only where the build has NCCL */
+/* The NCCL transport is in the CUDA module (math/cuda_module.h): its descriptor's
+ * nccl_transport, a pn_transport, where the module was built with NCCL. */
 
 #endif

@@ -1,6 +1,7 @@
 /* Inside the NCCL transport (transport_nccl.c: communicators, waits, the replicas'
  * and tied gradients, the table; transport_nccl_link.c: the stage links): what the
- * two files share. Only where the build has NCCL. NEVER RUN (see transport_nccl.c). */
+ * two files share. Only where the build has NCCL, and only in the CUDA module
+ * (pipenet-cuda.so, math/cuda_module.h). NEVER RUN (see transport_nccl.c). */
 #ifndef PN_NCCL_IMPL_H
 #define PN_NCCL_IMPL_H
 
@@ -11,6 +12,10 @@
 
 #include "base/error.h"
 #include "math/cuda/cuda_check.h"
+
+/* The transport's table (transport_nccl.c), which the CUDA module's descriptor names
+ * (cuda_module_entry.c). */
+extern const pn_transport pn_transport_nccl;
 
 /* A failed NCCL call (r) on comm (or NULL), as PN_ERR_DEVICE naming it and file:line. */
 int pn_nccl_fail(ncclResult_t r, ncclComm_t comm, const char *call, const char *file, int line);

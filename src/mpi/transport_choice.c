@@ -1,37 +1,34 @@
-/* Which transport a run's data plane takes (comm.h): the names of the request and
- * the decision from every rank's (node, GPU), a pure function the tests call with
+/* Which transport a run's data plane takes (comm.h): the table of requests and the
+ * decision from every rank's (node, GPU, NCCL), a pure function the tests call with
  * made-up layouts. */
 #include "config.h"
 
 #include "mpi/comm.h"
 
-#include <string.h>
-
 #include "base/error.h"
+#include "math/cuda_module.h"
 
-static const char *const request_names[] = {"mpi", "nccl", "auto"};
+static const pn_choice request_items[] = {
+    [PN_TRANSPORT_REQUEST_MPI] = {"mpi", "MPI; GPU memory is staged through the host"},
+    [PN_TRANSPORT_REQUEST_NCCL] = {"nccl", "NCCL between GPUs, one GPU per rank (never run yet)"},
+    [PN_TRANSPORT_REQUEST_AUTO] = {"auto", "mpi until the NCCL transport has run on GPUs"},
+};
+_Static_assert(sizeof request_items / sizeof *request_items == PN_TRANSPORT_REQUEST_AUTO + 1,
+               "one line per pn_transport_request");
+const pn_choices pn_transport_requests = {"a transport", PN_TRANSPORT_REQUEST_AUTO + 1,
+                                          request_items};
 
 int pn_transport_request_from_name(const char *name)
 {
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(name, request_names[i])) return i;
-    return -1;
+    return pn_choice_find(&pn_transport_requests, name);
 }
 
 const char *pn_transport_request_name(pn_transport_request r)
 {
-    return r >= PN_TRANSPORT_REQUEST_MPI && r <= PN_TRANSPORT_REQUEST_AUTO ? request_names[r]
-                                                                            : "?";
+    return pn_choice_name(&pn_transport_requests, (int)r);
 }
 
-bool pn_transport_have_nccl(void)
-{
-#ifdef PN_HAVE_NCCL
-    return true;
-#else
-    return false;
-#endif
-}
+bool pn_transport_have_nccl(void) { return pn_cuda_module_built_with_nccl(); }
 
 /* Whether two ranks of one node use one GPU: by its identity where both know it (the
  * index names different GPUs under different CUDA_VISIBLE_DEVICES), else by index. */
@@ -57,19 +54,27 @@ static bool shared_gpu(const pn_rank_gpu *ranks, int size, int stages, int *a, i
     return false;
 }
 
-int pn_transport_choose(pn_transport_request r, bool have_nccl, const pn_rank_gpu *ranks,
-                        int size, int stages, bool *nccl)
+int pn_transport_choose(pn_transport_request r, const pn_rank_gpu *ranks, int size, int stages,
+                        bool *nccl)
 {
     *nccl = false;
     if (r == PN_TRANSPORT_REQUEST_MPI) return PN_OK;
     bool asked = r == PN_TRANSPORT_REQUEST_NCCL;
     static const char *const instead = "; use --transport mpi or auto";
-    if (!have_nccl)
-        return asked ? pn_error_set(PN_ERR_UNSUPPORTED,
-                                    "transport nccl: this pipenet was built without NCCL "
-                                    "(./configure found none, or was given --without-nccl or "
-                                    "--without-cuda)%s", instead)
-                     : PN_OK;
+    int lacking = -1, having = -1; /* the first rank without NCCL, and with it */
+    for (int q = 0; q < size; q++) {
+        if (!ranks[q].nccl && lacking < 0) lacking = q;
+        if (ranks[q].nccl && having < 0) having = q;
+    }
+    if (lacking >= 0 && !asked) return PN_OK;
+    if (lacking >= 0 && having < 0)
+        return pn_error_set(PN_ERR_UNSUPPORTED, "transport nccl: this pipenet was built without "
+                            "NCCL (./configure found none, or was given --without-nccl or "
+                            "--without-cuda)%s", instead);
+    if (lacking >= 0) /* another pipenet, or another CUDA module, on some node */
+        return pn_error_set(PN_ERR_UNSUPPORTED, "transport nccl: rank %d has no NCCL transport "
+                            "(its CUDA module was built without NCCL) while rank %d has one%s",
+                            lacking, having, instead);
     for (int q = 0; q < size; q++)
         if (ranks[q].gpu < 0)
             return asked ? pn_error_set(PN_ERR_UNSUPPORTED,

@@ -40,9 +40,8 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "math/cuda/cuda_exports.h"
 #include "mpi/mpi_check.h"
-
-int pn_cuda_compute_stream(void **out); /* math/cuda/cuda_backend.cu */
 
 /* How long the end of a run waits for its communicators to finish what they hold
  * before it aborts them instead (one bound for all). */

@@ -47,8 +47,6 @@ int pn_train_config_from_json(const json_t *train, const char *file, pn_train_co
                                        "eval", "eval_every", "recompute", "schedule",
                                        "virtual_stages", "device", "transport", "optimizer",
                                        NULL};
-    static const char *const devices[] = {"cpu", "cuda", "auto"}; /* pn_device_request */
-    static const char *const transports[] = {"mpi", "nccl", "auto"}; /* pn_transport_request */
     /* in pn_schedule_kind's order */
     static const char *const schedules[] = {"gpipe", "1f1b", "interleaved"};
     if (!train) return PN_OK;
@@ -73,10 +71,10 @@ int pn_train_config_from_json(const json_t *train, const char *file, pn_train_co
     PN_TRY(pn_json_int(train, &at, "virtual_stages", false, 2, 1 << 16, cfg->virtual_stages,
                        &virtual_stages));
     cfg->virtual_stages = (int)virtual_stages; /* needs interleaved: the trainer checks */
-    PN_TRY(pn_json_choice(train, &at, "device", false, "a device", devices, 3,
-                          cfg->device_request, &cfg->device_request));
-    PN_TRY(pn_json_choice(train, &at, "transport", false, "a transport", transports, 3,
-                          cfg->transport_request, &cfg->transport_request));
+    PN_TRY(pn_json_choice_of(train, &at, "device", false, &pn_device_requests,
+                             cfg->device_request, &cfg->device_request));
+    PN_TRY(pn_json_choice_of(train, &at, "transport", false, &pn_transport_requests,
+                             cfg->transport_request, &cfg->transport_request));
     PN_TRY(read_path(train, &at, "data", cfg->data));
     PN_TRY(read_path(train, &at, "eval", cfg->eval));
     const json_t *opt = json_object_get(train, "optimizer");

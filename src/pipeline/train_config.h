@@ -34,11 +34,10 @@ typedef struct pn_train_config {
                                   there, 1 elsewhere) */
     bool deterministic;        /* sum gradients in a fixed tree: bit-identical layouts */
     bool recompute;            /* keep stage inputs, run forwards again for backward */
-    int device_request;        /* pn_device_request: cpu (the default), cuda or auto */
+    int device_request;        /* pn_device_request (the default: cpu) */
     pn_device device;          /* where this rank's stage lives: set by the trainer from
                                   device_request and the rank's place on its node */
-    int transport_request;     /* pn_transport_request (mpi/comm.h): auto (the default),
-                                  mpi or nccl */
+    int transport_request;     /* pn_transport_request (mpi/comm.h; the default: auto) */
     char snapshot_dir[PN_PATH_MAX]; /* "" for none */
     long snapshot_every;       /* steps between snapshots (0: only at the end and on signals) */
     int keep;                  /* snapshots kept in snapshot_dir */

@@ -12,6 +12,8 @@
 
 #include <cublas_v2.h>
 
+#include "math/cuda/cuda_exports.h"
+
 #define CUBLAS_CHECK(call)                                                              \
     do {                                                                                \
         cublasStatus_t s_ = (call);                                                     \
@@ -117,7 +119,7 @@ int pn_cuda_scratch(size_t bytes, void **out)
 
 /* The compute stream of the current device, for the NCCL transport (src/mpi), which
  * orders its communication streams after it with events. */
-extern "C" int pn_cuda_compute_stream(void **out)
+int pn_cuda_compute_stream(void **out)
 {
     cudaStream_t s;
     PN_TRY(pn_cuda_stream(&s));
@@ -125,7 +127,7 @@ extern "C" int pn_cuda_compute_stream(void **out)
     return PN_OK;
 }
 
-extern "C" int pn_cuda_device_count(void)
+int pn_cuda_device_count(void)
 {
     int n = 0; /* no driver or no device: none (cudaErrorNoDevice is not kept) */
     return pn_cuda_forget(cudaGetDeviceCount(&n)) == cudaSuccess ? n : 0;
@@ -134,7 +136,7 @@ extern "C" int pn_cuda_device_count(void)
 /* GPU index's PCI domain, bus and device packed into one non-negative int (domain
  * 15 bits, bus 8, device 5): what two processes that see the GPU under different
  * indices share; -1 when CUDA cannot say. Never run (no GPU where it was written). */
-extern "C" int pn_cuda_pci_id(int index)
+int pn_cuda_pci_id(int index)
 {
     int domain = 0, bus = 0, device = 0;
     if (pn_cuda_forget(cudaDeviceGetAttribute(&domain, cudaDevAttrPciDomainId, index)) !=
@@ -146,7 +148,7 @@ extern "C" int pn_cuda_pci_id(int index)
     return (domain & 0x7fff) << 13 | (bus & 0xff) << 5 | (device & 0x1f);
 }
 
-extern "C" int pn_cuda_set_device(int index)
+int pn_cuda_set_device(int index)
 {
     CUDA_CHECK(cudaSetDevice(index));
     return PN_OK;
@@ -242,7 +244,7 @@ static int cuda_gemm(bool trans_a, bool trans_b, float alpha, const pn_matrix *a
     return PN_OK;
 }
 
-extern "C" const pn_backend pn_cuda_backend = {
+const pn_backend pn_cuda_backend = {
     /* .name = */ "cuda",
     /* .alloc = */ cuda_alloc,
     /* .free = */ cuda_free,
