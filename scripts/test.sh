@@ -1,6 +1,8 @@
 #!/bin/sh
 # The README's test command: installs what is missing, builds, runs `make check`,
-# and closes with the Check summary of each suite and one "N passed, N failed" line.
+# then the GPU tests on the CUDA stand-in (scripts/test_cuda_sim.sh: a second build
+# against tools/cuda-sim), and closes with the Check summary of each suite, one
+# "N passed, N failed" line and the stand-in's results.
 set -u
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh || exit 1
@@ -13,6 +15,10 @@ start=$(date +%s)
 make -j"$(nproc)" check
 status=$?
 end=$(date +%s)
+
+# The GPU path, run on the CUDA stand-in (tools/cuda-sim) by a second build
+scripts/test_cuda_sim.sh >cuda-sim.log 2>&1
+sim_status=$?
 
 echo
 echo "== test suites ($((end - start)) s) =="
@@ -29,5 +35,9 @@ if [ -f test-suite.log ]; then
     skip=$(grep -h '^:test-result: SKIP' tests/*.trs | wc -l)
     echo "$pass passed, $fail failed, $skip skipped"
 fi
+echo
+echo "== the GPU path on the CUDA stand-in (scripts/test_cuda_sim.sh, cuda-sim.log) =="
+grep -E "^  test_|cases, |GPU tests on" cuda-sim.log
 [ $status -eq 0 ] || cat test-suite.log
-exit $status
+[ $sim_status -eq 0 ] || { echo "the GPU tests on the stand-in failed:"; tail -n 60 cuda-sim.log; }
+[ $status -eq 0 ] && [ $sim_status -eq 0 ]
