@@ -4,7 +4,7 @@
  * block's scheduler in libcudart.so; what CUDA's compiler provides is defined here:
  * the qualifiers, threadIdx and friends, barriers and warp shuffles (which make the
  * thread wait for its block or warp), atomics, and a few intrinsics. nvcc's rewriter
- * turns each `k<<<cfg>>>(args)` into pn_sim::launch, registers each __shared__
+ * turns each `k<<<cfg>>>(args)` into cuda_sim::launch, registers each __shared__
  * declaration and removes __launch_bounds__ (remembering it for the launch). */
 #ifndef PN_CUDA_SIM_DEVICE_H
 #define PN_CUDA_SIM_DEVICE_H
@@ -34,19 +34,19 @@
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 
-#define threadIdx (pn_sim_cur->thread_idx)
-#define blockIdx (pn_sim_cur->block_idx)
-#define blockDim (pn_sim_cur->block_dim)
-#define gridDim (pn_sim_cur->grid_dim)
+#define threadIdx (cuda_sim_cur->thread_idx)
+#define blockIdx (cuda_sim_cur->block_idx)
+#define blockDim (cuda_sim_cur->block_dim)
+#define gridDim (cuda_sim_cur->grid_dim)
 static const int warpSize = 32;
 
-#define __syncthreads() pn_sim_syncthreads(__FILE__, __LINE__)
-#define __syncwarp(...) pn_sim_syncwarp(__FILE__, __LINE__, pn_sim::mask_or_all(__VA_ARGS__))
-#define __threadfence() pn_sim_fence()
-#define __threadfence_block() pn_sim_fence()
-#define __activemask() pn_sim_activemask()
+#define __syncthreads() cuda_sim_syncthreads(__FILE__, __LINE__)
+#define __syncwarp(...) cuda_sim_syncwarp(__FILE__, __LINE__, cuda_sim::mask_or_all(__VA_ARGS__))
+#define __threadfence() cuda_sim_fence()
+#define __threadfence_block() cuda_sim_fence()
+#define __activemask() cuda_sim_activemask()
 
-namespace pn_sim {
+namespace cuda_sim {
 
 inline unsigned mask_or_all() { return 0xffffffffu; }
 inline unsigned mask_or_all(unsigned m) { return m; }
@@ -68,33 +68,33 @@ template <class T> inline T from_bits(uint64_t b)
 }
 
 template <class T>
-inline T shfl(const char *file, int line, pn_sim_shfl_kind kind, unsigned mask, T v, int arg,
+inline T shfl(const char *file, int line, cuda_sim_shfl_kind kind, unsigned mask, T v, int arg,
               int width)
 {
-    return from_bits<T>(pn_sim_shfl(file, line, kind, mask, to_bits(v), arg, width));
+    return from_bits<T>(cuda_sim_shfl(file, line, kind, mask, to_bits(v), arg, width));
 }
 
-} // namespace pn_sim
+} // namespace cuda_sim
 
 #define __shfl_sync(mask, v, lane, ...) \
-    pn_sim::shfl(__FILE__, __LINE__, PN_SIM_SHFL_IDX, (mask), (v), (lane), pn_sim_width(__VA_ARGS__))
+    cuda_sim::shfl(__FILE__, __LINE__, CUDA_SIM_SHFL_IDX, (mask), (v), (lane), cuda_sim_width(__VA_ARGS__))
 #define __shfl_up_sync(mask, v, delta, ...) \
-    pn_sim::shfl(__FILE__, __LINE__, PN_SIM_SHFL_UP, (mask), (v), (int)(delta), pn_sim_width(__VA_ARGS__))
+    cuda_sim::shfl(__FILE__, __LINE__, CUDA_SIM_SHFL_UP, (mask), (v), (int)(delta), cuda_sim_width(__VA_ARGS__))
 #define __shfl_down_sync(mask, v, delta, ...) \
-    pn_sim::shfl(__FILE__, __LINE__, PN_SIM_SHFL_DOWN, (mask), (v), (int)(delta), pn_sim_width(__VA_ARGS__))
+    cuda_sim::shfl(__FILE__, __LINE__, CUDA_SIM_SHFL_DOWN, (mask), (v), (int)(delta), cuda_sim_width(__VA_ARGS__))
 #define __shfl_xor_sync(mask, v, lanes, ...) \
-    pn_sim::shfl(__FILE__, __LINE__, PN_SIM_SHFL_XOR, (mask), (v), (int)(lanes), pn_sim_width(__VA_ARGS__))
+    cuda_sim::shfl(__FILE__, __LINE__, CUDA_SIM_SHFL_XOR, (mask), (v), (int)(lanes), cuda_sim_width(__VA_ARGS__))
 #define __ballot_sync(mask, pred) \
-    ((unsigned)pn_sim_shfl(__FILE__, __LINE__, PN_SIM_VOTE_BALLOT, (mask), (pred) ? 1u : 0u, 0, 32))
+    ((unsigned)cuda_sim_shfl(__FILE__, __LINE__, CUDA_SIM_VOTE_BALLOT, (mask), (pred) ? 1u : 0u, 0, 32))
 #define __any_sync(mask, pred) (__ballot_sync((mask), (pred)) != 0u)
 #define __all_sync(mask, pred) (__ballot_sync((mask), (pred)) == (unsigned)(mask))
 
-static inline int pn_sim_width() { return 32; }
-static inline int pn_sim_width(int w) { return w; }
+static inline int cuda_sim_width() { return 32; }
+static inline int cuda_sim_width(int w) { return w; }
 
 /* --- atomics: GPU threads of one process are fibers of one host thread, so a plain
  * read-modify-write could do; __atomic builtins keep the ThreadSanitizer build exact. */
-#define PN_SIM_ATOMIC_INT(T)                                                                   \
+#define CUDA_SIM_ATOMIC_INT(T)                                                                   \
     static inline T atomicAdd(T *p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); } \
     static inline T atomicSub(T *p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); } \
     static inline T atomicAnd(T *p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); } \
@@ -120,13 +120,13 @@ static inline int pn_sim_width(int w) { return w; }
                                                        __ATOMIC_RELAXED)) {}                    \
         return old;                                                                             \
     }
-PN_SIM_ATOMIC_INT(int)
-PN_SIM_ATOMIC_INT(unsigned int)
-PN_SIM_ATOMIC_INT(unsigned long long)
-PN_SIM_ATOMIC_INT(long long)
-#undef PN_SIM_ATOMIC_INT
+CUDA_SIM_ATOMIC_INT(int)
+CUDA_SIM_ATOMIC_INT(unsigned int)
+CUDA_SIM_ATOMIC_INT(unsigned long long)
+CUDA_SIM_ATOMIC_INT(long long)
+#undef CUDA_SIM_ATOMIC_INT
 
-#define PN_SIM_ATOMIC_FLOAT(T, U)                                                               \
+#define CUDA_SIM_ATOMIC_FLOAT(T, U)                                                               \
     static inline T atomicAdd(T *p, T v)                                                        \
     {                                                                                           \
         U *q = (U *)p, old = __atomic_load_n(q, __ATOMIC_RELAXED), next;                        \
@@ -148,9 +148,9 @@ PN_SIM_ATOMIC_INT(long long)
         memcpy(&was, &o, sizeof was);                                                           \
         return was;                                                                             \
     }
-PN_SIM_ATOMIC_FLOAT(float, uint32_t)
-PN_SIM_ATOMIC_FLOAT(double, uint64_t)
-#undef PN_SIM_ATOMIC_FLOAT
+CUDA_SIM_ATOMIC_FLOAT(float, uint32_t)
+CUDA_SIM_ATOMIC_FLOAT(double, uint64_t)
+#undef CUDA_SIM_ATOMIC_FLOAT
 
 /* --- intrinsics: the host's IEEE arithmetic (a GPU's fast-math versions round
  * differently: the stand-in cannot show that). */
@@ -193,7 +193,7 @@ static inline float min(float a, float b) { return fminf(a, b); }
 static inline float max(float a, float b) { return fmaxf(a, b); }
 
 /* --- launches ---------------------------------------------------------------------- */
-namespace pn_sim {
+namespace cuda_sim {
 
 struct launch_cfg {
     dim3 grid, block;
@@ -223,24 +223,24 @@ template <class P> void destroy(void *p) { delete static_cast<P *>(p); }
 
 /* Padding bytes copied from the caller hold whatever was there: zeroed, so that the
  * launch's check of the arguments reads only their fields. */
-template <class T> pn_sim_arg describe(T &v)
+template <class T> cuda_sim_arg describe(T &v)
 {
 #if defined(__has_builtin)
 #if __has_builtin(__builtin_clear_padding)
     __builtin_clear_padding(&v);
 #endif
 #endif
-    pn_sim_arg a;
+    cuda_sim_arg a;
     a.addr = &v;
     a.size = sizeof v;
-    a.kind = std::is_pointer<T>::value ? PN_SIM_ARG_POINTER
-             : std::is_class<T>::value || std::is_union<T>::value ? PN_SIM_ARG_RECORD
-                                                                  : PN_SIM_ARG_SCALAR;
+    a.kind = std::is_pointer<T>::value ? CUDA_SIM_ARG_POINTER
+             : std::is_class<T>::value || std::is_union<T>::value ? CUDA_SIM_ARG_RECORD
+                                                                  : CUDA_SIM_ARG_SCALAR;
     return a;
 }
 
 template <class Tuple, size_t... I>
-void describe_all(Tuple &t, pn_sim_arg *out, std::index_sequence<I...>)
+void describe_all(Tuple &t, cuda_sim_arg *out, std::index_sequence<I...>)
 {
     ((out[I] = describe(std::get<I>(t))), ...);
 }
@@ -251,13 +251,13 @@ void launch(const launch_cfg &c, const char *kernel, const char *file, int line,
 {
     using P = pack<B, std::decay_t<A>...>;
     P *p = new P{body, std::tuple<std::decay_t<A>...>(std::forward<A>(args)...)};
-    pn_sim_arg info[sizeof...(A) + 1];
+    cuda_sim_arg info[sizeof...(A) + 1];
     describe_all(p->args, info, std::index_sequence_for<A...>{});
-    pn_sim_site site = {kernel, file, line, bound};
-    pn_sim_launch_kernel(c.grid, c.block, c.shmem, c.stream, &site, info, (int)sizeof...(A),
+    cuda_sim_site site = {kernel, file, line, bound};
+    cuda_sim_launch_kernel(c.grid, c.block, c.shmem, c.stream, &site, info, (int)sizeof...(A),
                          &invoke<P>, &destroy<P>, p);
 }
 
-} // namespace pn_sim
+} // namespace cuda_sim
 
 #endif

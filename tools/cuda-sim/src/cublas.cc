@@ -35,9 +35,9 @@ extern "C" cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
 extern "C" cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream)
 {
     if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-    int dev = pn_sim_stream_device(stream);
+    int dev = cuda_sim_stream_device(stream);
     if (stream && dev != handle->device) {
-        pn_sim_warn("cublasSetStream: the stream belongs to GPU %d, the handle to GPU %d", dev,
+        cuda_sim_warn("cublasSetStream: the stream belongs to GPU %d, the handle to GPU %d", dev,
                     handle->device);
         return CUBLAS_STATUS_INVALID_VALUE;
     }
@@ -97,9 +97,9 @@ static bool operand_ok(const cublasContext *h, const char *name, const float *p,
 {
     if (rows == 0 || cols == 0) return true;
     size_t bytes = ((size_t)(cols - 1) * (size_t)ld + (size_t)rows) * sizeof(float);
-    int live = 0, dev = pn_sim_device_of(p, bytes, &live);
+    int live = 0, dev = cuda_sim_device_of(p, bytes, &live);
     if (dev == h->device && live) return true;
-    pn_sim_warn("cublasSgemm: %s (%p, %d x %d, ld %d) is %s", name, (const void *)p, rows, cols, ld,
+    cuda_sim_warn("cublasSgemm: %s (%p, %d x %d, ld %d) is %s", name, (const void *)p, rows, cols, ld,
                 dev < 0 ? "not device memory" : dev != h->device ? "another GPU's memory"
                                                                  : "not inside one live allocation");
     return false;
@@ -125,7 +125,7 @@ extern "C" cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t tra
     gemm *g = new gemm{transa == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
                        transb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
                        m, n, k, lda, ldb, ldc, *alpha, *beta, A, B, C};
-    if (pn_sim_enqueue_host(h->stream, run_gemm, delete_gemm, g, "cublasSgemm") != cudaSuccess)
+    if (cuda_sim_enqueue_host(h->stream, run_gemm, delete_gemm, g, "cublasSgemm") != cudaSuccess)
         return CUBLAS_STATUS_EXECUTION_FAILED;
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -44,7 +44,7 @@ fiber_stack stack_get()
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     void *m = mmap(nullptr, STACK_BYTES + page, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) pn_sim_fatal("no memory for a GPU thread's stack: %s", strerror(errno));
+    if (m == MAP_FAILED) cuda_sim_fatal("no memory for a GPU thread's stack: %s", strerror(errno));
     mprotect(m, page, PROT_NONE); /* a stack overflow faults instead of corrupting */
     return fiber_stack{(char *)m + page, STACK_BYTES};
 }
@@ -53,19 +53,19 @@ void stack_put(fiber_stack s) { pool.push_back(s); }
 
 #if defined(__x86_64__)
 
-extern "C" void pn_sim_switch(void **save, void *to);
-extern "C" void pn_sim_entry(void);
+extern "C" void cuda_sim_switch(void **save, void *to);
+extern "C" void cuda_sim_entry(void);
 
-/* pn_sim_switch(save, to): pushes rbp, rbx and r12-r15 on the current stack, stores the
+/* cuda_sim_switch(save, to): pushes rbp, rbx and r12-r15 on the current stack, stores the
  * stack pointer in *save, takes `to` as the stack pointer and pops the same from it.
  * The floating-point control words are not switched: every fiber starts with the
- * host's and kernels do not change them. pn_sim_entry starts a new fiber: fn in r13,
+ * host's and kernels do not change them. cuda_sim_entry starts a new fiber: fn in r13,
  * its argument in r12 (from fiber_make's frame). */
 asm(R"(
     .text
-    .globl pn_sim_switch
-    .type pn_sim_switch, @function
-pn_sim_switch:
+    .globl cuda_sim_switch
+    .type cuda_sim_switch, @function
+cuda_sim_switch:
     pushq %rbp
     pushq %rbx
     pushq %r12
@@ -81,22 +81,22 @@ pn_sim_switch:
     popq %rbx
     popq %rbp
     ret
-    .size pn_sim_switch, .-pn_sim_switch
+    .size cuda_sim_switch, .-cuda_sim_switch
 
-    .globl pn_sim_entry
-    .type pn_sim_entry, @function
-pn_sim_entry:
+    .globl cuda_sim_entry
+    .type cuda_sim_entry, @function
+cuda_sim_entry:
     movq %r12, %rdi
     callq *%r13
     ud2
-    .size pn_sim_entry, .-pn_sim_entry
+    .size cuda_sim_entry, .-cuda_sim_entry
 )");
 
 void *fiber_make(fiber_stack s, void (*fn)(void *), void *arg)
 {
     uintptr_t top = ((uintptr_t)(s.base + s.bytes)) & ~(uintptr_t)15;
-    uint64_t *sp = (uint64_t *)(top - 16); /* after ret: rsp 16-aligned at pn_sim_entry's call */
-    *--sp = (uint64_t)pn_sim_entry;       /* ret of pn_sim_switch */
+    uint64_t *sp = (uint64_t *)(top - 16); /* after ret: rsp 16-aligned at cuda_sim_entry's call */
+    *--sp = (uint64_t)cuda_sim_entry;       /* ret of cuda_sim_switch */
     *--sp = 0;                            /* rbp */
     *--sp = 0;                            /* rbx */
     *--sp = (uint64_t)arg;                /* r12 */
@@ -106,7 +106,7 @@ void *fiber_make(fiber_stack s, void (*fn)(void *), void *arg)
     return sp;
 }
 
-void fiber_switch(void **save, void *to) { pn_sim_switch(save, to); }
+void fiber_switch(void **save, void *to) { cuda_sim_switch(save, to); }
 
 #else
 
@@ -120,7 +120,7 @@ static void trampoline(unsigned lo, unsigned hi, unsigned alo, unsigned ahi)
     void (*fn)(void *) = (void (*)(void *))(((uintptr_t)hi << 32) | lo);
     void *arg = (void *)(((uintptr_t)ahi << 32) | alo);
     fn(arg);
-    pn_sim_fatal("a fiber returned");
+    cuda_sim_fatal("a fiber returned");
 }
 
 void *fiber_make(fiber_stack s, void (*fn)(void *), void *arg)

@@ -22,12 +22,12 @@
 #include <algorithm>
 #include <map>
 
-pn_sim_thread_ids *pn_sim_cur;
+cuda_sim_thread_ids *cuda_sim_cur;
 
 namespace sim {
 
 struct gpu_thread {
-    pn_sim_thread_ids ids;
+    cuda_sim_thread_ids ids;
     int linear = 0;
     enum state_t { NEW, RUNNING, AT_BARRIER, AT_WARP, RUNNABLE, DONE } state = NEW;
     void *ctx = nullptr;
@@ -35,7 +35,7 @@ struct gpu_thread {
     const char *file = nullptr;
     int line = 0;
     unsigned mask = 0;
-    pn_sim_shfl_kind kind = PN_SIM_SHFL_IDX;
+    cuda_sim_shfl_kind kind = CUDA_SIM_SHFL_IDX;
     uint64_t value = 0, result = 0;
     int arg = 0, width = 32;
     void *tsan = nullptr;
@@ -155,7 +155,7 @@ static void make_order(std::vector<int> &o, int n, uint64_t key)
 static void enter(block_run *b, gpu_thread *t)
 {
     cur_thread = t;
-    pn_sim_cur = &t->ids;
+    cuda_sim_cur = &t->ids;
     (void)b;
 }
 
@@ -187,13 +187,13 @@ static void runner(void *arg)
         }
     }
     cur_thread = nullptr;
-    pn_sim_cur = nullptr;
+    cuda_sim_cur = nullptr;
     b->dead = mine;
     b->has_dead = true;
     tsan_switch(b->tsan_sched);
     void *gone;
     fiber_switch(&gone, b->sched);
-    pn_sim_fatal("a finished fiber was resumed");
+    cuda_sim_fatal("a finished fiber was resumed");
 }
 
 /* The running thread waits: back to the scheduler until it is released. */
@@ -203,7 +203,7 @@ static void wait_here(gpu_thread *t, void *sync_addr)
     tsan_release(sync_addr);
     tsan_switch(b->tsan_sched);
     cur_thread = nullptr;
-    pn_sim_cur = nullptr;
+    cuda_sim_cur = nullptr;
     fiber_switch(&t->ctx, b->sched);
     enter(b, t);
     tsan_acquire(sync_addr);
@@ -223,10 +223,10 @@ static int source_lane(const gpu_thread *t, int lane)
     int w = t->width > 0 && t->width <= 32 ? t->width : 32;
     int seg = lane / w * w, in_seg = lane - seg;
     switch (t->kind) {
-    case PN_SIM_SHFL_IDX: return seg + ((t->arg % w) + w) % w;
-    case PN_SIM_SHFL_UP: return in_seg - t->arg < 0 ? -1 : lane - t->arg;
-    case PN_SIM_SHFL_DOWN: return in_seg + t->arg >= w ? -1 : lane + t->arg;
-    case PN_SIM_SHFL_XOR: {
+    case CUDA_SIM_SHFL_IDX: return seg + ((t->arg % w) + w) % w;
+    case CUDA_SIM_SHFL_UP: return in_seg - t->arg < 0 ? -1 : lane - t->arg;
+    case CUDA_SIM_SHFL_DOWN: return in_seg + t->arg >= w ? -1 : lane + t->arg;
+    case CUDA_SIM_SHFL_XOR: {
         int src = lane ^ t->arg;
         return src >= seg + w ? -1 : src; /* later segments: own value; earlier ones may be read */
     }
@@ -255,7 +255,7 @@ static void resolve(block_run *b)
         if (t->state != gpu_thread::AT_WARP) continue;
         int warp = i / 32, lane = i % 32;
         if (!(t->mask >> lane & 1u))
-            pn_sim_fatal("%s: a warp primitive at %s:%d with mask %#x, which does not name the "
+            cuda_sim_fatal("%s: a warp primitive at %s:%d with mask %#x, which does not name the "
                          "calling lane %d",
                          thread_name(b, t).c_str(), base_name(t->file), t->line, t->mask, lane);
         bool complete = true;
@@ -263,12 +263,12 @@ static void resolve(block_run *b)
             if (!(t->mask >> l & 1u)) continue;
             int k = warp * 32 + l;
             if (k >= n)
-                pn_sim_fatal("%s: the mask %#x of the warp primitive at %s:%d names lane %d, which "
+                cuda_sim_fatal("%s: the mask %#x of the warp primitive at %s:%d names lane %d, which "
                              "this block of %d threads does not have",
                              thread_name(b, t).c_str(), t->mask, base_name(t->file), t->line, l, n);
             gpu_thread *o = &b->t[(size_t)k];
             if (o->state == gpu_thread::DONE)
-                pn_sim_fatal("%s: the warp primitive at %s:%d (mask %#x) names lane %d, which has "
+                cuda_sim_fatal("%s: the warp primitive at %s:%d (mask %#x) names lane %d, which has "
                              "ended",
                              thread_name(b, t).c_str(), base_name(t->file), t->line, t->mask, l);
             if (o->state != gpu_thread::AT_WARP || o->line != t->line || o->file != t->file ||
@@ -282,14 +282,14 @@ static void resolve(block_run *b)
         for (int l = 0; l < 32; l++) {
             if (!(t->mask >> l & 1u)) continue;
             gpu_thread *o = &b->t[(size_t)(warp * 32 + l)];
-            if (o->kind == PN_SIM_VOTE_BALLOT) {
+            if (o->kind == CUDA_SIM_VOTE_BALLOT) {
                 o->result = ballot;
             } else {
                 int src = source_lane(o, l);
                 if (src < 0) {
                     o->result = o->value;
                 } else if (!(t->mask >> src & 1u)) {
-                    pn_sim_fatal("%s: the shuffle at %s:%d reads lane %d, which its mask %#x leaves "
+                    cuda_sim_fatal("%s: the shuffle at %s:%d reads lane %d, which its mask %#x leaves "
                                  "out (its value is undefined)",
                                  thread_name(b, o).c_str(), base_name(o->file), o->line, src,
                                  t->mask);
@@ -320,12 +320,12 @@ static void resolve(block_run *b)
         return;
     }
     if (first && ended)
-        pn_sim_fatal("%s: divergent __syncthreads at %s:%d: thread (%u,%u,%u) of the block has "
+        cuda_sim_fatal("%s: divergent __syncthreads at %s:%d: thread (%u,%u,%u) of the block has "
                      "ended and never reaches it (every thread of a block must)",
                      thread_name(b, first).c_str(), base_name(first->file), first->line,
                      ended->ids.thread_idx.x, ended->ids.thread_idx.y, ended->ids.thread_idx.z);
     if (first && other)
-        pn_sim_fatal("%s: divergent __syncthreads at %s:%d: thread (%u,%u,%u) %s",
+        cuda_sim_fatal("%s: divergent __syncthreads at %s:%d: thread (%u,%u,%u) %s",
                      thread_name(b, first).c_str(), base_name(first->file), first->line,
                      other->ids.thread_idx.x, other->ids.thread_idx.y, other->ids.thread_idx.z,
                      where_waits(other).c_str());
@@ -338,7 +338,7 @@ static void resolve(block_run *b)
             gpu_thread *o = &b->t[(size_t)(i / 32 * 32 + l)];
             if (o != t && (o->state != gpu_thread::AT_WARP || o->line != t->line ||
                            o->file != t->file || o->mask != t->mask))
-                pn_sim_fatal("%s: the warp primitive at %s:%d (mask %#x) waits for lane %d, which "
+                cuda_sim_fatal("%s: the warp primitive at %s:%d (mask %#x) waits for lane %d, which "
                              "%s%s: divergent warp",
                              thread_name(b, t).c_str(), base_name(t->file), t->line, t->mask, l,
                              where_waits(o).c_str(),
@@ -346,7 +346,7 @@ static void resolve(block_run *b)
                                  ? " with another mask" : "");
         }
     }
-    pn_sim_fatal("%s: the block cannot go on (no barrier or warp primitive can complete)",
+    cuda_sim_fatal("%s: the block cannot go on (no barrier or warp primitive can complete)",
                  kernel_name(b->l).c_str());
 }
 
@@ -453,11 +453,11 @@ using namespace sim;
 static gpu_thread *need_thread(const char *what, const char *file, int line)
 {
     if (!cur_block || !cur_thread)
-        pn_sim_fatal("%s at %s:%d called outside a kernel", what, file, line);
+        cuda_sim_fatal("%s at %s:%d called outside a kernel", what, file, line);
     return cur_thread;
 }
 
-extern "C" void pn_sim_syncthreads(const char *file, int line)
+extern "C" void cuda_sim_syncthreads(const char *file, int line)
 {
     gpu_thread *t = need_thread("__syncthreads", file, line);
     t->state = gpu_thread::AT_BARRIER;
@@ -466,7 +466,7 @@ extern "C" void pn_sim_syncthreads(const char *file, int line)
     wait_here(t, &cur_block->barrier_sync);
 }
 
-extern "C" uint64_t pn_sim_shfl(const char *file, int line, pn_sim_shfl_kind kind, unsigned mask,
+extern "C" uint64_t cuda_sim_shfl(const char *file, int line, cuda_sim_shfl_kind kind, unsigned mask,
                                 uint64_t value, int lane_arg, int width)
 {
     gpu_thread *t = need_thread("a warp primitive", file, line);
@@ -482,12 +482,12 @@ extern "C" uint64_t pn_sim_shfl(const char *file, int line, pn_sim_shfl_kind kin
     return t->result;
 }
 
-extern "C" void pn_sim_syncwarp(const char *file, int line, unsigned mask)
+extern "C" void cuda_sim_syncwarp(const char *file, int line, unsigned mask)
 {
-    pn_sim_shfl(file, line, PN_SIM_SHFL_IDX, mask, 0, 0, 32);
+    cuda_sim_shfl(file, line, CUDA_SIM_SHFL_IDX, mask, 0, 0, 32);
 }
 
-extern "C" unsigned pn_sim_activemask(void)
+extern "C" unsigned cuda_sim_activemask(void)
 {
     gpu_thread *t = need_thread("__activemask", "?", 0);
     unsigned m = 0;
@@ -499,6 +499,6 @@ extern "C" unsigned pn_sim_activemask(void)
     return m;
 }
 
-extern "C" void pn_sim_shared(void *addr, size_t bytes) { register_shared(addr, bytes); }
+extern "C" void cuda_sim_shared(void *addr, size_t bytes) { register_shared(addr, bytes); }
 
-extern "C" void pn_sim_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+extern "C" void cuda_sim_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }

@@ -74,7 +74,7 @@ size_t mem_used(int device) { return device >= 0 && device < 16 ? regions[device
 static void protect(allocation *al, int prot)
 {
     if (mprotect((void *)al->map, al->map_bytes, prot))
-        pn_sim_fatal("mprotect of device memory failed: %s", strerror(errno));
+        cuda_sim_fatal("mprotect of device memory failed: %s", strerror(errno));
 }
 
 cudaError_t mem_alloc(int device, size_t bytes, const void *caller, void **out)
@@ -86,7 +86,7 @@ cudaError_t mem_alloc(int device, size_t bytes, const void *caller, void **out)
     if (!r.lo) {
         void *m = mmap(nullptr, SPAN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) {
-            pn_sim_warn("cannot reserve %zu GiB of address space for device %d: %s", SPAN >> 30,
+            cuda_sim_warn("cannot reserve %zu GiB of address space for device %d: %s", SPAN >> 30,
                         device, strerror(errno));
             return cudaErrorMemoryAllocation;
         }
@@ -120,12 +120,12 @@ cudaError_t mem_free(void *p, const void *caller)
     if (!p) return cudaSuccess;
     allocation *al = mem_find(p);
     if (!al || (uintptr_t)p != al->base) {
-        pn_sim_warn("cudaFree(%p) from %s: not a pointer cudaMalloc returned", p,
+        cuda_sim_warn("cudaFree(%p) from %s: not a pointer cudaMalloc returned", p,
                     caller_name(caller).c_str());
         return cudaErrorInvalidValue;
     }
     if (!al->live) {
-        pn_sim_warn("cudaFree(%p) from %s: freed already (an allocation of %zu bytes from %s)", p,
+        cuda_sim_warn("cudaFree(%p) from %s: freed already (an allocation of %zu bytes from %s)", p,
                     caller_name(caller).c_str(), al->bytes, caller_name(al->caller).c_str());
         return cudaErrorInvalidValue;
     }

@@ -263,7 +263,7 @@ void ensure_hooked()
 {
     if (!hooked) {
         hooked = true;
-        pn_sim_add_progress_hook(hook);
+        cuda_sim_add_progress_hook(hook);
     }
 }
 
@@ -273,7 +273,7 @@ ncclResult_t finish_call(ncclComm *c)
     ncclResult_t r = state_of(c);
     if (c->blocking)
         while (r == ncclInProgress) {
-            pn_sim_progress();
+            cuda_sim_progress();
             r = state_of(c);
         }
     if (r == ncclInProgress) c->busy = true;
@@ -363,7 +363,7 @@ void forget_op(op_state *o)
 int post(void *buf, size_t bytes, bool send, bool sync, int to, int tag, MPI_Request *req)
 {
     if (bytes > (size_t)0x7fffffff)
-        pn_sim_fatal("NCCL stand-in: a message of %zu bytes (at most 2^31 - 1 here)", bytes);
+        cuda_sim_fatal("NCCL stand-in: a message of %zu bytes (at most 2^31 - 1 here)", bytes);
     if (!send) return MPI_Irecv(buf, (int)bytes, MPI_BYTE, to, tag, MPI_COMM_WORLD, req);
     return sync ? MPI_Issend(buf, (int)bytes, MPI_BYTE, to, tag, MPI_COMM_WORLD, req)
                 : MPI_Isend(buf, (int)bytes, MPI_BYTE, to, tag, MPI_COMM_WORLD, req);
@@ -496,7 +496,7 @@ void reduce_any(const op_state *o, const std::vector<const char *> &in, size_t n
     case ncclUint64: reduce<uint64_t>(o, in, n, out); break;
     case ncclFloat32: reduce<float>(o, in, n, out); break;
     case ncclFloat64: reduce<double>(o, in, n, out); break;
-    case ncclFloat16: pn_sim_fatal("NCCL stand-in: ncclFloat16 reductions are not supported");
+    case ncclFloat16: cuda_sim_fatal("NCCL stand-in: ncclFloat16 reductions are not supported");
     }
 }
 
@@ -560,7 +560,7 @@ void op_describe(void *ctx, char *out, size_t cap)
 
 void op_destroy(void *ctx) { delete (op_state *)ctx; }
 
-const pn_sim_async_ops ops_table = {op_start, op_test, op_finish, op_describe, op_destroy};
+const cuda_sim_async_ops ops_table = {op_start, op_test, op_finish, op_describe, op_destroy};
 
 /* The group being assembled by ncclGroupStart/End: its operations by stream. */
 struct grouped {
@@ -576,7 +576,7 @@ ncclResult_t submit(op_state *o, cudaStream_t stream)
         c->pending++;
         c->ops.push_back(o);
     }
-    if (pn_sim_enqueue_async(stream, &ops_table, o, o->caller) != cudaSuccess) {
+    if (cuda_sim_enqueue_async(stream, &ops_table, o, o->caller) != cudaSuccess) {
         set_error(nullptr, "the stream of an NCCL call is not a valid stream");
         return ncclUnhandledCudaError;
     }
@@ -628,18 +628,18 @@ ncclResult_t add(op_state *o, cudaStream_t stream)
 ncclResult_t buffer_ok(ncclComm *c, const char *call, const char *what, const void *p, size_t bytes)
 {
     if (bytes == 0) return ncclSuccess;
-    int live = 0, dev = pn_sim_device_of(p, bytes, &live);
+    int live = 0, dev = cuda_sim_device_of(p, bytes, &live);
     if (dev == c->device && live) return ncclSuccess;
     set_error(c, "%s: the %s buffer %p (%zu bytes) is %s", call, what, p, bytes,
               dev < 0 ? "not device memory" : dev != c->device ? "on another GPU than the communicator"
                                                                : "not inside one live allocation");
-    pn_sim_warn("%s", c->last_error);
+    cuda_sim_warn("%s", c->last_error);
     return ncclInvalidArgument;
 }
 
 ncclResult_t stream_ok(ncclComm *c, const char *call, cudaStream_t s)
 {
-    int dev = pn_sim_stream_device(s);
+    int dev = cuda_sim_stream_device(s);
     if (dev == c->device) return ncclSuccess;
     set_error(c, "%s: the stream is %s", call, dev < 0 ? "not a valid stream" : "another GPU's");
     return ncclInvalidArgument;
@@ -707,7 +707,7 @@ extern "C" ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, nccl
     c->nranks = nranks;
     c->rank = rank;
     c->device = dev;
-    c->pci = pn_sim_pci_bus(dev);
+    c->pci = cuda_sim_pci_bus(dev);
     c->world_rank = world_rank();
     c->tag = (int)tag;
     c->blocking = !config || config->blocking == NCCL_CONFIG_UNDEF_INT || config->blocking != 0;
@@ -744,7 +744,7 @@ extern "C" ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqu
 extern "C" ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t *st)
 {
     if (!c) return ncclInvalidArgument;
-    pn_sim_progress();
+    cuda_sim_progress();
     *st = state_of(c);
     return ncclSuccess;
 }
@@ -761,7 +761,7 @@ extern "C" ncclResult_t ncclCommDestroy(ncclComm_t c)
 {
     if (!c) return ncclInvalidArgument;
     if (c->pending > 0 && c->state != ABORTED)
-        pn_sim_warn("ncclCommDestroy: %d operations of the communicator have not finished "
+        cuda_sim_warn("ncclCommDestroy: %d operations of the communicator have not finished "
                     "(ncclCommFinalize and wait first)", c->pending);
     c->destroyed = true;
     cancel_all(c->join_reqs);

@@ -2,7 +2,7 @@
  * and writes host C++ that the device prelude (cuda_sim_device.h) can compile:
  *
  *   k<<<grid, block, shmem, stream>>>(args)
- *       -> ::pn_sim::launch(::pn_sim::cfg(grid, block, shmem, stream), "k", "FILE",
+ *       -> ::cuda_sim::launch(::cuda_sim::cfg(grid, block, shmem, stream), "k", "FILE",
  *                           LINE, BOUND, [](auto &&...a) { k(a...); }, args)
  *   __launch_bounds__(N) ... k(          -> removed; N becomes k's BOUND at its launches
  *   __shared__ float a[8], b[8];         -> static float a[8], b[8]; plus a registration
@@ -275,8 +275,8 @@ static size_t shared_decl(size_t p, const char *prev_word, text *out)
         size_t nn = ne - ns < sizeof name - 1 ? ne - ns : sizeof name - 1;
         memcpy(name, in + ns, nn);
         name[nn] = 0;
-        putf(out, " static int pn_sim_shared_%d __attribute__((unused)) = "
-                  "(pn_sim_shared((void *)&%s, sizeof %s), 0);",
+        putf(out, " static int cuda_sim_shared_%d __attribute__((unused)) = "
+                  "(cuda_sim_shared((void *)&%s, sizeof %s), 0);",
              shared_serial++, name, name);
         s = k + 1;
     }
@@ -356,9 +356,9 @@ static size_t launch(size_t p, text *out)
         quoted[qn++] = *c;
     }
     quoted[qn] = 0;
-    putf(out, "::pn_sim::launch(::pn_sim::cfg(");
+    putf(out, "::cuda_sim::launch(::cuda_sim::cfg(");
     put(out, in + cfg, cfg_end - cfg);
-    putf(out, "), \"%s\", \"%s\", %d, %s, [](auto &&...pn_sim_a) { %s(pn_sim_a...); }", base,
+    putf(out, "), \"%s\", \"%s\", %d, %s, [](auto &&...cuda_sim_a) { %s(cuda_sim_a...); }", base,
          quoted, line, bound_of(base), expr);
     put_newlines(out, in, cfg_end, after + 1);
     if (has_args) {

@@ -35,13 +35,13 @@ static settings parse_settings()
     if ((v = getenv("PN_CUDA_SIM_DEVICES")) && *v) {
         long n = strtol(v, &end, 10);
         if (*end || n < 0 || n > 16)
-            pn_sim_fatal("PN_CUDA_SIM_DEVICES=%s: expected a number of GPUs from 0 to 16", v);
+            cuda_sim_fatal("PN_CUDA_SIM_DEVICES=%s: expected a number of GPUs from 0 to 16", v);
         s.devices = (int)n;
     }
     if ((v = getenv("PN_CUDA_SIM_MEMORY_MB")) && *v) {
         long n = strtol(v, &end, 10);
         if (*end || n < 1 || n > (1L << 20))
-            pn_sim_fatal("PN_CUDA_SIM_MEMORY_MB=%s: expected megabytes from 1 to 1048576", v);
+            cuda_sim_fatal("PN_CUDA_SIM_MEMORY_MB=%s: expected megabytes from 1 to 1048576", v);
         s.memory = (size_t)n << 20;
     }
     if ((v = getenv("PN_CUDA_SIM_ORDER")) && *v) {
@@ -55,17 +55,17 @@ static settings parse_settings()
             if (v[6] == ':') {
                 s.seed = strtoull(v + 7, &end, 10);
                 if (*end || !v[7])
-                    pn_sim_fatal("PN_CUDA_SIM_ORDER=%s: expected random:SEED with a number", v);
+                    cuda_sim_fatal("PN_CUDA_SIM_ORDER=%s: expected random:SEED with a number", v);
             }
         } else {
-            pn_sim_fatal("PN_CUDA_SIM_ORDER=%s: expected in-order, reverse or random:SEED", v);
+            cuda_sim_fatal("PN_CUDA_SIM_ORDER=%s: expected in-order, reverse or random:SEED", v);
         }
     }
     if ((v = getenv("PN_CUDA_SIM_CHECK_ARGS")) && !strcmp(v, "0")) s.check_args = false;
     if ((v = getenv("PN_CUDA_SIM_SYNC_WARN_S")) && *v) {
         s.sync_warn_s = strtod(v, &end);
         if (*end || s.sync_warn_s <= 0)
-            pn_sim_fatal("PN_CUDA_SIM_SYNC_WARN_S=%s: expected seconds", v);
+            cuda_sim_fatal("PN_CUDA_SIM_SYNC_WARN_S=%s: expected seconds", v);
     }
     /* CUDA_VISIBLE_DEVICES: the listed indices until the first that does not exist */
     v = getenv("CUDA_VISIBLE_DEVICES");
@@ -123,7 +123,7 @@ static void say(const char *fmt, va_list ap)
     fflush(stderr);
 }
 
-extern "C" void pn_sim_warn(const char *fmt, ...)
+extern "C" void cuda_sim_warn(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -131,7 +131,7 @@ extern "C" void pn_sim_warn(const char *fmt, ...)
     va_end(ap);
 }
 
-extern "C" void pn_sim_fatal(const char *fmt, ...)
+extern "C" void cuda_sim_fatal(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -231,7 +231,7 @@ extern "C" cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, i
     case cudaDevAttrMaxSharedMemoryPerBlock: *value = 48 * 1024; break;
     case cudaDevAttrWarpSize: *value = 32; break;
     case cudaDevAttrMultiProcessorCount: *value = 4; break;
-    case cudaDevAttrPciBusId: *value = pn_sim_pci_bus(device); break;
+    case cudaDevAttrPciBusId: *value = cuda_sim_pci_bus(device); break;
     case cudaDevAttrPciDeviceId: *value = 0; break;
     case cudaDevAttrPciDomainId: *value = 0; break;
     case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
@@ -258,7 +258,7 @@ extern "C" cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int device)
     p->maxGridSize[1] = p->maxGridSize[2] = 65535;
     p->multiProcessorCount = 4;
     p->major = 9;
-    p->pciBusID = pn_sim_pci_bus(device);
+    p->pciBusID = cuda_sim_pci_bus(device);
     return cudaSuccess;
 }
 
@@ -266,7 +266,7 @@ extern "C" cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int device)
 {
     if (!have_devices()) return fail(cudaErrorNoDevice);
     if (device < 0 || device >= (int)config().visible.size()) return fail(cudaErrorInvalidDevice);
-    snprintf(id, (size_t)len, "0000:%02x:00.0", pn_sim_pci_bus(device));
+    snprintf(id, (size_t)len, "0000:%02x:00.0", cuda_sim_pci_bus(device));
     return cudaSuccess;
 }
 
@@ -300,10 +300,10 @@ extern "C" cudaError_t cudaRuntimeGetVersion(int *v)
     return cudaSuccess;
 }
 
-extern "C" int pn_sim_current_device(void) { return current; }
+extern "C" int cuda_sim_current_device(void) { return current; }
 /* Bus 0x10 + the GPU's physical index: two processes that see one GPU under different
  * CUDA_VISIBLE_DEVICES get the same number, as with real PCI addresses. */
-extern "C" int pn_sim_pci_bus(int device)
+extern "C" int cuda_sim_pci_bus(int device)
 {
     return device >= 0 && device < (int)config().visible.size() ? 0x10 + physical(device) : -1;
 }
@@ -366,7 +366,7 @@ extern "C" cudaError_t cudaFreeAsync(void *p, cudaStream_t handle)
     if (!p) return cudaSuccess;
     allocation *al = mem_find(p);
     if (!al || !al->live || (uintptr_t)p != al->base) {
-        pn_sim_warn("cudaFreeAsync(%p) from %s: not a live allocation", p,
+        cuda_sim_warn("cudaFreeAsync(%p) from %s: not a live allocation", p,
                     caller_name(__builtin_return_address(0)).c_str());
         return fail(cudaErrorInvalidValue);
     }
@@ -463,7 +463,7 @@ static cudaError_t copy(void *dst, size_t dpitch, const void *src, size_t spitch
     char why[512];
     if (dp < 0 || sp < 0) {
         describe_place(dp < 0 ? dst : src, dp < 0 ? dspan : sspan, why, sizeof why);
-        pn_sim_warn("%s from %s: the %s %s", call, caller_name(caller).c_str(),
+        cuda_sim_warn("%s from %s: the %s %s", call, caller_name(caller).c_str(),
                     dp < 0 ? "destination" : "source", why);
         return fail(cudaErrorInvalidValue);
     }
@@ -472,7 +472,7 @@ static cudaError_t copy(void *dst, size_t dpitch, const void *src, size_t spitch
               (kind == cudaMemcpyDeviceToHost && !dp && sp) ||
               (kind == cudaMemcpyDeviceToDevice && dp && sp);
     if (!ok) {
-        pn_sim_warn("%s from %s: cudaMemcpy%s, but the destination is %s memory and the source "
+        cuda_sim_warn("%s from %s: cudaMemcpy%s, but the destination is %s memory and the source "
                     "%s memory", call, caller_name(caller).c_str(), kind_name(kind),
                     dp ? "device" : "host", sp ? "device" : "host");
         return fail(kind < 0 || kind > 4 ? cudaErrorInvalidMemcpyDirection : cudaErrorInvalidValue);
@@ -554,7 +554,7 @@ static cudaError_t memset_on(void *p, int value, size_t n, cudaStream_t handle, 
         char why[512];
         if (mem_in_region(p)) describe_place(p, n, why, sizeof why);
         else snprintf(why, sizeof why, "%p is host memory", p);
-        pn_sim_warn("%s from %s: %s", call, caller_name(caller).c_str(), why);
+        cuda_sim_warn("%s from %s: %s", call, caller_name(caller).c_str(), why);
         return fail(cudaErrorInvalidValue);
     }
     cudaError_t err;
@@ -801,34 +801,34 @@ static void check_word(const launch *l, int index, size_t offset, uintptr_t w, b
     if (mem_in_region((void *)w)) {
         allocation *al = mem_find((void *)w);
         if (!al)
-            pn_sim_fatal("kernel %s (launched at %s:%d): %s points at %#lx, in no allocation",
+            cuda_sim_fatal("kernel %s (launched at %s:%d): %s points at %#lx, in no allocation",
                          l->site.kernel, file, l->site.line, where, (unsigned long)w);
         if (!al->live)
-            pn_sim_fatal("kernel %s (launched at %s:%d): %s points into freed device memory (an "
+            cuda_sim_fatal("kernel %s (launched at %s:%d): %s points into freed device memory (an "
                          "allocation of %zu bytes from %s)",
                          l->site.kernel, file, l->site.line, where, al->bytes,
                          caller_name(al->caller).c_str());
         if (al->device != physical(l->device))
-            pn_sim_fatal("kernel %s (launched at %s:%d on GPU %d): %s points into GPU %d's memory",
+            cuda_sim_fatal("kernel %s (launched at %s:%d on GPU %d): %s points into GPU %d's memory",
                          l->site.kernel, file, l->site.line, l->device, where, al->device);
         return;
     }
     if (pointer || mapped(w))
-        pn_sim_fatal("kernel %s (launched at %s:%d): %s holds %#lx, which is %s, not device "
+        cuda_sim_fatal("kernel %s (launched at %s:%d): %s holds %#lx, which is %s, not device "
                      "memory: a kernel cannot read it on a GPU",
                      l->site.kernel, file, l->site.line, where, (unsigned long)w,
                      mapped(w) ? "host memory" : "no memory at all");
 }
 
-static void check_args(const launch *l, const pn_sim_arg *args, int n)
+static void check_args(const launch *l, const cuda_sim_arg *args, int n)
 {
     for (int i = 0; i < n; i++) {
-        const pn_sim_arg &a = args[i];
-        if (a.kind == PN_SIM_ARG_POINTER) {
+        const cuda_sim_arg &a = args[i];
+        if (a.kind == CUDA_SIM_ARG_POINTER) {
             uintptr_t w;
             memcpy(&w, a.addr, sizeof w);
             check_word(l, i, 0, w, true);
-        } else if (a.kind == PN_SIM_ARG_RECORD) {
+        } else if (a.kind == CUDA_SIM_ARG_RECORD) {
             for (size_t off = 0; off + 8 <= a.size; off += 8) {
                 uintptr_t w;
                 memcpy(&w, (const char *)a.addr + off, sizeof w);
@@ -847,8 +847,8 @@ static void delete_kernel(void *ctx)
     delete l;
 }
 
-extern "C" void pn_sim_launch_kernel(dim3 grid, dim3 block, size_t shmem, cudaStream_t handle,
-                                     const pn_sim_site *site, const pn_sim_arg *args, int n_args,
+extern "C" void cuda_sim_launch_kernel(dim3 grid, dim3 block, size_t shmem, cudaStream_t handle,
+                                     const cuda_sim_site *site, const cuda_sim_arg *args, int n_args,
                                      void (*invoke)(void *), void (*destroy)(void *), void *pack)
 {
     api_scope scope;
@@ -879,7 +879,7 @@ extern "C" void pn_sim_launch_kernel(dim3 grid, dim3 block, size_t shmem, cudaSt
     }
     if (err != cudaSuccess) {
         if (why)
-            pn_sim_warn("kernel %s (launched at %s:%d) with grid (%u,%u,%u), block (%u,%u,%u)%s%u: "
+            cuda_sim_warn("kernel %s (launched at %s:%d) with grid (%u,%u,%u), block (%u,%u,%u)%s%u: "
                         "%s (%s)", site->kernel, file, site->line, grid.x, grid.y, grid.z, block.x,
                         block.y, block.z, site->bound ? ", __launch_bounds__ " : "",
                         site->bound, why, cudaGetErrorString(err));
@@ -908,7 +908,7 @@ extern "C" void pn_sim_launch_kernel(dim3 grid, dim3 block, size_t shmem, cudaSt
 
 /* --- for the stand-in cuBLAS and NCCL ------------------------------------------------------------- */
 
-extern "C" cudaError_t pn_sim_enqueue_host(cudaStream_t handle, void (*run)(void *),
+extern "C" cudaError_t cuda_sim_enqueue_host(cudaStream_t handle, void (*run)(void *),
                                            void (*destroy)(void *), void *ctx, const char *what)
 {
     api_scope scope;
@@ -928,7 +928,7 @@ extern "C" cudaError_t pn_sim_enqueue_host(cudaStream_t handle, void (*run)(void
     return cudaSuccess;
 }
 
-extern "C" cudaError_t pn_sim_enqueue_async(cudaStream_t handle, const pn_sim_async_ops *ops,
+extern "C" cudaError_t cuda_sim_enqueue_async(cudaStream_t handle, const cuda_sim_async_ops *ops,
                                             void *ctx, const void *caller)
 {
     api_scope scope;
@@ -950,14 +950,14 @@ extern "C" cudaError_t pn_sim_enqueue_async(cudaStream_t handle, const pn_sim_as
     return cudaSuccess;
 }
 
-extern "C" void pn_sim_add_progress_hook(void (*fn)(void)) { add_progress_hook(fn); }
+extern "C" void cuda_sim_add_progress_hook(void (*fn)(void)) { add_progress_hook(fn); }
 
-extern "C" void pn_sim_progress(void)
+extern "C" void cuda_sim_progress(void)
 {
     api_scope scope; /* progress() on entry, device memory closed on return */
 }
 
-extern "C" int pn_sim_device_of(const void *p, size_t bytes, int *live)
+extern "C" int cuda_sim_device_of(const void *p, size_t bytes, int *live)
 {
     if (!mem_in_region(p)) return -1;
     allocation *al = mem_find(p);
@@ -969,7 +969,7 @@ extern "C" int pn_sim_device_of(const void *p, size_t bytes, int *live)
     return -1;
 }
 
-extern "C" int pn_sim_stream_device(cudaStream_t handle)
+extern "C" int cuda_sim_stream_device(cudaStream_t handle)
 {
     cudaError_t err;
     stream *s = stream_get(handle, &err);

@@ -136,7 +136,7 @@ struct op {
     /* RECORD: the time the stream got here (cudaEventElapsedTime) */
     double *stamp = nullptr;
     /* ASYNC */
-    const pn_sim_async_ops *async = nullptr;
+    const cuda_sim_async_ops *async = nullptr;
     bool started = false;
 };
 
@@ -189,7 +189,7 @@ struct api_scope {
 struct launch {
     dim3 grid, block;
     size_t shmem = 0;
-    pn_sim_site site;
+    cuda_sim_site site;
     int device = 0;
     void (*invoke)(void *) = nullptr;
     void (*destroy)(void *) = nullptr;

@@ -186,7 +186,7 @@ bool run_stream(stream *s, uint64_t until, bool block)
     long polls = 0;
     while (s->completed < until) {
         if (s->q.empty())
-            pn_sim_fatal("internal: stream %d has run dry at %lu of %lu", s->id,
+            cuda_sim_fatal("internal: stream %d has run dry at %lu of %lu", s->id,
                          (unsigned long)s->completed, (unsigned long)until);
         if (step(s, block)) continue;
         if (!block) return false;
@@ -195,7 +195,7 @@ bool run_stream(stream *s, uint64_t until, bool block)
         double t = now();
         if (!since) since = t;
         if (!warned && t - since > config().sync_warn_s) {
-            pn_sim_warn("a synchronizing call has waited %.0f s for %s", t - since,
+            cuda_sim_warn("a synchronizing call has waited %.0f s for %s", t - since,
                         blocked_on(s).c_str());
             warned = true;
         }
