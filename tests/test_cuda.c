@@ -1,8 +1,9 @@
 /* The CUDA backend against the CPU backend: GEMM in every transpose combination,
- * fill on strided views, the device pool, and a kernel's bad id reported as the CPU
- * reports it (every other slot: tests/test_backend_ops.c), all through the CUDA
- * module's loader. Skips (exit 77) in a build without CUDA or without a GPU; fails
- * when the build made a module that does not load. */
+ * fill on strided views, the device pool, a kernel's bad id reported as the CPU
+ * reports it, a refused allocation not reported by the next launch (every other
+ * slot: tests/test_backend_ops.c), all through the CUDA module's loader. Skips (exit
+ * 77) in a build without CUDA or without a GPU; fails when the build made a module
+ * that does not load. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,27 @@ START_TEST(bad_ids_are_reported_like_the_cpu)
 }
 END_TEST
 
+/* A failure the backend tolerates is not the next launch's: an allocation larger than
+ * the device refused (the pool says so), then a kernel runs and reports success. The
+ * runtime keeps a failed call's error as its last error until it is read, so without
+ * the backend taking it off (pn_cuda_forget) the fill's launch check reported "out of
+ * memory". The same for the "not ready" of an event query, whose poll is the NCCL
+ * transport's (tests/test_cuda_transport.sh runs it). */
+START_TEST(a_tolerated_failure_is_not_the_next_launchs)
+{
+    pn_buffer huge = {0}, buf = {0};
+    ck_assert_int_eq(pn_buffer_acquire(&huge, pn_device_cuda(0), (size_t)1 << 46), PN_ERR_NOMEM);
+    ck_assert_int_eq(pn_buffer_acquire(&buf, pn_device_cuda(0), 64 * sizeof(float)), PN_OK);
+    pn_matrix m = pn_matrix_on(&buf, 8, 8);
+    ck_assert_msg(pn_fill(&m, 1.5f) == PN_OK, "fill after a refused allocation: %s",
+                  pn_error_message());
+    float host[64];
+    ck_assert_int_eq(pn_matrix_read(&m, host), PN_OK);
+    ck_assert_float_eq(host[63], 1.5f);
+    pn_buffer_release(&buf);
+}
+END_TEST
+
 int main(void)
 {
     const pn_cuda_module *m;
@@ -128,6 +150,7 @@ int main(void)
     tcase_add_test(tc, gemm_matches_cpu);
     tcase_add_test(tc, fill_respects_strides_and_pool_reuses);
     tcase_add_test(tc, bad_ids_are_reported_like_the_cpu);
+    tcase_add_test(tc, a_tolerated_failure_is_not_the_next_launchs);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }
