@@ -7,7 +7,9 @@
 # 1e-6 (relative; both move the same values, a replica sum may add them in another
 # order) and the layout line naming the transport. Then --deterministic on GPUs: one
 # process, 2 stages, 2 x 2 with NCCL and with MPI, and interleaved, all with
-# micro-batches of 2 samples, give one parameter hash. Skips (77) without CUDA or NCCL in the build, or with fewer than 4 GPUs.
+# micro-batches of 2 samples, give one parameter hash. And a rank that stops is named
+# by the stall watchdog. Skips (77) without CUDA or NCCL in the build, or with fewer
+# than 4 GPUs.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/script_fixture.sh"
@@ -87,4 +89,24 @@ for layout in "one 1 --stages 1 --micro-batches 8" \
 done
 [ "$(echo $hashes | tr ' ' '\n' | sort -u | wc -l)" -eq 1 ] ||
     fail "--deterministic on GPUs gives different hashes across layouts:$hashes"
-echo "PASS: nccl trains as mpi on 2 stages, 2 x 2 and interleaved; --deterministic gives one hash"
+
+# A rank that stops (SIGSTOP at step 3, PIPENET_FAULT) is seen by the stall watchdog
+# on NCCL's waits too: the job ends within 40 s with one error naming it, and leaves
+# no process behind.
+leftovers() { pgrep -f "train $tmp/gpt.json"; }
+stall_cleanup() { for p in $(leftovers); do kill -CONT "$p"; kill -KILL "$p"; done 2>/dev/null; }
+trap 'stall_cleanup; rm -rf "$tmp"' EXIT
+start=$(date +%s)
+PIPENET_FAULT=3:3:stop timeout 120 mpirun --oversubscribe -np 4 "$PIPENET" train "$tmp/gpt.json" \
+    --data "$tmp/lm/train.h5" --eval= --threads 1 --device cuda --stages 2 --transport nccl \
+    --steps 100 --stall-timeout 5 >"$tmp/stall" 2>&1
+rc=$? secs=$(($(date +%s) - start))
+grep -q "^PIPENET_FAULT at step 3" "$tmp/stall" || { cat "$tmp/stall"; fail "the stall did not happen"; }
+[ $rc -ne 124 ] && [ $rc -ne 0 ] || { cat "$tmp/stall"; fail "a stalled rank on NCCL: exit $rc"; }
+[ $secs -le 40 ] || fail "the job took $secs s to end after a rank stopped"
+n=$(grep -c "pipenet: error: rank [0-2] .*no progress for 5 s (--stall-timeout) waiting for .*from rank 3 (stage 1, replica 1)" "$tmp/stall")
+[ "$n" -eq 1 ] || { cat "$tmp/stall"; fail "the stopped rank is named $n times"; }
+sleep 1
+[ -z "$(leftovers)" ] || fail "processes left behind: $(leftovers)"
+echo "ok: a stopped rank on NCCL ends the job in $secs s: $(grep 'pipenet: error' "$tmp/stall")"
+echo "PASS: nccl trains as mpi on 2 stages, 2 x 2 and interleaved; --deterministic gives one hash; a stopped rank is named"
