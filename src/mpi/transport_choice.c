@@ -93,10 +93,10 @@ int pn_transport_choose(pn_transport_request r, const pn_rank_gpu *ranks, int si
                                                              : "both hold one stage",
                                     instead)
                      : PN_OK;
-    /* auto: mpi until the NCCL transport has run on GPUs. It has been read, not run, and
-     * its links and bucket sums run on several communicators at once, which NCCL
-     * allows only where the GPU runs their kernels together: a default must not hang
-     * a job on that. */
+    /* auto: mpi until the NCCL transport has run on GPUs. It has run on the CUDA
+     * stand-in (tools/cuda-sim), not on GPUs, and its links and bucket sums run on
+     * several communicators at once, which NCCL allows only where the GPU runs their
+     * kernels together: a default must not hang a job on that. */
     *nccl = asked;
     return PN_OK;
 }

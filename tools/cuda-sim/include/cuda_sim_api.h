@@ -54,9 +54,11 @@ typedef enum cuda_sim_shfl_kind {
 uint64_t cuda_sim_shfl(const char *file, int line, cuda_sim_shfl_kind kind, unsigned mask,
                      uint64_t value, int lane_arg, int width);
 unsigned cuda_sim_activemask(void);
-/* A __shared__ variable, registered where it is declared: poisoned at every block's
- * start, as a GPU gives no block the values another left. */
-void cuda_sim_shared(void *addr, size_t bytes);
+/* Where the running block keeps the __shared__ variable whose declaration key names
+ * (the rewriter makes each declaration a reference to this): a slot of the block's
+ * shared memory, poisoned at every block's start, as a GPU gives no block the values
+ * another left. */
+void *cuda_sim_shared_slot(const void *key, size_t bytes, size_t align);
 /* Memory-model hooks for the ThreadSanitizer build (no-ops otherwise). */
 void cuda_sim_fence(void);
 

@@ -4,8 +4,9 @@
  * block's scheduler in libcudart.so; what CUDA's compiler provides is defined here:
  * the qualifiers, threadIdx and friends, barriers and warp shuffles (which make the
  * thread wait for its block or warp), atomics, and a few intrinsics. nvcc's rewriter
- * turns each `k<<<cfg>>>(args)` into cuda_sim::launch, registers each __shared__
- * declaration and removes __launch_bounds__ (remembering it for the launch). */
+ * turns each `k<<<cfg>>>(args)` into cuda_sim::launch, each __shared__ declaration
+ * into a reference to the running block's slot (cuda_sim::shared_slot) and removes
+ * __launch_bounds__ (remembering it for the launch). */
 #ifndef PN_CUDA_SIM_DEVICE_H
 #define PN_CUDA_SIM_DEVICE_H
 
@@ -50,6 +51,13 @@ namespace cuda_sim {
 
 inline unsigned mask_or_all() { return 0xffffffffu; }
 inline unsigned mask_or_all(unsigned m) { return m; }
+
+/* The running block's copy of the __shared__ variable declared with key (a static of
+ * the variable's type, never itself used). */
+template <class T> inline T *shared_slot(T *key)
+{
+    return static_cast<T *>(cuda_sim_shared_slot((const void *)key, sizeof(T), alignof(T)));
+}
 
 template <class T> inline uint64_t to_bits(T v)
 {

@@ -14,10 +14,12 @@
  * lane reading from one its mask leaves out, a block that cannot go on. */
 #include "sim.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -63,11 +65,24 @@ static uint64_t launches;
 
 /* --- shared memory ----------------------------------------------------------------------- */
 
-struct shared_var {
-    void *addr;
-    size_t bytes;
+/* A block's __shared__ variables live in one arena of 48 KiB (a GPU block's static
+ * shared memory), followed by a guard page: the rewriter makes each declaration a
+ * reference to its slot (cuda_sim_shared_slot), given out in the order a launch's
+ * threads first ask, the same for every block of the launch. Every block finds its
+ * slots all-ones (poisoned), nothing another block left. Under ThreadSanitizer the
+ * arena is mapped anew for every block, so that no block's accesses look ordered
+ * with, or racing against, another's through memory a GPU would not share. */
+enum { SHARED_BYTES = 48 * 1024 };
+
+struct shared_slot {
+    const void *key;
+    size_t offset, bytes;
 };
-static std::vector<shared_var> shared_vars;
+
+static char *arena;
+static size_t arena_used; /* bytes given out in this launch */
+static std::vector<shared_slot> slots;
+static char shared_sync;  /* ThreadSanitizer: the arena's mapping before the threads */
 
 /* All-ones bytes, written so that ThreadSanitizer does not see them (a volatile loop,
  * not memset, which it intercepts): the poison is the stand-in's, not the program's. */
@@ -75,21 +90,41 @@ static void poison(void *addr, size_t bytes)
 {
     volatile unsigned char *p = (volatile unsigned char *)addr;
     for (size_t i = 0; i < bytes; i++) p[i] = 0xff;
-    tsan_new_memory(addr, bytes); /* no block's accesses are ordered with the next's */
 }
 
-void register_shared(void *addr, size_t bytes)
+static void map_arena(bool fresh)
 {
-    for (const shared_var &v : shared_vars)
-        if (v.addr == addr) return;
-    shared_vars.push_back(shared_var{addr, bytes});
-    poison(addr, bytes);
+    static size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t bytes = (SHARED_BYTES + page - 1) / page * page;
+    if (!arena) {
+        void *m = mmap(nullptr, bytes + page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) cuda_sim_fatal("cannot map a block's shared memory: %s", strerror(errno));
+        arena = (char *)m + bytes - SHARED_BYTES; /* it ends where the guard page begins */
+        fresh = true;
+    }
+    if (fresh) {
+        char *start = arena + SHARED_BYTES - bytes;
+        if (mmap(start, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+                 0) == MAP_FAILED)
+            cuda_sim_fatal("cannot map a block's shared memory: %s", strerror(errno));
+        poison(arena, SHARED_BYTES);
+    } else {
+        poison(arena, arena_used);
+    }
 }
 
-/* A block finds in shared memory nothing another block left. */
-static void poison_shared()
+/* A launch starts with no slots; a block with its slots poisoned. */
+static void shared_for_launch()
 {
-    for (const shared_var &v : shared_vars) poison(v.addr, v.bytes);
+    slots.clear();
+    arena_used = 0;
+    map_arena(false);
+}
+
+static void shared_for_block()
+{
+    map_arena(tsan_on());
+    tsan_release(&shared_sync);
 }
 
 /* --- where we are, for messages ------------------------------------------------------------ */
@@ -174,6 +209,7 @@ static void runner(void *arg)
             t->tsan = tsan_fiber_create();
             tsan_switch(t->tsan);
             tsan_acquire(b->l);
+            tsan_acquire(&shared_sync);
         }
         enter(b, t);
         b->l->invoke(b->l->pack);
@@ -367,7 +403,7 @@ static void run_block(launch *l, block_run *b, uint3 idx, uint64_t key)
     }
     make_order(b->order, b->n, key);
     b->next_new = 0;
-    poison_shared();
+    shared_for_block();
     for (;;) {
         while (b->next_new < b->n) {
             b->fresh = stack_get();
@@ -419,6 +455,7 @@ void run_launch(launch *l)
     uint64_t serial = ++launches;
     block_run *outer = cur_block;
     cur_block = &b;
+    shared_for_launch();
     b.tsan_sched = tsan_fiber_current();
     tsan_release(l);
     long blocks = (long)l->grid.x * l->grid.y * l->grid.z;
@@ -499,6 +536,18 @@ extern "C" unsigned cuda_sim_activemask(void)
     return m;
 }
 
-extern "C" void cuda_sim_shared(void *addr, size_t bytes) { register_shared(addr, bytes); }
+extern "C" void *cuda_sim_shared_slot(const void *key, size_t bytes, size_t align)
+{
+    if (!cur_block || !cur_thread) cuda_sim_fatal("a __shared__ variable used outside a kernel");
+    for (const shared_slot &sl : slots)
+        if (sl.key == key) return arena + sl.offset;
+    size_t at = (arena_used + align - 1) / align * align;
+    if (at + bytes > SHARED_BYTES)
+        cuda_sim_fatal("%s: its __shared__ variables take more than %d bytes, a block's static "
+                       "shared memory", thread_name(cur_block, cur_thread).c_str(), SHARED_BYTES);
+    slots.push_back(shared_slot{key, at, bytes});
+    arena_used = at + bytes;
+    return arena + at;
+}
 
 extern "C" void cuda_sim_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }

@@ -5,8 +5,8 @@
  *       -> ::cuda_sim::launch(::cuda_sim::cfg(grid, block, shmem, stream), "k", "FILE",
  *                           LINE, BOUND, [](auto &&...a) { k(a...); }, args)
  *   __launch_bounds__(N) ... k(          -> removed; N becomes k's BOUND at its launches
- *   __shared__ float a[8], b[8];         -> static float a[8], b[8]; plus a registration
- *                                           of a and b (poisoned at every block's start)
+ *   __shared__ float a[8];               -> a static key of type float[8], and a made a
+ *                                           reference to the running block's slot for it
  *
  * Every newline of the input is kept, so the preprocessor's line markers still name the
  * right lines in compiler errors and in the stand-in's messages. Strings, characters
@@ -227,13 +227,19 @@ static size_t launch_bounds(size_t p, text *out)
 }
 
 static int shared_serial;
+static int brace_depth; /* { } outside literals, for where a __shared__ declaration is */
 
-/* __shared__ at p: the declaration to the next ';' becomes static, and each declared
- * name is registered with the runtime once. */
+/* __shared__ at p: the declaration to the next ';' declares, for each of its names, a
+ * static key of the variable's type under another name, and the name becomes a
+ * reference to the running block's slot for that key:
+ *   __shared__ float a[8], b;  ->  static float cuda_sim_key_0_a[8], cuda_sim_key_1_b;
+ *                                  auto &a = *::cuda_sim::shared_slot(&cuda_sim_key_0_a); ... */
 static size_t shared_decl(size_t p, const char *prev_word, text *out)
 {
     if (!strcmp(prev_word, "extern"))
         die_at(p, "extern __shared__ (dynamic shared memory) is not supported by the stand-in");
+    if (brace_depth == 0)
+        die_at(p, "a __shared__ variable outside a function is not supported by the stand-in");
     size_t a = p + strlen("__shared__"), i = a;
     int depth = 0;
     for (; i < len; i++) {
@@ -247,19 +253,19 @@ static size_t shared_decl(size_t p, const char *prev_word, text *out)
         else if (c == ';' && depth == 0) break;
     }
     if (i >= len) die_at(p, "__shared__ declaration without ';'");
-    if (strcmp(prev_word, "static")) puts_(out, "static");
-    put(out, in + a, i - a);
-    put(out, ";", 1);
     /* the declarators: split at top-level commas; each name is the last identifier
      * before its first '[' or '=' */
-    size_t s = a;
+    enum { MAX_NAMES = 32 };
+    size_t name_at[MAX_NAMES], name_end[MAX_NAMES];
+    int n = 0;
+    size_t s0 = a;
     depth = 0;
     for (size_t k = a; k <= i; k++) {
         char c = in[k];
         if (k < i && (c == '(' || c == '[' || c == '{')) depth++;
         else if (k < i && (c == ')' || c == ']' || c == '}')) depth--;
         if (k < i && !(c == ',' && depth == 0)) continue;
-        size_t e = s;
+        size_t e = s0;
         int d2 = 0;
         while (e < k && !((in[e] == '[' || in[e] == '=') && d2 == 0)) {
             if (in[e] == '(') d2++;
@@ -267,20 +273,30 @@ static size_t shared_decl(size_t p, const char *prev_word, text *out)
             e++;
         }
         size_t ne = e;
-        while (ne > s && !ident_char((unsigned char)in[ne - 1])) ne--;
+        while (ne > s0 && !ident_char((unsigned char)in[ne - 1])) ne--;
         size_t ns = ne;
-        while (ns > s && ident_char((unsigned char)in[ns - 1])) ns--;
-        if (ns == ne) die_at(p, "__shared__: cannot find the declared name");
-        char name[256];
-        size_t nn = ne - ns < sizeof name - 1 ? ne - ns : sizeof name - 1;
-        memcpy(name, in + ns, nn);
-        name[nn] = 0;
-        putf(out, " static int cuda_sim_shared_%d __attribute__((unused)) = "
-                  "(cuda_sim_shared((void *)&%s, sizeof %s), 0);",
-             shared_serial++, name, name);
-        s = k + 1;
+        while (ns > s0 && ident_char((unsigned char)in[ns - 1])) ns--;
+        if (ns == ne || n == MAX_NAMES) die_at(p, "__shared__: cannot find the declared names");
+        name_at[n] = ns, name_end[n++] = ne;
+        s0 = k + 1;
     }
-    put_newlines(out, in, a, i);
+    int first = shared_serial;
+    if (strcmp(prev_word, "static")) puts_(out, "static");
+    size_t from = a;
+    for (int k = 0; k < n; k++) { /* the keys: the declaration with the names renamed */
+        put(out, in + from, name_at[k] - from);
+        putf(out, "cuda_sim_key_%d_", first + k);
+        put(out, in + name_at[k], name_end[k] - name_at[k]);
+        from = name_end[k];
+    }
+    put(out, in + from, i - from);
+    put(out, ";", 1);
+    for (int k = 0; k < n; k++) {
+        int ln = (int)(name_end[k] - name_at[k]);
+        putf(out, " auto &%.*s = *::cuda_sim::shared_slot(&cuda_sim_key_%d_%.*s);", ln,
+             in + name_at[k], first + k, ln, in + name_at[k]);
+    }
+    shared_serial += n;
     return i + 1;
 }
 
@@ -441,6 +457,8 @@ int main(int argc, char **argv)
             continue;
         }
         if (!isspace((unsigned char)c)) prev_word[0] = 0;
+        if (c == '{') brace_depth++;
+        else if (c == '}') brace_depth--;
         put(&out, &c, 1);
         i++;
     }

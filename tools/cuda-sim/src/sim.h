@@ -198,7 +198,6 @@ struct launch {
 void run_launch(launch *l);
 /* The running GPU thread's place, for fault messages ("" on the host). */
 std::string current_gpu_thread();
-void register_shared(void *addr, size_t bytes);
 
 double now();
 uint64_t mix(uint64_t x);
