@@ -12,7 +12,11 @@
  * build has (the CPU's; the CUDA module's, through its loader, when built with CUDA:
  * a module that does not load fails the test) leaves a slot empty. That part and the
  * cases on the CPU alone run everywhere; without a second backend to compare the
- * test then exits 77 (skip). */
+ * test then exits 77 (skip).
+ *
+ * `test_backend_ops CASE...` runs only the cases named (e.g. softmax layernorm_forward;
+ * an unknown name is an error): one kernel in other block and thread orders, or
+ * under the CUDA stand-in's ThreadSanitizer toolkit (tools/cuda-sim/README.md). */
 #include "config.h"
 
 #include <math.h>
@@ -187,8 +191,27 @@ static void run_case(ctx *c, const pn_backend *be, pn_device dev, const op_case 
     oc->run(c, shapes[shape_i], variant);
 }
 
-int main(void)
+/* Whether the command line asks for case `name` (none named: every case). */
+static bool wanted(int argc, char **argv, const char *name)
 {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], name)) return true;
+    return argc < 2;
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        int known = 0;
+        for (int oc = 0; oc < backend_op_n_cases; oc++)
+            known += !strcmp(argv[i], backend_op_cases[oc].name);
+        if (!known) {
+            printf("FAIL: no case '%s'; the cases:", argv[i]);
+            for (int oc = 0; oc < backend_op_n_cases; oc++) printf(" %s", backend_op_cases[oc].name);
+            printf("\n");
+            return 2;
+        }
+    }
     const pn_backend *tables[2] = {&pn_cpu_backend};
     pn_device devices[2] = {pn_device_host()};
     int n_tables = 1, n_devices = 1;
@@ -230,7 +253,7 @@ int main(void)
 
     int runs = 0;
     for (int oc = 0; oc < backend_op_n_cases; oc++)
-        for (int si = 0; si < N_SHAPES; si++)
+        for (int si = 0; si < N_SHAPES && wanted(argc, argv, backend_op_cases[oc].name); si++)
             for (int v = 0; v < backend_op_cases[oc].variants; v++) {
                 char label[128];
                 snprintf(label, sizeof label, "%s [%dx%d+%d, variant %d]", backend_op_cases[oc].name,

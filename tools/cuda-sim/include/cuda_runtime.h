@@ -166,7 +166,8 @@ template <class T> static inline cudaError_t cudaMalloc(T **devPtr, size_t size)
 {
     return cudaMalloc((void **)devPtr, size);
 }
-template <class T> static inline cudaError_t cudaMallocAsync(T **devPtr, size_t size, cudaStream_t s)
+template <class T>
+static inline cudaError_t cudaMallocAsync(T **devPtr, size_t size, cudaStream_t s)
 {
     return cudaMallocAsync((void **)devPtr, size, s);
 }

@@ -23,7 +23,11 @@ typedef struct cuda_sim_thread_ids {
 extern cuda_sim_thread_ids *cuda_sim_cur;
 
 /* One kernel argument as launched: where its copy is, its size, and what it is. */
-typedef enum cuda_sim_arg_kind { CUDA_SIM_ARG_SCALAR, CUDA_SIM_ARG_POINTER, CUDA_SIM_ARG_RECORD } cuda_sim_arg_kind;
+typedef enum cuda_sim_arg_kind {
+    CUDA_SIM_ARG_SCALAR,
+    CUDA_SIM_ARG_POINTER,
+    CUDA_SIM_ARG_RECORD
+} cuda_sim_arg_kind;
 typedef struct cuda_sim_arg {
     const void *addr;
     size_t size;
@@ -41,18 +45,21 @@ typedef struct cuda_sim_site {
  * frees the arguments' copies once the kernel has run. Errors as a GPU reports them:
  * through cudaGetLastError (a bad configuration), or a stop with a message (a fault). */
 void cuda_sim_launch_kernel(dim3 grid, dim3 block, size_t shmem, cudaStream_t stream,
-                          const cuda_sim_site *site, const cuda_sim_arg *args, int n_args,
-                          void (*invoke)(void *), void (*destroy)(void *), void *pack);
+                            const cuda_sim_site *site, const cuda_sim_arg *args, int n_args,
+                            void (*invoke)(void *), void (*destroy)(void *), void *pack);
 
 /* Device-side primitives of a running GPU thread (file and line name the call site). */
 void cuda_sim_syncthreads(const char *file, int line);
 void cuda_sim_syncwarp(const char *file, int line, unsigned mask);
 typedef enum cuda_sim_shfl_kind {
-    CUDA_SIM_SHFL_IDX, CUDA_SIM_SHFL_UP, CUDA_SIM_SHFL_DOWN, CUDA_SIM_SHFL_XOR,
+    CUDA_SIM_SHFL_IDX,
+    CUDA_SIM_SHFL_UP,
+    CUDA_SIM_SHFL_DOWN,
+    CUDA_SIM_SHFL_XOR,
     CUDA_SIM_VOTE_BALLOT /* the result is the ballot of the lanes' values */
 } cuda_sim_shfl_kind;
 uint64_t cuda_sim_shfl(const char *file, int line, cuda_sim_shfl_kind kind, unsigned mask,
-                     uint64_t value, int lane_arg, int width);
+                       uint64_t value, int lane_arg, int width);
 unsigned cuda_sim_activemask(void);
 /* Where the running block keeps the __shared__ variable whose declaration key names
  * (the rewriter makes each declaration a reference to this): a slot of the block's
@@ -66,7 +73,7 @@ void cuda_sim_fence(void);
 
 /* Work run by a stream when it gets there, on the host, with device memory accessible. */
 cudaError_t cuda_sim_enqueue_host(cudaStream_t stream, void (*run)(void *), void (*destroy)(void *),
-                                void *ctx, const char *what);
+                                  void *ctx, const char *what);
 
 /* Asynchronous work (a message): start() begins it once the stream gets there (returns
  * 0 while it cannot start yet, e.g. a connection not made), test() says when it is
@@ -81,7 +88,7 @@ typedef struct cuda_sim_async_ops {
     void (*destroy)(void *ctx);
 } cuda_sim_async_ops;
 cudaError_t cuda_sim_enqueue_async(cudaStream_t stream, const cuda_sim_async_ops *ops, void *ctx,
-                                  const void *caller);
+                                   const void *caller);
 
 /* fn() is called whenever the stand-in can make progress: at every runtime call and in
  * every wait (the NCCL stand-in moves its messages there). */

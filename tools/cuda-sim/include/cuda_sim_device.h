@@ -75,25 +75,29 @@ template <class T> inline T from_bits(uint64_t b)
     return v;
 }
 
-template <class T>
-inline T shfl(const char *file, int line, cuda_sim_shfl_kind kind, unsigned mask, T v, int arg,
-              int width)
+template <class T> inline T shfl(const char *file, int line, cuda_sim_shfl_kind kind, unsigned mask,
+                                 T v, int arg, int width)
 {
     return from_bits<T>(cuda_sim_shfl(file, line, kind, mask, to_bits(v), arg, width));
 }
 
 } // namespace cuda_sim
 
-#define __shfl_sync(mask, v, lane, ...) \
-    cuda_sim::shfl(__FILE__, __LINE__, CUDA_SIM_SHFL_IDX, (mask), (v), (lane), cuda_sim_width(__VA_ARGS__))
-#define __shfl_up_sync(mask, v, delta, ...) \
-    cuda_sim::shfl(__FILE__, __LINE__, CUDA_SIM_SHFL_UP, (mask), (v), (int)(delta), cuda_sim_width(__VA_ARGS__))
-#define __shfl_down_sync(mask, v, delta, ...) \
-    cuda_sim::shfl(__FILE__, __LINE__, CUDA_SIM_SHFL_DOWN, (mask), (v), (int)(delta), cuda_sim_width(__VA_ARGS__))
-#define __shfl_xor_sync(mask, v, lanes, ...) \
-    cuda_sim::shfl(__FILE__, __LINE__, CUDA_SIM_SHFL_XOR, (mask), (v), (int)(lanes), cuda_sim_width(__VA_ARGS__))
-#define __ballot_sync(mask, pred) \
-    ((unsigned)cuda_sim_shfl(__FILE__, __LINE__, CUDA_SIM_VOTE_BALLOT, (mask), (pred) ? 1u : 0u, 0, 32))
+#define __shfl_sync(mask, v, lane, ...)                                                            \
+    cuda_sim::shfl(__FILE__, __LINE__, CUDA_SIM_SHFL_IDX, (mask), (v), (lane),                     \
+                   cuda_sim_width(__VA_ARGS__))
+#define __shfl_up_sync(mask, v, delta, ...)                                                        \
+    cuda_sim::shfl(__FILE__, __LINE__, CUDA_SIM_SHFL_UP, (mask), (v), (int)(delta),                \
+                   cuda_sim_width(__VA_ARGS__))
+#define __shfl_down_sync(mask, v, delta, ...)                                                      \
+    cuda_sim::shfl(__FILE__, __LINE__, CUDA_SIM_SHFL_DOWN, (mask), (v), (int)(delta),              \
+                   cuda_sim_width(__VA_ARGS__))
+#define __shfl_xor_sync(mask, v, lanes, ...)                                                       \
+    cuda_sim::shfl(__FILE__, __LINE__, CUDA_SIM_SHFL_XOR, (mask), (v), (int)(lanes),               \
+                   cuda_sim_width(__VA_ARGS__))
+#define __ballot_sync(mask, pred)                                                                  \
+    ((unsigned)cuda_sim_shfl(__FILE__, __LINE__, CUDA_SIM_VOTE_BALLOT, (mask), (pred) ? 1u : 0u,   \
+                             0, 32))
 #define __any_sync(mask, pred) (__ballot_sync((mask), (pred)) != 0u)
 #define __all_sync(mask, pred) (__ballot_sync((mask), (pred)) == (unsigned)(mask))
 
@@ -102,31 +106,31 @@ static inline int cuda_sim_width(int w) { return w; }
 
 /* --- atomics: GPU threads of one process are fibers of one host thread, so a plain
  * read-modify-write could do; __atomic builtins keep the ThreadSanitizer build exact. */
-#define CUDA_SIM_ATOMIC_INT(T)                                                                   \
-    static inline T atomicAdd(T *p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); } \
-    static inline T atomicSub(T *p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); } \
-    static inline T atomicAnd(T *p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); } \
-    static inline T atomicOr(T *p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }   \
-    static inline T atomicXor(T *p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); } \
-    static inline T atomicExch(T *p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); } \
-    static inline T atomicCAS(T *p, T expected, T v)                                            \
-    {                                                                                           \
-        __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED); \
-        return expected;                                                                        \
-    }                                                                                           \
-    static inline T atomicMin(T *p, T v)                                                        \
-    {                                                                                           \
-        T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                          \
-        while (v < old && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED,      \
-                                                       __ATOMIC_RELAXED)) {}                    \
-        return old;                                                                             \
-    }                                                                                           \
-    static inline T atomicMax(T *p, T v)                                                        \
-    {                                                                                           \
-        T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                          \
-        while (v > old && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED,      \
-                                                       __ATOMIC_RELAXED)) {}                    \
-        return old;                                                                             \
+#define CUDA_SIM_ATOMIC_INT(T)                                                                     \
+    static inline T atomicAdd(T *p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }    \
+    static inline T atomicSub(T *p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }    \
+    static inline T atomicAnd(T *p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }    \
+    static inline T atomicOr(T *p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }      \
+    static inline T atomicXor(T *p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }    \
+    static inline T atomicExch(T *p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }  \
+    static inline T atomicCAS(T *p, T expected, T v)                                               \
+    {                                                                                              \
+        __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);   \
+        return expected;                                                                           \
+    }                                                                                              \
+    static inline T atomicMin(T *p, T v)                                                           \
+    {                                                                                              \
+        T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                              \
+        while (v < old && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED,         \
+                                                       __ATOMIC_RELAXED)) {}                       \
+        return old;                                                                                \
+    }                                                                                              \
+    static inline T atomicMax(T *p, T v)                                                           \
+    {                                                                                              \
+        T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                              \
+        while (v > old && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED,         \
+                                                       __ATOMIC_RELAXED)) {}                       \
+        return old;                                                                                \
     }
 CUDA_SIM_ATOMIC_INT(int)
 CUDA_SIM_ATOMIC_INT(unsigned int)
@@ -134,27 +138,27 @@ CUDA_SIM_ATOMIC_INT(unsigned long long)
 CUDA_SIM_ATOMIC_INT(long long)
 #undef CUDA_SIM_ATOMIC_INT
 
-#define CUDA_SIM_ATOMIC_FLOAT(T, U)                                                               \
-    static inline T atomicAdd(T *p, T v)                                                        \
-    {                                                                                           \
-        U *q = (U *)p, old = __atomic_load_n(q, __ATOMIC_RELAXED), next;                        \
-        T was;                                                                                  \
-        do {                                                                                    \
-            memcpy(&was, &old, sizeof was);                                                     \
-            T sum = was + v;                                                                    \
-            memcpy(&next, &sum, sizeof next);                                                   \
-        } while (!__atomic_compare_exchange_n(q, &old, next, true, __ATOMIC_RELAXED,            \
-                                              __ATOMIC_RELAXED));                               \
-        return was;                                                                             \
-    }                                                                                           \
-    static inline T atomicExch(T *p, T v)                                                       \
-    {                                                                                           \
-        U n, o;                                                                                 \
-        memcpy(&n, &v, sizeof n);                                                               \
-        o = __atomic_exchange_n((U *)p, n, __ATOMIC_RELAXED);                                  \
-        T was;                                                                                  \
-        memcpy(&was, &o, sizeof was);                                                           \
-        return was;                                                                             \
+#define CUDA_SIM_ATOMIC_FLOAT(T, U)                                                                \
+    static inline T atomicAdd(T *p, T v)                                                           \
+    {                                                                                              \
+        U *q = (U *)p, old = __atomic_load_n(q, __ATOMIC_RELAXED), next;                           \
+        T was;                                                                                     \
+        do {                                                                                       \
+            memcpy(&was, &old, sizeof was);                                                        \
+            T sum = was + v;                                                                       \
+            memcpy(&next, &sum, sizeof next);                                                      \
+        } while (!__atomic_compare_exchange_n(q, &old, next, true, __ATOMIC_RELAXED,               \
+                                              __ATOMIC_RELAXED));                                  \
+        return was;                                                                                \
+    }                                                                                              \
+    static inline T atomicExch(T *p, T v)                                                          \
+    {                                                                                              \
+        U n, o;                                                                                    \
+        memcpy(&n, &v, sizeof n);                                                                  \
+        o = __atomic_exchange_n((U *)p, n, __ATOMIC_RELAXED);                                      \
+        T was;                                                                                     \
+        memcpy(&was, &o, sizeof was);                                                              \
+        return was;                                                                                \
     }
 CUDA_SIM_ATOMIC_FLOAT(float, uint32_t)
 CUDA_SIM_ATOMIC_FLOAT(double, uint64_t)
@@ -162,12 +166,42 @@ CUDA_SIM_ATOMIC_FLOAT(double, uint64_t)
 
 /* --- intrinsics: the host's IEEE arithmetic (a GPU's fast-math versions round
  * differently: the stand-in cannot show that). */
-static inline int __float_as_int(float f) { int i; memcpy(&i, &f, sizeof i); return i; }
-static inline float __int_as_float(int i) { float f; memcpy(&f, &i, sizeof f); return f; }
-static inline unsigned __float_as_uint(float f) { unsigned i; memcpy(&i, &f, sizeof i); return i; }
-static inline float __uint_as_float(unsigned i) { float f; memcpy(&f, &i, sizeof f); return f; }
-static inline long long __double_as_longlong(double d) { long long i; memcpy(&i, &d, sizeof i); return i; }
-static inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i, sizeof d); return d; }
+static inline int __float_as_int(float f)
+{
+    int i;
+    memcpy(&i, &f, sizeof i);
+    return i;
+}
+static inline float __int_as_float(int i)
+{
+    float f;
+    memcpy(&f, &i, sizeof f);
+    return f;
+}
+static inline unsigned __float_as_uint(float f)
+{
+    unsigned i;
+    memcpy(&i, &f, sizeof i);
+    return i;
+}
+static inline float __uint_as_float(unsigned i)
+{
+    float f;
+    memcpy(&f, &i, sizeof f);
+    return f;
+}
+static inline long long __double_as_longlong(double d)
+{
+    long long i;
+    memcpy(&i, &d, sizeof i);
+    return i;
+}
+static inline double __longlong_as_double(long long i)
+{
+    double d;
+    memcpy(&d, &i, sizeof d);
+    return d;
+}
 static inline float __fdividef(float a, float b) { return a / b; }
 /* glibc declares these names itself: macros, defined after its headers */
 #define __expf(x) expf(x)
@@ -241,7 +275,7 @@ template <class T> cuda_sim_arg describe(T &v)
     cuda_sim_arg a;
     a.addr = &v;
     a.size = sizeof v;
-    a.kind = std::is_pointer<T>::value ? CUDA_SIM_ARG_POINTER
+    a.kind = std::is_pointer<T>::value                            ? CUDA_SIM_ARG_POINTER
              : std::is_class<T>::value || std::is_union<T>::value ? CUDA_SIM_ARG_RECORD
                                                                   : CUDA_SIM_ARG_SCALAR;
     return a;
@@ -253,9 +287,9 @@ void describe_all(Tuple &t, cuda_sim_arg *out, std::index_sequence<I...>)
     ((out[I] = describe(std::get<I>(t))), ...);
 }
 
-template <class B, class... A>
-void launch(const launch_cfg &c, const char *kernel, const char *file, int line, unsigned bound,
-            B body, A &&...args)
+template <class B, class... A> void launch(const launch_cfg &c, const char *kernel,
+                                           const char *file, int line, unsigned bound, B body,
+                                           A &&...args)
 {
     using P = pack<B, std::decay_t<A>...>;
     P *p = new P{body, std::tuple<std::decay_t<A>...>(std::forward<A>(args)...)};
@@ -263,7 +297,7 @@ void launch(const launch_cfg &c, const char *kernel, const char *file, int line,
     describe_all(p->args, info, std::index_sequence_for<A...>{});
     cuda_sim_site site = {kernel, file, line, bound};
     cuda_sim_launch_kernel(c.grid, c.block, c.shmem, c.stream, &site, info, (int)sizeof...(A),
-                         &invoke<P>, &destroy<P>, p);
+                           &invoke<P>, &destroy<P>, p);
 }
 
 } // namespace cuda_sim

@@ -11,7 +11,7 @@
 #define NCCL_MAJOR 2
 #define NCCL_MINOR 28
 #define NCCL_PATCH 0
-#define NCCL_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define NCCL_VERSION(X, Y, Z) ((X)*10000 + (Y)*100 + (Z))
 #define NCCL_VERSION_CODE NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH)
 #define NCCL_UNIQUE_ID_BYTES 128
 
@@ -39,15 +39,20 @@ typedef enum {
 typedef enum { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3, ncclAvg = 4 } ncclRedOp_t;
 
 typedef enum {
-    ncclInt8 = 0, ncclChar = 0,
+    ncclInt8 = 0,
+    ncclChar = 0,
     ncclUint8 = 1,
-    ncclInt32 = 2, ncclInt = 2,
+    ncclInt32 = 2,
+    ncclInt = 2,
     ncclUint32 = 3,
     ncclInt64 = 4,
     ncclUint64 = 5,
-    ncclFloat16 = 6, ncclHalf = 6,
-    ncclFloat32 = 7, ncclFloat = 7,
-    ncclFloat64 = 8, ncclDouble = 8
+    ncclFloat16 = 6,
+    ncclHalf = 6,
+    ncclFloat32 = 7,
+    ncclFloat = 7,
+    ncclFloat64 = 8,
+    ncclDouble = 8
 } ncclDataType_t;
 
 typedef struct ncclConfig_v22800 {
@@ -63,11 +68,11 @@ typedef struct ncclConfig_v22800 {
 } ncclConfig_t;
 
 #define NCCL_CONFIG_UNDEF_INT (-2147483647 - 1)
-#define NCCL_CONFIG_INITIALIZER                                                           \
-    {                                                                                     \
-        sizeof(ncclConfig_t), 0xcafebeef, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), \
-            NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,           \
-            NCCL_CONFIG_UNDEF_INT, NULL, NCCL_CONFIG_UNDEF_INT                            \
+#define NCCL_CONFIG_INITIALIZER                                                                    \
+    {                                                                                              \
+        sizeof(ncclConfig_t), 0xcafebeef, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH),        \
+            NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                   \
+            NCCL_CONFIG_UNDEF_INT, NULL, NCCL_CONFIG_UNDEF_INT                                     \
     }
 
 ncclResult_t ncclGetVersion(int *version);

@@ -38,7 +38,7 @@ extern "C" cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t
     int dev = cuda_sim_stream_device(stream);
     if (stream && dev != handle->device) {
         cuda_sim_warn("cublasSetStream: the stream belongs to GPU %d, the handle to GPU %d", dev,
-                    handle->device);
+                      handle->device);
         return CUBLAS_STATUS_INVALID_VALUE;
     }
     handle->stream = stream;
@@ -78,7 +78,8 @@ static void run_gemm(void *ctx)
 {
     gemm *g = (gemm *)ctx;
     if (g->beta == 0.0f) /* beta 0: C is written, never read */
-        for (int j = 0; j < g->n; j++) memset(g->c + (size_t)j * g->ldc, 0, (size_t)g->m * sizeof(float));
+        for (int j = 0; j < g->n; j++)
+            memset(g->c + (size_t)j * g->ldc, 0, (size_t)g->m * sizeof(float));
     if (g->k == 0) {
         if (g->beta != 0.0f && g->beta != 1.0f)
             for (int j = 0; j < g->n; j++) cblas_sscal(g->m, g->beta, g->c + (size_t)j * g->ldc, 1);
@@ -99,9 +100,11 @@ static bool operand_ok(const cublasContext *h, const char *name, const float *p,
     size_t bytes = ((size_t)(cols - 1) * (size_t)ld + (size_t)rows) * sizeof(float);
     int live = 0, dev = cuda_sim_device_of(p, bytes, &live);
     if (dev == h->device && live) return true;
-    cuda_sim_warn("cublasSgemm: %s (%p, %d x %d, ld %d) is %s", name, (const void *)p, rows, cols, ld,
-                dev < 0 ? "not device memory" : dev != h->device ? "another GPU's memory"
-                                                                 : "not inside one live allocation");
+    cuda_sim_warn("cublasSgemm: %s (%p, %d x %d, ld %d) is %s", name, (const void *)p, rows, cols,
+                  ld,
+                  dev < 0            ? "not device memory"
+                  : dev != h->device ? "another GPU's memory"
+                                     : "not inside one live allocation");
     return false;
 }
 
@@ -119,12 +122,22 @@ extern "C" cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t tra
         return CUBLAS_STATUS_INVALID_VALUE;
     if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
     if (!alpha || !beta) return CUBLAS_STATUS_INVALID_VALUE;
-    if (!operand_ok(h, "A", A, a_rows, a_cols, lda) || !operand_ok(h, "B", B, b_rows, b_cols, ldb) ||
-        !operand_ok(h, "C", C, m, n, ldc))
+    if (!operand_ok(h, "A", A, a_rows, a_cols, lda) ||
+        !operand_ok(h, "B", B, b_rows, b_cols, ldb) || !operand_ok(h, "C", C, m, n, ldc))
         return CUBLAS_STATUS_INVALID_VALUE;
     gemm *g = new gemm{transa == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
                        transb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
-                       m, n, k, lda, ldb, ldc, *alpha, *beta, A, B, C};
+                       m,
+                       n,
+                       k,
+                       lda,
+                       ldb,
+                       ldc,
+                       *alpha,
+                       *beta,
+                       A,
+                       B,
+                       C};
     if (cuda_sim_enqueue_host(h->stream, run_gemm, delete_gemm, g, "cublasSgemm") != cudaSuccess)
         return CUBLAS_STATUS_EXECUTION_FAILED;
     return CUBLAS_STATUS_SUCCESS;

@@ -96,13 +96,13 @@ void *fiber_make(fiber_stack s, void (*fn)(void *), void *arg)
 {
     uintptr_t top = ((uintptr_t)(s.base + s.bytes)) & ~(uintptr_t)15;
     uint64_t *sp = (uint64_t *)(top - 16); /* after ret: rsp 16-aligned at cuda_sim_entry's call */
-    *--sp = (uint64_t)cuda_sim_entry;       /* ret of cuda_sim_switch */
-    *--sp = 0;                            /* rbp */
-    *--sp = 0;                            /* rbx */
-    *--sp = (uint64_t)arg;                /* r12 */
-    *--sp = (uint64_t)fn;                 /* r13 */
-    *--sp = 0;                            /* r14 */
-    *--sp = 0;                            /* r15 */
+    *--sp = (uint64_t)cuda_sim_entry;      /* ret of cuda_sim_switch */
+    *--sp = 0;                             /* rbp */
+    *--sp = 0;                             /* rbx */
+    *--sp = (uint64_t)arg;                 /* r12 */
+    *--sp = (uint64_t)fn;                  /* r13 */
+    *--sp = 0;                             /* r14 */
+    *--sp = 0;                             /* r15 */
     return sp;
 }
 
@@ -131,8 +131,8 @@ void *fiber_make(fiber_stack s, void (*fn)(void *), void *arg)
     f->uc.uc_stack.ss_size = s.bytes;
     f->uc.uc_link = nullptr;
     uintptr_t fp = (uintptr_t)fn, ap = (uintptr_t)arg;
-    makecontext(&f->uc, (void (*)())trampoline, 4, (unsigned)fp, (unsigned)(fp >> 32),
-                (unsigned)ap, (unsigned)(ap >> 32));
+    makecontext(&f->uc, (void (*)())trampoline, 4, (unsigned)fp, (unsigned)(fp >> 32), (unsigned)ap,
+                (unsigned)(ap >> 32));
     return f;
 }
 

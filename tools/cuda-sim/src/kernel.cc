@@ -63,7 +63,7 @@ static block_run *cur_block;
 static gpu_thread *cur_thread;
 static uint64_t launches;
 
-/* --- shared memory ----------------------------------------------------------------------- */
+/* --- shared memory --- */
 
 /* A block's __shared__ variables live in one arena of 48 KiB (a GPU block's static
  * shared memory), followed by a guard page: the rewriter makes each declaration a
@@ -82,7 +82,7 @@ struct shared_slot {
 static char *arena;
 static size_t arena_used; /* bytes given out in this launch */
 static std::vector<shared_slot> slots;
-static char shared_sync;  /* ThreadSanitizer: the arena's mapping before the threads */
+static char shared_sync; /* ThreadSanitizer: the arena's mapping before the threads */
 
 /* All-ones bytes, written so that ThreadSanitizer does not see them (a volatile loop,
  * not memset, which it intercepts): the poison is the stand-in's, not the program's. */
@@ -98,7 +98,8 @@ static void map_arena(bool fresh)
     size_t bytes = (SHARED_BYTES + page - 1) / page * page;
     if (!arena) {
         void *m = mmap(nullptr, bytes + page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (m == MAP_FAILED) cuda_sim_fatal("cannot map a block's shared memory: %s", strerror(errno));
+        if (m == MAP_FAILED)
+            cuda_sim_fatal("cannot map a block's shared memory: %s", strerror(errno));
         arena = (char *)m + bytes - SHARED_BYTES; /* it ends where the guard page begins */
         fresh = true;
     }
@@ -127,7 +128,7 @@ static void shared_for_block()
     tsan_release(&shared_sync);
 }
 
-/* --- where we are, for messages ------------------------------------------------------------ */
+/* --- where we are, for messages --- */
 
 static std::string kernel_name(const launch *l)
 {
@@ -158,7 +159,7 @@ static const char *base_name(const char *file)
     return s ? s + 1 : file ? file : "?";
 }
 
-/* --- orders -------------------------------------------------------------------------------- */
+/* --- orders --- */
 
 uint64_t mix(uint64_t x)
 {
@@ -185,7 +186,7 @@ static void make_order(std::vector<int> &o, int n, uint64_t key)
     }
 }
 
-/* --- fibers of a block --------------------------------------------------------------------- */
+/* --- fibers of a block --- */
 
 static void enter(block_run *b, gpu_thread *t)
 {
@@ -292,21 +293,23 @@ static void resolve(block_run *b)
         int warp = i / 32, lane = i % 32;
         if (!(t->mask >> lane & 1u))
             cuda_sim_fatal("%s: a warp primitive at %s:%d with mask %#x, which does not name the "
-                         "calling lane %d",
-                         thread_name(b, t).c_str(), base_name(t->file), t->line, t->mask, lane);
+                           "calling lane %d",
+                           thread_name(b, t).c_str(), base_name(t->file), t->line, t->mask, lane);
         bool complete = true;
         for (int l = 0; l < 32 && complete; l++) {
             if (!(t->mask >> l & 1u)) continue;
             int k = warp * 32 + l;
             if (k >= n)
-                cuda_sim_fatal("%s: the mask %#x of the warp primitive at %s:%d names lane %d, which "
-                             "this block of %d threads does not have",
-                             thread_name(b, t).c_str(), t->mask, base_name(t->file), t->line, l, n);
+                cuda_sim_fatal(
+                    "%s: the mask %#x of the warp primitive at %s:%d names lane %d, which "
+                    "this block of %d threads does not have",
+                    thread_name(b, t).c_str(), t->mask, base_name(t->file), t->line, l, n);
             gpu_thread *o = &b->t[(size_t)k];
             if (o->state == gpu_thread::DONE)
-                cuda_sim_fatal("%s: the warp primitive at %s:%d (mask %#x) names lane %d, which has "
-                             "ended",
-                             thread_name(b, t).c_str(), base_name(t->file), t->line, t->mask, l);
+                cuda_sim_fatal(
+                    "%s: the warp primitive at %s:%d (mask %#x) names lane %d, which has "
+                    "ended",
+                    thread_name(b, t).c_str(), base_name(t->file), t->line, t->mask, l);
             if (o->state != gpu_thread::AT_WARP || o->line != t->line || o->file != t->file ||
                 o->mask != t->mask || o->kind != t->kind)
                 complete = false; /* not there yet, or elsewhere: the deadlock check names it */
@@ -325,10 +328,10 @@ static void resolve(block_run *b)
                 if (src < 0) {
                     o->result = o->value;
                 } else if (!(t->mask >> src & 1u)) {
-                    cuda_sim_fatal("%s: the shuffle at %s:%d reads lane %d, which its mask %#x leaves "
-                                 "out (its value is undefined)",
-                                 thread_name(b, o).c_str(), base_name(o->file), o->line, src,
-                                 t->mask);
+                    cuda_sim_fatal(
+                        "%s: the shuffle at %s:%d reads lane %d, which its mask %#x leaves "
+                        "out (its value is undefined)",
+                        thread_name(b, o).c_str(), base_name(o->file), o->line, src, t->mask);
                 } else {
                     o->result = b->t[(size_t)(warp * 32 + src)].value;
                 }
@@ -347,8 +350,8 @@ static void resolve(block_run *b)
     }
     for (int i = 0; first && i < n && !other; i++) {
         gpu_thread *t = &b->t[(size_t)i];
-        if (t->state != gpu_thread::DONE &&
-            (t->state != gpu_thread::AT_BARRIER || t->line != first->line || t->file != first->file))
+        if (t->state != gpu_thread::DONE && (t->state != gpu_thread::AT_BARRIER ||
+                                             t->line != first->line || t->file != first->file))
             other = t;
     }
     if (first && !other && !ended) {
@@ -357,14 +360,14 @@ static void resolve(block_run *b)
     }
     if (first && ended)
         cuda_sim_fatal("%s: divergent __syncthreads at %s:%d: thread (%u,%u,%u) of the block has "
-                     "ended and never reaches it (every thread of a block must)",
-                     thread_name(b, first).c_str(), base_name(first->file), first->line,
-                     ended->ids.thread_idx.x, ended->ids.thread_idx.y, ended->ids.thread_idx.z);
+                       "ended and never reaches it (every thread of a block must)",
+                       thread_name(b, first).c_str(), base_name(first->file), first->line,
+                       ended->ids.thread_idx.x, ended->ids.thread_idx.y, ended->ids.thread_idx.z);
     if (first && other)
         cuda_sim_fatal("%s: divergent __syncthreads at %s:%d: thread (%u,%u,%u) %s",
-                     thread_name(b, first).c_str(), base_name(first->file), first->line,
-                     other->ids.thread_idx.x, other->ids.thread_idx.y, other->ids.thread_idx.z,
-                     where_waits(other).c_str());
+                       thread_name(b, first).c_str(), base_name(first->file), first->line,
+                       other->ids.thread_idx.x, other->ids.thread_idx.y, other->ids.thread_idx.z,
+                       where_waits(other).c_str());
     /* warp primitives whose lanes wait at different calls */
     for (int i = 0; i < n; i++) {
         gpu_thread *t = &b->t[(size_t)i];
@@ -374,16 +377,17 @@ static void resolve(block_run *b)
             gpu_thread *o = &b->t[(size_t)(i / 32 * 32 + l)];
             if (o != t && (o->state != gpu_thread::AT_WARP || o->line != t->line ||
                            o->file != t->file || o->mask != t->mask))
-                cuda_sim_fatal("%s: the warp primitive at %s:%d (mask %#x) waits for lane %d, which "
-                             "%s%s: divergent warp",
-                             thread_name(b, t).c_str(), base_name(t->file), t->line, t->mask, l,
-                             where_waits(o).c_str(),
-                             o->state == gpu_thread::AT_WARP && o->mask != t->mask
-                                 ? " with another mask" : "");
+                cuda_sim_fatal(
+                    "%s: the warp primitive at %s:%d (mask %#x) waits for lane %d, which "
+                    "%s%s: divergent warp",
+                    thread_name(b, t).c_str(), base_name(t->file), t->line, t->mask, l,
+                    where_waits(o).c_str(),
+                    o->state == gpu_thread::AT_WARP && o->mask != t->mask ? " with another mask"
+                                                                          : "");
         }
     }
     cuda_sim_fatal("%s: the block cannot go on (no barrier or warp primitive can complete)",
-                 kernel_name(b->l).c_str());
+                   kernel_name(b->l).c_str());
 }
 
 static void run_block(launch *l, block_run *b, uint3 idx, uint64_t key)
@@ -436,9 +440,8 @@ static std::map<std::string, profile_entry> *profile;
 static void print_profile()
 {
     std::vector<std::pair<std::string, profile_entry>> v(profile->begin(), profile->end());
-    std::sort(v.begin(), v.end(), [](const auto &a, const auto &b) {
-        return a.second.seconds > b.second.seconds;
-    });
+    std::sort(v.begin(), v.end(),
+              [](const auto &a, const auto &b) { return a.second.seconds > b.second.seconds; });
     double total = 0;
     for (const auto &e : v) total += e.second.seconds;
     fprintf(stderr, "cuda-sim profile: %.3f s in kernels\n", total);
@@ -449,7 +452,8 @@ static void print_profile()
 
 void run_launch(launch *l)
 {
-    static const bool profiling = getenv("PN_CUDA_SIM_PROFILE") && getenv("PN_CUDA_SIM_PROFILE")[0] == '1';
+    static const bool profiling =
+        getenv("PN_CUDA_SIM_PROFILE") && getenv("PN_CUDA_SIM_PROFILE")[0] == '1';
     double t0 = profiling ? now() : 0;
     static block_run b; /* its vectors keep their room from launch to launch */
     uint64_t serial = ++launches;
@@ -485,7 +489,7 @@ void run_launch(launch *l)
 
 using namespace sim;
 
-/* --- what a running GPU thread calls --------------------------------------------------------- */
+/* --- what a running GPU thread calls --- */
 
 static gpu_thread *need_thread(const char *what, const char *file, int line)
 {
@@ -503,8 +507,8 @@ extern "C" void cuda_sim_syncthreads(const char *file, int line)
     wait_here(t, &cur_block->barrier_sync);
 }
 
-extern "C" uint64_t cuda_sim_shfl(const char *file, int line, cuda_sim_shfl_kind kind, unsigned mask,
-                                uint64_t value, int lane_arg, int width)
+extern "C" uint64_t cuda_sim_shfl(const char *file, int line, cuda_sim_shfl_kind kind,
+                                  unsigned mask, uint64_t value, int lane_arg, int width)
 {
     gpu_thread *t = need_thread("a warp primitive", file, line);
     t->state = gpu_thread::AT_WARP;
@@ -544,7 +548,8 @@ extern "C" void *cuda_sim_shared_slot(const void *key, size_t bytes, size_t alig
     size_t at = (arena_used + align - 1) / align * align;
     if (at + bytes > SHARED_BYTES)
         cuda_sim_fatal("%s: its __shared__ variables take more than %d bytes, a block's static "
-                       "shared memory", thread_name(cur_block, cur_thread).c_str(), SHARED_BYTES);
+                       "shared memory",
+                       thread_name(cur_block, cur_thread).c_str(), SHARED_BYTES);
     slots.push_back(shared_slot{key, at, bytes});
     arena_used = at + bytes;
     return arena + at;

@@ -84,10 +84,11 @@ cudaError_t mem_alloc(int device, size_t bytes, const void *caller, void **out)
     if (bytes == 0) return cudaSuccess;
     region &r = regions[device];
     if (!r.lo) {
-        void *m = mmap(nullptr, SPAN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void *m =
+            mmap(nullptr, SPAN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) {
             cuda_sim_warn("cannot reserve %zu GiB of address space for device %d: %s", SPAN >> 30,
-                        device, strerror(errno));
+                          device, strerror(errno));
             return cudaErrorMemoryAllocation;
         }
         r.lo = (uintptr_t)m;
@@ -121,12 +122,12 @@ cudaError_t mem_free(void *p, const void *caller)
     allocation *al = mem_find(p);
     if (!al || (uintptr_t)p != al->base) {
         cuda_sim_warn("cudaFree(%p) from %s: not a pointer cudaMalloc returned", p,
-                    caller_name(caller).c_str());
+                      caller_name(caller).c_str());
         return cudaErrorInvalidValue;
     }
     if (!al->live) {
         cuda_sim_warn("cudaFree(%p) from %s: freed already (an allocation of %zu bytes from %s)", p,
-                    caller_name(caller).c_str(), al->bytes, caller_name(al->caller).c_str());
+                      caller_name(caller).c_str(), al->bytes, caller_name(al->caller).c_str());
         return cudaErrorInvalidValue;
     }
     al->live = false;
@@ -156,7 +157,7 @@ void mem_close()
     for (allocation *al : live) protect(al, PROT_NONE);
 }
 
-/* --- the fault handler ----------------------------------------------------------------- */
+/* --- the fault handler --- */
 
 static struct sigaction previous_segv, previous_bus;
 static char fault_text[4096];
@@ -168,7 +169,8 @@ static void describe_fault(uintptr_t a, bool write, char *out, size_t cap)
     allocation *al = mem_in_region((void *)a) ? mem_find((void *)a) : nullptr;
     size_t n = 0;
     if (!who.empty())
-        n += snprintf(out + n, cap - n, "%s %s address %#lx: ", who.c_str(), verb, (unsigned long)a);
+        n +=
+            snprintf(out + n, cap - n, "%s %s address %#lx: ", who.c_str(), verb, (unsigned long)a);
     else
         n += snprintf(out + n, cap - n, "host code %s device memory at %#lx: ", verb,
                       (unsigned long)a);
@@ -176,24 +178,27 @@ static void describe_fault(uintptr_t a, bool write, char *out, size_t cap)
     if (!al) {
         snprintf(out + n, cap - n, "%s",
                  who.empty() ? "not in any allocation"
-                             : mem_in_region((void *)a)
-                                   ? "a guard page of device memory, in no allocation"
-                                   : "not device memory (a host pointer given to a kernel, or a "
-                                     "wild index)");
+                 : mem_in_region((void *)a)
+                     ? "a guard page of device memory, in no allocation"
+                     : "not device memory (a host pointer given to a kernel, or a "
+                       "wild index)");
         return;
     }
     const char *state = al->live ? "n" : " freed";
     if (a >= al->base && a < al->base + al->bytes)
         snprintf(out + n, cap - n, "byte %lu of a%s allocation of %zu bytes (from %s)%s",
                  (unsigned long)(a - al->base), state, al->bytes, caller_name(al->caller).c_str(),
-                 !al->live ? ": used after cudaFree"
+                 !al->live     ? ": used after cudaFree"
                  : who.empty() ? "; the host may touch device memory only through cudaMemcpy"
                                : "");
     else if (a >= al->base + al->bytes)
-        snprintf(out + n, cap - n, "%lu bytes past the end of a%s allocation of %zu bytes (from %s)",
-                 (unsigned long)(a - (al->base + al->bytes)), state, al->bytes, caller_name(al->caller).c_str());
+        snprintf(out + n, cap - n,
+                 "%lu bytes past the end of a%s allocation of %zu bytes (from %s)",
+                 (unsigned long)(a - (al->base + al->bytes)), state, al->bytes,
+                 caller_name(al->caller).c_str());
     else
-        snprintf(out + n, cap - n, "%lu bytes before the start of a%s allocation of %zu bytes (from %s)",
+        snprintf(out + n, cap - n,
+                 "%lu bytes before the start of a%s allocation of %zu bytes (from %s)",
                  (unsigned long)(al->base - a), state, al->bytes, caller_name(al->caller).c_str());
 }
 

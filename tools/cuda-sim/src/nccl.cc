@@ -104,10 +104,15 @@ void set_error(ncclComm *c, const char *fmt, ...)
 size_t type_size(ncclDataType_t t)
 {
     switch (t) {
-    case ncclInt8: case ncclUint8: return 1;
+    case ncclInt8:
+    case ncclUint8: return 1;
     case ncclFloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32: return 4;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64: return 8;
     }
     return 0;
 }
@@ -145,7 +150,7 @@ void cancel_all(std::vector<MPI_Request> &reqs)
         }
 }
 
-/* --- joining ------------------------------------------------------------------------------- */
+/* --- joining --- */
 
 void join_progress(ncclComm *c)
 {
@@ -198,8 +203,10 @@ void join_progress(ncclComm *c)
         c->state = FAILED;
         c->result = (ncclResult_t)result;
         if (c->join_reply[1] >= 0)
-            set_error(c, "Duplicate GPU detected: ranks %d and %d of the communicator use one GPU "
-                         "(bus %#x) of one node", c->join_reply[1], c->join_reply[2], c->pci);
+            set_error(c,
+                      "Duplicate GPU detected: ranks %d and %d of the communicator use one GPU "
+                      "(bus %#x) of one node",
+                      c->join_reply[1], c->join_reply[2], c->pci);
         else
             set_error(c, "the ranks joining the communicator disagree on its size or their ranks");
         return;
@@ -212,7 +219,7 @@ void join_progress(ncclComm *c)
     c->hello_in.assign((size_t)c->nranks, 0);
 }
 
-/* --- connections ------------------------------------------------------------------------------- */
+/* --- connections --- */
 
 void connect_to(ncclComm *c, int peer)
 {
@@ -231,8 +238,10 @@ bool connecting(ncclComm *c)
         if (c->connected[(size_t)p] != 1) continue;
         int flag = 0;
         MPI_Testall(2, &c->connect_reqs[2 * (size_t)p], &flag, MPI_STATUSES_IGNORE);
-        if (flag) c->connected[(size_t)p] = 2;
-        else any = true;
+        if (flag)
+            c->connected[(size_t)p] = 2;
+        else
+            any = true;
     }
     return any;
 }
@@ -292,19 +301,23 @@ ncclResult_t usable(ncclComm *c, const char *call)
     }
     if (c->state == FAILED) return c->result;
     if (c->busy && state_of(c) == ncclInProgress) {
-        set_error(c, "%s while the previous call on this non-blocking communicator is in "
-                     "progress (poll ncclCommGetAsyncError until ncclSuccess first)", call);
+        set_error(c,
+                  "%s while the previous call on this non-blocking communicator is in "
+                  "progress (poll ncclCommGetAsyncError until ncclSuccess first)",
+                  call);
         return ncclInvalidUsage;
     }
     if (c->state == JOINING) {
-        set_error(c, "%s before the communicator is made (ncclCommGetAsyncError says "
-                     "ncclInProgress until then)", call);
+        set_error(c,
+                  "%s before the communicator is made (ncclCommGetAsyncError says "
+                  "ncclInProgress until then)",
+                  call);
         return ncclInvalidUsage;
     }
     return ncclSuccess;
 }
 
-/* --- operations ---------------------------------------------------------------------------------- */
+/* --- operations --- */
 
 struct part {
     ncclComm *comm;
@@ -318,7 +331,6 @@ struct part {
 
 enum op_kind { P2P, ALLREDUCE, ALLGATHER, REDUCESCATTER, BROADCAST };
 
-
 struct op_state {
     op_kind kind = P2P;
     std::vector<part> parts; /* P2P */
@@ -326,7 +338,8 @@ struct op_state {
     ncclComm *comm = nullptr;
     const void *send = nullptr;
     void *recv = nullptr;
-    size_t count = 0; /* per rank: the receive count of reducescatter, the send count of allgather */
+    size_t count =
+        0; /* per rank: the receive count of reducescatter, the send count of allgather */
     ncclDataType_t type = ncclFloat;
     ncclRedOp_t redop = ncclSum;
     int root = 0;
@@ -441,8 +454,7 @@ int op_start(void *ctx)
                  &o->reqs.back());
         }
         break;
-    case P2P:
-        break;
+    case P2P: break;
     }
     return 1;
 }
@@ -463,8 +475,8 @@ int op_test(void *ctx)
     return test_all(o->reqs);
 }
 
-template <class T> void reduce(const op_state *o, const std::vector<const char *> &in, size_t n,
-                               char *out)
+template <class T>
+void reduce(const op_state *o, const std::vector<const char *> &in, size_t n, char *out)
 {
     size_t ranks = in.size();
     for (size_t i = 0; i < n; i++) {
@@ -474,7 +486,8 @@ template <class T> void reduce(const op_state *o, const std::vector<const char *
             T v;
             memcpy(&v, in[r] + i * sizeof(T), sizeof v);
             switch (o->redop) {
-            case ncclSum: case ncclAvg: acc = acc + v; break;
+            case ncclSum:
+            case ncclAvg: acc = acc + v; break;
             case ncclProd: acc = acc * v; break;
             case ncclMax: acc = v > acc ? v : acc; break;
             case ncclMin: acc = v < acc ? v : acc; break;
@@ -529,8 +542,7 @@ void op_finish(void *ctx)
             case BROADCAST:
                 if (chunk) memcpy(o->recv, o->bufs[me].data(), chunk);
                 break;
-            case P2P:
-                break;
+            case P2P: break;
             }
         }
     }
@@ -548,8 +560,8 @@ void op_describe(void *ctx, char *out, size_t cap)
         for (const part &p : o->parts) {
             if (n >= cap) break;
             n += snprintf(out + n, cap - n, " %s %zu bytes %s rank %d (world rank %d)%s",
-                          p.send ? "ncclSend" : "ncclRecv", p.bytes, p.send ? "to" : "from",
-                          p.peer, p.comm->world[(size_t)p.peer],
+                          p.send ? "ncclSend" : "ncclRecv", p.bytes, p.send ? "to" : "from", p.peer,
+                          p.comm->world[(size_t)p.peer],
                           p.comm->connected[(size_t)p.peer] == 2 ? "" : ", not connected yet");
         }
         return;
@@ -631,8 +643,9 @@ ncclResult_t buffer_ok(ncclComm *c, const char *call, const char *what, const vo
     int live = 0, dev = cuda_sim_device_of(p, bytes, &live);
     if (dev == c->device && live) return ncclSuccess;
     set_error(c, "%s: the %s buffer %p (%zu bytes) is %s", call, what, p, bytes,
-              dev < 0 ? "not device memory" : dev != c->device ? "on another GPU than the communicator"
-                                                               : "not inside one live allocation");
+              dev < 0            ? "not device memory"
+              : dev != c->device ? "on another GPU than the communicator"
+                                 : "not inside one live allocation");
     cuda_sim_warn("%s", c->last_error);
     return ncclInvalidArgument;
 }
@@ -649,7 +662,7 @@ ncclResult_t stream_ok(ncclComm *c, const char *call, cudaStream_t s)
 
 using namespace nccl_sim;
 
-/* --- the API ------------------------------------------------------------------------------------ */
+/* --- the API --- */
 
 extern "C" ncclResult_t ncclGetVersion(int *version)
 {
@@ -692,8 +705,9 @@ extern "C" ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, nccl
     }
     long tag = (1L << 30) + (((long)(f.creator & 0x3fff) << 14) | (f.serial & 0x3fff)) * 4;
     if (tag + 3 > tag_ub || f.creator > 0x3fff || f.serial > 0x3fff) {
-        set_error(nullptr, "NCCL stand-in: this MPI's tags (up to %d) or the number of "
-                           "communicators cannot hold communicator %u of rank %d",
+        set_error(nullptr,
+                  "NCCL stand-in: this MPI's tags (up to %d) or the number of "
+                  "communicators cannot hold communicator %u of rank %d",
                   tag_ub, f.serial, f.creator);
         return ncclSystemError;
     }
@@ -762,7 +776,8 @@ extern "C" ncclResult_t ncclCommDestroy(ncclComm_t c)
     if (!c) return ncclInvalidArgument;
     if (c->pending > 0 && c->state != ABORTED)
         cuda_sim_warn("ncclCommDestroy: %d operations of the communicator have not finished "
-                    "(ncclCommFinalize and wait first)", c->pending);
+                      "(ncclCommFinalize and wait first)",
+                      c->pending);
     c->destroyed = true;
     cancel_all(c->join_reqs);
     cancel_all(c->connect_reqs);
@@ -815,9 +830,11 @@ extern "C" const char *ncclGetErrorString(ncclResult_t r)
 {
     switch (r) {
     case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclUnhandledCudaError:
+        return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
     case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
+    case ncclInternalError:
+        return "internal error - please report this issue to the NCCL developers";
     case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
     case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
     case ncclRemoteError: return "remote process exited or there was a network error";
@@ -882,8 +899,7 @@ extern "C" ncclResult_t ncclSend(const void *buf, size_t count, ncclDataType_t t
 extern "C" ncclResult_t ncclRecv(void *buf, size_t count, ncclDataType_t type, int peer,
                                  ncclComm_t c, cudaStream_t stream)
 {
-    return p2p(false, buf, count, type, peer, c, stream, "ncclRecv",
-               __builtin_return_address(0));
+    return p2p(false, buf, count, type, peer, c, stream, "ncclRecv", __builtin_return_address(0));
 }
 
 static ncclResult_t collective(op_kind kind, const void *send, void *recv, size_t count,

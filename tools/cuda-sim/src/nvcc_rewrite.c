@@ -114,8 +114,10 @@ static size_t skip_literal(size_t p)
     char q = in[p];
     size_t i = p + 1;
     while (i < len && in[i] != q) {
-        if (in[i] == '\\') i++;
-        else if (in[i] == '\n' && q == '\'') return i; /* not a literal after all */
+        if (in[i] == '\\')
+            i++;
+        else if (in[i] == '\n' && q == '\'')
+            return i; /* not a literal after all */
         i++;
     }
     return i < len ? i + 1 : len;
@@ -148,12 +150,35 @@ static size_t skip_group(size_t p, char open, char close)
             i = skip_literal(i);
             continue;
         }
-        if (c == open) depth++;
-        else if (c == close) depth--;
+        if (c == open)
+            depth++;
+        else if (c == close)
+            depth--;
         i++;
     }
     if (depth) die_at(p, "unbalanced '%c'", open);
     return i;
+}
+
+/* The first place from `from` on where `what` stands outside any bracket, string or
+ * character literal; len when nowhere. */
+static size_t find_top_level(size_t from, const char *what)
+{
+    size_t wn = strlen(what);
+    int depth = 0;
+    for (size_t i = from; i + wn <= len; i++) {
+        char c = in[i];
+        if (c == '"' || c == '\'') {
+            i = skip_literal(i) - 1;
+            continue;
+        }
+        if (depth == 0 && !memcmp(in + i, what, wn)) return i;
+        if (c == '(' || c == '[' || c == '{')
+            depth++;
+        else if (c == ')' || c == ']' || c == '}')
+            depth--;
+    }
+    return len;
 }
 
 static size_t skip_space(size_t p)
@@ -188,9 +213,12 @@ static size_t launch_bounds(size_t p, text *out)
     size_t a = q + 1, b = a;
     int depth = 0;
     for (; b < end - 1; b++) {
-        if (in[b] == '(' || in[b] == '[' || in[b] == '{') depth++;
-        else if (in[b] == ')' || in[b] == ']' || in[b] == '}') depth--;
-        else if (in[b] == ',' && depth == 0) break;
+        if (in[b] == '(' || in[b] == '[' || in[b] == '{')
+            depth++;
+        else if (in[b] == ')' || in[b] == ']' || in[b] == '}')
+            depth--;
+        else if (in[b] == ',' && depth == 0)
+            break;
     }
     /* the function it applies to: the next identifier followed by '(' */
     size_t i = end;
@@ -240,18 +268,7 @@ static size_t shared_decl(size_t p, const char *prev_word, text *out)
         die_at(p, "extern __shared__ (dynamic shared memory) is not supported by the stand-in");
     if (brace_depth == 0)
         die_at(p, "a __shared__ variable outside a function is not supported by the stand-in");
-    size_t a = p + strlen("__shared__"), i = a;
-    int depth = 0;
-    for (; i < len; i++) {
-        char c = in[i];
-        if (c == '"' || c == '\'') {
-            i = skip_literal(i) - 1;
-            continue;
-        }
-        if (c == '(' || c == '[' || c == '{') depth++;
-        else if (c == ')' || c == ']' || c == '}') depth--;
-        else if (c == ';' && depth == 0) break;
-    }
+    size_t a = p + strlen("__shared__"), i = find_top_level(a, ";");
     if (i >= len) die_at(p, "__shared__ declaration without ';'");
     /* the declarators: split at top-level commas; each name is the last identifier
      * before its first '[' or '=' */
@@ -259,17 +276,21 @@ static size_t shared_decl(size_t p, const char *prev_word, text *out)
     size_t name_at[MAX_NAMES], name_end[MAX_NAMES];
     int n = 0;
     size_t s0 = a;
-    depth = 0;
+    int depth = 0;
     for (size_t k = a; k <= i; k++) {
         char c = in[k];
-        if (k < i && (c == '(' || c == '[' || c == '{')) depth++;
-        else if (k < i && (c == ')' || c == ']' || c == '}')) depth--;
+        if (k < i && (c == '(' || c == '[' || c == '{'))
+            depth++;
+        else if (k < i && (c == ')' || c == ']' || c == '}'))
+            depth--;
         if (k < i && !(c == ',' && depth == 0)) continue;
         size_t e = s0;
         int d2 = 0;
         while (e < k && !((in[e] == '[' || in[e] == '=') && d2 == 0)) {
-            if (in[e] == '(') d2++;
-            else if (in[e] == ')') d2--;
+            if (in[e] == '(')
+                d2++;
+            else if (in[e] == ')')
+                d2--;
             e++;
         }
         size_t ne = e;
@@ -312,8 +333,10 @@ static size_t launch(size_t p, text *out)
         int depth = 0;
         while (b > 0) {
             char c = out->s[b - 1];
-            if (c == '>') depth++;
-            else if (c == '<') depth--;
+            if (c == '>')
+                depth++;
+            else if (c == '<')
+                depth--;
             b--;
             if (depth == 0) break;
         }
@@ -344,19 +367,8 @@ static size_t launch(size_t p, text *out)
     out->s[b] = 0;
 
     /* the configuration, to ">>>" */
-    size_t cfg = p + 3, i = cfg;
-    int depth = 0;
-    for (; i + 2 < len; i++) {
-        char c = in[i];
-        if (c == '"' || c == '\'') {
-            i = skip_literal(i) - 1;
-            continue;
-        }
-        if (c == '(' || c == '[' || c == '{') depth++;
-        else if (c == ')' || c == ']' || c == '}') depth--;
-        else if (depth == 0 && c == '>' && in[i + 1] == '>' && in[i + 2] == '>') break;
-    }
-    if (i + 2 >= len) die_at(p, "<<< without >>>");
+    size_t cfg = p + 3, i = find_top_level(cfg, ">>>");
+    if (i >= len) die_at(p, "<<< without >>>");
     size_t cfg_end = i, after = skip_space(i + 3);
     if (after >= len || in[after] != '(') die_at(p, "a launch without its arguments");
     size_t args_end = skip_group(after + 1, '(', ')');
@@ -457,8 +469,10 @@ int main(int argc, char **argv)
             continue;
         }
         if (!isspace((unsigned char)c)) prev_word[0] = 0;
-        if (c == '{') brace_depth++;
-        else if (c == '}') brace_depth--;
+        if (c == '{')
+            brace_depth++;
+        else if (c == '}')
+            brace_depth--;
         put(&out, &c, 1);
         i++;
     }

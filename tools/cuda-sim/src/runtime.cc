@@ -109,7 +109,7 @@ static int physical(int visible_index) { return config().visible[(size_t)visible
 
 using namespace sim;
 
-/* --- messages ------------------------------------------------------------------------------ */
+/* --- messages --- */
 
 static void say(const char *fmt, va_list ap)
 {
@@ -140,7 +140,7 @@ extern "C" void cuda_sim_fatal(const char *fmt, ...)
     abort();
 }
 
-/* --- errors and devices ------------------------------------------------------------------- */
+/* --- errors and devices --- */
 
 struct error_text {
     cudaError_t e;
@@ -151,18 +151,22 @@ static const error_text errors[] = {
     {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
     {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
     {cudaErrorInitializationError, "cudaErrorInitializationError", "initialization error"},
-    {cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration", "invalid configuration argument"},
+    {cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration",
+     "invalid configuration argument"},
     {cudaErrorInvalidPitchValue, "cudaErrorInvalidPitchValue", "invalid pitch argument"},
     {cudaErrorInvalidSymbol, "cudaErrorInvalidSymbol", "invalid device symbol"},
     {cudaErrorInvalidHostPointer, "cudaErrorInvalidHostPointer", "invalid host pointer"},
     {cudaErrorInvalidDevicePointer, "cudaErrorInvalidDevicePointer", "invalid device pointer"},
-    {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
+    {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection",
+     "invalid copy direction for memcpy"},
     {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
     {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
     {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
     {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
-    {cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
-    {cudaErrorLaunchOutOfResources, "cudaErrorLaunchOutOfResources", "too many resources requested for launch"},
+    {cudaErrorIllegalAddress, "cudaErrorIllegalAddress",
+     "an illegal memory access was encountered"},
+    {cudaErrorLaunchOutOfResources, "cudaErrorLaunchOutOfResources",
+     "too many resources requested for launch"},
     {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
     {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
@@ -224,10 +228,12 @@ extern "C" cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, i
     if (device < 0 || device >= (int)config().visible.size()) return fail(cudaErrorInvalidDevice);
     switch (attr) {
     case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
-    case cudaDevAttrMaxBlockDimX: case cudaDevAttrMaxBlockDimY: *value = 1024; break;
+    case cudaDevAttrMaxBlockDimX:
+    case cudaDevAttrMaxBlockDimY: *value = 1024; break;
     case cudaDevAttrMaxBlockDimZ: *value = 64; break;
     case cudaDevAttrMaxGridDimX: *value = 2147483647; break;
-    case cudaDevAttrMaxGridDimY: case cudaDevAttrMaxGridDimZ: *value = 65535; break;
+    case cudaDevAttrMaxGridDimY:
+    case cudaDevAttrMaxGridDimZ: *value = 65535; break;
     case cudaDevAttrMaxSharedMemoryPerBlock: *value = 48 * 1024; break;
     case cudaDevAttrWarpSize: *value = 32; break;
     case cudaDevAttrMultiProcessorCount: *value = 4; break;
@@ -308,7 +314,20 @@ extern "C" int cuda_sim_pci_bus(int device)
     return device >= 0 && device < (int)config().visible.size() ? 0x10 + physical(device) : -1;
 }
 
-/* --- memory -------------------------------------------------------------------------------- */
+/* Work for a stream (op::WORK): run(ctx) with device memory open, destroy(ctx) after. */
+static op *work(void (*run)(void *), void (*destroy)(void *), void *ctx, std::string what,
+                const void *caller)
+{
+    op *o = new op;
+    o->run = run;
+    o->destroy = destroy;
+    o->ctx = ctx;
+    o->what = std::move(what);
+    o->caller = caller;
+    return o;
+}
+
+/* --- memory --- */
 
 static std::unordered_set<void *> pinned;
 
@@ -367,15 +386,11 @@ extern "C" cudaError_t cudaFreeAsync(void *p, cudaStream_t handle)
     allocation *al = mem_find(p);
     if (!al || !al->live || (uintptr_t)p != al->base) {
         cuda_sim_warn("cudaFreeAsync(%p) from %s: not a live allocation", p,
-                    caller_name(__builtin_return_address(0)).c_str());
+                      caller_name(__builtin_return_address(0)).c_str());
         return fail(cudaErrorInvalidValue);
     }
-    op *o = new op;
-    o->run = run_free;
-    o->destroy = delete_free;
-    o->ctx = new free_later{p, __builtin_return_address(0)};
-    o->what = "cudaFreeAsync";
-    o->caller = __builtin_return_address(0);
+    const void *caller = __builtin_return_address(0);
+    op *o = work(run_free, delete_free, new free_later{p, caller}, "cudaFreeAsync", caller);
     enqueue(s, o);
     return cudaSuccess;
 }
@@ -396,7 +411,7 @@ extern "C" cudaError_t cudaFreeHost(void *p)
     return cudaSuccess;
 }
 
-/* --- copies and fills ------------------------------------------------------------------------ */
+/* --- copies and fills --- */
 
 /* Where [p, p + span) lies: 1 inside one live device allocation, 0 host memory, -1 neither
  * (device memory past an allocation, freed, or not from cudaMalloc). */
@@ -464,7 +479,7 @@ static cudaError_t copy(void *dst, size_t dpitch, const void *src, size_t spitch
     if (dp < 0 || sp < 0) {
         describe_place(dp < 0 ? dst : src, dp < 0 ? dspan : sspan, why, sizeof why);
         cuda_sim_warn("%s from %s: the %s %s", call, caller_name(caller).c_str(),
-                    dp < 0 ? "destination" : "source", why);
+                      dp < 0 ? "destination" : "source", why);
         return fail(cudaErrorInvalidValue);
     }
     bool ok = kind == cudaMemcpyDefault || (kind == cudaMemcpyHostToHost && !dp && !sp) ||
@@ -473,8 +488,9 @@ static cudaError_t copy(void *dst, size_t dpitch, const void *src, size_t spitch
               (kind == cudaMemcpyDeviceToDevice && dp && sp);
     if (!ok) {
         cuda_sim_warn("%s from %s: cudaMemcpy%s, but the destination is %s memory and the source "
-                    "%s memory", call, caller_name(caller).c_str(), kind_name(kind),
-                    dp ? "device" : "host", sp ? "device" : "host");
+                      "%s memory",
+                      call, caller_name(caller).c_str(), kind_name(kind), dp ? "device" : "host",
+                      sp ? "device" : "host");
         return fail(kind < 0 || kind > 4 ? cudaErrorInvalidMemcpyDirection : cudaErrorInvalidValue);
     }
     cudaError_t err;
@@ -489,12 +505,7 @@ static cudaError_t copy(void *dst, size_t dpitch, const void *src, size_t spitch
         }
         memcpy(c->snapshot, src, sspan);
     }
-    op *o = new op;
-    o->run = run_copy;
-    o->destroy = delete_copy;
-    o->ctx = c;
-    o->what = call;
-    o->caller = caller;
+    op *o = work(run_copy, delete_copy, c, call, caller);
     enqueue(s, o);
     if (sync) run_stream(s, o->seq, true);
     return cudaSuccess;
@@ -518,8 +529,8 @@ extern "C" cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, s
                                     size_t width, size_t height, cudaMemcpyKind kind)
 {
     api_scope scope;
-    return copy(dst, dpitch, src, spitch, width, height, kind, 0, true,
-                __builtin_return_address(0), "cudaMemcpy2D");
+    return copy(dst, dpitch, src, spitch, width, height, kind, 0, true, __builtin_return_address(0),
+                "cudaMemcpy2D");
 }
 
 extern "C" cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
@@ -552,20 +563,17 @@ static cudaError_t memset_on(void *p, int value, size_t n, cudaStream_t handle, 
     int dev;
     if (place(p, n, &dev) != 1) {
         char why[512];
-        if (mem_in_region(p)) describe_place(p, n, why, sizeof why);
-        else snprintf(why, sizeof why, "%p is host memory", p);
+        if (mem_in_region(p))
+            describe_place(p, n, why, sizeof why);
+        else
+            snprintf(why, sizeof why, "%p is host memory", p);
         cuda_sim_warn("%s from %s: %s", call, caller_name(caller).c_str(), why);
         return fail(cudaErrorInvalidValue);
     }
     cudaError_t err;
     stream *s = stream_get(handle, &err);
     if (!s) return fail(err);
-    op *o = new op;
-    o->run = run_fill;
-    o->destroy = delete_fill;
-    o->ctx = new fill{p, value, n};
-    o->what = call;
-    o->caller = caller;
+    op *o = work(run_fill, delete_fill, new fill{p, value, n}, call, caller);
     enqueue(s, o);
     if (sync) run_stream(s, o->seq, true);
     return cudaSuccess;
@@ -583,7 +591,7 @@ extern "C" cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_
     return memset_on(p, value, n, s, false, __builtin_return_address(0), "cudaMemsetAsync");
 }
 
-/* --- streams and events ---------------------------------------------------------------------- */
+/* --- streams and events --- */
 
 extern "C" cudaError_t cudaStreamCreateWithFlags(cudaStream_t *out, unsigned flags)
 {
@@ -651,12 +659,8 @@ extern "C" cudaError_t cudaLaunchHostFunc(cudaStream_t handle, cudaHostFn_t fn, 
     cudaError_t err;
     stream *s = stream_get(handle, &err);
     if (!s) return fail(err);
-    op *o = new op;
-    o->run = run_host_call;
-    o->destroy = delete_host_call;
-    o->ctx = new host_call{fn, data};
-    o->what = "cudaLaunchHostFunc";
-    o->caller = __builtin_return_address(0);
+    op *o = work(run_host_call, delete_host_call, new host_call{fn, data}, "cudaLaunchHostFunc",
+                 __builtin_return_address(0));
     enqueue(s, o);
     return cudaSuccess;
 }
@@ -767,7 +771,7 @@ extern "C" cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_
     return cudaSuccess;
 }
 
-/* --- launches ---------------------------------------------------------------------------------- */
+/* --- launches --- */
 
 static bool mapped(uintptr_t a)
 {
@@ -802,22 +806,23 @@ static void check_word(const launch *l, int index, size_t offset, uintptr_t w, b
         allocation *al = mem_find((void *)w);
         if (!al)
             cuda_sim_fatal("kernel %s (launched at %s:%d): %s points at %#lx, in no allocation",
-                         l->site.kernel, file, l->site.line, where, (unsigned long)w);
+                           l->site.kernel, file, l->site.line, where, (unsigned long)w);
         if (!al->live)
             cuda_sim_fatal("kernel %s (launched at %s:%d): %s points into freed device memory (an "
-                         "allocation of %zu bytes from %s)",
-                         l->site.kernel, file, l->site.line, where, al->bytes,
-                         caller_name(al->caller).c_str());
+                           "allocation of %zu bytes from %s)",
+                           l->site.kernel, file, l->site.line, where, al->bytes,
+                           caller_name(al->caller).c_str());
         if (al->device != physical(l->device))
-            cuda_sim_fatal("kernel %s (launched at %s:%d on GPU %d): %s points into GPU %d's memory",
-                         l->site.kernel, file, l->site.line, l->device, where, al->device);
+            cuda_sim_fatal(
+                "kernel %s (launched at %s:%d on GPU %d): %s points into GPU %d's memory",
+                l->site.kernel, file, l->site.line, l->device, where, al->device);
         return;
     }
     if (pointer || mapped(w))
         cuda_sim_fatal("kernel %s (launched at %s:%d): %s holds %#lx, which is %s, not device "
-                     "memory: a kernel cannot read it on a GPU",
-                     l->site.kernel, file, l->site.line, where, (unsigned long)w,
-                     mapped(w) ? "host memory" : "no memory at all");
+                       "memory: a kernel cannot read it on a GPU",
+                       l->site.kernel, file, l->site.line, where, (unsigned long)w,
+                       mapped(w) ? "host memory" : "no memory at all");
 }
 
 static void check_args(const launch *l, const cuda_sim_arg *args, int n)
@@ -848,8 +853,9 @@ static void delete_kernel(void *ctx)
 }
 
 extern "C" void cuda_sim_launch_kernel(dim3 grid, dim3 block, size_t shmem, cudaStream_t handle,
-                                     const cuda_sim_site *site, const cuda_sim_arg *args, int n_args,
-                                     void (*invoke)(void *), void (*destroy)(void *), void *pack)
+                                       const cuda_sim_site *site, const cuda_sim_arg *args,
+                                       int n_args, void (*invoke)(void *), void (*destroy)(void *),
+                                       void *pack)
 {
     api_scope scope;
     const char *file = strrchr(site->file, '/');
@@ -879,10 +885,12 @@ extern "C" void cuda_sim_launch_kernel(dim3 grid, dim3 block, size_t shmem, cuda
     }
     if (err != cudaSuccess) {
         if (why)
-            cuda_sim_warn("kernel %s (launched at %s:%d) with grid (%u,%u,%u), block (%u,%u,%u)%s%u: "
-                        "%s (%s)", site->kernel, file, site->line, grid.x, grid.y, grid.z, block.x,
-                        block.y, block.z, site->bound ? ", __launch_bounds__ " : "",
-                        site->bound, why, cudaGetErrorString(err));
+            cuda_sim_warn(
+                "kernel %s (launched at %s:%d) with grid (%u,%u,%u), block (%u,%u,%u)%s%u: "
+                "%s (%s)",
+                site->kernel, file, site->line, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                site->bound ? ", __launch_bounds__ " : "", site->bound, why,
+                cudaGetErrorString(err));
         destroy(pack);
         fail(err);
         return;
@@ -897,19 +905,15 @@ extern "C" void cuda_sim_launch_kernel(dim3 grid, dim3 block, size_t shmem, cuda
     l->destroy = destroy;
     l->pack = pack;
     if (config().check_args) check_args(l, args, n_args);
-    op *o = new op;
-    o->run = run_kernel;
-    o->destroy = delete_kernel;
-    o->ctx = l;
-    o->what = std::string("kernel ") + site->kernel;
-    o->caller = __builtin_return_address(0);
+    op *o = work(run_kernel, delete_kernel, l, std::string("kernel ") + site->kernel,
+                 __builtin_return_address(0));
     enqueue(s, o);
 }
 
-/* --- for the stand-in cuBLAS and NCCL ------------------------------------------------------------- */
+/* --- for the stand-in cuBLAS and NCCL --- */
 
 extern "C" cudaError_t cuda_sim_enqueue_host(cudaStream_t handle, void (*run)(void *),
-                                           void (*destroy)(void *), void *ctx, const char *what)
+                                             void (*destroy)(void *), void *ctx, const char *what)
 {
     api_scope scope;
     cudaError_t err;
@@ -918,18 +922,13 @@ extern "C" cudaError_t cuda_sim_enqueue_host(cudaStream_t handle, void (*run)(vo
         if (destroy) destroy(ctx);
         return fail(err);
     }
-    op *o = new op;
-    o->run = run;
-    o->destroy = destroy;
-    o->ctx = ctx;
-    o->what = what;
-    o->caller = __builtin_return_address(0);
+    op *o = work(run, destroy, ctx, what, __builtin_return_address(0));
     enqueue(s, o);
     return cudaSuccess;
 }
 
 extern "C" cudaError_t cuda_sim_enqueue_async(cudaStream_t handle, const cuda_sim_async_ops *ops,
-                                            void *ctx, const void *caller)
+                                              void *ctx, const void *caller)
 {
     api_scope scope;
     cudaError_t err;
@@ -962,8 +961,9 @@ extern "C" int cuda_sim_device_of(const void *p, size_t bytes, int *live)
     if (!mem_in_region(p)) return -1;
     allocation *al = mem_find(p);
     if (!al) return -1;
-    if (live) *live = al->live && (uintptr_t)p >= al->base &&
-                      (uintptr_t)p + bytes <= al->base + al->bytes;
+    if (live)
+        *live =
+            al->live && (uintptr_t)p >= al->base && (uintptr_t)p + bytes <= al->base + al->bytes;
     for (size_t i = 0; i < config().visible.size(); i++)
         if (physical((int)i) == al->device) return (int)i;
     return -1;

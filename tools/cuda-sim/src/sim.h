@@ -30,13 +30,13 @@ namespace sim {
 enum class order { in_order, reverse, random };
 
 struct settings {
-    int devices = 4;                     /* PN_CUDA_SIM_DEVICES */
-    size_t memory = (size_t)4 << 30;     /* PN_CUDA_SIM_MEMORY_MB, per device */
-    order run_order = order::in_order;   /* PN_CUDA_SIM_ORDER: blocks and threads */
-    uint64_t seed = 0;                   /* random:SEED */
-    bool check_args = true;              /* PN_CUDA_SIM_CHECK_ARGS=0 turns it off */
-    double sync_warn_s = 60;             /* a wait on messages this long says what it waits for */
-    std::vector<int> visible;            /* CUDA_VISIBLE_DEVICES: physical indices */
+    int devices = 4;                   /* PN_CUDA_SIM_DEVICES */
+    size_t memory = (size_t)4 << 30;   /* PN_CUDA_SIM_MEMORY_MB, per device */
+    order run_order = order::in_order; /* PN_CUDA_SIM_ORDER: blocks and threads */
+    uint64_t seed = 0;                 /* random:SEED */
+    bool check_args = true;            /* PN_CUDA_SIM_CHECK_ARGS=0 turns it off */
+    double sync_warn_s = 60;           /* a wait on messages this long says what it waits for */
+    std::vector<int> visible;          /* CUDA_VISIBLE_DEVICES: physical indices */
 };
 const settings &config();
 
@@ -52,13 +52,13 @@ std::string caller_name(const void *return_address);
 /* --- memory (memory.cc) --------------------------------------------------------------- */
 
 struct allocation {
-    uintptr_t base = 0;      /* what cudaMalloc returned */
+    uintptr_t base = 0; /* what cudaMalloc returned */
     size_t bytes = 0;
-    uintptr_t map = 0;       /* the mapping: guard page, pages, guard page */
+    uintptr_t map = 0; /* the mapping: guard page, pages, guard page */
     size_t map_bytes = 0;
     int device = 0;
     bool live = true;
-    bool async = false;      /* cudaMallocAsync: freed in stream order */
+    bool async = false;           /* cudaMallocAsync: freed in stream order */
     const void *caller = nullptr; /* who allocated it (a return address) */
 };
 
@@ -124,8 +124,8 @@ struct stream;
 struct op {
     enum kind_t { WORK, WAIT, RECORD, ASYNC } kind = WORK;
     uint64_t seq = 0;
-    std::string what;                 /* for messages */
-    const void *caller = nullptr;     /* the host code that queued it */
+    std::string what;             /* for messages */
+    const void *caller = nullptr; /* the host code that queued it */
     /* WORK: run() with device memory open */
     void (*run)(void *) = nullptr;
     void (*destroy)(void *) = nullptr;
@@ -148,7 +148,7 @@ struct stream {
     std::deque<op *> q;
     uint64_t enqueued = 0, completed = 0;
     int pending_async = 0;
-    bool running = false;    /* its head is being run: not re-entered */
+    bool running = false;     /* its head is being run: not re-entered */
     double waiting_since = 0; /* a wait on it blocked by messages: since when */
     int id = 0;               /* for messages */
 };

@@ -187,7 +187,7 @@ bool run_stream(stream *s, uint64_t until, bool block)
     while (s->completed < until) {
         if (s->q.empty())
             cuda_sim_fatal("internal: stream %d has run dry at %lu of %lu", s->id,
-                         (unsigned long)s->completed, (unsigned long)until);
+                           (unsigned long)s->completed, (unsigned long)until);
         if (step(s, block)) continue;
         if (!block) return false;
         /* blocked by a message: move messages, and report a long wait once */
@@ -196,7 +196,7 @@ bool run_stream(stream *s, uint64_t until, bool block)
         if (!since) since = t;
         if (!warned && t - since > config().sync_warn_s) {
             cuda_sim_warn("a synchronizing call has waited %.0f s for %s", t - since,
-                        blocked_on(s).c_str());
+                          blocked_on(s).c_str());
             warned = true;
         }
         if (++polls > 1000) nap(); /* other ranks may need this core */

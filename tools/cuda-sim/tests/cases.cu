@@ -10,13 +10,13 @@
 
 #include <cuda_runtime.h>
 
-#define CHECK(call)                                                                         \
-    do {                                                                                    \
-        cudaError_t e_ = (call);                                                            \
-        if (e_ != cudaSuccess) {                                                            \
-            printf("%s: %s\n", #call, cudaGetErrorString(e_));                              \
-            exit(3);                                                                        \
-        }                                                                                   \
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            printf("%s: %s\n", #call, cudaGetErrorString(e_));                                     \
+            exit(3);                                                                               \
+        }                                                                                          \
     } while (0)
 
 /* The sum of v over a block (blockDim.x a multiple of 32), with or without the barrier
@@ -253,13 +253,13 @@ int main(int argc, char **argv)
         return 0;
     } else if (!strcmp(c, "copy-past-end")) {
         float host[1025];
-        printf("copy: %s\n", cudaGetErrorString(cudaMemcpy(host, d, sizeof host,
-                                                             cudaMemcpyDeviceToHost)));
+        printf("copy: %s\n",
+               cudaGetErrorString(cudaMemcpy(host, d, sizeof host, cudaMemcpyDeviceToHost)));
         return 0;
     } else if (!strcmp(c, "copy-wrong-kind")) {
         float host[16];
-        printf("copy: %s\n", cudaGetErrorString(cudaMemcpy(host, d, sizeof host,
-                                                             cudaMemcpyHostToDevice)));
+        printf("copy: %s\n",
+               cudaGetErrorString(cudaMemcpy(host, d, sizeof host, cudaMemcpyHostToDevice)));
         return 0;
     } else if (!strcmp(c, "error-kept")) {
         float *huge;

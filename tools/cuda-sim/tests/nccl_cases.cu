@@ -13,13 +13,13 @@
 
 static int rank;
 
-#define CHECK(call)                                                                         \
-    do {                                                                                    \
-        cudaError_t e_ = (call);                                                            \
-        if (e_ != cudaSuccess) {                                                            \
-            printf("rank %d: %s: %s\n", rank, #call, cudaGetErrorString(e_));               \
-            MPI_Abort(MPI_COMM_WORLD, 3);                                                   \
-        }                                                                                   \
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            printf("rank %d: %s: %s\n", rank, #call, cudaGetErrorString(e_));                      \
+            MPI_Abort(MPI_COMM_WORLD, 3);                                                          \
+        }                                                                                          \
     } while (0)
 
 static double now()
@@ -61,7 +61,10 @@ static void read_back(float *host, const float *d, int n)
 }
 
 /* Element k of the sum over the 2 ranks, added in rank order as the stand-in does. */
-static float summed(int k) { return (0.1f * (float)(k % 17) + 0.0f) + (0.1f * (float)(k % 17) + 1.0f); }
+static float summed(int k)
+{
+    return (0.1f * (float)(k % 17) + 0.0f) + (0.1f * (float)(k % 17) + 1.0f);
+}
 
 static int collectives(ncclComm_t c, cudaStream_t s)
 {
@@ -77,7 +80,8 @@ static int collectives(ncclComm_t c, cudaStream_t s)
     for (int i = 0; i < N; i++) right &= got[i] == summed(i) && got[N + i] == summed(i);
     float *part;
     CHECK(cudaMalloc(&part, N / 2 * sizeof(float)));
-    right &= settle(c, ncclReduceScatter(all, part, N / 2, ncclFloat, ncclMax, c, s)) == ncclSuccess;
+    right &=
+        settle(c, ncclReduceScatter(all, part, N / 2, ncclFloat, ncclMax, c, s)) == ncclSuccess;
     right &= settle(c, ncclBroadcast(x, x, N, ncclFloat, 1, c, s)) == ncclSuccess;
     CHECK(cudaStreamSynchronize(s));
     read_back(got, part, N / 2);
