@@ -463,6 +463,9 @@ void run_launch(launch *l)
     b.tsan_sched = tsan_fiber_current();
     tsan_release(l);
     long blocks = (long)l->grid.x * l->grid.y * l->grid.z;
+    if (blocks > (1L << 26)) /* the order is a vector of ints: 256 MiB of them at most */
+        cuda_sim_fatal("%s: %ld blocks, more than the stand-in runs (2^26)",
+                       kernel_name(l).c_str(), blocks);
     std::vector<int> border;
     make_order(border, (int)blocks, mix(serial));
     for (long k = 0; k < blocks; k++) {
