@@ -7,7 +7,9 @@
  *  kernel.cc   a launch: the block scheduler, barriers and warp shuffles, the checks of
  *              a launch's configuration and arguments
  *  stream.cc   streams and events: lazy queues run when the host must see them
- *  runtime.cc  the CUDA runtime API on top, devices, errors, settings
+ *  runtime.cc  settings, errors, messages, devices
+ *  api_memory.cc  the memory calls: allocations, copies, fills
+ *  api_streams.cc the stream, event and launch calls; what cuBLAS and NCCL queue with
  *
  * One host thread drives everything (as pipenet's ranks do): no locks. */
 #ifndef PN_CUDA_SIM_INTERNAL_H
@@ -44,6 +46,12 @@ const settings &config();
  * kernel fault (sticky, as on a GPU). */
 cudaError_t fail(cudaError_t e);
 cudaError_t sticky();
+
+/* Devices: whether any is visible, the current one (an index among the visible), and
+ * the physical index (which region of memory, which PCI bus) behind a visible one. */
+bool have_devices();
+int current_device_index();
+int physical(int visible_index);
 
 /* The host code that called into the runtime, for messages: "pn_cuda_sync at
  * libpipenet-cuda.so+0x1234" (from a return address). */
@@ -161,6 +169,11 @@ struct event {
     double stamp = 0;
     bool live = true;
 };
+
+/* Work for a stream (op::WORK): run(ctx) with device memory open, destroy(ctx) after;
+ * what and caller name it in messages. */
+op *work(void (*run)(void *), void (*destroy)(void *), void *ctx, std::string what,
+         const void *caller);
 
 stream *stream_get(cudaStream_t s, cudaError_t *err);
 stream *stream_new(int device, bool blocking);

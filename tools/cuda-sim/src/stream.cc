@@ -53,7 +53,6 @@ static void forget(stream *s)
     known.erase(s);
 }
 
-int current_device_index();
 
 stream *stream_get(cudaStream_t handle, cudaError_t *err)
 {
