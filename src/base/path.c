@@ -47,12 +47,13 @@ bool pn_path_same_target(const char *a, const char *b)
     return pn_path_same_file(dir_a, dir_b) || !strcmp(dir_a, dir_b);
 }
 
-bool pn_path_in_dir(const char *path, const char *dir)
+bool pn_path_in_dir(const char *path, const char *dir, const char *prefix)
 {
     char resolved[PATH_MAX], parent[PATH_MAX], name[PATH_MAX];
     if (!path || !dir || !path[0] || !dir[0]) return false;
     if (realpath(path, resolved)) path = resolved; /* a link into dir is in dir */
-    return split(path, parent, name) && pn_path_same_file(parent, dir);
+    return split(path, parent, name) && !strncmp(name, prefix, strlen(prefix)) &&
+           pn_path_same_file(parent, dir);
 }
 
 /* Whether the file st is open as this program's fd. */
@@ -90,6 +91,7 @@ int pn_path_check_output(const char *option, const char *path, const pn_named_pa
                             option, path);
     if (!streams_ok && pn_path_is_stream(path))
         return pn_error_set(PN_ERR_INVALID, "%s '%s' is not a regular file (a stream or a "
-                            "device): this output must be a file; choose a file name", option, path);
+                            "device): this output must be a file; choose a file name",
+                            option, path);
     return PN_OK;
 }

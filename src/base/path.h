@@ -15,8 +15,8 @@ bool pn_path_same_file(const char *a, const char *b);
 bool pn_path_same_target(const char *a, const char *b);
 
 /* Whether path (resolved through links when it exists) names an entry of directory
- * dir itself, there yet or not. */
-bool pn_path_in_dir(const char *path, const char *dir);
+ * dir itself, there yet or not, whose name starts with prefix. */
+bool pn_path_in_dir(const char *path, const char *dir, const char *prefix);
 
 /* STDOUT_FILENO or STDERR_FILENO when path is the file open as this program's stdout
  * or stderr (/dev/stdout, /proc/self/fd/2, the file they were redirected to), else -1. */
