@@ -94,7 +94,8 @@ static int check_text_outputs(const char *const *files, int n_files, const char 
     static const char *const names[] = {"train.h5", "test.h5"};
     pn_named_path *inputs = calloc((size_t)n_files, sizeof *inputs);
     if (!inputs) return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < n_files; i++) inputs[i] = (pn_named_path){files[i], "one of the text files read"};
+    for (int i = 0; i < n_files; i++)
+        inputs[i] = (pn_named_path){files[i], "one of the text files read"};
     int rc = PN_OK;
     for (int i = 0; rc == PN_OK && i < 2; i++) {
         char path[PATH_MAX];
