@@ -29,7 +29,8 @@ static void usage(FILE *out)
             "pipenet.h load the result (docs/inference.md). Runs on one process.\n"
             "\n"
             "options:\n"
-            "  --out FILE   the model file to write (required)\n"
+            "  --out FILE   the model file to write (required; not SNAPSHOT, nor a\n"
+            "               directory or a stream)\n"
             "  -h, --help   this text\n");
 }
 
@@ -41,19 +42,21 @@ static const struct option longopts[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* Reads arg (a snapshot or model file, or a directory's newest snapshot), checks that
- * it makes a model, and writes that model to out. */
-static int export_model(const char *arg, const char *out)
+/* Into src: the file exported from, arg or the newest snapshot of directory arg. */
+static int source_of(const char *arg, char *src, size_t cap)
 {
-    char src[PN_PATH_MAX + 64];
     struct stat sb;
     if (stat(arg, &sb) == 0 && S_ISDIR(sb.st_mode))
-        PN_TRY(pn_snapshot_latest(arg, false, src, sizeof src));
-    else
-        snprintf(src, sizeof src, "%s", arg);
-    if (pn_path_same_file(out, src))
-        return pn_error_set(PN_ERR_INVALID, "--out '%s' is the file exported from: writing it "
-                                            "would replace it; choose another name", out);
+        return pn_snapshot_latest(arg, false, src, cap);
+    snprintf(src, cap, "%s", arg);
+    return PN_OK;
+}
+
+/* Reads src (a snapshot or model file), checks that it makes a model, and writes that
+ * model to out. */
+static int export_model(const char *src, const char *out)
+{
+    struct stat sb;
     pn_train_state *st;
     PN_TRY(pn_snapshot_read(src, NULL, &st));
     pn_model *check = NULL;
@@ -94,6 +97,13 @@ int pn_cmd_export(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (export_model(argv[optind], out) < 0) return pn_cli_fail(pn_error_message());
+    char src[PN_PATH_MAX + 64];
+    if (source_of(argv[optind], src, sizeof src) < 0) return pn_cli_fail(pn_error_message());
+    const pn_named_path input = {src, "the file exported from"};
+    if (pn_path_check_output("--out", out, &input, 1, false) < 0) {
+        pn_cli_fail(pn_error_message());
+        return 2; /* a wrong command line */
+    }
+    if (export_model(src, out) < 0) return pn_cli_fail(pn_error_message());
     return 0;
 }

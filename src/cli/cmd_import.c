@@ -2,12 +2,15 @@
  * dataset HDF5 files (DESIGN.md section 3, docs/formats.md); progress goes to stdout.
  * Exit 0 on success, 1 on bad data or I/O errors, 2 on misuse. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/error.h"
+#include "base/path.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "io/import_fashion.h"
@@ -84,6 +87,27 @@ static double seconds_now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* Refuses (PN_ERR_INVALID) outputs DIR/train.h5 and DIR/test.h5 that are one of the
+ * text files read (base/path.h), or a directory, before anything is read. */
+static int check_text_outputs(const char *const *files, int n_files, const char *out)
+{
+    static const char *const names[] = {"train.h5", "test.h5"};
+    pn_named_path *inputs = calloc((size_t)n_files, sizeof *inputs);
+    if (!inputs) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n_files; i++)
+        inputs[i] = (pn_named_path){files[i], "one of the text files read"};
+    int rc = PN_OK;
+    for (int i = 0; rc == PN_OK && i < 2; i++) {
+        char path[PATH_MAX];
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", out, names[i]) >= sizeof path)
+            rc = pn_error_set(PN_ERR_INVALID, "--out %s: the path is too long", out);
+        else
+            rc = pn_path_check_output("--out", path, inputs, n_files, false);
+    }
+    free(inputs);
+    return rc;
+}
+
 /* After the options: the dataset argument and what it needs. */
 /* import text: windows of the whole text, or samples of records (--records). */
 static int import_text(const char *const *files, int n_files, const char *out, int seq,
@@ -130,8 +154,12 @@ static int run_import(int argc, char **argv, const char *src, bool src_given, co
         if (optind + 1 >= argc) return misuse("import text needs at least one FILE");
         if (src_given) return misuse("--src is for fashion-mnist; name text FILEs instead");
         if (seq == 0) return misuse("import text needs --seq T (positions per sample)");
-        int rc = import_text((const char *const *)argv + optind + 1, argc - optind - 1, out,
-                             seq, eval_fraction, separator);
+        const char *const *files = (const char *const *)argv + optind + 1;
+        if (check_text_outputs(files, argc - optind - 1, out) < 0) {
+            pn_cli_fail(pn_error_message());
+            return 2; /* a wrong command line */
+        }
+        int rc = import_text(files, argc - optind - 1, out, seq, eval_fraction, separator);
         if (rc) return rc;
     } else {
         if (optind + 1 < argc) {

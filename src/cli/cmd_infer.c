@@ -214,12 +214,6 @@ static void softmax_rows(float *scores, int *predictions, long rows, int classes
 
 static int infer(const infer_options *o)
 {
-    const char *inputs_of[2][2] = {{o->model, "model"}, {o->data, "data"}};
-    for (int i = 0; o->out && i < 2; i++)
-        if (pn_path_same_file(o->out, inputs_of[i][0]))
-            return pn_error_set(PN_ERR_INVALID, "--out '%s' is the %s file: writing it would "
-                                                "replace it; choose another name",
-                                o->out, inputs_of[i][1]);
     pn_model *m;
     PN_TRY(pn_model_load_on(&m, o->model, pn_device_request_name((pn_device_request)o->device)));
     const pn_graph *g = pn_model_graph(m);
@@ -315,6 +309,11 @@ int pn_cmd_infer(int argc, char **argv)
         snprintf(msg, sizeof msg, "infer runs in one process, but was started as one of %ld "
                                   "ranks (run it without mpirun/srun)", ranks);
         return pn_cli_fail(msg);
+    }
+    const pn_named_path inputs[] = {{o.model, "the model file"}, {o.data, "the data file"}};
+    if (o.out && pn_path_check_output("--out", o.out, inputs, 2, false) < 0) {
+        pn_cli_fail(pn_error_message());
+        return 2; /* a wrong command line */
     }
     /* the device first: cuda that cannot run here fails before any file is read */
     pn_device dev;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/path.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "math/ops.h"
@@ -61,7 +62,8 @@ static void usage(FILE *out)
             "  --measure          time the layers (and under mpirun the link and the\n"
             "                     ranks' sharing) here\n"
             "  --layer-times FILE balance and predict by times saved earlier\n"
-            "  --save-times FILE  with --measure: write the times to FILE (JSON)\n"
+            "  --save-times FILE  with --measure: write the times to FILE (JSON; not the\n"
+            "                     model file, nor a directory)\n"
             "  --threads N        with --measure: BLAS threads                         [1]\n"
             "  --repeat N         with --measure: timed steps (medians)               [11]\n"
             "  --json             print the plan as JSON instead of tables\n"
@@ -314,7 +316,18 @@ int pn_cmd_plan(int argc, char **argv)
     pn_job *job;
     pn_comm *comm = NULL;
     if (pn_job_init(NULL, NULL, &job) < 0) return pn_cli_fail(pn_error_message());
-    int rc = pn_comm_create(&comm, job, 1);
+    /* rank 0 alone writes the times: its view of the path decides, before measuring */
+    const pn_named_path model = {path, "the model file"};
+    bool root = pn_job_rank(job) == 0;
+    int rc = pn_job_agree_root(
+        job, root && o.save[0] ? pn_path_check_output("--save-times", o.save, &model, 1, true)
+                               : PN_OK);
+    if (rc < 0) {
+        if (rc != PN_ERR_PEER) pn_cli_fail(pn_error_message());
+        pn_job_finalize(job);
+        return rc == PN_ERR_MPI ? 1 : 2;
+    }
+    rc = pn_comm_create(&comm, job, 1);
     /* A watched wait naps between polls: ranks waiting on rank 0's measurement must
      * leave the cores to it (an unwatched wait is MPI's own, which spins). */
     if (rc == PN_OK) pn_comm_watch(comm, 3600.0, "pipenet plan --measure");

@@ -34,11 +34,16 @@ static void usage(FILE *out)
             "  --batch B        samples per step                      [train.batch, 64]\n"
             "  --lr X           base learning rate                    [train.optimizer.lr]\n"
             "  --seed S         seeds initialization, shuffling, dropout [train.seed, 1]\n"
-            "  --metrics FILE   write JSON lines: one per step, one per evaluation\n"
+            "  --metrics FILE   write JSON lines: one per step, one per evaluation; a\n"
+            "                   resume trims a regular file to its step, and appends to a\n"
+            "                   stream (a FIFO, /dev/stdout)\n"
             "  --trace FILE     write every rank's timeline (passes per micro-batch and\n"
             "                   layer, transfers, waits, all-reduces, optimizer, data,\n"
             "                   evaluation, snapshots) as Chrome trace-event JSON; open it\n"
             "                   in https://ui.perfetto.dev or chrome://tracing\n"
+            "                   (neither may be an input of the run, the snapshot\n"
+            "                   directory or a directory: exit 2; the trace is written\n"
+            "                   whole and renamed into place, a stream in place)\n"
             "  --threads N      BLAS threads per rank (default: $OPENBLAS_NUM_THREADS, else\n"
             "                   the node's cores divided among this job's ranks on it)\n"
             "  --log-every S    seconds between progress lines when not on a terminal [10]\n"
@@ -97,9 +102,9 @@ static void usage(FILE *out)
 }
 
 /* Ends the job after a failure: the rank that owns the error prints it once. When
- * every rank knows of the failure (model, options, setup) they all leave cleanly;
- * otherwise peers may be waiting on this rank, so it aborts the job. */
-static int fail_job(pn_job *job, int rc, bool together)
+ * every rank knows of the failure (model, options, setup) they all leave cleanly,
+ * with status; otherwise peers may be waiting on this rank, so it aborts the job. */
+static int fail_job(pn_job *job, int rc, bool together, int status)
 {
     if (rc != PN_ERR_PEER) {
         pn_cli_fail(pn_error_message());
@@ -107,7 +112,7 @@ static int fail_job(pn_job *job, int rc, bool together)
         if (pn_job_size(job) > 1 && !together) pn_job_abort(job, 1);
     }
     pn_job_finalize(job);
-    return PN_EXIT_ERROR;
+    return status;
 }
 
 int pn_cmd_train(int argc, char **argv)
@@ -126,7 +131,7 @@ int pn_cmd_train(int argc, char **argv)
     int rank = pn_job_rank(job);
     pn_graph *g;
     int rc = pn_graph_load(&g, path); /* the same file, so the same outcome on every rank */
-    if (rc < 0) return fail_job(job, rank == 0 ? rc : PN_ERR_PEER, true);
+    if (rc < 0) return fail_job(job, rank == 0 ? rc : PN_ERR_PEER, true, PN_EXIT_ERROR);
     pn_train_config cfg;
     pn_train_config_default(&cfg);
     rc = pn_train_config_from_json(pn_graph_train_spec(g), path, &cfg);
@@ -134,11 +139,18 @@ int pn_cmd_train(int argc, char **argv)
     if (rc < 0 && rank != 0) rc = PN_ERR_PEER;
     if (rc == PN_OK) {
         pn_train_options_apply(&o, &cfg);
+        /* rank 0 alone writes the outputs: its view of the paths decides, before any
+         * work; an output that would replace an input is a wrong command line */
+        rc = pn_job_agree_root(job, rank == 0 ? pn_train_outputs_check(&cfg, path) : PN_OK);
+        if (rc < 0) {
+            pn_graph_free(g);
+            return fail_job(job, rc, true, rc == PN_ERR_MPI ? PN_EXIT_ERROR : PN_EXIT_USAGE);
+        }
         rc = pn_train(g, &cfg, job, NULL, &result);
         free(result.losses);
     }
     pn_graph_free(g);
-    if (rc < 0) return fail_job(job, rc, result.failed_together);
+    if (rc < 0) return fail_job(job, rc, result.failed_together, PN_EXIT_ERROR);
     pn_job_finalize(job);
     return result.stopped_by_signal ? PN_EXIT_STOPPED : PN_EXIT_FINISHED;
 }

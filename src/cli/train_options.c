@@ -1,10 +1,13 @@
 /* `pipenet train`'s options (train_options.h): the table, the parser with a message
- * naming the option for every bad value, and applying what was given. */
+ * naming the option for every bad value, applying what was given, and the check of
+ * the outputs against the inputs. */
 #include "cli/train_options.h"
 
 #include <getopt.h>
 #include <string.h>
 
+#include "base/error.h"
+#include "base/path.h"
 #include "cli/options.h"
 #include "mpi/comm.h"
 #include "pipeline/optimizer.h"
@@ -161,4 +164,36 @@ void pn_train_options_apply(const pn_train_overrides *o, pn_train_config *cfg)
     if (GIVEN(OPT_RESUME)) strcpy(cfg->resume, v->resume);
     if (GIVEN(OPT_RESUME_OVERRIDE)) cfg->resume_override = true;
     if (GIVEN(OPT_STALL_TIMEOUT)) cfg->stall_timeout_s = v->stall_timeout_s;
+}
+
+/* What the snapshots of a snapshot directory are called (io/snapshot_dir.h:
+ * snapshot-<step>.h5, and snapshot-*.tmp-<pid> while being written). */
+static const char SNAPSHOT_NAMES[] = "snapshot-";
+
+int pn_train_outputs_check(const pn_train_config *cfg, const char *model)
+{
+    const char *resumed = strcmp(cfg->resume, "auto") ? cfg->resume : NULL;
+    const pn_named_path inputs[] = {
+        {model, "the model file"},
+        {cfg->data, "the training data file"},
+        {cfg->eval, "the evaluation data file"},
+        {cfg->layer_times, "the --layer-times file"},
+        {resumed, "the snapshot resumed from"},
+        {cfg->snapshot_dir, "the snapshot directory"},
+        {cfg->metrics, "the --metrics file"}, /* for --trace */
+    };
+    const struct {
+        const char *option, *path;
+        int inputs; /* how many of the list above it must not be */
+    } outputs[] = {{"--metrics", cfg->metrics, 6}, {"--trace", cfg->trace, 7}};
+    for (int i = 0; i < 2; i++) {
+        const char *option = outputs[i].option, *path = outputs[i].path;
+        if (!path[0]) continue;
+        PN_TRY(pn_path_check_output(option, path, inputs, outputs[i].inputs, true));
+        if (pn_path_in_dir(path, cfg->snapshot_dir, SNAPSHOT_NAMES))
+            return pn_error_set(PN_ERR_INVALID, "%s '%s' is a snapshot file's name in the "
+                                "snapshot directory %s, which the run writes and deletes; "
+                                "choose another name", option, path, cfg->snapshot_dir);
+    }
+    return PN_OK;
 }

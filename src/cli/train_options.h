@@ -24,4 +24,12 @@ int pn_train_options_parse(int argc, char **argv, pn_train_overrides *o);
 /* Sets in cfg every value given on the command line. */
 void pn_train_options_apply(const pn_train_overrides *o, pn_train_config *cfg);
 
+/* With cfg complete (the model's "train" and the options): PN_ERR_INVALID, naming the
+ * option and the path, when --metrics or --trace would replace an input of the run
+ * (the model file, the training or evaluation data, the --layer-times file, the
+ * snapshot resumed from), is the snapshot directory or a snapshot's name in it, is a
+ * directory, or (--trace) is the --metrics file; compared by identity (base/path.h).
+ * A stream (/dev/stdout, a FIFO) is a good output. */
+int pn_train_outputs_check(const pn_train_config *cfg, const char *model);
+
 #endif

@@ -1,5 +1,5 @@
 /* The importers' shared file handling (import_util.h): output directories and the
- * temporary-name-then-rename of every file they write. */
+ * temporary-name-then-rename of every file they write (base/out_file.h). */
 #include "io/import_util.h"
 
 #include <errno.h>
@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/out_file.h"
 
 int pn_import_make_dirs(const char *dir)
 {
@@ -33,16 +34,14 @@ int pn_import_make_dirs(const char *dir)
 
 int pn_import_tmp_name(const char *out, char *tmp, size_t cap)
 {
-    if ((size_t)snprintf(tmp, cap, "%s.tmp-%ld", out, (long)getpid()) >= cap)
-        return pn_error_set(PN_ERR_INVALID, "path too long: %s", out);
-    return 0;
+    return pn_out_temp_name(out, tmp, cap);
 }
 
 int pn_import_finish(const char *tmp, const char *out, int rc)
 {
-    if (rc == 0 && rename(tmp, out) != 0)
-        rc = pn_error_set(PN_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, out,
-                          strerror(errno));
-    if (rc < 0) unlink(tmp);
-    return rc;
+    if (rc < 0) {
+        unlink(tmp);
+        return rc;
+    }
+    return pn_out_rename(tmp, out, "--out");
 }

@@ -16,8 +16,8 @@ int pn_import_make_dirs(const char *dir);
 /* The temporary name out is written under: "<out>.tmp-<pid>" into tmp (cap bytes). */
 int pn_import_tmp_name(const char *out, char *tmp, size_t cap);
 
-/* Ends the writing of tmp whose status is rc: on success renames tmp to out (an
- * error naming both when that fails); on any failure removes tmp. Returns the
+/* Ends the writing of tmp whose status is rc: on success syncs tmp and renames it to
+ * out (base/out_file.h: pn_out_rename); on any failure removes tmp. Returns the
  * status. */
 int pn_import_finish(const char *tmp, const char *out, int rc);
 

@@ -1,13 +1,14 @@
-/* The predictions file of `pipenet infer` (predictions.h). */
+/* The predictions file of `pipenet infer` (predictions.h), written under a temporary
+ * name and put in place whole (base/out_file.h). */
 #include "io/predictions.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/out_file.h"
 #include "io/hdf5_util.h"
 
 struct pn_predictions {
@@ -26,7 +27,7 @@ int pn_predictions_create(pn_predictions **out, const char *path, long n, int se
         free(w);
         return pn_error_set(PN_ERR_NOMEM, "out of memory for '%s'", path);
     }
-    snprintf(w->tmp, len, "%s.tmp-%ld", path, (long)getpid());
+    pn_out_temp_name(path, w->tmp, len); /* fits: len has room for the suffix */
     w->file = w->predictions = w->scores = H5I_INVALID_HID;
     *out = w;
     PN_TRY(pn_hdf5_create_file(w->tmp, false, &w->file));
@@ -60,10 +61,8 @@ int pn_predictions_close(pn_predictions *w, bool keep)
     int rc3 = pn_hdf5_close(w->file, w->tmp);
     if (rc == PN_OK) rc = rc2;
     if (rc == PN_OK) rc = rc3;
-    if (keep && rc == PN_OK && rename(w->tmp, w->path) != 0)
-        rc = pn_error_set(PN_ERR_IO, "cannot rename '%s' to '%s': %s", w->tmp, w->path,
-                          strerror(errno));
-    if (!keep || rc < 0) unlink(w->tmp);
+    if (keep && rc == PN_OK) rc = pn_out_rename(w->tmp, w->path, "--out"); /* or removes it */
+    else unlink(w->tmp);
     free(w->path);
     free(w->tmp);
     free(w);

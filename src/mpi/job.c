@@ -51,6 +51,14 @@ void pn_job_abort(pn_job *job, int code)
     exit(code); /* MPI_Abort does not return; this keeps the promise if it did */
 }
 
+int pn_job_agree_root(pn_job *job, int rc)
+{
+    int root_rc = rc;
+    PN_MPI_CHECK(MPI_Bcast(&root_rc, 1, MPI_INT, 0, job->comm));
+    if (job->rank == 0 || rc < 0) return rc;
+    return root_rc < 0 ? pn_error_set(PN_ERR_PEER, "rank 0 failed") : PN_OK;
+}
+
 int pn_job_rank(const pn_job *job) { return job->rank; }
 int pn_job_size(const pn_job *job) { return job->size; }
 

@@ -19,6 +19,11 @@ void pn_job_finalize(pn_job *world);
  * rank that its peers may be waiting on). Does not return. */
 void pn_job_abort(pn_job *job, int code) __attribute__((noreturn));
 
+/* Collective over the job: rank 0's status rc for every rank. Rank 0 and a rank
+ * whose own rc failed get theirs back; the others PN_OK, or PN_ERR_PEER when rank 0
+ * failed (it reports why). For what rank 0 alone decides, before any other work. */
+int pn_job_agree_root(pn_job *job, int rc);
+
 int pn_job_rank(const pn_job *job);
 int pn_job_size(const pn_job *job);
 

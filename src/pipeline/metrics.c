@@ -1,5 +1,6 @@
 /* JSON-lines metrics writer (jansson encodes reals with 17 digits), and the trim of a
- * resumed run's file. */
+ * resumed run's file: a regular file only, rewritten through base/out_file.h; a
+ * stream is never read back. */
 #include "pipeline/metrics.h"
 
 #include <errno.h>
@@ -11,15 +12,20 @@
 #include <jansson.h>
 
 #include "base/error.h"
+#include "base/out_file.h"
+#include "base/path.h"
 
 struct pn_metrics {
     FILE *file;
     char *path;
+    bool stream; /* a FIFO, a device, stdout...: appended to, never read or replaced */
 };
 
 int pn_metrics_open(pn_metrics **out, const char *path, int append)
 {
-    FILE *f = fopen(path, append ? "a" : "w");
+    bool stream = pn_path_is_stream(path);
+    /* a stream is appended to: a redirected stdout keeps what was printed before */
+    FILE *f = stream ? pn_out_append_stream(path) : fopen(path, append ? "a" : "w");
     if (!f) return pn_error_set(PN_ERR_IO, "cannot write metrics file '%s': %s", path, strerror(errno));
     pn_metrics *m = calloc(1, sizeof *m);
     if (!m || !(m->path = strdup(path))) {
@@ -28,9 +34,12 @@ int pn_metrics_open(pn_metrics **out, const char *path, int append)
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
     }
     m->file = f;
+    m->stream = stream;
     *out = m;
     return PN_OK;
 }
+
+bool pn_metrics_is_stream(const pn_metrics *m) { return m->stream; }
 
 void pn_metrics_close(pn_metrics *m)
 {
@@ -66,29 +75,37 @@ static int copy_kept(FILE *from, FILE *to, long step, long *dropped)
     return rc == PN_OK && ferror(from) ? PN_ERR_IO : rc;
 }
 
+/* Writes the lines of the closed file m->path that keep(step) through a new file put in
+ * place whole: a failure leaves the file as it was. */
+static int rewrite_kept(const pn_metrics *m, long step, long *dropped)
+{
+    FILE *from = fopen(m->path, "r");
+    if (!from)
+        return pn_error_set(PN_ERR_IO, "cannot read metrics file '%s' to trim it: %s", m->path,
+                            strerror(errno));
+    pn_out_file to;
+    int rc = pn_out_open(&to, m->path, "--metrics");
+    if (rc == PN_OK && copy_kept(from, to.f, step, dropped) != PN_OK) {
+        rc = pn_error_set(PN_ERR_IO, "cannot trim metrics file '%s' to step %ld: %s", m->path,
+                          step, strerror(errno));
+        pn_out_abandon(&to);
+    } else if (rc == PN_OK) {
+        rc = pn_out_commit(&to);
+    }
+    fclose(from);
+    return rc;
+}
+
 int pn_metrics_forget_after(pn_metrics *m, long step, long *dropped)
 {
     *dropped = 0;
+    if (m->stream) return PN_OK; /* reading it would wait on its own output, or another's */
     int closed = fclose(m->file);
     m->file = NULL;
     if (closed != 0)
         return pn_error_set(PN_ERR_IO, "cannot write metrics file '%s': %s", m->path,
                             strerror(errno));
-    size_t n = strlen(m->path) + 8;
-    char *tmp = malloc(n);
-    if (!tmp) return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    snprintf(tmp, n, "%s.trim", m->path);
-    FILE *from = fopen(m->path, "r"), *to = from ? fopen(tmp, "w") : NULL;
-    int rc = from && to ? copy_kept(from, to, step, dropped) : PN_ERR_IO;
-    if (to && fclose(to) != 0) rc = PN_ERR_IO;
-    if (from) fclose(from);
-    if (rc == PN_OK && rename(tmp, m->path) != 0) rc = PN_ERR_IO;
-    if (rc != PN_OK) {
-        rc = pn_error_set(PN_ERR_IO, "cannot trim metrics file '%s' to step %ld: %s", m->path,
-                          step, strerror(errno));
-        remove(tmp);
-    }
-    free(tmp);
+    int rc = rewrite_kept(m, step, dropped);
     m->file = fopen(m->path, "a");
     if (!m->file && rc == PN_OK)
         rc = pn_error_set(PN_ERR_IO, "cannot write metrics file '%s': %s", m->path,

@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/json_read.h"
+#include "base/out_file.h"
 #include "base/rng.h"
 #include "math/buffer.h"
 #include "math/matrix.h"
@@ -384,10 +385,16 @@ int pn_plan_times_save(const pn_plan_times *t, const pn_graph *g, const char *pa
     bad |= json_object_set(root, "layers", layers);
     json_decref(layers);
     int rc = PN_OK;
+    pn_out_file out;
     if (bad) rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
-    else if (json_dump_file(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER |
-                                             JSON_REAL_PRECISION(17)) < 0)
+    else rc = pn_out_open(&out, path, "--save-times");
+    if (rc == PN_OK && json_dumpf(root, out.f, JSON_INDENT(1) | JSON_PRESERVE_ORDER |
+                                                   JSON_REAL_PRECISION(17)) < 0) {
+        pn_out_abandon(&out);
         rc = pn_error_set(PN_ERR_IO, "%s: cannot write the layer times", path);
+    } else if (rc == PN_OK) {
+        rc = pn_out_commit(&out);
+    }
     json_decref(root);
     return rc;
 }

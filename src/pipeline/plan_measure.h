@@ -71,9 +71,10 @@ int pn_plan_measure_link(pn_plan_times *t, pn_comm *c);
 int pn_plan_measure_job(pn_plan_times *t, const pn_graph *g, const pn_measure_options *o,
                         pn_comm *c, int ranks);
 
-/* Writes t for g's layers to path as JSON; reads it back, refusing a file that is
- * not one, or that lacks a layer of g or names one g does not have, with a message
- * in the shape of config errors. */
+/* Writes t for g's layers to path as JSON, put in place whole (base/out_file.h: a
+ * failed write leaves what path held); reads it back, refusing a file that is not
+ * one, or that lacks a layer of g or names one g does not have, with a message in the
+ * shape of config errors. */
 int pn_plan_times_save(const pn_plan_times *t, const pn_graph *g, const char *path);
 int pn_plan_times_load(pn_plan_times **out, const pn_graph *g, const char *path);
 

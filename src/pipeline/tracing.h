@@ -1,7 +1,8 @@
 /* `pipenet train --trace FILE` over the ranks: every rank records its timeline
  * (base/trace.h) on a clock aligned with rank 0's, and at the end rank 0 gathers
  * the ranks' events (mpi/comm.h) into one Chrome trace-event file, one process
- * per rank, written under a temporary name and renamed when complete. */
+ * per rank, put in place whole (base/out_file.h: a temporary name, fsync, rename; a
+ * stream such as /dev/stdout is written in place). */
 #ifndef PN_TRACING_H
 #define PN_TRACING_H
 

@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/log.h"
 #include "base/stop_signal.h"
 #include "base/trace.h"
 #include "pipeline/tracing.h"
@@ -231,6 +232,9 @@ static int resume(trainer *t)
                t->resume_path, t->start.step, t->start.epoch + 1, t->start.batch_index + 1,
                pn_reader_batches_per_epoch(t->train_data), (unsigned long long)t->cfg.seed);
     long dropped = 0;
+    if (t->metrics && pn_metrics_is_stream(t->metrics)) /* once, on stderr: not in the stream */
+        pn_log_info("metrics: %s is not a regular file: appending to it without dropping "
+                    "the interrupted run's lines past step %ld", t->cfg.metrics, t->start.step);
     int rc = t->metrics ? pn_metrics_forget_after(t->metrics, t->start.step, &dropped) : PN_OK;
     if (rc == PN_OK && dropped > 0)
         printf("metrics: dropped %ld line%s past step %ld from %s (the interrupted run's; "
