@@ -20,6 +20,8 @@
 #   RESUBMIT    resubmissions left [20]; 0: none
 #   QSUB_ARGS   qsub options for the resubmitted job (e.g. "-l select=4:ncpus=32"),
 #               split on spaces; without them it gets the #PBS lines below
+# STAGES, STOP_BEFORE, GRACE and RESUBMIT are decimal numbers (08 is 8, not octal);
+# anything else stops the job (2) before it starts anything.
 # Torque has no select: there, use "#PBS -l nodes=1:ppn=8" and set OMP_NUM_THREADS.
 #
 # Wall time: PBS sends no signal ahead of it, so a timer sends SIGUSR1 to mpirun (which
@@ -41,17 +43,26 @@ set -u
 cd "${PBS_O_WORKDIR:-.}" || exit 1
 nodefile=${PBS_NODEFILE:?not inside a PBS job: submit with qsub}
 model=${MODEL:-models/fashion_mlp.json}
-stages=${STAGES:-2}
-stop_before=${STOP_BEFORE:-300}
-grace=${GRACE:-15}
-resubmit=${RESUBMIT:-20}
 ranks=$(wc -l <"$nodefile")
 
-is_count() { case $1 in '' | *[!0-9]*) return 1 ;; esac; }
-for v in STAGES:$stages STOP_BEFORE:$stop_before GRACE:$grace RESUBMIT:$resubmit; do
-    is_count "${v#*:}" || { echo "pbs.sh: ${v%%:*}: expected a number, got '${v#*:}'" >&2; exit 2; }
-done
-[ "$stages" -gt 0 ] || { echo "pbs.sh: STAGES: expected a positive number" >&2; exit 2; }
+# number NAME VALUE WHAT: VALUE's digits as a decimal number (bash's arithmetic takes
+# a leading 0 for octal: 08 an error, 0300 192), else a message and status 2
+number() {
+    local digits=${2#"${2%%[!0]*}"} # without leading zeros
+    case $2 in
+    '' | *[!0-9]*) echo "pbs.sh: $1: expected $3 (decimal digits), got '$2'" >&2; return 2 ;;
+    esac
+    [ ${#digits} -le 9 ] || { echo "pbs.sh: $1: '$2' is too large" >&2; return 2; }
+    echo $((10#${digits:-0}))
+}
+stages=$(number STAGES "${STAGES:-2}" "a number of stages") || exit 2
+stop_before=$(number STOP_BEFORE "${STOP_BEFORE:-300}" "a number of seconds") || exit 2
+grace=$(number GRACE "${GRACE:-15}" "a number of seconds") || exit 2
+resubmit=$(number RESUBMIT "${RESUBMIT:-20}" "a number of resubmissions") || exit 2
+if [ "$stages" -eq 0 ]; then
+    echo "pbs.sh: STAGES: expected a positive number, got '$STAGES'" >&2
+    exit 2
+fi
 if [ "$ranks" -lt 1 ] || [ $((ranks % stages)) -ne 0 ]; then
     echo "pbs.sh: $ranks ranks cannot hold replicas of a $stages-stage pipeline:" \
          "the mpiprocs in all must be a multiple of STAGES" >&2

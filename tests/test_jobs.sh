@@ -1,6 +1,12 @@
 #!/bin/sh
-# The cluster scripts under a faked scheduler environment (skips, 77, without the
-# Debian Fashion-MNIST package), with mpirun as the launcher:
+# The cluster scripts under a faked scheduler. First with a stand-in launcher (no
+# dataset needed): small shell scripts in place of qsub, qstat, scontrol and
+# mpirun/srun record their arguments, and pbs_job below runs PBS jobs the way PBS
+# would (a fresh environment, the -v variables, the ranks of the select):
+#  - both scripts: their numbers are decimal, a leading zero included (pbs.sh's
+#    timer sleeps 4321 - 8 s for STOP_BEFORE=08); anything else is refused before
+#    anything starts;
+# Then with pipenet and mpirun (skips, 77, without the Debian Fashion-MNIST package):
 #  - jobs/slurm.sbatch: SIGUSR1 to the batch shell (what --signal=B:USR1@LEAD sends)
 #    reaches pipenet, which stops with a snapshot (exit 3); the script requeues the job
 #    (a fake scontrol records it); the requeued start resumes and finishes (exit 0);
@@ -10,22 +16,243 @@
 set -u
 PIPENET=${PIPENET:-./pipenet}
 SRC=/usr/share/datasets/fashion-mnist
-[ -d "$SRC" ] || { echo "SKIP: $SRC not installed (dataset-fashion-mnist)"; exit 77; }
 here=$(cd "$(dirname "$0")/.." && pwd)
 PIPENET=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-"$PIPENET" import fashion-mnist --src "$SRC" --out "$tmp/fm" >/dev/null || fail "import"
+real_sleep=$(command -v sleep)
 
-# fake scheduler commands that record their arguments
+# --- stand-in scheduler commands ---------------------------------------------------
 mkdir "$tmp/bin"
-for cmd in scontrol qsub; do
-    printf '#!/bin/sh\necho "$@" >>"%s/%s.calls"\necho 1234.fake\n' "$tmp" "$cmd" >"$tmp/bin/$cmd"
-    chmod +x "$tmp/bin/$cmd"
+cat >"$tmp/bin/scontrol" <<EOF
+#!/bin/sh
+echo "\$@" >>"$tmp/scontrol.calls"
+EOF
+# qsub keeps each call's arguments, one a line, in qsub.N in its directory (a job's
+# PBS_O_WORKDIR), and a line per call in qsub.calls; it answers N.fake
+cat >"$tmp/bin/qsub" <<'EOF'
+#!/bin/sh
+n=$(($(cat qsub.count 2>/dev/null || echo 0) + 1))
+echo $n >qsub.count
+printf '%s\n' "$@" >"qsub.$n"
+echo "$@" >>qsub.calls
+echo "$n.fake"
+EOF
+# qstat -f JOBID: what pbs_job wrote for the job, long lines folded at 60 columns
+# with a tab as PBS's qstat folds them
+cat >"$tmp/bin/qstat" <<'EOF'
+#!/bin/sh
+[ "$1" = -f ] && [ -f "qstat.$2" ] || exit 1
+awk '{ while (length($0) > 60) { print substr($0, 1, 60); $0 = "\t" substr($0, 61) } print }' "qstat.$2"
+EOF
+# The launcher (mpirun or srun), steered by files in the job's directory: it keeps
+# its arguments, one a line, in launch.N (N counts the launches), its parent's pid
+# (the script's) in script.pid and its own in launcher.pid, then
+#   stops holds K > 0: "stops with a snapshot": writes DIR/snapshot-N.h5 for the last
+#                      --snapshot-dir DIR, exits 3, K - 1 left;
+#   wait-signal:       exits 3 on SIGUSR1 or SIGTERM (1 after 120 s without);
+#   wait-timer:        exits 0 once the file sleeps (the timer's sleep) exists (20 s);
+#   else:              exits 0.
+cat >"$tmp/bin/fake-launch" <<EOF
+#!/bin/sh
+n=\$((\$(cat launches 2>/dev/null || echo 0) + 1))
+echo \$n >launches
+printf '%s\n' "\$@" >launch.\$n
+echo \$PPID >script.pid
+if [ -f wait-signal ]; then
+    trap 'kill \$s 2>/dev/null; exit 3' USR1 TERM
+    $real_sleep 120 &
+    s=\$!
+    echo \$\$ >launcher.pid
+    wait \$s
+    exit 1
+fi
+echo \$\$ >launcher.pid
+if [ -f wait-timer ]; then
+    for _ in \$(seq 1 400); do [ -s sleeps ] && exit 0; $real_sleep 0.05; done
+    exit 0
+fi
+left=\$(cat stops 2>/dev/null || echo 0)
+[ "\$left" -gt 0 ] || exit 0
+echo \$((left - 1)) >stops
+dir="" prev=""
+for a; do
+    case \$prev in --snapshot-dir) dir=\$a ;; esac
+    case \$a in --snapshot-dir=*) dir=\${a#*=} ;; esac
+    prev=\$a
 done
-export PATH="$tmp/bin:$PATH" MODEL="$here/models/fashion_mlp.json" PIPENET GRACE=1 # mpirun waits 2 GRACE after a non-zero exit
+[ -z "\$dir" ] || { mkdir -p "\$dir" && : >"\$dir/snapshot-\$(printf %010d \$n).h5"; }
+exit 3
+EOF
+# pbs.sh's timer sleeps through PATH: this one notes for how long (in sleeps)
+mkdir "$tmp/timerbin"
+printf '#!/bin/sh\necho "$@" >>sleeps\nexec %s "$@"\n' "$real_sleep" >"$tmp/timerbin/sleep"
+chmod +x "$tmp/bin/"* "$tmp/timerbin/sleep"
+export PATH="$tmp/bin:$PATH"
+model=$here/models/fashion_mlp.json
+
+# newdir NAME: an empty job directory holding jobs/pbs.sh (what a resubmission names)
+newdir() {
+    d=$tmp/$1
+    mkdir -p "$d/jobs" && cp "$here/jobs/pbs.sh" "$d/jobs/" || fail "mkdir $d"
+}
+
+# pbs_job DIR N [NAME=VALUE]... [-- ARG...]: runs, as PBS would, job N: the one that
+# qsub call N in DIR asked for (DIR/qsub.N, one argument a line; qsub.1 is the test's):
+# a fresh environment with the -v variables (then the NAME=VALUEs), a node file with
+# the ranks of the select (else of the script's #PBS lines), qstat -f telling the
+# job's request, the ARGs as the script's arguments. Output in DIR/job.N.out; the
+# script's exit status is returned.
+pbs_job() {
+    dir=$1 n=$2
+    shift 2
+    script="" select="" walltime="" name="" account="" vars=""
+    while IFS= read -r a; do
+        case $a in
+        -l) IFS= read -r v
+            case $v in select=*) select=${v#*=} ;; walltime=*) walltime=${v#*=} ;; esac ;;
+        -N) IFS= read -r name ;;
+        -A) IFS= read -r account ;;
+        -v) IFS= read -r vars ;;
+        -?) IFS= read -r _ ;;
+        *) script=$a ;;
+        esac
+    done <"$dir/qsub.$n"
+    [ -n "$select" ] || select=$(sed -n 's/^#PBS -l select=//p' "$script")
+    [ -n "$walltime" ] || walltime=$(sed -n 's/^#PBS -l walltime=//p' "$script")
+    [ -n "$name" ] || name=$(sed -n 's/^#PBS -N //p' "$script")
+    chunks=${select%%:*}
+    procs=$(echo "$select" | sed -n 's/.*:mpiprocs=\([0-9]*\).*/\1/p')
+    threads=$(echo "$select" | sed -n 's/.*:ompthreads=\([0-9]*\).*/\1/p')
+    for _ in $(seq 1 $((chunks * ${procs:-1}))); do echo localhost; done >"$dir/nodes"
+    {
+        echo "Job Id: $n.fake"
+        echo "    Job_Name = $name"
+        [ -z "$account" ] || echo "    Account_Name = $account"
+        echo "    queue = workq"
+        echo "    Resource_List.ncpus = $((chunks * ${procs:-1}))"
+        echo "    Resource_List.nodect = $chunks"
+        echo "    Resource_List.place = pack"
+        echo "    Resource_List.select = $select"
+        echo "    Resource_List.walltime = $walltime"
+    } >"$dir/qstat.$n.fake"
+    # the command: env's variables (the -v list split at its commas, then the test's),
+    # bash, the script and the ARGs after --
+    set -f
+    old_ifs=$IFS
+    IFS=,
+    # shellcheck disable=SC2086 # split the -v list
+    set -- $vars "$@"
+    IFS=$old_ifs
+    set +f
+    args=no
+    for a; do
+        shift
+        if [ $args = no ] && [ "$a" = -- ]; then
+            set -- "$@" bash "$script"
+            args=yes
+        elif [ $args = yes ] || [ "${a#*=}" != "$a" ]; then # a -v word without = names
+            set -- "$@" "$a"                                  # a variable of qsub's own
+        fi
+    done
+    [ $args = yes ] || set -- "$@" bash "$script"
+    (cd "$dir" && exec env -i PATH="$PATH" HOME="${HOME:-/}" PBS_NODEFILE="$dir/nodes" \
+        PBS_JOBID=$n.fake PBS_JOBNAME="$name" PBS_O_WORKDIR="$dir" \
+        OMP_NUM_THREADS="${threads:-1}" "$@") >"$dir/job.$n.out" 2>&1
+}
+# show DIR: the jobs' output and the calls, for a failure
+show() {
+    for f in "$1"/job.*.out "$1"/qsub.[0-9]*; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done
+}
+# has FILE WORD...: FILE (one argument a line) holds the WORDs, one after the other
+# (compared as strings: 02 is not 2)
+has() {
+    f=$1
+    shift
+    printf '%s\n' "$@" >"$tmp/words"
+    awk -v n=$# 'NR == FNR { w[FNR] = $0; next } { line[FNR] = $0 }
+        END { for (i = 1; i + n - 1 <= FNR; i++) { ok = 1
+                  for (j = 1; j <= n; j++) if (line[i + j - 1] "" != w[j] "") { ok = 0; break }
+                  if (ok) exit 0 }
+              exit 1 }' "$tmp/words" "$f"
+}
+
+# slurm_job DIR [NAME=VALUE]... -- [ARG...]: jobs/slurm.sbatch in DIR as a job of 2
+# tasks (SLURM_RESTART_COUNT=1: requeued once) with the stand-in launcher; output in
+# DIR/out
+slurm_job() {
+    dir=$1
+    shift
+    mkdir -p "$dir"
+    vars=""
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        vars="$vars$1
+"
+        shift
+    done
+    [ $# -eq 0 ] || shift
+    (cd "$dir" && IFS='
+' && exec env SLURM_NTASKS=2 SLURM_CPUS_PER_TASK=1 SLURM_JOB_ID=77 SLURM_JOB_NAME=pipenet \
+        SLURM_SUBMIT_DIR="$dir" SLURM_RESTART_COUNT=1 SRUN=fake-launch MODEL="$model" \
+        $vars bash "$here/jobs/slurm.sbatch" "$@") >"$dir/out" 2>&1
+}
+
+# --- numbers are decimal ---------------------------------------------------------
+# walltime 01:12:01 = 4321 s: the timer sleeps 4321 - STOP_BEFORE
+for sb in 08:4313 0300:4021 0:4321; do
+    newdir "timer${sb%%:*}"
+    d=$tmp/timer${sb%%:*}
+    printf '%s\n' -l walltime=01:12:01 "$d/jobs/pbs.sh" >"$d/qsub.1" && echo 1 >"$d/qsub.count"
+    touch "$d/wait-timer"
+    pbs_job "$d" 1 PATH="$tmp/timerbin:$PATH" STOP_BEFORE="${sb%%:*}" MODEL="$model" \
+        MPIRUN=fake-launch
+    rc=$?
+    [ $rc -eq 0 ] && [ "$(cat "$d/sleeps" 2>/dev/null)" = "${sb#*:}" ] ||
+        { show "$d"; fail "pbs: STOP_BEFORE=${sb%%:*}: exit $rc, timer sleeps '$(cat "$d/sleeps" 2>/dev/null)', expected ${sb#*:} s"; }
+done
+newdir numbers
+d=$tmp/numbers
+printf '%s\n' -l select=1:ncpus=4:mpiprocs=4 -l walltime=01:00:00 "$d/jobs/pbs.sh" >"$d/qsub.1" && echo 1 >"$d/qsub.count"
+echo 1 >"$d/stops"
+pbs_job "$d" 1 STAGES=02 GRACE=09 RESUBMIT=010 MODEL="$model" MPIRUN=fake-launch
+rc=$?
+[ $rc -eq 3 ] && has "$d/launch.1" -np 4 && has "$d/launch.1" --stages 2 &&
+    has "$d/launch.1" odls_base_sigkill_timeout 9 && grep -q "RESUBMIT=9\(,\|\$\)" "$d/qsub.2" ||
+    { show "$d"; fail "pbs: STAGES=02 GRACE=09 RESUBMIT=010 not read as 2, 9 and 10"; }
+for bad in STOP_BEFORE=8s STOP_BEFORE=-8 STOP_BEFORE=1e3 STOP_BEFORE=" 8" STOP_BEFORE=0x10 \
+    STOP_BEFORE=99999999999 GRACE=1.5 RESUBMIT=-1 STAGES=2x; do
+    newdir bad
+    d=$tmp/bad
+    printf '%s\n' "$d/jobs/pbs.sh" >"$d/qsub.1" && echo 1 >"$d/qsub.count"
+    pbs_job "$d" 1 "$bad" MODEL="$model" MPIRUN=fake-launch
+    rc=$?
+    [ $rc -eq 2 ] && grep -q "^pbs.sh: ${bad%%=*}: .*'${bad#*=}'" "$d/job.1.out" &&
+        [ ! -f "$d/launch.1" ] && [ ! -e "$d/snapshots" ] ||
+        { show "$d"; fail "pbs: $bad: exit $rc, expected 2 and a message naming it, before anything starts"; }
+    rm -rf "$d"
+done
+d=$tmp/snumbers
+slurm_job "$d" STAGES=02 GRACE=09 MAX_REQUEUES=08 --
+rc=$?
+[ $rc -eq 0 ] && has "$d/launch.1" --stages 2 && has "$d/launch.1" odls_base_sigkill_timeout 9 ||
+    { cat "$d/out"; fail "slurm: STAGES=02 GRACE=09 MAX_REQUEUES=08: exit $rc, not read as 2, 9 and 8"; }
+for bad in STAGES=2x GRACE=-1 MAX_REQUEUES=1e3; do
+    rm -rf "$d"
+    slurm_job "$d" "$bad" --
+    rc=$?
+    [ $rc -eq 2 ] && grep -q "^slurm.sbatch: ${bad%%=*}: .*'${bad#*=}'" "$d/out" &&
+        [ ! -f "$d/launch.1" ] && [ ! -e "$d/snapshots" ] ||
+        { cat "$d/out"; fail "slurm: $bad: exit $rc, expected 2 and a message naming it, before anything starts"; }
+done
+echo "ok: pbs.sh: STOP_BEFORE=08, 0300 and 0 mean 8, 300 and 0 s; numbers decimal in both scripts; 8s, -8, 1e3, 0x10, ... refused up front"
+
+# --- with pipenet --------------------------------------------------------------------
+[ -d "$SRC" ] || { echo "SKIP: $SRC not installed (dataset-fashion-mnist)"; exit 77; }
+"$PIPENET" import fashion-mnist --src "$SRC" --out "$tmp/fm" >/dev/null || fail "import"
+rm -f "$tmp/scontrol.calls" "$tmp/qsub.calls"
+export MODEL="$model" PIPENET GRACE=1 # mpirun waits 2 GRACE after a non-zero exit
 train_args="--data $tmp/fm/train.h5 --eval $tmp/fm/test.h5 --batch 64 --threads 1 --log-every 1000"
 cd "$tmp" || fail "cd $tmp"
 
