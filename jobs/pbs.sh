@@ -118,6 +118,10 @@ set -- $mpirun -np "$ranks" --hostfile "$nodefile" --bind-to none -x OPENBLAS_NU
 echo "pipenet: job ${PBS_JOBID:-?}: $ranks ranks = $((ranks / stages)) replica(s) x" \
      "$stages stage(s), $threads BLAS thread(s) per rank, wall time ${walltime:-unknown} s"
 echo "+ $*"
+# qdel's TERM reaches every process of the job from PBS: this shell stays to report
+# (passing it on would be mpirun's second TERM, which kills at once)
+cancelled="" traps=0 launcher=""
+trap 'cancelled=yes traps=$((traps + 1))' TERM
 "$@" &
 launcher=$!
 timer=""
@@ -125,14 +129,17 @@ if [ -n "$walltime" ]; then
     (sleep $((walltime - stop_before)) && kill -USR1 "$launcher") 2>/dev/null &
     timer=$!
 fi
-# qdel's TERM reaches every process of the job from PBS: this shell stays to report
-# (passing it on would be mpirun's second TERM, which kills at once)
-cancelled=""
-trap 'cancelled=yes' TERM
-while :; do # a trapped signal ends `wait` early: wait again until the launcher is gone
+# The launcher's status. A trapped signal ends `wait` early (128 + its number): wait
+# again, also when the launcher has ended since (bash keeps its status for that wait;
+# in POSIX mode only until one wait has reported it: 127 then means the last one did).
+status=""
+while :; do
+    seen=$traps
     wait "$launcher"
-    status=$?
-    kill -0 "$launcher" 2>/dev/null || break
+    rc=$?
+    if [ "$rc" -eq 127 ] && [ -n "$status" ]; then break; fi
+    status=$rc
+    if [ "$traps" -eq "$seen" ] || [ "$rc" -le 128 ]; then break; fi
 done
 # a run that ends first leaves no timer behind: its sleep, then the timer itself
 [ -n "$timer" ] && { pkill -P "$timer" 2>/dev/null; kill "$timer" 2>/dev/null; }

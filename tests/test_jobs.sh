@@ -6,6 +6,8 @@
 #  - both scripts: their numbers are decimal, a leading zero included (pbs.sh's
 #    timer sleeps 4321 - 8 s for STOP_BEFORE=08); anything else is refused before
 #    anything starts;
+#  - both scripts: the launcher's exit status survives a launcher that ends between a
+#    signal and the script's next look at it (a BASH_ENV shim widens that window).
 # Then with pipenet and mpirun (skips, 77, without the Debian Fashion-MNIST package):
 #  - jobs/slurm.sbatch: SIGUSR1 to the batch shell (what --signal=B:USR1@LEAD sends)
 #    reaches pipenet, which stops with a snapshot (exit 3); the script requeues the job
@@ -89,6 +91,17 @@ EOF
 # pbs.sh's timer sleeps through PATH: this one notes for how long (in sleeps)
 mkdir "$tmp/timerbin"
 printf '#!/bin/sh\necho "$@" >>sleeps\nexec %s "$@"\n' "$real_sleep" >"$tmp/timerbin/sleep"
+# BASH_ENV for the scripts: the launcher ends within the pause after each signal sent
+# and before each liveness check, the race every wait for the launcher must survive
+cat >"$tmp/late.bash" <<EOF
+kill() {
+    case \$1 in -0) $real_sleep 2 ;; esac
+    builtin kill "\$@"
+    set -- \$? "\$1"
+    case \$2 in -USR1 | -TERM) $real_sleep 2 ;; esac
+    return \$1
+}
+EOF
 chmod +x "$tmp/bin/"* "$tmp/timerbin/sleep"
 export PATH="$tmp/bin:$PATH"
 model=$here/models/fashion_mlp.json
@@ -247,6 +260,41 @@ for bad in STAGES=2x GRACE=-1 MAX_REQUEUES=1e3; do
         { cat "$d/out"; fail "slurm: $bad: exit $rc, expected 2 and a message naming it, before anything starts"; }
 done
 echo "ok: pbs.sh: STOP_BEFORE=08, 0300 and 0 mean 8, 300 and 0 s; numbers decimal in both scripts; 8s, -8, 1e3, 0x10, ... refused up front"
+
+# --- the launcher's status survives a late look --------------------------------------
+# wait_launcher DIR: until the stand-in launcher in DIR is ready for signals (60 s)
+wait_launcher() {
+    for _ in $(seq 1 600); do [ -s "$1/launcher.pid" ] && return 0; $real_sleep 0.1; done
+    fail "no launcher started in $1"
+}
+# Slurm: USR1 to the batch shell, passed on; the launcher stops (exit 3) before the
+# script looks again: the status is 3 and the job requeues
+d=$tmp/race
+mkdir -p "$d" && touch "$d/wait-signal"
+rm -f "$tmp/scontrol.calls"
+slurm_job "$d" BASH_ENV="$tmp/late.bash" -- --steps 9 &
+pid=$!
+wait_launcher "$d"
+kill -USR1 "$(cat "$d/script.pid")"
+wait $pid
+rc=$?
+[ $rc -eq 3 ] && grep -q "requeueing job 77" "$d/out" && [ "$(cat "$tmp/scontrol.calls")" = "requeue 77" ] ||
+    { cat "$d/out"; fail "slurm: exit $rc after SIGUSR1 and a stop (3), expected 3 and a requeue"; }
+# PBS: qdel's TERM to the script, then to the launcher, which stops (exit 3)
+newdir prace
+d=$tmp/prace
+touch "$d/wait-signal"
+printf '%s\n' "$d/jobs/pbs.sh" >"$d/qsub.1" && echo 1 >"$d/qsub.count"
+pbs_job "$d" 1 MODEL="$model" MPIRUN=fake-launch BASH_ENV="$tmp/late.bash" &
+pid=$!
+wait_launcher "$d"
+kill -TERM "$(cat "$d/script.pid")"
+$real_sleep 0.2
+kill -TERM "$(cat "$d/launcher.pid")"
+wait $pid
+rc=$?
+[ $rc -eq 3 ] || { show "$d"; fail "pbs: exit $rc after SIGTERM and a stop (3), expected 3"; }
+echo "ok: slurm.sbatch, pbs.sh: a launcher that stops just after a signal keeps its status 3"
 
 # --- with pipenet --------------------------------------------------------------------
 [ -d "$SRC" ] || { echo "SKIP: $SRC not installed (dataset-fashion-mnist)"; exit 77; }
