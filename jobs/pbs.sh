@@ -30,7 +30,8 @@
 # writes a snapshot and exits 3; the script then submits itself again, and the new
 # job resumes with --resume auto. Instead of resubmitting (RESUBMIT=0) a chain can be
 # queued at once: `qsub -W depend=afterany:<previous job id> jobs/pbs.sh`.
-# Exit statuses: 0 finished, 3 stopped (and resubmitted), 1 an error, 2 a wrong setting.
+# Exit statuses: 0 finished, 3 stopped (and resubmitted, unless SIGTERM stopped it:
+# qdel), 1 an error, 2 a wrong setting.
 #
 #PBS -N pipenet
 #PBS -l select=1:ncpus=8:mpiprocs=2:ompthreads=4
@@ -147,7 +148,10 @@ done
 case $status in
 0) echo "pipenet: finished" ;;
 3)
-    if [ "$resubmit" -gt 0 ]; then
+    if [ -n "$cancelled" ]; then
+        echo "pipenet: stopped (SIGTERM: qdel, or the wall time itself) with a snapshot in" \
+             "$snapdir: not resubmitted; submit again to resume"
+    elif [ "$resubmit" -gt 0 ]; then
         # shellcheck disable=SC2086 # QSUB_ARGS is a list of options
         next=$(qsub ${QSUB_ARGS:-} -v "MODEL=$model,STAGES=$stages,SNAPSHOT_DIR=$snapdir,STOP_BEFORE=$stop_before,GRACE=$grace,RESUBMIT=$((resubmit - 1)),TRAIN_ARGS=${TRAIN_ARGS:-},PIPENET=${PIPENET:-},MPIRUN=${MPIRUN:-}" \
                "${PBS_O_WORKDIR:-.}/jobs/pbs.sh") &&

@@ -7,7 +7,8 @@
 #    timer sleeps 4321 - 8 s for STOP_BEFORE=08); anything else is refused before
 #    anything starts;
 #  - both scripts: the launcher's exit status survives a launcher that ends between a
-#    signal and the script's next look at it (a BASH_ENV shim widens that window).
+#    signal and the script's next look at it (a BASH_ENV shim widens that window);
+#    pbs.sh does not resubmit a job that qdel's SIGTERM stopped.
 # Then with pipenet and mpirun (skips, 77, without the Debian Fashion-MNIST package):
 #  - jobs/slurm.sbatch: SIGUSR1 to the batch shell (what --signal=B:USR1@LEAD sends)
 #    reaches pipenet, which stops with a snapshot (exit 3); the script requeues the job
@@ -293,8 +294,9 @@ $real_sleep 0.2
 kill -TERM "$(cat "$d/launcher.pid")"
 wait $pid
 rc=$?
-[ $rc -eq 3 ] || { show "$d"; fail "pbs: exit $rc after SIGTERM and a stop (3), expected 3"; }
-echo "ok: slurm.sbatch, pbs.sh: a launcher that stops just after a signal keeps its status 3"
+[ $rc -eq 3 ] && grep -q "not resubmitted" "$d/job.1.out" && [ ! -f "$d/qsub.2" ] ||
+    { show "$d"; fail "pbs: exit $rc after SIGTERM and a stop (3), expected 3 and no resubmission"; }
+echo "ok: slurm.sbatch, pbs.sh: a launcher that stops just after a signal keeps its status 3 (pbs.sh: qdel'ed, not resubmitted)"
 
 # --- with pipenet --------------------------------------------------------------------
 [ -d "$SRC" ] || { echo "SKIP: $SRC not installed (dataset-fashion-mnist)"; exit 77; }
