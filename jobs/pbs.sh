@@ -13,7 +13,9 @@
 #   TRAIN_ARGS  more `pipenet train` options, split on spaces (e.g. "--steps 1000")
 #   PIPENET     the program [./pipenet in the submit directory, else pipenet on PATH]
 #   MPIRUN      the launcher [mpirun]; MPIRUN="echo mpirun" prints only
-#   SNAPSHOT_DIR  snapshots, resumed from when present [snapshots/<job name>]
+#   SNAPSHOT_DIR  snapshots, resumed from when present [snapshots/<job name>]. A
+#               --snapshot-dir DIR in TRAIN_ARGS or the arguments sets it as well; given
+#               both ways, the two must name the same directory, else the job stops (2)
 #   STOP_BEFORE seconds before the wall time to stop with a snapshot [300]
 #   GRACE       seconds mpirun gives the ranks between SIGTERM and SIGKILL, so that a
 #               snapshot in progress completes [15]
@@ -71,6 +73,32 @@ if [ "$ranks" -lt 1 ] || [ $((ranks % stages)) -ne 0 ]; then
 fi
 [ -f "$model" ] || { echo "pbs.sh: $model: no such model file" >&2; exit 2; }
 
+# The snapshot directory is the one pipenet writes to: the last --snapshot-dir among
+# its options (getopt_long also takes it shortened to --snapshot-d), else SNAPSHOT_DIR.
+# same_dir A B: A and B are written the same, but for trailing slashes
+same_dir() { [ "${1%"${1##*[!/]}"}" = "${2%"${2##*[!/]}"}" ]; }
+# shellcheck disable=SC2206 # TRAIN_ARGS is a list of words
+train_args=(${TRAIN_ARGS:-})
+snapdir_opt="" next=""
+for a in ${train_args[@]+"${train_args[@]}"} "$@"; do
+    if [ -n "$next" ]; then snapdir_opt=$a next=""; continue; fi
+    case $a in
+    --) break ;;
+    --snapshot-d | --snapshot-di | --snapshot-dir) next=yes ;;
+    --snapshot-d=* | --snapshot-di=* | --snapshot-dir=*) snapdir_opt=${a#*=} ;;
+    esac
+done
+if [ -z "$snapdir_opt" ]; then
+    snapdir=${SNAPSHOT_DIR:-snapshots/${PBS_JOBNAME:-pipenet}}
+elif [ -z "${SNAPSHOT_DIR:-}" ] || same_dir "$SNAPSHOT_DIR" "$snapdir_opt"; then
+    snapdir=$snapdir_opt
+else
+    echo "pbs.sh: SNAPSHOT_DIR=$SNAPSHOT_DIR and --snapshot-dir $snapdir_opt (in the" \
+         "training options) are two snapshot directories: give one (resuming needs the one" \
+         "pipenet writes)" >&2
+    exit 2
+fi
+
 # BLAS threads per rank: PBS sets OMP_NUM_THREADS from ompthreads; else ncpus divided
 # by the ranks on this node (a node's name appears once per mpiproc in the node file).
 if [ -n "${OMP_NUM_THREADS:-}" ]; then
@@ -107,14 +135,14 @@ else
     pipenet=pipenet
 fi
 mpirun=${MPIRUN:-mpirun}
-snapdir=${SNAPSHOT_DIR:-snapshots/${PBS_JOBNAME:-pipenet}}
 mkdir -p "$snapdir" || { echo "pbs.sh: cannot create $snapdir" >&2; exit 1; }
-resume=""
-ls "$snapdir"/snapshot-*.h5 >/dev/null 2>&1 && resume="--resume auto"
-# shellcheck disable=SC2086 # MPIRUN, resume and TRAIN_ARGS are lists of words
+opts=()
+[ -n "$snapdir_opt" ] || opts=(--snapshot-dir "$snapdir") # else among the options
+ls "$snapdir"/snapshot-*.h5 >/dev/null 2>&1 && opts+=(--resume auto)
+# shellcheck disable=SC2086 # MPIRUN is a list of words
 set -- $mpirun -np "$ranks" --hostfile "$nodefile" --bind-to none -x OPENBLAS_NUM_THREADS \
     --mca odls_base_sigkill_timeout "$grace" "$pipenet" train "$model" --stages "$stages" \
-    --snapshot-dir "$snapdir" $resume ${TRAIN_ARGS:-} "$@"
+    ${opts[@]+"${opts[@]}"} ${train_args[@]+"${train_args[@]}"} "$@"
 
 echo "pipenet: job ${PBS_JOBID:-?}: $ranks ranks = $((ranks / stages)) replica(s) x" \
      "$stages stage(s), $threads BLAS thread(s) per rank, wall time ${walltime:-unknown} s"

@@ -6,6 +6,8 @@
 #  - both scripts: their numbers are decimal, a leading zero included (pbs.sh's
 #    timer sleeps 4321 - 8 s for STOP_BEFORE=08); anything else is refused before
 #    anything starts;
+#  - both scripts: a --snapshot-dir among the training arguments is the directory
+#    resumed from; one that contradicts SNAPSHOT_DIR is refused;
 #  - both scripts: the launcher's exit status survives a launcher that ends between a
 #    signal and the script's next look at it (a BASH_ENV shim widens that window);
 #    pbs.sh does not resubmit a job that qdel's SIGTERM stopped.
@@ -261,6 +263,54 @@ for bad in STAGES=2x GRACE=-1 MAX_REQUEUES=1e3; do
         { cat "$d/out"; fail "slurm: $bad: exit $rc, expected 2 and a message naming it, before anything starts"; }
 done
 echo "ok: pbs.sh: STOP_BEFORE=08, 0300 and 0 mean 8, 300 and 0 s; numbers decimal in both scripts; 8s, -8, 1e3, 0x10, ... refused up front"
+
+# --- the snapshot directory: one source ---------------------------------------------
+for form in "--snapshot-dir:mine" "--snapshot-dir=:mine" "--snapshot-d:mine"; do
+    d=$tmp/sdir
+    rm -rf "$d"
+    mkdir -p "$d/mine" && : >"$d/mine/snapshot-0000000007.h5"
+    opt=${form%%:*}
+    case $opt in *=) set -- "$opt${form#*:}" ;; *) set -- "$opt" "${form#*:}" ;; esac
+    slurm_job "$d" -- --steps 9 "$@"
+    rc=$?
+    [ $rc -eq 0 ] && has "$d/launch.1" --resume auto && [ ! -e "$d/snapshots" ] ||
+        { cat "$d/out"; fail "slurm: $*: exit $rc; not resumed from that directory"; }
+    # TRAIN_ARGS too, and pbs.sh
+    rm -rf "$d" && mkdir -p "$d/mine" && : >"$d/mine/snapshot-0000000007.h5"
+    slurm_job "$d" TRAIN_ARGS="$*" --
+    has "$d/launch.1" --resume auto && [ ! -e "$d/snapshots" ] ||
+        { cat "$d/out"; fail "slurm: TRAIN_ARGS=$*: not resumed from that directory"; }
+    newdir pdir
+    d=$tmp/pdir
+    mkdir -p "$d/mine" && : >"$d/mine/snapshot-0000000007.h5"
+    printf '%s\n' "$d/jobs/pbs.sh" >"$d/qsub.1" && echo 1 >"$d/qsub.count"
+    pbs_job "$d" 1 MODEL="$model" MPIRUN=fake-launch TRAIN_ARGS="$*"
+    has "$d/launch.1" --resume auto && [ ! -e "$d/snapshots" ] ||
+        { show "$d"; fail "pbs: TRAIN_ARGS=$*: not resumed from that directory"; }
+    rm -rf "$d"
+done
+# the same directory twice is one; two are refused before anything starts
+d=$tmp/sdir
+rm -rf "$d" && mkdir -p "$d/mine" && : >"$d/mine/snapshot-0000000007.h5"
+slurm_job "$d" SNAPSHOT_DIR=mine/ -- --snapshot-dir mine
+rc=$?
+[ $rc -eq 0 ] && has "$d/launch.1" --resume auto ||
+    { cat "$d/out"; fail "slurm: SNAPSHOT_DIR=mine/ and --snapshot-dir mine: exit $rc, not resumed"; }
+rm -rf "$d"
+slurm_job "$d" SNAPSHOT_DIR=theirs -- --snapshot-dir mine
+rc=$?
+[ $rc -eq 2 ] && grep -q "SNAPSHOT_DIR=theirs.*--snapshot-dir mine" "$d/out" &&
+    [ ! -f "$d/launch.1" ] && [ ! -e "$d/theirs" ] ||
+    { cat "$d/out"; fail "slurm: SNAPSHOT_DIR=theirs and --snapshot-dir mine: exit $rc, not refused up front"; }
+newdir pdir
+d=$tmp/pdir
+printf '%s\n' "$d/jobs/pbs.sh" >"$d/qsub.1" && echo 1 >"$d/qsub.count"
+pbs_job "$d" 1 MODEL="$model" MPIRUN=fake-launch SNAPSHOT_DIR=theirs TRAIN_ARGS="--snapshot-dir mine"
+rc=$?
+[ $rc -eq 2 ] && grep -q "SNAPSHOT_DIR=theirs.*--snapshot-dir mine" "$d/job.1.out" &&
+    [ ! -f "$d/launch.1" ] && [ ! -e "$d/theirs" ] ||
+    { show "$d"; fail "pbs: SNAPSHOT_DIR=theirs and --snapshot-dir mine: exit $rc, not refused up front"; }
+echo "ok: slurm.sbatch, pbs.sh: --snapshot-dir DIR, =DIR, abbreviated, in the arguments or TRAIN_ARGS: resumed from DIR; a contradicting SNAPSHOT_DIR refused"
 
 # --- the launcher's status survives a late look --------------------------------------
 # wait_launcher DIR: until the stand-in launcher in DIR is ready for signals (60 s)
