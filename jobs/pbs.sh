@@ -1,7 +1,7 @@
 #!/bin/bash
 # pipenet training as a PBS Pro / OpenPBS (or Torque) job: one MPI rank per mpiproc,
 # D x P = all of them (the lines of $PBS_NODEFILE). It resubmits itself until the
-# training is finished (see "Wall time" below).
+# training is finished (see "Wall time" and "Resubmission" below).
 #
 #   qsub jobs/pbs.sh
 #   qsub -v STAGES=4,MODEL=models/my.json jobs/pbs.sh
@@ -20,10 +20,12 @@
 #   GRACE       seconds mpirun gives the ranks between SIGTERM and SIGKILL, so that a
 #               snapshot in progress completes [15]
 #   RESUBMIT    resubmissions left [20]; 0: none
-#   QSUB_ARGS   qsub options for the resubmitted job (e.g. "-l select=4:ncpus=32"),
-#               split on spaces; without them it gets the #PBS lines below
+#   QSUB_ARGS   more qsub options for every resubmission (e.g. "-q long"), split on
+#               spaces; a resource or option they give replaces the one carried over
 # STAGES, STOP_BEFORE, GRACE and RESUBMIT are decimal numbers (08 is 8, not octal);
-# anything else stops the job (2) before it starts anything.
+# anything else stops the job (2) before it starts anything. Arguments after the
+# script go to `pipenet train` (PBS Pro: qsub [options] -- /path/to/jobs/pbs.sh ARGS;
+# Torque: qsub -F "ARGS" jobs/pbs.sh).
 # Torque has no select: there, use "#PBS -l nodes=1:ppn=8" and set OMP_NUM_THREADS.
 #
 # Wall time: PBS sends no signal ahead of it, so a timer sends SIGUSR1 to mpirun (which
@@ -32,6 +34,16 @@
 # writes a snapshot and exits 3; the script then submits itself again, and the new
 # job resumes with --resume auto. Instead of resubmitting (RESUBMIT=0) a chain can be
 # queued at once: `qsub -W depend=afterany:<previous job id> jobs/pbs.sh`.
+#
+# Resubmission: every job of the chain runs as the first one did. The next job asks
+# for this one's request as `qstat -f` shows it (-l select, place and walltime, or
+# Torque's nodes; -N the job name; -A the account), whether it came from the first
+# qsub's command line or the #PBS lines below, less what QSUB_ARGS gives, then
+# QSUB_ARGS. It gets every setting above, SNAPSHOT_DIR as used and the arguments
+# through -v, percent-encoded where qsub -v would cut or strip them (% , ' " \ and
+# white space), with PIPENET_CHAIN=N (the job's place in the chain) and PIPENET_ARGV
+# (the arguments). Not carried: the queue and other -v variables (put them in
+# QSUB_ARGS, or in this script).
 # Exit statuses: 0 finished, 3 stopped (and resubmitted, unless SIGTERM stopped it:
 # qdel), 1 an error, 2 a wrong setting.
 #
@@ -42,6 +54,33 @@
 set -u
 
 # module load openmpi openblas hdf5   # as your site needs
+
+# pct VALUE: VALUE with what qsub -v cuts at or strips (, ' ") and what a list of
+# words splits at percent-encoded; unpct VAR: VAR decoded again
+pct() {
+    local s=$1
+    s=${s//"%"/%25}; s=${s//","/%2C}; s=${s//"'"/%27}; s=${s//'"'/%22}; s=${s//"\\"/%5C}
+    s=${s//" "/%20}; s=${s//$'\t'/%09}; s=${s//$'\n'/%0A}
+    printf '%s' "$s"
+}
+unpct() {
+    local s=${!1}
+    s=${s//"%0A"/$'\n'}; s=${s//"%09"/$'\t'}; s=${s//"%20"/ }; s=${s//"%5C"/\\}
+    s=${s//"%22"/\"}; s=${s//"%27"/\'}; s=${s//"%2C"/,}; s=${s//"%25"/%}
+    printf -v "$1" '%s' "$s"
+}
+# A job that an earlier one submitted: its settings and arguments as that one had them
+if [ -n "${PIPENET_CHAIN:-}" ]; then
+    for v in MODEL SNAPSHOT_DIR TRAIN_ARGS PIPENET MPIRUN QSUB_ARGS; do
+        [ -z "${!v+set}" ] || unpct "$v"
+    done
+    read -r -a words <<<"${PIPENET_ARGV:-}"
+    set --
+    for a in ${words[@]+"${words[@]}"}; do
+        unpct a
+        set -- "$@" "$a"
+    done
+fi
 
 cd "${PBS_O_WORKDIR:-.}" || exit 1
 nodefile=${PBS_NODEFILE:?not inside a PBS job: submit with qsub}
@@ -111,12 +150,20 @@ else
 fi
 export OPENBLAS_NUM_THREADS=$threads
 
-# The wall time in seconds: qstat (PBS Pro, OpenPBS), else Torque's $PBS_WALLTIME.
-walltime=""
+# This job's attributes (qstat -f, PBS Pro, OpenPBS and Torque; a long value goes on in
+# lines that start with a tab): its wall time, and its request for the next job.
+qstat_f=""
 if command -v qstat >/dev/null 2>&1; then
-    hms=$(qstat -f "${PBS_JOBID:-none}" 2>/dev/null | sed -n 's/.*Resource_List.walltime = //p')
-    [ -n "$hms" ] && walltime=$(echo "$hms" | awk -F: '{ print $1 * 3600 + $2 * 60 + $3 }')
+    qstat_f=$(qstat -f "${PBS_JOBID:-none}" 2>/dev/null |
+        awk '/^\t/ { line = line substr($0, 2); next } { if (n++) print line; line = $0 }
+             END { if (n) print line }')
 fi
+attr() { printf '%s\n' "$qstat_f" | sed -n "s/^[[:space:]]*${1//./\\.} = //p" | head -n 1; }
+
+# The wall time in seconds: qstat, else Torque's $PBS_WALLTIME.
+walltime=""
+hms=$(attr Resource_List.walltime)
+[ -n "$hms" ] && walltime=$(echo "$hms" | awk -F: '{ print $1 * 3600 + $2 * 60 + $3 }')
 [ -n "$walltime" ] || walltime=${PBS_WALLTIME:-}
 if [ -z "$walltime" ]; then
     echo "pbs.sh: warning: no wall time known (no qstat answer, no PBS_WALLTIME): no stop" \
@@ -139,13 +186,15 @@ mkdir -p "$snapdir" || { echo "pbs.sh: cannot create $snapdir" >&2; exit 1; }
 opts=()
 [ -n "$snapdir_opt" ] || opts=(--snapshot-dir "$snapdir") # else among the options
 ls "$snapdir"/snapshot-*.h5 >/dev/null 2>&1 && opts+=(--resume auto)
+args=("$@") # for the next job
 # shellcheck disable=SC2086 # MPIRUN is a list of words
 set -- $mpirun -np "$ranks" --hostfile "$nodefile" --bind-to none -x OPENBLAS_NUM_THREADS \
     --mca odls_base_sigkill_timeout "$grace" "$pipenet" train "$model" --stages "$stages" \
     ${opts[@]+"${opts[@]}"} ${train_args[@]+"${train_args[@]}"} "$@"
 
-echo "pipenet: job ${PBS_JOBID:-?}: $ranks ranks = $((ranks / stages)) replica(s) x" \
-     "$stages stage(s), $threads BLAS thread(s) per rank, wall time ${walltime:-unknown} s"
+echo "pipenet: job ${PBS_JOBID:-?}${PIPENET_CHAIN:+ (job $PIPENET_CHAIN of a chain)}: $ranks" \
+     "ranks = $((ranks / stages)) replica(s) x $stages stage(s), $threads BLAS thread(s)" \
+     "per rank, wall time ${walltime:-unknown} s"
 echo "+ $*"
 # qdel's TERM reaches every process of the job from PBS: this shell stays to report
 # (passing it on would be mpirun's second TERM, which kills at once)
@@ -180,8 +229,35 @@ case $status in
         echo "pipenet: stopped (SIGTERM: qdel, or the wall time itself) with a snapshot in" \
              "$snapdir: not resubmitted; submit again to resume"
     elif [ "$resubmit" -gt 0 ]; then
+        # what this job was given (see "Resubmission"), less what QSUB_ARGS gives
+        request=()
+        for r in select place walltime nodes; do
+            v=$(attr "Resource_List.$r")
+            [ -n "$v" ] || continue
+            # PBS Pro turns an old-style nodes request into a select: one of them
+            [ "$r" = nodes ] && [ -n "$(attr Resource_List.select)" ] && continue
+            case " ${QSUB_ARGS:-}" in *"$r="*) continue ;; esac
+            request+=(-l "$r=$v")
+        done
+        acct=$(attr Account_Name)
+        case " ${QSUB_ARGS:-}" in
+        *" -N"*) ;;
+        *) [ -z "${PBS_JOBNAME:-}" ] || request+=(-N "$PBS_JOBNAME") ;;
+        esac
+        case " ${QSUB_ARGS:-}" in *" -A"*) ;; *) [ -z "$acct" ] || request+=(-A "$acct") ;; esac
+        vars="PIPENET_CHAIN=$((${PIPENET_CHAIN:-1} + 1)),STAGES=$stages"
+        vars+=",STOP_BEFORE=$stop_before,GRACE=$grace,RESUBMIT=$((resubmit - 1))"
+        for v in MODEL:"$model" SNAPSHOT_DIR:"$snapdir" TRAIN_ARGS:"${TRAIN_ARGS:-}" \
+            PIPENET:"${PIPENET:-}" MPIRUN:"${MPIRUN:-}" QSUB_ARGS:"${QSUB_ARGS:-}"; do
+            vars+=",${v%%:*}=$(pct "${v#*:}")"
+        done
+        argv="" # the arguments, encoded, between spaces (an empty one, which pipenet
+        for a in ${args[@]+"${args[@]}"}; do # refuses, is not carried)
+            argv+="${argv:+ }$(pct "$a")"
+        done
+        vars+=",PIPENET_ARGV=$argv"
         # shellcheck disable=SC2086 # QSUB_ARGS is a list of options
-        next=$(qsub ${QSUB_ARGS:-} -v "MODEL=$model,STAGES=$stages,SNAPSHOT_DIR=$snapdir,STOP_BEFORE=$stop_before,GRACE=$grace,RESUBMIT=$((resubmit - 1)),TRAIN_ARGS=${TRAIN_ARGS:-},PIPENET=${PIPENET:-},MPIRUN=${MPIRUN:-}" \
+        next=$(qsub ${request[@]+"${request[@]}"} ${QSUB_ARGS:-} -v "$vars" \
                "${PBS_O_WORKDIR:-.}/jobs/pbs.sh") &&
             echo "pipenet: stopped with a snapshot before the wall time: resubmitted as $next" ||
             echo "pbs.sh: qsub failed: submit again to resume" >&2

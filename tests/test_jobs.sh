@@ -3,6 +3,9 @@
 # dataset needed): small shell scripts in place of qsub, qstat, scontrol and
 # mpirun/srun record their arguments, and pbs_job below runs PBS jobs the way PBS
 # would (a fresh environment, the -v variables, the ranks of the select):
+#  - jobs/pbs.sh: every resubmission carries the user's QSUB_ARGS, settings and
+#    arguments (commas, quotes, spaces and all), and the first job's request (select,
+#    wall time, name, account) when it was given to the first qsub directly;
 #  - both scripts: their numbers are decimal, a leading zero included (pbs.sh's
 #    timer sleeps 4321 - 8 s for STOP_BEFORE=08); anything else is refused before
 #    anything starts;
@@ -178,6 +181,19 @@ pbs_job() {
         PBS_JOBID=$n.fake PBS_JOBNAME="$name" PBS_O_WORKDIR="$dir" \
         OMP_NUM_THREADS="${threads:-1}" "$@") >"$dir/job.$n.out" 2>&1
 }
+# pbs_chain DIR [NAME=VALUE]... [-- ARG...]: the first job (DIR/qsub.1, with those
+# variables and arguments), then every job that one resubmits, 10 at most
+pbs_chain() {
+    dir=$1
+    shift
+    pbs_job "$dir" 1 "$@"
+    n=2
+    while [ -f "$dir/qsub.$n" ]; do
+        [ $n -le 10 ] || fail "pbs: a chain of more than 10 jobs in $dir"
+        pbs_job "$dir" $n
+        n=$((n + 1))
+    done
+}
 # show DIR: the jobs' output and the calls, for a failure
 show() {
     for f in "$1"/job.*.out "$1"/qsub.[0-9]*; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done
@@ -214,6 +230,80 @@ slurm_job() {
         SLURM_SUBMIT_DIR="$dir" SLURM_RESTART_COUNT=1 SRUN=fake-launch MODEL="$model" \
         $vars bash "$here/jobs/slurm.sbatch" "$@") >"$dir/out" 2>&1
 }
+
+# --- PBS: resubmissions carry the user's arguments --------------------------------
+# QSUB_ARGS with the whole request (`qsub $QSUB_ARGS -v QSUB_ARGS=... jobs/pbs.sh`) for
+# 4 ranks, STAGES=4: a job with the script's 2 would be refused
+newdir chain1
+d=$tmp/chain1
+qsub_args="-l select=2:ncpus=2:mpiprocs=2:ompthreads=1 -l walltime=00:20:00 -A proj42"
+printf '%s\n' $qsub_args "$d/jobs/pbs.sh" >"$d/qsub.1" && echo 1 >"$d/qsub.count"
+echo 3 >"$d/stops"
+pbs_chain "$d" QSUB_ARGS="$qsub_args" STAGES=4 STOP_BEFORE=60 RESUBMIT=5 MODEL="$model" \
+    MPIRUN=fake-launch TRAIN_ARGS="--lr 0.001" -- --seed 7
+[ -f "$d/launch.4" ] && [ ! -f "$d/launch.5" ] && grep -q "^pipenet: finished" "$d/job.4.out" ||
+    { show "$d"; fail "pbs: the chain of 4 jobs (3 stops) did not run to its end"; }
+for i in 1 2 3 4; do
+    has "$d/launch.$i" -np 4 ||
+        { show "$d"; fail "pbs: job $i was not given the 4 ranks of QSUB_ARGS"; }
+done
+for i in 2 3 4; do
+    has "$d/qsub.$i" $qsub_args && grep -q "RESUBMIT=$((6 - i))\(,\|\$\)" "$d/qsub.$i" ||
+        { show "$d"; fail "pbs: the qsub for job $i lacks QSUB_ARGS or RESUBMIT=$((6 - i))"; }
+done
+has "$d/launch.1" "$model" --stages 4 && has "$d/launch.1" --lr 0.001 --seed 7 ||
+    { show "$d"; fail "pbs: the first job's command is not the one asked for"; }
+for i in 2 3 4; do
+    # the same command, resuming
+    sed '/^--resume$/{N;/\nauto$/d;}' "$d/launch.$i" | cmp -s - "$d/launch.1" &&
+        has "$d/launch.$i" --resume auto ||
+        { show "$d"; fail "pbs: job $i's command differs from the first one's (beyond --resume auto)"; }
+done
+echo "ok: pbs.sh: a chain of 4 jobs, each with QSUB_ARGS's 4 ranks and the first job's command"
+
+# settings and arguments with what qsub -v cannot carry as they are: commas, quotes,
+# spaces, a percent sign, a backslash
+newdir chain3
+d=$tmp/chain3
+cp "$model" "$d/my,model.json"
+printf '%s\n' "$d/jobs/pbs.sh" >"$d/qsub.1" && echo 1 >"$d/qsub.count"
+echo 1 >"$d/stops"
+pbs_chain "$d" MODEL="my,model.json" MPIRUN=fake-launch PIPENET="/opt/pipe net/pipenet" \
+    TRAIN_ARGS="--metrics m,1.jsonl" -- --trace "t 'a',\"b\" 50%2C x\\y.json" --seed 7
+[ -f "$d/launch.2" ] && [ ! -f "$d/launch.3" ] && grep -q "^pipenet: finished" "$d/job.2.out" ||
+    { show "$d"; fail "pbs: the chain of 2 jobs (1 stop) did not run to its end"; }
+has "$d/launch.1" "/opt/pipe net/pipenet" train "my,model.json" --stages 2 &&
+    has "$d/launch.1" --metrics m,1.jsonl --trace "t 'a',\"b\" 50%2C x\\y.json" --seed 7 ||
+    { show "$d"; fail "pbs: the first job's command is not the one asked for"; }
+sed '/^--resume$/{N;/\nauto$/d;}' "$d/launch.2" | cmp -s - "$d/launch.1" ||
+    { show "$d"; fail "pbs: the resubmitted job's command differs from the first one's"; }
+echo "ok: pbs.sh: settings and arguments with commas, quotes, spaces, % and \\ carried as they are"
+
+# the request given to the first qsub directly, no QSUB_ARGS: carried from qstat -f;
+# the directory from --snapshot-dir in TRAIN_ARGS, resumed from
+newdir chain2
+d=$tmp/chain2
+printf '%s\n' -l select=2:ncpus=2:mpiprocs=2:ompthreads=1 -l walltime=00:20:00 -N mine \
+    -A proj42 "$d/jobs/pbs.sh" >"$d/qsub.1" && echo 1 >"$d/qsub.count"
+echo 3 >"$d/stops"
+pbs_chain "$d" STAGES=4 STOP_BEFORE=60 MODEL="$model" MPIRUN=fake-launch \
+    TRAIN_ARGS="--snapshot-dir=ckpt --steps 100"
+[ -f "$d/launch.4" ] && [ ! -f "$d/launch.5" ] && grep -q "^pipenet: finished" "$d/job.4.out" ||
+    { show "$d"; fail "pbs: the chain of 4 jobs (request from the first qsub) did not run to its end"; }
+for i in 1 2 3 4; do
+    has "$d/launch.$i" -np 4 ||
+        { show "$d"; fail "pbs: job $i was not given the 4 ranks of the first job's select"; }
+done
+for i in 2 3 4; do
+    has "$d/qsub.$i" -l select=2:ncpus=2:mpiprocs=2:ompthreads=1 &&
+        has "$d/qsub.$i" -l walltime=00:20:00 && has "$d/qsub.$i" -N mine &&
+        has "$d/qsub.$i" -A proj42 && ! grep -q "ncpus=4" "$d/qsub.$i" ||
+        { show "$d"; fail "pbs: the qsub for job $i does not ask for the first job's request (only)"; }
+done
+has "$d/launch.4" --resume auto && [ -f "$d/ckpt/snapshot-0000000003.h5" ] &&
+    [ ! -e "$d/snapshots" ] ||
+    { show "$d"; fail "pbs: the jobs did not resume from TRAIN_ARGS's --snapshot-dir ckpt"; }
+echo "ok: pbs.sh: a request given to the first qsub (select, wall time, name, account) carried to every job; --snapshot-dir in TRAIN_ARGS resumed from"
 
 # --- numbers are decimal ---------------------------------------------------------
 # walltime 01:12:01 = 4321 s: the timer sleeps 4321 - STOP_BEFORE
