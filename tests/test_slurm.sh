@@ -4,7 +4,9 @@
 # with mpirun as the launcher and a one-minute time limit:
 #  - Slurm's --signal=B:USR1@LEAD reaches pipenet through the batch shell and mpirun;
 #    pipenet stops with a snapshot and exit 3, and the script requeues the job;
-#  - the requeued job resumes with --resume auto and finishes (COMPLETED, exit 0);
+#  - the requeued job resumes with --resume auto from the --snapshot-dir given among
+#    the script's arguments (not the script's default directory) and finishes
+#    (COMPLETED, exit 0);
 #  - its parameter hash equals that of an uninterrupted run of as many steps.
 # Skips (77) unless root with the packages installed and the daemons able to start.
 # Every daemon, and every process of the jobs, is stopped at the end, whatever happens.
@@ -152,7 +154,7 @@ EOF
 train_args="--data $tmp/fm/train.h5 --eval $tmp/fm/test.h5 --threads 1 --log-every 5"
 # The first start trains "for ever", so that only the signal ends it however fast the
 # machine; a start that resumes trains AFTER steps past its snapshot and finishes.
-snapdir=$tmp/job/snapshots/pipenet # the script's default under the submit directory
+snapdir=$tmp/job/ckpt # --snapshot-dir ckpt, an argument of the script
 cat >"$tmp/pipenet-steps" <<EOF
 #!/bin/sh
 last=\$(ls "$snapdir" 2>/dev/null | sed -n 's/^snapshot-0*\([0-9][0-9]*\)\.h5$/\1/p' | sort -n | tail -n 1)
@@ -165,7 +167,7 @@ cd "$tmp/job" || fail "cd $tmp/job"
 job=$(PIPENET_SLURM_TEST=$tmp MODEL=$model PIPENET=$tmp/pipenet-steps \
     SRUN="mpirun --bind-to none" GRACE=1 TRAIN_ARGS="$train_args" \
     sbatch --parsable --ntasks-per-node=2 --cpus-per-task=1 --time=1 \
-    --signal=B:USR1@$LEAD "$here/jobs/slurm.sbatch") || fail "sbatch failed"
+    --signal=B:USR1@$LEAD "$here/jobs/slurm.sbatch" --snapshot-dir ckpt) || fail "sbatch failed"
 log=$tmp/job/pipenet-$job.out
 state="" until_s=$((SECONDS + 600))
 while [ $SECONDS -lt $until_s ]; do
@@ -190,8 +192,10 @@ stopped=$(sed -n 's/^stopping at step \([0-9]*\) on SIGUSR1 after writing a snap
 grep -q "^pipenet: stopped with a snapshot before the time limit: requeueing job $job" "$log" ||
     { cat "$log"; fail "the script did not requeue after the stop (exit 3)"; }
 grep -q "^+ mpirun .* --resume auto" "$log" &&
-    grep -q "^resuming from snapshots/pipenet/snapshot-0*$stopped.h5: step $stopped," "$log" ||
-    { cat "$log"; fail "the requeued job did not resume from step $stopped"; }
+    grep -q "^resuming from ckpt/snapshot-0*$stopped.h5: step $stopped," "$log" ||
+    { cat "$log"; fail "the requeued job did not resume from step $stopped in ckpt"; }
+[ ! -e "$tmp/job/snapshots" ] ||
+    { cat "$log"; fail "the script made its default snapshot directory beside --snapshot-dir ckpt"; }
 [ "$(tail -n 1 "$log")" = "pipenet: finished" ] || { cat "$log"; fail "the last start did not finish"; }
 final=$(sed -n 's/^parameter hash after \([0-9]* steps: [0-9a-f]*\)$/\1/p' "$log" | tail -n 1)
 steps=${final%% *}
