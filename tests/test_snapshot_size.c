@@ -2,7 +2,8 @@
  * written: never less (the writer reserves it, and a full disk must be found before
  * a byte is written), and at most 8 KiB + 5% more, for the models of models/ and
  * tests/lm_fixture.sh, 1 to 130 layers, both formats, and arrays of many chunks with
- * a partial edge chunk (which HDF5 stores whole). */
+ * a partial edge chunk (which HDF5 stores whole). Also the start-time check of a
+ * snapshot directory's free space (io/snapshot_dir.h). */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -117,6 +118,20 @@ START_TEST(the_estimate_covers_the_file_closely)
 }
 END_TEST
 
+START_TEST(a_directory_without_room_is_named_with_both_sizes)
+{
+    ck_assert_msg(pn_snapshot_dir_check_room(dir, 1000) == 0, "%s", pn_error_message());
+    uint64_t huge = (uint64_t)1 << 62; /* more than any file system */
+    ck_assert_int_eq(pn_snapshot_dir_check_room(dir, huge), PN_ERR_IO);
+    char want[PATH_MAX + 64];
+    snprintf(want, sizeof want, "snapshot directory '%s' has ", dir);
+    ck_assert_msg(strstr(pn_error_message(), want), "%s", pn_error_message());
+    ck_assert_msg(strstr(pn_error_message(), "one snapshot of this model takes "
+                                             "4611686018427387904"),
+                  "%s", pn_error_message());
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("snapshot_size");
@@ -124,6 +139,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, the_estimate_covers_the_file_closely);
+    tcase_add_test(tc, a_directory_without_room_is_named_with_both_sizes);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

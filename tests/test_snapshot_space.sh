@@ -3,7 +3,9 @@
 #  1. under a file-size limit of 4 MiB, far above the snapshot and far below the
 #     1 MiB + 128 KiB per array once reserved, the run writes its snapshots;
 #  2. on a small file system (a tmpfs: root only, else the test skips, 77, after
-#     case 1) with room for two snapshots, the run writes them.
+#     case 1) with room for two snapshots, the run writes them;
+#  3. on one without room for a single snapshot, the run is refused before it trains,
+#     with the directory, the bytes needed and those free.
 set -u
 . "$(dirname "$0")/script_fixture.sh"
 . "$(dirname "$0")/lm_fixture.sh"
@@ -36,4 +38,12 @@ fi
 expect 0 "snapshot at step 10: $mnt/snaps/snapshot-0000000010.h5" train "$mnt/snaps" --keep 1
 [ "$(ls "$mnt/snaps")" = "snapshot-0000000010.h5" ] || fail "512 KiB: $(ls "$mnt/snaps")"
 echo "ok: on a 512 KiB file system, snapshots of $size bytes are written"
+umount "$mnt"
+
+# 3. 64 KiB: not one snapshot; refused before the data is read
+mount -t tmpfs -o size=64k tmpfs "$mnt" || fail "mount"
+expect 1 "snapshot directory '$mnt/snaps' has [0-9]* bytes free ([0-9.]* MB), and one snapshot of this model takes [0-9]* ([0-9.]* MB): free some space there or give another --snapshot-dir" \
+    train "$mnt/snaps"
+grep -q '^training\|^step\|^epoch' "$tmp/out" && fail "64 KiB: the run trained: $(cat "$tmp/out")"
+echo "ok: on a 64 KiB file system, the run is refused before it trains: $(sed -n 's/.*error: //p' "$tmp/out")"
 echo "PASS: snapshot space"

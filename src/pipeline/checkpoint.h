@@ -35,6 +35,14 @@ typedef struct pn_run_settings {
  * there; every rank returns the same status. A run calls it before it trains. */
 int pn_checkpoint_prepare(pn_comm *c, const char *dir);
 
+/* Collective: rank 0 checks that dir's file system has room for one snapshot of
+ * the model: the first replica's stages' parameters (their indexes gathered), the
+ * optimizer slots slot_names[n_slots] and the config text. Every rank returns the
+ * same status. A run calls it before it trains, once its stage is built. */
+int pn_checkpoint_check_room(pn_comm *c, const pn_params *params, int n_slots,
+                             const char *const *slot_names, const char *config,
+                             const char *dir);
+
 /* Collective: writes dir/snapshot-<step>.h5 from the first replica's stages (rank 0
  * writes), then keeps the newest `keep` snapshots. Every rank returns the same
  * status; *written_path (rank 0) names the file. */

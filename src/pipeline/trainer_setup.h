@@ -55,7 +55,8 @@ typedef struct trainer {
 static inline bool is_root(const trainer *t) { return t->grid->rank == 0; }
 
 /* Builds everything a run needs, in an order that loses no work to a bad setting
- * (the snapshot directory is checked before the data is read). */
+ * (the snapshot directory is checked before anything is built, and its room for a
+ * snapshot before the data is read). */
 int pn_trainer_setup(trainer *t, pn_job *job);
 
 /* Frees what pn_trainer_setup built (any part may be missing). */
