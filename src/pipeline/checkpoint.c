@@ -140,9 +140,14 @@ static int write_on_root(pn_train_state *st, const char *dir, int keep, char *pa
     return pn_snapshot_prune(dir, keep, st->step);
 }
 
-int pn_checkpoint_prepare(pn_comm *c, const char *dir)
+int pn_checkpoint_prepare(pn_comm *c, const char *dir, pn_snapshot_lock **lock)
 {
-    int rc = pn_comm_grid(c)->rank == 0 ? pn_snapshot_dir_prepare(dir) : PN_OK;
+    *lock = NULL;
+    int rc = PN_OK;
+    if (pn_comm_grid(c)->rank == 0) { /* write_on_root's rank */
+        rc = pn_snapshot_dir_prepare(dir);
+        if (rc == PN_OK) rc = pn_snapshot_lock_take(dir, lock);
+    }
     return pn_comm_agree_root(c, rc, "prepare the snapshot directory");
 }
 

@@ -150,7 +150,7 @@ int pn_trainer_setup(trainer *t, pn_job *job)
     t->grid = pn_comm_grid(t->comm);
     PN_TRY(place_devices(t, job)); /* before anything is made on a device */
     if (cfg->snapshot_dir[0]) /* before any work that a bad directory would lose */
-        PN_TRY(pn_checkpoint_prepare(t->comm, cfg->snapshot_dir));
+        PN_TRY(pn_checkpoint_prepare(t->comm, cfg->snapshot_dir, &t->snapshot_lock));
     if (t->grid->size > 1) pn_log_set_rank(t->grid->rank);
     if (cfg->resume[0]) /* the snapshot's seed and batch, before anything uses them */
         PN_TRY(pn_resume_settings(t->comm, g, &t->cfg, t->resume_path, sizeof t->resume_path));
