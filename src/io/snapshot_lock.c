@@ -162,11 +162,19 @@ static void describe(const holder *h, char *out, size_t cap)
 
 /* --- whether the holder is gone ------------------------------------------------------------ */
 
+/* Whether h's pid means a process of this host and pid namespace (a namespace not
+ * known on either side counts as this one). */
+static bool seen_from_here(const holder *h, const holder *me)
+{
+    return !strcmp(h->host, me->host) &&
+           (!h->pid_namespace[0] || !me->pid_namespace[0] ||
+            !strcmp(h->pid_namespace, me->pid_namespace));
+}
+
 /* True, with the reason in why, when h surely no longer runs (see snapshot_lock.h). */
 static bool holder_gone(const holder *h, const holder *me, char *why, size_t cap)
 {
-    bool here = !strcmp(h->host, me->host) && !strcmp(h->pid_namespace, me->pid_namespace);
-    if (here) { /* pids mean something only within one host and pid namespace */
+    if (seen_from_here(h, me)) {
         if (h->boot_id[0] && me->boot_id[0] && strcmp(h->boot_id, me->boot_id))
             return snprintf(why, cap, "host %s has restarted since", h->host), true;
         if (kill((pid_t)h->pid, 0) != 0 && errno == ESRCH)
@@ -188,7 +196,7 @@ static int refuse(const char *dir, const char *path, const holder *h, const hold
 {
     char who[HOST_CAP + 512], elsewhere[PATH_MAX + HOST_CAP + 128] = "";
     describe(h, who, sizeof who);
-    if (strcmp(h->host, me->host) || strcmp(h->pid_namespace, me->pid_namespace))
+    if (!seen_from_here(h, me))
         snprintf(elsewhere, sizeof elsewhere, " (pipenet cannot see from host %s whether a "
                  "process of another host%s lives: if that run is gone, delete %s)", me->host,
                  strcmp(h->host, me->host) ? "" : " or container", path);
