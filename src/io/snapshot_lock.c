@@ -1,17 +1,17 @@
 /* The lock of a snapshot directory (snapshot_lock.h).
  *
  * Why a file created with O_EXCL, and not flock or fcntl: snapshot directories live
- * on cluster file systems, where kernel locks are what a mount option says. Over NFS,
- * fcntl locks go through lockd (absent with `nolock`, and flock is emulated by it or
- * local only), Lustre refuses flock unless mounted with `flock` and keeps it to one
- * node with `localflock`, and a lock held by a process on a failed node lasts until
- * a server notices. An exclusive create is atomic on all of them (NFSv3 and later,
- * Lustre, GPFS, BeeGFS, local disks) and the file can say who holds it, which a kernel
- * lock cannot: the message names the holder, and a run can tell that the holder is
- * gone. The price is that a holder that dies leaves its file; the rules in
- * holder_gone take such a file over, and on another host only the batch job can
- * vouch that the holder ended (a requeued Slurm job runs again only after the
- * scheduler has killed every process of its earlier start). */
+ * on cluster file systems, where kernel locks are what a mount option says. Over NFS
+ * they need lockd (with `nolock` they hold on one node only, and flock is either
+ * emulated by fcntl locks or local), Lustre refuses flock unless mounted with `flock`
+ * and keeps it to one node with `localflock`, and a lock held by a process on a
+ * failed node lasts until a server notices. An exclusive create is atomic on all of
+ * them (NFSv3 and later, Lustre, GPFS, BeeGFS, local disks), and the file can say
+ * who holds it, which a kernel lock cannot: the message names the holder, and a run
+ * can tell that the holder is gone. The price is that a holder that dies leaves its
+ * file; holder_gone's rules take such a file over, and on another host only the
+ * batch job can vouch that the holder ended (a requeued Slurm job runs again only
+ * after the scheduler has ended every process of its earlier start). */
 #include "io/snapshot_lock.h"
 
 #include <errno.h>
@@ -179,7 +179,8 @@ static bool holder_gone(const holder *h, const holder *me, char *why, size_t cap
             return snprintf(why, cap, "host %s has restarted since", h->host), true;
         if (kill((pid_t)h->pid, 0) != 0 && errno == ESRCH)
             return snprintf(why, cap, "no process %ld runs on this host", h->pid), true;
-        if (h->process_start && process_start(h->pid) != h->process_start)
+        unsigned long long started = process_start(h->pid); /* 0: not ours to read */
+        if (h->process_start && started && started != h->process_start)
             return snprintf(why, cap, "pid %ld is now another process", h->pid), true;
         return false;
     }
