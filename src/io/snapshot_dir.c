@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -119,6 +120,22 @@ int pn_snapshot_dir_prepare(const char *dir)
         return pn_error_set(PN_ERR_IO, "snapshot directory '%s' is not writable: %s", dir,
                             strerror(saved));
     return 0;
+}
+
+int pn_snapshot_dir_check_room(const char *dir, uint64_t bytes)
+{
+    struct statvfs fs;
+    if (statvfs(dir, &fs) != 0)
+        return pn_error_set(PN_ERR_IO, "cannot tell the free space of snapshot directory '%s': %s",
+                            dir, strerror(errno));
+    uint64_t block = fs.f_frsize ? fs.f_frsize : fs.f_bsize;
+    if (fs.f_blocks == 0 || block == 0) return 0; /* a file system that does not say */
+    uint64_t needed = (bytes + block - 1) / block * block, free = (uint64_t)fs.f_bavail * block;
+    if (needed <= free) return 0;
+    return pn_error_set(PN_ERR_IO, "snapshot directory '%s' has %llu bytes free (%.1f MB), and "
+                        "one snapshot of this model takes %llu (%.1f MB): free some space there "
+                        "or give another --snapshot-dir", dir, (unsigned long long)free,
+                        (double)free / 1e6, (unsigned long long)needed, (double)needed / 1e6);
 }
 
 void pn_snapshot_path(const char *dir, long step, char *out, size_t cap)

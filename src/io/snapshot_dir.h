@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "io/train_state.h"
 
@@ -22,6 +23,12 @@ int pn_snapshot_dir_create(const char *dir);
 /* The same, then checks that a file can be written in dir (a run checks this before
  * it trains, so that no work is lost to a directory it cannot use). */
 int pn_snapshot_dir_prepare(const char *dir);
+
+/* Checks that dir's file system has room for a snapshot of bytes (statvfs: the
+ * blocks free to unprivileged users; a quota it does not report is found when the
+ * snapshot reserves its space). The error names dir, the bytes needed and those
+ * free. */
+int pn_snapshot_dir_check_room(const char *dir, uint64_t bytes);
 
 /* dir/snapshot-<step, 10 digits>.h5 */
 void pn_snapshot_path(const char *dir, long step, char *out, size_t cap);

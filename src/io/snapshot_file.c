@@ -14,10 +14,10 @@
 #include "base/error.h"
 #include "base/names.h"
 #include "io/hdf5_util.h"
+#include "io/snapshot_size.h"
 
 enum {
     FORMAT_VERSION = 1,
-    CHUNK_FLOATS = 1 << 18, /* at most 1 MiB of float32 per chunk */
     /* "/optimizer/<layer>/<param>/<slot>": what any name a state accepts needs */
     NAME_CAP = sizeof "/optimizer/" + PN_PARAM_NAME_MAX + 1 + PN_SUFFIX_MAX
 };
@@ -35,29 +35,15 @@ static uint64_t text_crc32(const char *text)
 
 /* --- writing ------------------------------------------------------------------------- */
 
-/* Splits n into equal pieces of at most cap (edge chunks are stored whole). */
-static hsize_t even_piece(hsize_t n, hsize_t cap)
-{
-    hsize_t pieces = (n + cap - 1) / cap;
-    return (n + pieces - 1) / pieces;
-}
-
-/* Writes float32 dataset name ([cols] when rows is 1, else [rows, cols]) in chunks
- * of at most 1 MiB, each with a fletcher32 checksum. */
+/* Writes float32 dataset name of rows x cols in the chunks pn_snapshot_chunk_shape
+ * gives (at most 1 MiB each), each with a fletcher32 checksum. */
 static int write_floats(hid_t file, const char *fname, const char *name, int rows, int cols,
                         const float *data)
 {
-    int rank = rows == 1 ? 1 : 2;
-    hsize_t dims[2], chunk[2];
-    if (rank == 1) {
-        dims[0] = (hsize_t)cols;
-        chunk[0] = even_piece(dims[0], CHUNK_FLOATS);
-    } else {
-        dims[0] = (hsize_t)rows;
-        dims[1] = (hsize_t)cols;
-        chunk[1] = even_piece(dims[1], CHUNK_FLOATS);
-        chunk[0] = even_piece(dims[0], CHUNK_FLOATS / chunk[1] ? CHUNK_FLOATS / chunk[1] : 1);
-    }
+    int rank;
+    uint64_t dims64[2], chunk64[2];
+    pn_snapshot_chunk_shape(rows, cols, &rank, dims64, chunk64);
+    hsize_t dims[2] = {dims64[0], dims64[1]}, chunk[2] = {chunk64[0], chunk64[1]};
     return pn_hdf5_write_checksummed(file, fname, name, rank, dims, chunk, data);
 }
 
@@ -122,28 +108,17 @@ static int check_state(const char *path, const pn_train_state *st, bool snapshot
     return 0;
 }
 
-/* More than the file will take: the arrays, a generous allowance per dataset for
- * its header and chunk index, the config text and the root's metadata. */
-static uint64_t file_size_bound(const pn_train_state *st, bool snapshot)
-{
-    uint64_t bytes = (1u << 20) + (st->config ? strlen(st->config) : 0);
-    int arrays = 1 + (snapshot ? st->n_slot_names : 0);
-    for (int i = 0; i < st->n_params; i++) {
-        uint64_t n = (uint64_t)st->params[i].rows * (uint64_t)st->params[i].cols;
-        bytes += (uint64_t)arrays * (4 * n + n / 64 + (128u << 10));
-    }
-    return bytes;
-}
-
 int pn_snapshot_file_write(const char *path, const pn_train_state *st, const char *format)
 {
     bool snapshot = !strcmp(format ? format : st->format, PN_FORMAT_SNAPSHOT);
     if (format && !known_format(format))
         return pn_error_set(PN_ERR_INVALID, "%s: unknown format '%s'", path, format);
     PN_TRY(check_state(path, st, snapshot));
+    uint64_t bytes;
+    PN_TRY(pn_snapshot_state_bytes(st, snapshot, &bytes)); /* what the file will take */
     hid_t file;
     PN_TRY(pn_hdf5_create_file(path, true, &file));
-    int rc = pn_hdf5_reserve(file, path, file_size_bound(st, snapshot));
+    int rc = pn_hdf5_reserve(file, path, bytes);
     if (rc == 0) rc = write_attributes(file, path, st, snapshot);
     /* the reader wants the group even when no parameter is in it */
     if (rc == 0) rc = pn_hdf5_create_group(file, path, "/params");

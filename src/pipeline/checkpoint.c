@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "io/snapshot_dir.h"
 #include "io/snapshot_file.h"
+#include "io/snapshot_size.h"
 
 /* --- arena images ------------------------------------------------------------------------ */
 
@@ -139,10 +140,73 @@ static int write_on_root(pn_train_state *st, const char *dir, int keep, char *pa
     return pn_snapshot_prune(dir, keep, st->step);
 }
 
-int pn_checkpoint_prepare(pn_comm *c, const char *dir)
+int pn_checkpoint_prepare(pn_comm *c, const char *dir, pn_snapshot_lock **lock)
 {
-    int rc = pn_comm_grid(c)->rank == 0 ? pn_snapshot_dir_prepare(dir) : PN_OK;
+    *lock = NULL;
+    int rc = PN_OK;
+    if (pn_comm_grid(c)->rank == 0) { /* write_on_root's rank */
+        rc = pn_snapshot_dir_prepare(dir);
+        if (rc == PN_OK) rc = pn_snapshot_lock_take(dir, lock);
+    }
     return pn_comm_agree_root(c, rc, "prepare the snapshot directory");
+}
+
+/* Rank 0: the bytes of a snapshot of the stages whose indexes it gathered (own is
+ * stage 0's), holding what the file will: tied copies are their table's. */
+static int snapshot_bytes(int stages, const char *own, const char *indexes,
+                          const size_t *index_bytes, pn_snapshot_contents contents,
+                          uint64_t *bytes)
+{
+    pn_param **items = calloc((size_t)stages, sizeof *items);
+    int *counts = calloc((size_t)stages, sizeof *counts), total = 0, rc = PN_OK;
+    if (!items || !counts) rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
+    const char *index = indexes;
+    for (int s = 0; rc == PN_OK && s < stages; s++) {
+        size_t floats;
+        rc = pn_params_unpack_index(s ? index : own, index_bytes[s], &items[s], &counts[s],
+                                    &floats);
+        if (s) index += index_bytes[s];
+        total += counts[s];
+    }
+    pn_snapshot_array *arrays = NULL;
+    if (rc == PN_OK && !(arrays = malloc((size_t)(total ? total : 1) * sizeof *arrays)))
+        rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
+    for (int s = 0; rc == PN_OK && s < stages; s++)
+        for (int i = 0; i < counts[s]; i++)
+            if (!items[s][i].tie)
+                arrays[contents.n_params++] =
+                    (pn_snapshot_array){items[s][i].name, items[s][i].rows, items[s][i].cols};
+    contents.params = arrays;
+    if (rc == PN_OK) rc = pn_snapshot_file_bytes(&contents, bytes);
+    for (int s = 0; items && counts && s < stages; s++) pn_params_free_index(items[s], counts[s]);
+    free(arrays);
+    free(items);
+    free(counts);
+    return rc;
+}
+
+int pn_checkpoint_check_room(pn_comm *c, const pn_params *params, int n_slots,
+                             const char *const *slot_names, const char *config,
+                             const char *dir)
+{
+    const pn_grid *g = pn_comm_grid(c);
+    size_t *index_bytes = NULL;
+    char *own = NULL, *indexes = NULL;
+    int rc = PN_OK;
+    if (g->rank == 0 && !(index_bytes = calloc((size_t)g->stages, sizeof *index_bytes)))
+        rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
+    rc = pn_comm_agree(c, rc);
+    if (rc == PN_OK) rc = gather_indexes(c, params, &own, &indexes, index_bytes);
+    if (rc == PN_OK && g->rank == 0) {
+        pn_snapshot_contents contents = {NULL, 0, n_slots, slot_names, strlen(config), true};
+        uint64_t bytes = 0;
+        rc = snapshot_bytes(g->stages, own, indexes, index_bytes, contents, &bytes);
+        if (rc == PN_OK) rc = pn_snapshot_dir_check_room(dir, bytes);
+    }
+    free(own);
+    free(indexes);
+    free(index_bytes);
+    return pn_comm_agree(c, rc);
 }
 
 int pn_checkpoint_save(pn_comm *c, const pn_params *params, pn_run_settings run,

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "io/snapshot_lock.h"
 #include "layers/params.h"
 #include "mpi/comm.h"
 
@@ -31,9 +32,20 @@ typedef struct pn_run_settings {
     long batch;         /* the global batch */
 } pn_run_settings;
 
-/* Collective: rank 0 creates dir (and its parents) and checks that it can write
- * there; every rank returns the same status. A run calls it before it trains. */
-int pn_checkpoint_prepare(pn_comm *c, const char *dir);
+/* Collective: rank 0, the rank that writes snapshots, creates dir (and its
+ * parents), checks that it can write there and takes dir's lock
+ * (io/snapshot_lock.h) into *lock, for the run to hold until it ends (NULL on the
+ * other ranks); every rank returns the same status, so a directory that another
+ * run holds stops every rank. A run calls it before it trains. */
+int pn_checkpoint_prepare(pn_comm *c, const char *dir, pn_snapshot_lock **lock);
+
+/* Collective: rank 0 checks that dir's file system has room for one snapshot of
+ * the model: the first replica's stages' parameters (their indexes gathered), the
+ * optimizer slots slot_names[n_slots] and the config text. Every rank returns the
+ * same status. A run calls it before it trains, once its stage is built. */
+int pn_checkpoint_check_room(pn_comm *c, const pn_params *params, int n_slots,
+                             const char *const *slot_names, const char *config,
+                             const char *dir);
 
 /* Collective: writes dir/snapshot-<step>.h5 from the first replica's stages (rank 0
  * writes), then keeps the newest `keep` snapshots. Every rank returns the same

@@ -184,6 +184,20 @@ static int check_config(const pn_optimizer_config *c)
 
 /* ---- life cycle ----------------------------------------------------------------------- */
 
+int pn_optimizer_slot_names(pn_opt_kind kind, const char *names[2])
+{
+    if (kind == PN_OPT_MOMENTUM) {
+        names[0] = "momentum";
+        return 1;
+    }
+    if (kind == PN_OPT_ADAM || kind == PN_OPT_ADAMW) {
+        names[0] = "adam_m";
+        names[1] = "adam_v";
+        return 2;
+    }
+    return 0;
+}
+
 int pn_optimizer_create(pn_optimizer **out, const pn_optimizer_config *cfg, pn_params *params)
 {
     *out = NULL;
@@ -193,13 +207,10 @@ int pn_optimizer_create(pn_optimizer **out, const pn_optimizer_config *cfg, pn_p
     o->cfg = *cfg;
     o->params = params;
     o->slot1 = o->slot2 = -1;
-    int rc = PN_OK;
-    if (cfg->kind == PN_OPT_MOMENTUM) {
-        rc = pn_params_add_slot(params, "momentum", &o->slot1);
-    } else if (cfg->kind == PN_OPT_ADAM || cfg->kind == PN_OPT_ADAMW) {
-        rc = pn_params_add_slot(params, "adam_m", &o->slot1);
-        if (rc == PN_OK) rc = pn_params_add_slot(params, "adam_v", &o->slot2);
-    }
+    const char *names[2];
+    int n = pn_optimizer_slot_names(cfg->kind, names), rc = PN_OK;
+    if (n > 0) rc = pn_params_add_slot(params, names[0], &o->slot1);
+    if (n > 1 && rc == PN_OK) rc = pn_params_add_slot(params, names[1], &o->slot2);
     if (rc < 0) {
         free(o);
         return rc;

@@ -67,6 +67,10 @@ void pn_optimizer_config_default(pn_optimizer_config *cfg, pn_opt_kind kind, dou
 int pn_optimizer_config_from_json(const json_t *obj, const char *file,
                                   pn_optimizer_config *cfg);
 
+/* The names of the slots kind adds to the arena, in order, into names (at most 2);
+ * returns how many (a snapshot's size is known before the optimizer is made). */
+int pn_optimizer_slot_names(pn_opt_kind kind, const char *names[2]);
+
 /* Checks cfg (the same ranges as the JSON reader) and adds the slots the kind needs
  * to params (already finalized); pn_optimizer_step must get this same params. */
 int pn_optimizer_create(pn_optimizer **out, const pn_optimizer_config *cfg, pn_params *params);

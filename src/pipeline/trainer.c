@@ -442,6 +442,7 @@ int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_job *job,
     r.failed_together = rc < 0;
     if (rc == PN_OK) rc = run(&t, &r);
     rc = end_trace(&t, rc, r.failed_together || t.failed_together);
+    pn_snapshot_lock_release(t.snapshot_lock); /* whatever the end: the directory is free */
     if (t.failed_together) r.failed_together = 1;
     if (rc < 0 && rc != PN_ERR_PEER && t.grid && t.grid->size > 1)
         rc = pn_error_wrap(rc, "rank %d (stage %d, replica %d)", t.grid->rank, t.grid->stage,

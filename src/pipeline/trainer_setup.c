@@ -150,7 +150,7 @@ int pn_trainer_setup(trainer *t, pn_job *job)
     t->grid = pn_comm_grid(t->comm);
     PN_TRY(place_devices(t, job)); /* before anything is made on a device */
     if (cfg->snapshot_dir[0]) /* before any work that a bad directory would lose */
-        PN_TRY(pn_checkpoint_prepare(t->comm, cfg->snapshot_dir));
+        PN_TRY(pn_checkpoint_prepare(t->comm, cfg->snapshot_dir, &t->snapshot_lock));
     if (t->grid->size > 1) pn_log_set_rank(t->grid->rank);
     if (cfg->resume[0]) /* the snapshot's seed and batch, before anything uses them */
         PN_TRY(pn_resume_settings(t->comm, g, &t->cfg, t->resume_path, sizeof t->resume_path));
@@ -169,6 +169,14 @@ int pn_trainer_setup(trainer *t, pn_job *job)
                           .micro_rows = t->micro_rows, .eval_rows = t->replica_rows,
                           .deterministic = cfg->deterministic, .recompute = cfg->recompute};
     PN_TRY(pn_stage_create(&t->stage, &sc));
+    if (!(t->config = json_dumps(g->root, JSON_INDENT(2) | JSON_PRESERVE_ORDER)))
+        return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    if (cfg->snapshot_dir[0]) { /* a snapshot must fit: known before the data is read */
+        const char *slots[2];
+        int n_slots = pn_optimizer_slot_names(cfg->optimizer.kind, slots);
+        PN_TRY(pn_checkpoint_check_room(t->comm, pn_stage_params(t->stage), n_slots, slots,
+                                        t->config, cfg->snapshot_dir));
+    }
     PN_TRY(open_data(t));
     long per_epoch = pn_reader_batches_per_epoch(t->train_data);
     t->total_steps = cfg->steps > 0 ? cfg->steps : (long)cfg->epochs * per_epoch;
@@ -186,8 +194,6 @@ int pn_trainer_setup(trainer *t, pn_job *job)
     PN_TRY(pn_global_sums_create(&t->sums, g, pn_stage_params(t->stage), t->comm));
     if (cfg->metrics[0] && is_root(t))
         PN_TRY(pn_metrics_open(&t->metrics, cfg->metrics, t->resume_path[0] != '\0'));
-    if (!(t->config = json_dumps(g->root, JSON_INDENT(2) | JSON_PRESERVE_ORDER)))
-        return pn_error_set(PN_ERR_NOMEM, "out of memory");
     return PN_OK;
 }
 

@@ -45,6 +45,7 @@ typedef struct trainer {
     char resume_path[PN_PATH_MAX + 32];  /* the snapshot resumed from, "" for none */
     double step_s[STEP_TIMES];           /* the last steps' times, for the stall bound */
     long timed;                          /* steps timed in this run */
+    pn_snapshot_lock *snapshot_lock;     /* rank 0's, with --snapshot-dir */
     bool failed_together;                /* an agreed failure (a snapshot): no abort */
     bool tracing;                        /* --trace: every rank records its timeline */
     char *config;                        /* the model's JSON text, for snapshots */
@@ -55,10 +56,12 @@ typedef struct trainer {
 static inline bool is_root(const trainer *t) { return t->grid->rank == 0; }
 
 /* Builds everything a run needs, in an order that loses no work to a bad setting
- * (the snapshot directory is checked before the data is read). */
+ * (the snapshot directory is checked and locked before anything is built, and its
+ * room for a snapshot before the data is read). */
 int pn_trainer_setup(trainer *t, pn_job *job);
 
-/* Frees what pn_trainer_setup built (any part may be missing). */
+/* Frees what pn_trainer_setup built (any part may be missing) but the snapshot
+ * directory's lock, which pn_train gives back itself (even when it frees nothing). */
 void pn_trainer_teardown(trainer *t);
 
 #endif
