@@ -48,10 +48,12 @@ refused "--trace '$tmp/fm/../fm/test.h5' is the evaluation data file" \
     train --eval "$eval" --trace "$tmp/fm/../fm/test.h5"
 refused "--metrics '$tmp/snap' is the snapshot directory" \
     train --snapshot-dir "$tmp/snap" --metrics "$tmp/snap"
-refused "--trace '$tmp/snap/snapshot-0000000004.h5' is a snapshot file's name in the snapshot directory" \
+refused "--trace '$tmp/snap/snapshot-0000000004.h5' is a name the run uses for its own files in the snapshot directory" \
     train --snapshot-dir "$tmp/snap" --trace "$tmp/snap/snapshot-0000000004.h5"
-refused "--metrics '$tmp/snap/./snapshot-0000000006.h5' is a snapshot file's name" \
+refused "--metrics '$tmp/snap/./snapshot-0000000006.h5' is a name the run uses" \
     train --snapshot-dir "$tmp/snap" --metrics "$tmp/snap/./snapshot-0000000006.h5"
+refused "--metrics '$tmp/snap/pipenet.lock' is a name the run uses" \
+    train --snapshot-dir "$tmp/snap" --metrics "$tmp/snap/pipenet.lock"
 refused "--metrics '$tmp/./resume.h5' is the snapshot resumed from" \
     train --resume "$tmp/resume.h5" --metrics "$tmp/./resume.h5"
 refused "--trace '$tmp/./both.json' is the --metrics file" \

@@ -9,6 +9,8 @@
 #include "base/error.h"
 #include "base/path.h"
 #include "cli/options.h"
+#include "io/snapshot_dir.h"
+#include "io/snapshot_lock.h"
 #include "mpi/comm.h"
 #include "pipeline/optimizer.h"
 #include "pipeline/schedule.h"
@@ -166,10 +168,6 @@ void pn_train_options_apply(const pn_train_overrides *o, pn_train_config *cfg)
     if (GIVEN(OPT_STALL_TIMEOUT)) cfg->stall_timeout_s = v->stall_timeout_s;
 }
 
-/* What the snapshots of a snapshot directory are called (io/snapshot_dir.h:
- * snapshot-<step>.h5, and snapshot-*.tmp-<pid> while being written). */
-static const char SNAPSHOT_NAMES[] = "snapshot-";
-
 int pn_train_outputs_check(const pn_train_config *cfg, const char *model)
 {
     const char *resumed = strcmp(cfg->resume, "auto") ? cfg->resume : NULL;
@@ -190,10 +188,13 @@ int pn_train_outputs_check(const pn_train_config *cfg, const char *model)
         const char *option = outputs[i].option, *path = outputs[i].path;
         if (!path[0]) continue;
         PN_TRY(pn_path_check_output(option, path, inputs, outputs[i].inputs, true));
-        if (pn_path_in_dir(path, cfg->snapshot_dir, SNAPSHOT_NAMES))
-            return pn_error_set(PN_ERR_INVALID, "%s '%s' is a snapshot file's name in the "
-                                "snapshot directory %s, which the run writes and deletes; "
-                                "choose another name", option, path, cfg->snapshot_dir);
+        /* the run's own files there: its snapshots (written, pruned) and its lock */
+        if (pn_path_in_dir(path, cfg->snapshot_dir, PN_SNAPSHOT_PREFIX) ||
+            pn_path_in_dir(path, cfg->snapshot_dir, PN_SNAPSHOT_LOCK_NAME))
+            return pn_error_set(PN_ERR_INVALID, "%s '%s' is a name the run uses for its own "
+                                "files in the snapshot directory %s (%s*, %s); choose another "
+                                "name", option, path, cfg->snapshot_dir, PN_SNAPSHOT_PREFIX,
+                                PN_SNAPSHOT_LOCK_NAME);
     }
     return PN_OK;
 }

@@ -21,7 +21,7 @@
 #include "base/log.h"
 #include "io/snapshot_file.h"
 
-static const char SNAPSHOT_PREFIX[] = "snapshot-";
+static const char SNAPSHOT_PREFIX[] = PN_SNAPSHOT_PREFIX;
 
 /* fsyncs path (a file or, with O_DIRECTORY, a directory). */
 static int sync_path(const char *path, int flags, const char *what)

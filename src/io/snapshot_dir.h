@@ -11,6 +11,11 @@
 
 #include "io/train_state.h"
 
+/* What a run's files in its snapshot directory are called: snapshots (and their
+ * temporaries while written) start with this; the lock is io/snapshot_lock.h's
+ * PN_SNAPSHOT_LOCK_NAME. An output the user names must be neither. */
+#define PN_SNAPSHOT_PREFIX "snapshot-"
+
 /* Writes st (as format, NULL: st's own) to path through a temporary name, which is
  * opened and its header read back, fsynced and renamed; the directory is fsynced
  * too. On failure the temporary is removed and whatever path held before is
