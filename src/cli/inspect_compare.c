@@ -135,7 +135,8 @@ static int read_dataset(hid_t file, const char *path, const char *name, pn_hdf5_
     if (!*out) return pn_error_set(PN_ERR_NOMEM, "%s: out of memory for /%s", path, name);
     hid_t dset;
     PN_TRY(pn_hdf5_open_dataset(file, path, name, NULL, &dset));
-    int rc = pn_hdf5_read_all(dset, path, name, type, *out);
+    int rc = pn_hdf5_check_storage(dset, path, name); /* never compare a fill value */
+    if (rc == PN_OK) rc = pn_hdf5_read_all(dset, path, name, type, *out);
     return pn_hdf5_close_after(dset, path, rc);
 }
 
