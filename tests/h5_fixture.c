@@ -8,6 +8,8 @@
  *   h5_fixture floats FILE NAME VALUE...
  *       adds float32 dataset NAME [n] of the values ("nan", "inf" allowed) to FILE
  *       (created when missing); NAME may be of any length
+ *   h5_fixture deep FILE NAME RANK
+ *       adds float32 dataset NAME of RANK dimensions (HDF5 allows 32) of extent 1
  *   h5_fixture relocate FILE DATASET virtual|external TARGET...
  *       moves DATASET's values out of FILE: its rows split evenly over the TARGETs,
  *       each an HDF5 file holding them under the same dataset name (virtual: FILE's
@@ -86,7 +88,20 @@ static int floats(const char *path, const char *name, int n, char **values)
     return rc;
 }
 
-/* The rows [from, from + count) of a dataset's values (bytes per row: row_bytes). */
+static int deep(const char *path, const char *name, int rank)
+{
+    hsize_t dims[H5S_MAX_RANK];
+    if (rank < 1 || rank > H5S_MAX_RANK) return die("RANK must be in 1..32", NULL);
+    for (int k = 0; k < rank; k++) dims[k] = 1;
+    float one = 1.0f;
+    hid_t file = open_rw(path);
+    if (file < 0) return die("cannot open", path);
+    int rc = write_dataset(file, name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, rank, dims, &one);
+    H5Fclose(file);
+    return rc;
+}
+
+/* The rows [from, from + count) of a dataset's values. */
 typedef struct part {
     hsize_t from, count;
 } part;
@@ -171,8 +186,9 @@ int main(int argc, char **argv)
     const char *cmd = argc > 1 ? argv[1] : "";
     if (!strcmp(cmd, "dataset") && argc == 4) return dataset(argv[2], atol(argv[3]));
     if (!strcmp(cmd, "floats") && argc >= 4) return floats(argv[2], argv[3], argc - 4, argv + 4);
+    if (!strcmp(cmd, "deep") && argc == 5) return deep(argv[2], argv[3], atoi(argv[4]));
     if (!strcmp(cmd, "relocate") && argc >= 6)
         return relocate(argv[2], argv[3], argv[4], argc - 5, argv + 5);
-    return die("usage: h5_fixture dataset FILE ROWS | floats FILE NAME VALUE... | relocate "
-               "FILE DATASET virtual|external TARGET...", NULL);
+    return die("usage: h5_fixture dataset FILE ROWS | floats FILE NAME VALUE... | deep FILE "
+               "NAME RANK | relocate FILE DATASET virtual|external TARGET...", NULL);
 }

@@ -55,7 +55,11 @@ static void describe_dataset(hid_t dset, const char *fname, pn_hdf5_dataset_info
     hid_t t = H5Dget_type(dset), space = H5Dget_space(dset), dcpl = H5Dget_create_plist(dset);
     snprintf(info->type, sizeof info->type, "?");
     if (t >= 0) pn_hdf5_type_name(t, info->type, sizeof info->type);
-    info->rank = space < 0 ? -1 : H5Sget_simple_extent_dims(space, info->dims, NULL);
+    /* HDF5 allows 32 dimensions; dims holds fewer: a larger rank is shown unknown */
+    int rank = space < 0 ? -1 : H5Sget_simple_extent_ndims(space);
+    info->rank = rank < 0 || rank > (int)(sizeof info->dims / sizeof *info->dims)
+                     ? -1
+                     : H5Sget_simple_extent_dims(space, info->dims, NULL);
     if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED) {
         info->chunk_rank = H5Pget_chunk(dcpl, PN_HDF5_MAX_RANK + 4, info->chunk);
         unsigned flags;
