@@ -166,6 +166,11 @@ static hid_t choose_layout(fz_in *in, int rank, const hsize_t *dims, hid_t type,
 enum { IN_FILE, VIRTUAL, EXTERNAL, VIRTUAL_GONE, VIRTUAL_SHORT, EXTERNAL_SHORT, N_WHERE };
 static char elsewhere[256];
 static unsigned elsewhere_kind; /* IN_FILE: no field uses it */
+/* A VDS's source dataset, open until its values are written, and its extents: the
+ * values go there, not through the VDS (HDF5 1.10 reads past the buffer when it
+ * writes through a VDS with a type conversion). */
+static hid_t source_file = H5I_INVALID_HID, source = H5I_INVALID_HID;
+static hsize_t source_dims[8];
 
 /* A creation list that puts the values elsewhere as the input says (then dcpl is
  * closed), or dcpl itself: a VDS over all of a source dataset of the same type
@@ -186,14 +191,13 @@ static hid_t choose_elsewhere(fz_in *in, hid_t dcpl, int rank, const hsize_t *di
         H5Pset_external(dcpl, elsewhere, 0, (hsize_t)bytes);
         return dcpl;
     }
-    hsize_t src_dims[8];
-    memcpy(src_dims, dims, (size_t)rank * sizeof *dims);
-    if (where == VIRTUAL_SHORT) src_dims[0] /= 2;
-    hid_t src = H5Fcreate(elsewhere, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    hid_t space = H5Screate_simple(rank, src_dims, NULL), all = H5Screate_simple(rank, dims, NULL);
-    if (src >= 0) H5Dclose(H5Dcreate2(src, "s", type, space, H5P_DEFAULT, H5P_DEFAULT,
-                                      H5P_DEFAULT));
-    if (src >= 0) H5Fclose(src);
+    memcpy(source_dims, dims, (size_t)rank * sizeof *dims);
+    if (where == VIRTUAL_SHORT) source_dims[0] /= 2;
+    source_file = H5Fcreate(elsewhere, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t space = H5Screate_simple(rank, source_dims, NULL);
+    hid_t all = H5Screate_simple(rank, dims, NULL);
+    if (source_file >= 0)
+        source = H5Dcreate2(source_file, "s", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     H5Pset_virtual(dcpl, all, elsewhere, "s", all);
     H5Sclose(all);
     H5Sclose(space);
@@ -284,10 +288,16 @@ static void write_field(fz_in *in, hid_t file, const field_plan *fields, int i, 
         if (d >= 0) {
             static const long parts[] = {16, 0, 8, 15};
             hsize_t written = rank ? dims[0] * (hsize_t)FZ_PICK(in, parts) / 16 : 1;
-            write_values(in, d, rank, dims, written, f->spec.shape.ids, f->spec.id_limit);
-            fz_note_values(d, regions, &n_regions);
+            bool virtual = source >= 0;
+            if (virtual && written > source_dims[0]) written = source_dims[0];
+            write_values(in, virtual ? source : d, rank, virtual ? source_dims : dims, written,
+                         f->spec.shape.ids, f->spec.id_limit);
+            if (!virtual) fz_note_values(d, regions, &n_regions);
             H5Dclose(d);
         }
+        if (source >= 0) H5Dclose(source);
+        if (source_file >= 0) H5Fclose(source_file);
+        source = source_file = H5I_INVALID_HID;
         H5Sclose(space);
         H5Pclose(dcpl);
         H5Tclose(type);
