@@ -194,7 +194,8 @@ static int snapshot(trainer *t, pn_progress_mark mark)
 }
 
 /* On a stop signal: a snapshot when steps were trained since the last one on disk,
- * then one line saying so. */
+ * then one line saying so. Without a snapshot directory nothing is saved, and the
+ * line and the result say that instead. */
 static int stop_now(trainer *t, int signal, long step, long saved, pn_progress_mark next,
                     pn_train_result *r)
 {
@@ -203,15 +204,23 @@ static int stop_now(trainer *t, int signal, long step, long saved, pn_progress_m
     bool save = cfg->snapshot_dir[0] && step > saved;
     if (save) PN_TRY(snapshot(t, next));
     r->stopped_by_signal = 1;
+    r->stopped_unsaved = !cfg->snapshot_dir[0];
+    long trained = step - t->start.step;
     if (!is_root(t)) return PN_OK;
-    if (step == t->start.step)
+    if (r->stopped_unsaved && trained == 0)
+        pn_progress_print(&t->progress, "stopping on %s before the first step, with nothing "
+                                        "saved (no --snapshot-dir)", sig);
+    else if (r->stopped_unsaved)
+        pn_progress_print(&t->progress, "stopping at step %ld on %s with nothing saved (no "
+                                        "--snapshot-dir): the %ld step%s trained here %s lost",
+                          step, sig, trained, trained == 1 ? "" : "s", trained == 1 ? "is" : "are");
+    else if (trained == 0)
         pn_progress_print(&t->progress, "stopping on %s before the first step: nothing new "
                                         "to save", sig);
     else
         pn_progress_print(&t->progress, "stopping at step %ld on %s%s", step, sig,
                           save ? " after writing a snapshot"
-                          : cfg->snapshot_dir[0] ? " (its snapshot is already written)"
-                                                 : " (no --snapshot-dir: nothing saved)");
+                               : " (its snapshot is already written)");
     return PN_OK;
 }
 
@@ -421,7 +430,7 @@ int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_job *job,
 {
     trainer t = {.graph = g, .cfg = *cfg, .hooks = hooks};
     pn_stop_signals_catch(); /* the program has done so already; a library caller may not */
-    pn_train_result r = {0, NAN, NAN, NAN, 0, 0, NULL, 0, 0, 0};
+    pn_train_result r = {0, NAN, NAN, NAN, 0, 0, NULL, 0, 0, 0, 0};
     int rc = pn_trainer_setup(&t, job);
     if (t.comm) {
         rc = pn_comm_agree(t.comm, rc);
