@@ -224,6 +224,34 @@ static int stop_now(trainer *t, int signal, long step, long saved, pn_progress_m
     return PN_OK;
 }
 
+/* The snapshot's data position in this run's batches, with a note (into note) when
+ * it moved. The snapshot counts batches of its own run's size: with another batch
+ * (--resume-override) the run goes on at the batch that holds the epoch's first
+ * sample not yet trained (the samples before it in that batch are trained again);
+ * a position that no batch of this epoch reaches (the rest no longer fills one, or
+ * another data file is smaller) starts the next epoch. */
+static void place_in_epoch(trainer *t, char *note, size_t cap)
+{
+    long per_epoch = pn_reader_batches_per_epoch(t->train_data), batch = t->cfg.batch;
+    long done = t->start.batch_index * (t->resume_batch > 0 ? t->resume_batch : batch);
+    int len = 0;
+    note[0] = '\0';
+    if (t->resume_batch > 0 && t->resume_batch != batch) {
+        t->start.batch_index = done / batch;
+        len = snprintf(note, cap, "; its run had batches of %ld and had trained %ld "
+                       "samples of epoch %ld", t->resume_batch, done, t->start.epoch + 1);
+        if (t->start.batch_index < per_epoch)
+            snprintf(note + len, cap - (size_t)len, ", %ld of them trained again",
+                     done - t->start.batch_index * batch);
+    }
+    if (t->start.batch_index >= per_epoch) {
+        snprintf(note + len, cap - (size_t)len, "%s: no batch of %ld left in the epoch",
+                 len ? "" : "; its position is past this epoch's end", batch);
+        t->start.epoch++;
+        t->start.batch_index = 0;
+    }
+}
+
 static int resume(trainer *t)
 {
     PN_TRY(pn_fault_at(&t->fault, "resume"));
@@ -235,10 +263,13 @@ static int resume(trainer *t)
     double t0 = PN_TRACE_T0();
     PN_TRY(pn_checkpoint_load(t->comm, pn_stage_params(t->stage), t->resume_path, &t->start));
     PN_TRACE("resume", "snapshot", NULL, t->start.step, -1, t0);
+    char moved[256];
+    place_in_epoch(t, moved, sizeof moved);
     if (is_root(t)) /* epochs and batches counted from 1, as progress lines count epochs */
-        printf("resuming from %s: step %ld, epoch %ld, next batch %ld of %ld, seed %llu\n",
+        printf("resuming from %s: step %ld, epoch %ld, next batch %ld of %ld, seed %llu%s\n",
                t->resume_path, t->start.step, t->start.epoch + 1, t->start.batch_index + 1,
-               pn_reader_batches_per_epoch(t->train_data), (unsigned long long)t->cfg.seed);
+               pn_reader_batches_per_epoch(t->train_data), (unsigned long long)t->cfg.seed,
+               moved);
     long dropped = 0;
     int rc = t->metrics ? pn_metrics_forget_after(t->metrics, t->start.step, &dropped) : PN_OK;
     if (rc == PN_OK && dropped > 0)
@@ -354,8 +385,8 @@ static int run(trainer *t, pn_train_result *r)
     if (step >= total && is_root(t))
         pn_progress_print(&t->progress, "already at step %ld of %ld: nothing to train", step,
                           total);
-    PN_TRY(pn_reader_seek(t->train_data, t->start.epoch,
-                          t->start.batch_index < per_epoch ? t->start.batch_index : 0));
+    /* within the epoch: resume() placed it (place_in_epoch) */
+    PN_TRY(pn_reader_seek(t->train_data, t->start.epoch, t->start.batch_index));
     double start = pn_now(), epoch_start = start, epoch_loss = 0.0;
     long epoch_steps = 0, saved = step; /* saved: the newest step on disk (or the start) */
     pn_progress_mark next = t->start; /* the batch after the last one trained */
