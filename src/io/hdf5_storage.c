@@ -20,7 +20,8 @@
 
 #include "base/error.h"
 
-/* A VDS whose source is itself virtual is followed this deep, no deeper. */
+/* Virtual datasets whose sources are virtual in turn are followed this many levels
+ * deep (the first included), no deeper. */
 enum { MAX_DEPTH = 4 };
 
 /* "/" when name lacks its leading slash, so messages always show '/name'. */
@@ -415,9 +416,8 @@ static int check_source(hid_t dset, const char *fname, const char *name, const c
     if (H5Lexists(file, src_name, H5P_DEFAULT) <= 0 ||
         (src = H5Dopen2(file, src_name, H5P_DEFAULT)) < 0)
         rc = pn_error_set(PN_ERR_INVALID, "%s: dataset '%s%s' is virtual: its %s come from "
-                          "dataset '%s' of '%s', which has no such dataset (HDF5 would read "
-                          "them as the fill value)", fname, slash(name), name, rows, src_name,
-                          path);
+                          "'%s', which holds no dataset '%s' (HDF5 would read them as the fill "
+                          "value)", fname, slash(name), name, rows, path, src_name);
     H5Eclear2(H5E_DEFAULT);
     int rank = -1;
     if (rc == 0 && ((space = H5Dget_space(src)) < 0 ||
@@ -448,10 +448,6 @@ static int check_source(hid_t dset, const char *fname, const char *name, const c
                               (unsigned long long)(rank > 0 ? dims[0] : 1));
     }
     H5Eclear2(H5E_DEFAULT);
-    if (rc == 0 && depth + 1 >= MAX_DEPTH)
-        rc = pn_error_set(PN_ERR_UNSUPPORTED, "%s: dataset '%s%s': its %s come from virtual "
-                          "datasets nested more than %d deep", fname, slash(name), name, rows,
-                          MAX_DEPTH);
     if (rc == 0 && (rc = check_at(src, path, src_name, depth + 1)) < 0)
         pn_error_wrap(rc, "%s: dataset '%s%s' is virtual: its %s come from '%s'", fname,
                       slash(name), name, rows, path);
@@ -470,6 +466,10 @@ static int check_source(hid_t dset, const char *fname, const char *name, const c
 static int check_virtual(hid_t dset, hid_t dcpl, const char *fname, const char *name,
                          int depth)
 {
+    if (depth >= MAX_DEPTH) /* a VDS over a VDS over ..., or over itself */
+        return pn_error_set(PN_ERR_UNSUPPORTED, "%s: dataset '%s%s' is virtual, with sources "
+                            "virtual in turn more than %d deep", fname, slash(name), name,
+                            MAX_DEPTH);
     size_t count = 0;
     int rc = 0;
     hid_t space = H5I_INVALID_HID, covered = H5I_INVALID_HID;
