@@ -80,9 +80,9 @@ static void compare_floats(tally *t, const char *name, const float *a, const flo
     if (odd) {
         char place[256];
         place_of(first_odd, rank, dims, place, sizeof place);
-        printf("%zu of %zu values not a number on one side only, or another one, first at %s "
-               "(%g in %s, %g in %s); the others: ", odd, n, place, a[first_odd], path_a,
-               b[first_odd], path_b);
+        printf("%zu of %zu values NaN or infinite where the other file has another value, "
+               "first at %s (%g in %s, %g in %s); the others: ", odd, n, place, a[first_odd],
+               path_a, b[first_odd], path_b);
     }
     printf("relative L2 difference %.3g, largest |a - b| %.3g (%zu values)\n", rel, max_abs, n);
 }
