@@ -234,22 +234,22 @@ static void place_in_epoch(trainer *t, char *note, size_t cap)
 {
     long per_epoch = pn_reader_batches_per_epoch(t->train_data), batch = t->cfg.batch;
     long done = t->start.batch_index * (t->resume_batch > 0 ? t->resume_batch : batch);
-    int len = 0;
-    note[0] = '\0';
+    char moved[128] = "", again[64] = "", past[128] = "";
     if (t->resume_batch > 0 && t->resume_batch != batch) {
         t->start.batch_index = done / batch;
-        len = snprintf(note, cap, "; its run had batches of %ld and had trained %ld "
-                       "samples of epoch %ld", t->resume_batch, done, t->start.epoch + 1);
+        snprintf(moved, sizeof moved, "; its run had batches of %ld and had trained %ld "
+                 "samples of epoch %ld", t->resume_batch, done, t->start.epoch + 1);
         if (t->start.batch_index < per_epoch)
-            snprintf(note + len, cap - (size_t)len, ", %ld of them trained again",
+            snprintf(again, sizeof again, ", %ld of them trained again",
                      done - t->start.batch_index * batch);
     }
     if (t->start.batch_index >= per_epoch) {
-        snprintf(note + len, cap - (size_t)len, "%s: no batch of %ld left in the epoch",
-                 len ? "" : "; its position is past this epoch's end", batch);
+        snprintf(past, sizeof past, "%s: no batch of %ld left in the epoch",
+                 moved[0] ? "" : "; its position is past this epoch's end", batch);
         t->start.epoch++;
         t->start.batch_index = 0;
     }
+    snprintf(note, cap, "%s%s%s", moved, again, past);
 }
 
 static int resume(trainer *t)
@@ -263,13 +263,13 @@ static int resume(trainer *t)
     double t0 = PN_TRACE_T0();
     PN_TRY(pn_checkpoint_load(t->comm, pn_stage_params(t->stage), t->resume_path, &t->start));
     PN_TRACE("resume", "snapshot", NULL, t->start.step, -1, t0);
-    char moved[256];
-    place_in_epoch(t, moved, sizeof moved);
+    char placed[320];
+    place_in_epoch(t, placed, sizeof placed);
     if (is_root(t)) /* epochs and batches counted from 1, as progress lines count epochs */
         printf("resuming from %s: step %ld, epoch %ld, next batch %ld of %ld, seed %llu%s\n",
                t->resume_path, t->start.step, t->start.epoch + 1, t->start.batch_index + 1,
                pn_reader_batches_per_epoch(t->train_data), (unsigned long long)t->cfg.seed,
-               moved);
+               placed);
     long dropped = 0;
     int rc = t->metrics ? pn_metrics_forget_after(t->metrics, t->start.step, &dropped) : PN_OK;
     if (rc == PN_OK && dropped > 0)
