@@ -6,12 +6,13 @@
 #     raw files with both whole, train (and read the same as the plain file);
 #     `inspect` calls them "virtual" with their sources and "external" with their
 #     files, not "contiguous";
-#  2. a source file missing, or a raw file missing or cut short: `train` and `infer`
-#     refuse the file before training, naming the file, the dataset and the source;
+#  2. a source file missing or short, or a raw file missing or cut short: `train`
+#     refuses the file before training, naming the file, the dataset and the source;
 #     `inspect` lists why and exits 1; `inspect --compare` refuses to compare;
 #  3. a raw file cut short during a run is found at the next epoch's start;
 #  4. a snapshot whose parameter is virtual or external is refused even when its
-#     source is there (a snapshot holds its own values, under its checksums).
+#     source is there (a snapshot holds its own values, under its checksums);
+#  5. `infer` (the same reader) runs on a whole VDS and refuses a broken one.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/script_fixture.sh"
@@ -106,7 +107,6 @@ refused during "external file 'f1.raw', which is cut short"
 echo "ok: a raw file cut short during the run stops it at the next epoch"
 
 # 4. snapshots hold their own values
-"$fix" dataset plain.h5 40
 train snap plain.h5 --snapshot-dir snap
 snap=$(ls snap/snapshot-*.h5 | tail -1)
 [ -f "$snap" ] || { cat snap.out; fail "no snapshot"; }
@@ -120,4 +120,15 @@ expect 1 "esnap.h5: dataset '/params/out/w' is external (its values are in w.raw
 train resumed plain.h5 --resume vsnap.h5 --steps 8
 refused resumed "dataset '/params/out/w' is virtual"
 echo "ok: a snapshot with a virtual or external parameter is refused, its source there or not"
+
+# 5. infer reads dataset files through the same reader: whole, it runs; a source
+# missing, it refuses
+cp plain.h5 vinfer.h5
+"$fix" relocate vinfer.h5 features virtual q0.h5 q1.h5 || fail "relocate virtual"
+"$PIPENET" infer "$snap" --data vinfer.h5 >infer.out 2>&1 || { cat infer.out; fail "infer on a whole VDS"; }
+mv q0.h5 q0.h5.away
+"$PIPENET" infer "$snap" --data vinfer.h5 >infer_missing.out 2>&1
+rc=$?
+refused infer_missing "vinfer.h5: dataset '/features' is virtual: its rows 0 to 19 come from file 'q0.h5'"
+echo "ok: infer runs on a whole VDS and refuses one with a source missing"
 echo "PASS: data storage"
