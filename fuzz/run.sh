@@ -2,8 +2,8 @@
 # Runs the fuzz targets built by fuzz.mk (`make fuzz`), niced, each for SECONDS or
 # RUNS executions from its corpus OUT/corpus/<target> (seeded from fuzz/seeds and
 # models/, or make_seeds.sh and fuzz/seeds/<name> for the HDF5 targets); one line
-# per target. A finding is
-# saved in OUT/findings/ and fails the script once every target has run.
+# per target. A finding is saved in OUT/findings/ and fails the script once every
+# target has run.
 # usage: run.sh OUT SRCDIR "TARGETS" SECONDS [RUNS]
 set -u
 out=$1 srcdir=$2 targets=$3 seconds=$4 runs=${5:-}
