@@ -170,7 +170,7 @@ static int relocate(const char *path, const char *name, const char *how, int n, 
     }
     hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
     H5Pset_create_intermediate_group(lcpl, 1);
-    d = rc < 0 ? -1 : H5Dcreate2(file, name, ftype, space, lcpl, dcpl, H5P_DEFAULT);
+    d = rc != 0 ? -1 : H5Dcreate2(file, name, ftype, space, lcpl, dcpl, H5P_DEFAULT);
     if (rc == 0 && d < 0) rc = die("cannot create", name);
     if (d >= 0) H5Dclose(d);
     H5Pclose(lcpl);
