@@ -1,6 +1,8 @@
 /* Fuzz target: dataset files as `train`, `infer` and `inspect` read them. The input
  * chooses what the model expects and what the file holds (names, dtypes, ranks,
- * extents, layouts, rows written or only declared, bad values, root attributes),
+ * extents, layouts, values in other files (a VDS's source, an external raw file,
+ * either missing or cut short), rows written or only declared, bad values, root
+ * attributes),
  * which is written with the HDF5 API to /dev/shm and handed to the reader: bytes of
  * HDF5 itself are left alone, since flipping them tests HDF5 (fuzz/README.md). */
 #include <hdf5.h>
@@ -10,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/error.h"
@@ -158,6 +161,60 @@ static hid_t choose_layout(fz_in *in, int rank, const hsize_t *dims, hid_t type,
     return dcpl;
 }
 
+/* Where one field's values may lie outside the file: a VDS's source file or an
+ * external raw file (a scratch file of this input), and how the input spoils it. */
+enum { IN_FILE, VIRTUAL, EXTERNAL, VIRTUAL_GONE, VIRTUAL_SHORT, EXTERNAL_SHORT, N_WHERE };
+static char elsewhere[256];
+static unsigned elsewhere_kind; /* IN_FILE: no field uses it */
+/* A VDS's source dataset, open until its values are written, and its extents: the
+ * values go there, not through the VDS (HDF5 1.10 reads past the buffer when it
+ * writes through a VDS with a type conversion). */
+static hid_t source_file = H5I_INVALID_HID, source = H5I_INVALID_HID;
+static hsize_t source_dims[8];
+
+/* A creation list that puts the values elsewhere as the input says (then dcpl is
+ * closed), or dcpl itself: a VDS over all of a source dataset of the same type
+ * (half its rows: VIRTUAL_SHORT), or one external raw file of the values' size. */
+static hid_t choose_elsewhere(fz_in *in, hid_t dcpl, int rank, const hsize_t *dims, hid_t type)
+{
+    unsigned where = fz_below(in, N_WHERE);
+    size_t bytes = H5Tget_size(type) * elements(rank, dims);
+    bool external = where == EXTERNAL || where == EXTERNAL_SHORT;
+    if (where == IN_FILE || elsewhere_kind != IN_FILE || rank < 1 ||
+        (external && (bytes == 0 || bytes > (1u << 24))))
+        return dcpl;
+    H5Pclose(dcpl);
+    dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    elsewhere_kind = where;
+    fz_scratch(external ? "external.raw" : "source.h5", elsewhere, sizeof elsewhere);
+    if (external) {
+        H5Pset_external(dcpl, elsewhere, 0, (hsize_t)bytes);
+        return dcpl;
+    }
+    memcpy(source_dims, dims, (size_t)rank * sizeof *dims);
+    if (where == VIRTUAL_SHORT) source_dims[0] /= 2;
+    source_file = H5Fcreate(elsewhere, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t space = H5Screate_simple(rank, source_dims, NULL);
+    hid_t all = H5Screate_simple(rank, dims, NULL);
+    if (source_file >= 0)
+        source = H5Dcreate2(source_file, "s", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Pset_virtual(dcpl, all, elsewhere, "s", all);
+    H5Sclose(all);
+    H5Sclose(space);
+    H5Eclear2(H5E_DEFAULT);
+    return dcpl;
+}
+
+/* After the file is closed: the source removed, or the raw file cut in half. */
+static void spoil_elsewhere(void)
+{
+    struct stat st;
+    if (elsewhere_kind == VIRTUAL_GONE) unlink(elsewhere);
+    if (elsewhere_kind == EXTERNAL_SHORT && stat(elsewhere, &st) == 0 &&
+        truncate(elsewhere, st.st_size / 2) != 0)
+        unlink(elsewhere);
+}
+
 /* Writes rows [0, written) of dataset d (rank dims) with values the input spoils. */
 static void write_values(fz_in *in, hid_t d, int rank, const hsize_t *dims, hsize_t written,
                          bool ids, int id_limit)
@@ -218,6 +275,8 @@ static void write_field(fz_in *in, hid_t file, const field_plan *fields, int i, 
         hid_t type = choose_type(in, f->spec.shape.ids);
         bool chunked;
         hid_t dcpl = choose_layout(in, rank, dims, type, &chunked);
+        hid_t chosen = dcpl;
+        if ((dcpl = choose_elsewhere(in, dcpl, rank, dims, type)) != chosen) chunked = false;
         for (int k = 0; k < rank; k++) maxdims[k] = dims[k];
         if (chunked && rank > 0 && fz_below(in, 4) == 3) maxdims[0] = H5S_UNLIMITED;
         hid_t space = rank ? H5Screate_simple(rank, dims, maxdims) : H5Screate(H5S_SCALAR);
@@ -229,10 +288,16 @@ static void write_field(fz_in *in, hid_t file, const field_plan *fields, int i, 
         if (d >= 0) {
             static const long parts[] = {16, 0, 8, 15};
             hsize_t written = rank ? dims[0] * (hsize_t)FZ_PICK(in, parts) / 16 : 1;
-            write_values(in, d, rank, dims, written, f->spec.shape.ids, f->spec.id_limit);
-            fz_note_values(d, regions, &n_regions);
+            bool virtual = source >= 0;
+            if (virtual && written > source_dims[0]) written = source_dims[0];
+            write_values(in, virtual ? source : d, rank, virtual ? source_dims : dims, written,
+                         f->spec.shape.ids, f->spec.id_limit);
+            if (!virtual) fz_note_values(d, regions, &n_regions);
             H5Dclose(d);
         }
+        if (source >= 0) H5Dclose(source);
+        if (source_file >= 0) H5Fclose(source_file);
+        source = source_file = H5I_INVALID_HID;
         H5Sclose(space);
         H5Pclose(dcpl);
         H5Tclose(type);
@@ -317,6 +382,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int i = 0; i < n_fields; i++) choose_spec(&in, i, &fields[i]);
 
     n_regions = 0;
+    elsewhere_kind = IN_FILE;
     hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (file < 0) return 0;
     hsize_t rows = 8 + fz_below(&in, 24);
@@ -324,6 +390,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (unsigned a = fz_below(&in, 4); a > 0; a--) fz_write_root_attr(&in, file);
     H5Fclose(file);
     fz_damage(&in, path, regions, n_regions);
+    spoil_elsewhere();
 
     pn_reader_field specs[MAX_FIELDS];
     const char *names[MAX_FIELDS];
@@ -354,5 +421,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     inspect(path);
     fz_check_hdf5_closed("the reader");
     unlink(path);
+    if (elsewhere_kind != IN_FILE) unlink(elsewhere);
     return 0;
 }

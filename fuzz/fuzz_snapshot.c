@@ -1,8 +1,9 @@
 /* Fuzz target: snapshot and model files as resume, export, inspect and infer read
  * them. The input chooses the file's attributes, config, parameters and slots (each
- * right, missing, misshapen or of another type), written with the HDF5 API to
- * /dev/shm; what pipenet reads is written back and must read back the same, infer's
- * model runs a forward, and resume checks the header against a model (README.md). */
+ * right, missing, misshapen, of another type, or stored outside the file: external
+ * or virtual), written with the HDF5 API to /dev/shm; what pipenet reads is written
+ * back and must read back the same, infer's model runs a forward, and resume checks
+ * the header against a model (README.md). */
 #include <hdf5.h>
 #include <jansson.h>
 #include <limits.h>
@@ -131,7 +132,7 @@ static void write_int_attr(fz_in *in, hid_t file, const char *name, long normal)
 /* Writes float dataset name (rank 1 when rows is 1) as pipenet does, or otherwise. */
 static void write_array(fz_in *in, hid_t file, const char *name, int rows, int cols)
 {
-    unsigned how = fz_below(in, 16);
+    unsigned how = fz_below(in, 18);
     hid_t lcpl = H5Pcreate(H5P_LINK_CREATE), dcpl = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_create_intermediate_group(lcpl, 1);
     hsize_t dims[3] = {(hsize_t)rows, (hsize_t)cols, 2}, chunk[3] = {1, 1, 1};
@@ -156,14 +157,22 @@ static void write_array(fz_in *in, hid_t file, const char *name, int rows, int c
     case 11: type = H5T_IEEE_F32BE; break;
     default: break;
     }
-    bool checksum = how != 12, contiguous = how == 13;
+    bool checksum = how != 12, contiguous = how == 13 || how >= 16;
+    hsize_t n = 1;
+    for (int k = 0; k < rank; k++) n *= dims[k];
+    char other[256]; /* 16: values in an external raw file, 17: a VDS over another file */
+    fz_scratch(how == 16 ? "external.raw" : "source.h5", other, sizeof other);
+    if (how == 16) H5Pset_external(dcpl, other, 0, n * 4);
+    if (how == 17) {
+        hid_t all = H5Screate_simple(rank, dims, NULL);
+        H5Pset_virtual(dcpl, all, other, "/params/w", all);
+        H5Sclose(all);
+    }
     for (int k = 0; k < rank; k++) chunk[k] = dims[k] ? (dims[k] > 64 ? 64 : dims[k]) : 1;
     if (!contiguous && rank > 0) H5Pset_chunk(dcpl, rank, chunk);
     if (checksum && !contiguous && rank > 0) H5Pset_fletcher32(dcpl);
     hid_t space = rank ? H5Screate_simple(rank, dims, NULL) : H5Screate(H5S_SCALAR);
     hid_t d = H5Dcreate2(file, name, type, space, lcpl, dcpl, H5P_DEFAULT);
-    hsize_t n = 1;
-    for (int k = 0; k < rank; k++) n *= dims[k];
     if (d >= 0 && n <= (1u << 16) && how != 14) { /* 14: declared, never written */
         float *v = malloc((n ? n : 1) * sizeof *v);
         if (v) {
@@ -434,5 +443,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     inspect(path);
     fz_check_hdf5_closed("reading a snapshot");
     unlink(path);
+    unlink(fz_scratch("external.raw", path, sizeof path));
     return 0;
 }

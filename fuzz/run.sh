@@ -1,8 +1,9 @@
 #!/bin/sh
 # Runs the fuzz targets built by fuzz.mk (`make fuzz`), niced, each for SECONDS or
 # RUNS executions from its corpus OUT/corpus/<target> (seeded from fuzz/seeds and
-# models/, or make_seeds.sh for the HDF5 targets); one line per target. A finding is
-# saved in OUT/findings/ and fails the script once every target has run.
+# models/, or make_seeds.sh and fuzz/seeds/<name> for the HDF5 targets); one line
+# per target. A finding is saved in OUT/findings/ and fails the script once every
+# target has run.
 # usage: run.sh OUT SRCDIR "TARGETS" SECONDS [RUNS]
 set -u
 out=$1 srcdir=$2 targets=$3 seconds=$4 runs=${5:-}
@@ -24,7 +25,9 @@ for t in $targets; do
     graph) seeds="$srcdir/fuzz/seeds/graph $srcdir/models" ;;
     train_config) seeds="$srcdir/fuzz/seeds/train_config" ;;
     *) seeds="$out/seeds/$name"
-       [ -d "$seeds" ] || "$srcdir/fuzz/make_seeds.sh" "$seeds" ;;
+       [ -d "$seeds" ] || "$srcdir/fuzz/make_seeds.sh" "$seeds"
+       # inputs one decision away cannot reach (two decisions, or a value past 7)
+       [ -d "$srcdir/fuzz/seeds/$name" ] && seeds="$seeds $srcdir/fuzz/seeds/$name" ;;
     esac
     dict=
     [ -f "$srcdir/fuzz/$name.dict" ] && dict="-dict=$srcdir/fuzz/$name.dict"

@@ -21,8 +21,8 @@ replay() {
 }
 replay replay_graph "$src/fuzz/seeds/graph" "$src/models"
 replay replay_train_config "$src/fuzz/seeds/train_config"
-replay replay_dataset "$tmp/seeds"
-replay replay_snapshot "$tmp/seeds"
+replay replay_dataset "$tmp/seeds" "$src/fuzz/seeds/dataset"
+replay replay_snapshot "$tmp/seeds" "$src/fuzz/seeds/snapshot"
 replay replay_records "$tmp/seeds"
 [ $fail -eq 0 ] && echo "PASS: every fuzz target on its seeds"
 exit $fail

@@ -4,7 +4,8 @@
 # models/char_gpt.json on 4 stages, and clean errors for more stages than layers, an
 # unknown schedule and a batch that does not split into micro-batches; --measure
 # (a row per stage, the step's prediction), --json (python3 parses it), the layer
-# times file read back (it moves the cut) and the inputs refused.
+# times file read back (it moves the cut), one of all-zero times (M + P - 1 slots,
+# no rate made up) and the inputs refused.
 set -u
 PIPENET=${PIPENET:-./pipenet}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -138,6 +139,21 @@ json.dump(t, open(sys.argv[2], "w"))
 PY
 "$PIPENET" plan "$model" --stages 2 --layer-times "$tmp/heavy.json" >"$tmp/h2" 2>&1 || { cat "$tmp/h2"; fail "plan --layer-times heavy"; }
 grep -q '^0  *fc1, fc2 ' "$tmp/h2" || fail "measured times did not move the cut to fc2|out: $(cat "$tmp/h2")"
+# times that are all zero (a file written by hand): the slots of the textbook figure
+# are still M + P - 1, and no rate is made up
+cat >"$tmp/zero.json" <<'EOF'
+{"format": "pipenet layer times", "version": 1, "model": "fashion_mlp", "micro_batch": 32,
+ "layers": {"fc1": {"forward_s": 0, "backward_s": 0}, "fc2": {"forward_s": 0, "backward_s": 0},
+            "out": {"forward_s": 0, "backward_s": 0}, "loss": {"forward_s": 0, "backward_s": 0}}}
+EOF
+"$PIPENET" plan "$model" --stages 2 --micro-batches 4 --layer-times "$tmp/zero.json" >"$tmp/z2" 2>&1 ||
+    { cat "$tmp/z2"; fail "plan with all-zero layer times exited non-zero"; }
+grep -q "(M + P - 1 = 5 slots of the slowest, stage 0's 0.000 ms, would take 0.000 ms)$" "$tmp/z2" ||
+    fail "zero times: not 5 slots: $(cat "$tmp/z2")"
+grep -q "^predicted step: 0.000 ms .*every time measured is 0: no bubble or samples/s to predict$" "$tmp/z2" ||
+    fail "zero times: a rate or bubble made up: $(cat "$tmp/z2")"
+grep -q "^fashion_mlp: BLAS threads not recorded, steps not recorded;" "$tmp/z2" ||
+    fail "zero times: the file's missing threads and repetitions shown as 0: $(cat "$tmp/z2")"
 # refusals
 "$PIPENET" plan "$model" --measure --layer-times "$tmp/t.json" >"$tmp/e7" 2>&1; [ $? -eq 2 ] || fail "--measure with --layer-times accepted"
 grep -q "pipenet: error: --measure and --layer-times: give one" "$tmp/e7" || fail "message: $(cat "$tmp/e7")"

@@ -6,7 +6,8 @@
 # --deterministic), and so does one written under the interleaved schedule, which
 # resumes the 2-stage one in turn; --resume auto skips a corrupted newest snapshot; the snapshot's
 # seed and batch carry over, and a different seed, batch or network is refused
-# unless --resume-override; --resume auto starts fresh before the first snapshot.
+# unless --resume-override (with another batch, the data position is counted in the
+# new batches); --resume auto starts fresh before the first snapshot.
 # (Stop signals: test_signals.sh.)
 set -u
 PIPENET=${PIPENET:-./pipenet}
@@ -167,6 +168,11 @@ for w in "with seed 8, its run had 7" "with global batch 5000, its run had 10000
         { cat "$tmp/forced.out"; fail "forced: not one warning '$w'"; }
 done
 has forced "batch 5000, 12 steps/epoch"
+# the snapshot's position counts its own batches: 4 of 10000 are 40000 samples,
+# where batches of 5000 go on at the 9th; batches of 35000 have none left
+has forced "resuming from $snap4: step 4, epoch 1, next batch 9 of 12, seed 8; its run had batches of 10000 and had trained 40000 samples of epoch 1, 0 of them trained again"
+short wide "$tmp/small.json" 0 --resume "$snap4" --batch 35000 --resume-override
+has wide "resuming from $snap4: step 4, epoch 2, next batch 1 of 1, seed 7; its run had batches of 10000 and had trained 40000 samples of epoch 1: no batch of 35000 left in the epoch"
 short lone "$tmp/small.json" 2 --resume-override
 has lone "--resume-override: only with --resume"
 echo "ok: --resume-override resumes with the new seed, batch and model, one warning each"

@@ -2,9 +2,11 @@
 # Stopping cleanly whenever a stop signal comes, and never losing work to the snapshot
 # directory (skips, 77, without the Debian Fashion-MNIST package):
 #  1. SIGUSR1 through mpirun as soon as both ranks are in pipenet's main (during MPI
-#     start-up or set-up): exit 3, no death by signal;
+#     start-up or set-up), without --snapshot-dir: exit 4 (stopped, nothing saved),
+#     no death by signal;
 #  2. a signal at each set-up point (PIPENET_FAULT: setup, data, resume) and during a
 #     step: exit 3, a snapshot exactly when steps were trained since the last one;
+#     during a step without --snapshot-dir: exit 4, saying nothing was saved;
 #  3. SIGUSR1 mid-run through mpirun: snapshot, exit 3; --resume auto finishes, exit 0;
 #  4. a nested snapshot directory is created before training; one that cannot be
 #     created fails before training, naming the path;
@@ -56,8 +58,8 @@ done
 kill -USR1 "$launcher"
 wait $pid
 rc=$?
-expect early 3 "stopping .*on SIGUSR1"
-echo "ok: SIGUSR1 right after start-up: clean stop, exit 3"
+expect early 4 "stopping .*on SIGUSR1.* with nothing saved (no --snapshot-dir)"
+echo "ok: SIGUSR1 right after start-up without --snapshot-dir: clean stop, exit 4"
 
 # 2. a signal at each set-up point, and during step 5 with a snapshot at step 4
 for point in setup:usr1 data:term; do
@@ -70,7 +72,10 @@ expect at-step 3 "stopping at step 6 on SIGUSR1 after writing a snapshot"
 PIPENET_FAULT=1:resume:term train at-resume 30 --snapshot-dir "$tmp/points" --resume auto
 expect at-resume 3 "stopping on SIGTERM before the first step: nothing new to save"
 grep -q "resuming from .*snapshot-0000000006.h5" "$tmp/at-resume.out" || fail "at-resume: no resume"
-echo "ok: signals during set-up, data loading, resume and a step: exit 3, snapshot when due"
+PIPENET_FAULT=0:5:usr1 train unsaved 30
+expect unsaved 4 "stopping at step 6 on SIGUSR1 with nothing saved (no --snapshot-dir): the 6 steps trained here are lost"
+echo "ok: signals during set-up, data loading, resume and a step: exit 3, snapshot when due;" \
+     "exit 4 when nothing could be saved"
 
 # 3. SIGUSR1 mid-run: snapshot, exit 3; then --resume auto finishes with exit 0
 timeout 300 mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" \

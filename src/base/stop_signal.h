@@ -1,7 +1,10 @@
 /* Stop requests from a scheduler or a user: SIGTERM and SIGUSR1 ask a training run
- * to finish its step, write a snapshot and exit (with PN_EXIT_STOPPED), whenever they
- * arrive, start-up included. The handlers only record the signal; the trainer looks
- * at its safe points (after set-up, after a resume, after every step). */
+ * to finish its step, write a snapshot and exit (with PN_EXIT_STOPPED; without a
+ * snapshot directory, PN_EXIT_STOPPED_UNSAVED), whenever they arrive once pipenet's
+ * first instruction has run (src/cli/main.c: before that, only a launcher that keeps
+ * them blocked across exec makes them a stop). The handlers only record the signal;
+ * the trainer looks at its safe points (after set-up, after a resume, after every
+ * step). */
 #ifndef PN_STOP_SIGNAL_H
 #define PN_STOP_SIGNAL_H
 
@@ -10,7 +13,10 @@ enum {
     PN_EXIT_FINISHED = 0, /* trained every step */
     PN_EXIT_ERROR = 1,    /* stopped by an error; snapshots already written are intact */
     PN_EXIT_USAGE = 2,    /* a wrong command line */
-    PN_EXIT_STOPPED = 3   /* stopped early by SIGTERM or SIGUSR1: resume to finish */
+    PN_EXIT_STOPPED = 3,  /* stopped early by SIGTERM or SIGUSR1, where the snapshot
+                           * directory holds where it stopped: resume to finish */
+    PN_EXIT_STOPPED_UNSAVED = 4 /* stopped early by SIGTERM or SIGUSR1 with no snapshot
+                                 * directory: nothing saved, the steps trained are lost */
 };
 
 /* Installs the handlers (idempotent; system calls restart after them). Also makes

@@ -2,9 +2,11 @@
  * attribute `format` tells the kind: a snapshot or a model is read whole (so every
  * checksum is verified) and summarized with a table of its parameters; a file
  * without it is a dataset file, listed as its datasets and root attributes.
- * Exit 0, 1 on an unreadable or damaged file, 2 on misuse. */
+ * Exit 0, 1 on an unreadable or damaged file (or a dataset file whose virtual or
+ * external datasets' values are not all there), 2 on misuse. */
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,19 +31,24 @@ static void usage(FILE *out)
             "                    slots and every parameter\n"
             "  pipenet-model     an exported model: its config and parameters\n"
             "  (none)            a dataset file: its datasets with type, shape and\n"
-            "                    chunks, and its root attributes\n"
+            "                    storage (chunks; a virtual dataset's sources, an\n"
+            "                    external one's files), and its root attributes\n"
             "Snapshots and models are read whole, which verifies every checksum; for\n"
             "each parameter the table shows its shape, mean, standard deviation and\n"
             "L2 norm (and the norm of each optimizer slot). A damaged or unreadable\n"
-            "file is an error (exit status 1).\n"
+            "file is an error (exit status 1), and so is a dataset file with a virtual\n"
+            "or external dataset whose values are not all there (a source or file\n"
+            "missing or cut short: HDF5 would read zeros), listed with why.\n"
             "\n"
             "With --compare OTHER, compares FILE's numbers with OTHER's instead: two\n"
             "snapshots or models parameter by parameter, two dataset files (e.g. the\n"
             "predictions of `pipenet infer --out`) every float32 and int32 dataset by\n"
             "name. Floats agree when each array's relative L2 difference |a - b| / |b|\n"
-            "is at most R (default 0: every value equal); ints must be equal. Prints\n"
-            "each array that differs and a summary; exit status 0 when all agree, 1\n"
-            "when any differs (or a file cannot be read).\n"
+            "is at most R (default 0: every value equal); NaN or inf agrees with the\n"
+            "same at the same place, and against a number differs at any R (its first\n"
+            "place named); ints must be equal. Prints each array that differs and a\n"
+            "summary; exit status 0 when all agree, 1 when any differs (or a file\n"
+            "cannot be read).\n"
             "\n"
             "options:\n"
             "  --compare OTHER  compare with OTHER (a file of the same kind)\n"
@@ -177,19 +184,35 @@ static void format_dims(const hsize_t *dims, int rank, const char *prefix, char 
     if (len < cap) snprintf(buf + len, cap - len, "]");
 }
 
-/* One line of the dataset listing: type, shape, chunks and checksum. */
-static int print_dataset(void *count, const pn_hdf5_dataset_info *d)
+/* What the dataset listing found: datasets, and those whose values are not all
+ * there. */
+typedef struct listed {
+    int datasets, missing;
+} listed;
+
+/* One line of the dataset listing: type, shape, storage (chunks and checksum), and
+ * for a virtual or external dataset its sources and whether they are all there. */
+static int print_dataset(void *ctx, const pn_hdf5_dataset_info *d)
 {
+    listed *seen = ctx;
     if (d->unreadable) {
         printf("  /%-15s (cannot open)\n", d->name);
         return 0;
     }
-    char shape[96] = "?", chunks[96] = "contiguous";
+    char shape[96] = "?", storage[96];
     if (d->rank >= 0) format_dims(d->dims, d->rank, "", shape, sizeof shape);
-    if (d->chunk_rank > 0) format_dims(d->chunk, d->chunk_rank, "chunks ", chunks, sizeof chunks);
-    printf("  /%-15s %-8s %-16s %s%s\n", d->name, d->type, shape, chunks,
+    if (d->chunk_rank > 0)
+        format_dims(d->chunk, d->chunk_rank, "chunks ", storage, sizeof storage);
+    else
+        snprintf(storage, sizeof storage, "%s", pn_hdf5_storage_name(d->storage));
+    printf("  /%-15s %-8s %-16s %s%s\n", d->name, d->type, shape, storage,
            d->checksum ? ", fletcher32" : "");
-    ++*(int *)count;
+    if (d->sources[0])
+        printf("  %-16s %s: %s\n", "", d->storage == PN_HDF5_VIRTUAL ? "sources" : "files",
+               d->sources);
+    if (d->missing[0]) printf("  %-16s NOT ALL THERE: %s\n", "", d->missing);
+    seen->datasets++;
+    seen->missing += d->missing[0] != '\0';
     return 0;
 }
 
@@ -208,14 +231,23 @@ static int inspect_dataset_file(hid_t file, const char *path, const char *format
         printf("kind:        an HDF5 file of format '%s' (not a pipenet format)\n", format);
     else
         printf("kind:        dataset file (no 'format' attribute)\n");
-    int n_datasets = 0, n_attrs = 0;
+    listed seen = {0};
+    int n_attrs = 0;
     printf("datasets:\n");
-    int rc = pn_hdf5_list_datasets(file, path, print_dataset, &n_datasets);
-    if (rc == 0 && n_datasets == 0) printf("  (none)\n");
+    int rc = pn_hdf5_list_datasets(file, path, print_dataset, &seen);
+    if (rc == 0 && seen.datasets == 0) printf("  (none)\n");
     printf("attributes:\n");
     if (rc == 0) rc = pn_hdf5_list_attrs(file, path, print_attr, &n_attrs);
     if (rc == 0 && n_attrs == 0) printf("  (none)\n");
-    return rc < 0 ? pn_cli_fail(pn_error_message()) : 0;
+    if (rc < 0) return pn_cli_fail(pn_error_message());
+    if (seen.missing) {
+        char message[PATH_MAX + 128];
+        snprintf(message, sizeof message, "%s: %d dataset%s whose values are not all there "
+                 "(see above): pipenet refuses to read %s", path, seen.missing,
+                 seen.missing == 1 ? "" : "s", seen.missing == 1 ? "it" : "them");
+        return pn_cli_fail(message);
+    }
+    return 0;
 }
 
 int pn_cmd_inspect(int argc, char **argv)

@@ -79,7 +79,8 @@ static void usage(FILE *out)
             "\n"
             "snapshots (HDF5, one file per snapshot, layout independent):\n"
             "  --snapshot-dir DIR  write DIR/snapshot-<step>.h5 at the end, every\n"
-            "                   --snapshot-every steps, and on SIGTERM or SIGUSR1 (then exit 3).\n"
+            "                   --snapshot-every steps, and on SIGTERM or SIGUSR1 (then exit 3;\n"
+            "                   without it such a stop saves nothing and exits 4).\n"
             "                   One run per DIR: the run holds DIR/pipenet.lock, and another\n"
             "                   run given DIR is refused (a dead holder's lock is taken over);\n"
             "                   DIR must have room for one snapshot before training starts\n"
@@ -101,7 +102,9 @@ static void usage(FILE *out)
             "  -h, --help       this text\n"
             "\n"
             "exit status: 0 finished; 1 error (snapshots already written are kept);\n"
-            "2 wrong command line; 3 stopped early by SIGTERM or SIGUSR1 (resume to finish)\n");
+            "2 wrong command line; 3 stopped early by SIGTERM or SIGUSR1, its state in\n"
+            "--snapshot-dir (--resume auto finishes); 4 stopped early by SIGTERM or\n"
+            "SIGUSR1 with no --snapshot-dir: nothing was saved (running again starts over)\n");
 }
 
 /* Ends the job after a failure: the rank that owns the error prints it once. When
@@ -155,5 +158,6 @@ int pn_cmd_train(int argc, char **argv)
     pn_graph_free(g);
     if (rc < 0) return fail_job(job, rc, result.failed_together, PN_EXIT_ERROR);
     pn_job_finalize(job);
+    if (result.stopped_unsaved) return PN_EXIT_STOPPED_UNSAVED;
     return result.stopped_by_signal ? PN_EXIT_STOPPED : PN_EXIT_FINISHED;
 }

@@ -1,9 +1,13 @@
 /* Listings (hdf5_util.h): the names in a group, and every dataset of a file with
- * its type, shape, chunking and checksum, as `pipenet inspect` shows them; a
- * dataset HDF5 cannot open is listed as unreadable rather than ending the walk. */
+ * its type, shape, storage (chunks and checksum; a virtual dataset's sources, an
+ * external one's files, and whether they are all there), as `pipenet inspect` shows
+ * them; a dataset HDF5 cannot open is listed as unreadable rather than ending the
+ * walk. */
 #include "io/hdf5_util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "base/error.h"
 
@@ -42,15 +46,20 @@ typedef struct dataset_walk {
     pn_hdf5_dataset_fn fn;
     void *ctx;
     int rc;
+    const char *fname;
 } dataset_walk;
 
-/* Fills info from the open dataset dset. */
-static void describe_dataset(hid_t dset, pn_hdf5_dataset_info *info)
+/* Fills info from the open dataset dset of the file at fname. */
+static void describe_dataset(hid_t dset, const char *fname, pn_hdf5_dataset_info *info)
 {
     hid_t t = H5Dget_type(dset), space = H5Dget_space(dset), dcpl = H5Dget_create_plist(dset);
     snprintf(info->type, sizeof info->type, "?");
     if (t >= 0) pn_hdf5_type_name(t, info->type, sizeof info->type);
-    info->rank = space < 0 ? -1 : H5Sget_simple_extent_dims(space, info->dims, NULL);
+    /* HDF5 allows 32 dimensions; dims holds fewer: a larger rank is shown unknown */
+    int rank = space < 0 ? -1 : H5Sget_simple_extent_ndims(space);
+    info->rank = rank < 0 || rank > (int)(sizeof info->dims / sizeof *info->dims)
+                     ? -1
+                     : H5Sget_simple_extent_dims(space, info->dims, NULL);
     if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED) {
         info->chunk_rank = H5Pget_chunk(dcpl, PN_HDF5_MAX_RANK + 4, info->chunk);
         unsigned flags;
@@ -61,6 +70,14 @@ static void describe_dataset(hid_t dset, pn_hdf5_dataset_info *info)
     if (dcpl >= 0) H5Pclose(dcpl);
     if (space >= 0) H5Sclose(space);
     if (t >= 0) H5Tclose(t);
+    info->storage = pn_hdf5_storage_kind(dset);
+    if (info->storage != PN_HDF5_VIRTUAL && info->storage != PN_HDF5_EXTERNAL) return;
+    pn_hdf5_storage_sources(dset, info->sources, sizeof info->sources);
+    char *before = strdup(pn_error_message()); /* the listing is no failure of its own */
+    if (pn_hdf5_check_storage(dset, fname, info->name) < 0)
+        snprintf(info->missing, sizeof info->missing, "%s", pn_error_message());
+    if (before) pn_error_set(PN_OK, "%s", before);
+    free(before);
 }
 
 static herr_t on_object(hid_t root, const char *name, const H5L_info_t *info, void *data)
@@ -76,7 +93,7 @@ static herr_t on_object(hid_t root, const char *name, const H5L_info_t *info, vo
         return w->rc != 0;
     }
     if (H5Iget_type(obj) == H5I_DATASET) {
-        describe_dataset(obj, &d);
+        describe_dataset(obj, w->fname, &d);
         w->rc = w->fn(w->ctx, &d);
     }
     H5Oclose(obj);
@@ -85,7 +102,7 @@ static herr_t on_object(hid_t root, const char *name, const H5L_info_t *info, vo
 
 int pn_hdf5_list_datasets(hid_t file, const char *fname, pn_hdf5_dataset_fn fn, void *ctx)
 {
-    dataset_walk w = {fn, ctx, 0};
+    dataset_walk w = {fn, ctx, 0, fname};
     int rc = 0;
     pn_hdf5_lock();
     PN_HDF5_CHECK(rc, H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, on_object, &w),

@@ -427,71 +427,6 @@ static int check_shape(hid_t dset, const char *fname, const char *name,
                         slash(name), name, want, got);
 }
 
-/* The first row of dset ([dims], chunked by chunk) in a chunk that was never
- * allocated, or dims[0]. HDF5 1.10 reports a complete dataset as partly allocated
- * when its chunks hold fewer bytes than its extent (compressed, or a last chunk that
- * sticks out), so the chunks are counted first; only a dataset short of chunks is
- * walked, by place, row block by row block: one lookup per chunk before the gap. A
- * lookup HDF5 cannot answer is taken as allocated, never as a reason to refuse. */
-static hsize_t first_unallocated_row(hid_t dset, int rank, const hsize_t *dims,
-                                     const hsize_t *chunk)
-{
-    hsize_t across = 1, offset[H5S_MAX_RANK] = {0}; /* chunks per row block */
-    for (int k = 1; k < rank; k++) across *= (dims[k] + chunk[k] - 1) / chunk[k];
-    hsize_t expected = across * ((dims[0] + chunk[0] - 1) / chunk[0]), allocated = 0;
-    hid_t space = H5Dget_space(dset);
-    herr_t counted = space < 0 ? -1 : H5Dget_num_chunks(dset, space, &allocated);
-    if (space >= 0) H5Sclose(space);
-    if (counted >= 0 && allocated >= expected) return dims[0];
-    for (offset[0] = 0; offset[0] < dims[0]; offset[0] += chunk[0])
-        for (hsize_t c = 0; c < across; c++) {
-            hsize_t i = c; /* the chunk's place across the other dimensions */
-            for (int k = rank - 1; k >= 1; k--) {
-                hsize_t n = (dims[k] + chunk[k] - 1) / chunk[k];
-                offset[k] = i % n * chunk[k];
-                i /= n;
-            }
-            unsigned mask;
-            haddr_t addr = HADDR_UNDEF;
-            hsize_t size = 0;
-            if (H5Dget_chunk_info_by_coord(dset, offset, &mask, &addr, &size) < 0) continue;
-            if (addr == HADDR_UNDEF) return offset[0];
-        }
-    return dims[0];
-}
-
-/* Refuses rows whose storage HDF5 never allocated (a writer that declared the extent
- * and stopped early): they would read as the fill value. A contiguous dataset is
- * allocated whole or not at all; a chunked one chunk by chunk. A chunk written in
- * part, or storage allocated early and never written, cannot be told apart. */
-static int check_written(hid_t dset, const char *fname, const char *name, int rank,
-                         const hsize_t *dims)
-{
-    int rc = 0;
-    H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
-    hid_t dcpl = H5I_INVALID_HID;
-    hsize_t chunk[H5S_MAX_RANK], first = dims[0];
-    bool empty = rank < 1;
-    for (int k = 0; k < rank; k++) empty = empty || dims[k] == 0;
-    const char *what = "%s: dataset '%s%s': cannot read how its storage is allocated";
-    /* a layout that cannot say (virtual) is taken as written */
-    if (H5Dget_space_status(dset, &status) < 0) H5Eclear2(H5E_DEFAULT);
-    if (!empty && status == H5D_SPACE_STATUS_NOT_ALLOCATED) first = 0;
-    if (!empty && status == H5D_SPACE_STATUS_PART_ALLOCATED) {
-        PN_HDF5_CHECK(rc, dcpl = H5Dget_create_plist(dset), what, fname, slash(name), name);
-        PN_HDF5_CHECK(rc, H5Pget_chunk(dcpl, rank, chunk), what, fname, slash(name), name);
-        if (rc == 0) first = first_unallocated_row(dset, rank, dims, chunk);
-        H5Eclear2(H5E_DEFAULT);
-    }
-    if (dcpl >= 0) H5Pclose(dcpl);
-    if (rc == 0 && first < dims[0])
-        rc = pn_error_set(PN_ERR_INVALID, "%s: dataset '%s%s': rows from %llu on (of %llu) were "
-                          "never written (HDF5 holds no storage for them, so they would read as "
-                          "its fill value): was the file written to the end?", fname, slash(name),
-                          name, (unsigned long long)first, (unsigned long long)dims[0]);
-    return rc;
-}
-
 int pn_hdf5_check_dataset(hid_t dset, const char *fname, const char *name, pn_hdf5_type type,
                           const pn_hdf5_shape *shapes, int n_shapes, int *which, hsize_t *dims)
 {
@@ -507,7 +442,7 @@ int pn_hdf5_check_dataset(hid_t dset, const char *fname, const char *name, pn_hd
                           slash(name), name, type_label(type), found);
     }
     if (rc == 0) rc = check_shape(dset, fname, name, shapes, n_shapes, which, dims);
-    if (rc == 0) rc = check_written(dset, fname, name, shapes[*which].rank, dims);
+    if (rc == 0) rc = pn_hdf5_check_storage(dset, fname, name);
     if (t >= 0) H5Tclose(t);
     pn_hdf5_unlock();
     return rc;

@@ -2,7 +2,8 @@
  * about files, attributes and datasets (the dataset reader, the importers, the
  * snapshot and model files, `pipenet inspect` and `infer`). hdf5_util.c holds the
  * lock, errors, files and datasets; hdf5_attr.c the root attributes; hdf5_list.c
- * the listings.
+ * the listings; hdf5_storage.c where a dataset's values are stored and whether they
+ * are all there.
  * Debian's HDF5 is not a thread-safe build and the reader prefetches in a thread,
  * so every HDF5 call runs under pn_hdf5_lock(); the helpers take that (recursive)
  * lock themselves. Their messages name the file (fname) and the object, and end
@@ -162,7 +163,8 @@ int pn_hdf5_open_dataset(hid_t file, const char *fname, const char *name, const 
                          hid_t *out);
 
 /* Checks that dset holds type in one of shapes[n_shapes]; *which is the index of
- * the matching shape and dims (PN_HDF5_MAX_RANK entries) receives the extents. */
+ * the matching shape and dims (PN_HDF5_MAX_RANK entries) receives the extents. Then
+ * that its values are all there (pn_hdf5_check_storage). */
 int pn_hdf5_check_dataset(hid_t dset, const char *fname, const char *name, pn_hdf5_type type,
                           const pn_hdf5_shape *shapes, int n_shapes, int *which, hsize_t *dims);
 
@@ -179,6 +181,46 @@ size_t pn_hdf5_chunk_cache_slots(size_t cache_bytes, size_t chunk_bytes);
 /* "float32", "uint8", "string", "a compound type", ... for a file datatype (the
  * caller holds the lock). */
 void pn_hdf5_type_name(hid_t t, char *buf, size_t cap);
+
+/* --- where values are stored (hdf5_storage.c) ---------------------------------------- */
+
+/* How a dataset stores its values: in its file (contiguous, chunked, compact), or
+ * elsewhere: a virtual dataset (VDS) maps regions of datasets of other files (or of
+ * its own), an external one (H5Pset_external) lies in raw files beside it. */
+typedef enum pn_hdf5_storage {
+    PN_HDF5_CONTIGUOUS,
+    PN_HDF5_CHUNKED,
+    PN_HDF5_COMPACT,
+    PN_HDF5_VIRTUAL,
+    PN_HDF5_EXTERNAL,
+    PN_HDF5_STORAGE_UNKNOWN
+} pn_hdf5_storage;
+
+/* How dset stores its values (PN_HDF5_STORAGE_UNKNOWN when HDF5 cannot say). */
+pn_hdf5_storage pn_hdf5_storage_kind(hid_t dset);
+
+/* "contiguous", "chunked", "compact", "virtual", "external". */
+const char *pn_hdf5_storage_name(pn_hdf5_storage kind);
+
+/* Where dset's values lie outside its file, in one line into buf (cut with "..."):
+ * a virtual dataset's sources ("a.h5:/x, b.h5:/x", "." for its own file), an
+ * external one's raw files; "" for any other. */
+void pn_hdf5_storage_sources(hid_t dset, char *buf, size_t cap);
+
+/* Checks that every value of dset (dataset name of the file at path fname) is
+ * stored where HDF5 reads it from. HDF5 reads these gaps as the fill value, without
+ * an error, and they are refused: rows never written (storage never allocated); in
+ * a virtual dataset, values mapped to no source, or to a source file HDF5 would not
+ * find (searched as HDF5 does), a source dataset missing or smaller than the region
+ * mapped, or a source not whole itself (checked alike, 4 levels deep at most); in
+ * an external one, a raw file missing, not a regular file, or shorter than the
+ * bytes the dataset takes from it. Unlimited mappings and printf-style source names
+ * are refused as unchecked. The message names fname, the dataset and the source. */
+int pn_hdf5_check_storage(hid_t dset, const char *fname, const char *name);
+
+/* Refuses a virtual or external dataset: for files that must hold every value
+ * themselves, under their checksums (snapshots and models). */
+int pn_hdf5_check_self_contained(hid_t dset, const char *fname, const char *name);
 
 /* --- listings (hdf5_list.c) --------------------------------------------------------- */
 
@@ -198,6 +240,10 @@ typedef struct pn_hdf5_dataset_info {
     hsize_t chunk[PN_HDF5_MAX_RANK + 4];
     bool checksum;                    /* fletcher32 */
     bool unreadable;                  /* the object could not be opened */
+    pn_hdf5_storage storage;
+    char sources[256];                /* virtual or external: pn_hdf5_storage_sources */
+    char missing[512];                /* virtual or external: why its values are not all
+                                       * there (pn_hdf5_check_storage), "" when they are */
 } pn_hdf5_dataset_info;
 
 /* Calls fn for every dataset of the file, groups walked recursively in name order. */

@@ -5,7 +5,9 @@
  * Unfiltered chunks get no chunk cache, so HDF5 reads just the rows asked for.
  * A file whose fields fit the caller's cache budget is read whole at open, and its
  * batches are then copied from memory in the caller's thread (no HDF5 call, no
- * lock, no thread competing with BLAS for a core).
+ * lock, no thread competing with BLAS for a core). A virtual or external dataset
+ * is read only when all its values are there (pn_hdf5_check_storage: at open, and
+ * at each epoch's start for one read from its files).
  * Everything is allocated at open. */
 #include "io/reader.h"
 
@@ -37,6 +39,7 @@ typedef struct field {
     int length_max;     /* > 0: lengths in [1, length_max] */
     size_t elems;       /* values per sample: width * seq, or seq ids */
     char *cache;        /* the whole dataset in memory, or NULL */
+    bool elsewhere;     /* virtual or external: its values are in other files */
 } field;
 
 /* One buffer of the double buffer: a batch and the outcome of loading it. */
@@ -168,6 +171,9 @@ static int load_batch(pn_reader *r, slot *s, long epoch, long index)
         r->order[k].pos = k;
     }
     pn_sort_rows(r->order, (size_t)rows);
+    for (int f = 0; f < r->n_fields && index == 0; f++) /* sources checked again each epoch */
+        if (r->fields[f].elsewhere && !r->fields[f].cache)
+            PN_TRY(pn_hdf5_check_storage(r->fields[f].dset, r->path, r->fields[f].name));
     for (int f = 0; f < r->n_fields && rows > 0; f++)
         PN_TRY(read_field(r, &r->fields[f], rows, s->data[f]));
     return 0;
@@ -325,6 +331,8 @@ static int open_field(pn_reader *r, int i, const pn_reader_field *spec)
                                  f->ids ? PN_HDF5_INT32 : PN_HDF5_FLOAT32, shapes, n_shapes,
                                  &which, f->dims));
     f->rank = shapes[which].rank;
+    pn_hdf5_storage storage = pn_hdf5_storage_kind(f->dset);
+    f->elsewhere = storage == PN_HDF5_VIRTUAL || storage == PN_HDF5_EXTERNAL;
     pn_hdf5_lock();
     int rc = tune_cache(r, f);
     hsize_t mdims[PN_HDF5_MAX_RANK];

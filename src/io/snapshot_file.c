@@ -283,8 +283,12 @@ static int read_floats(hid_t file, const char *fname, const char *name, const ch
     PN_TRY(pn_hdf5_open_dataset(file, fname, name, purpose, &dset));
     int which;
     hsize_t dims[PN_HDF5_MAX_RANK];
-    int rc = pn_hdf5_check_dataset(dset, fname, name, PN_HDF5_FLOAT32, fixed ? &exact : any_shape,
-                                   fixed ? 1 : 2, &which, dims);
+    /* values in other files (a hostile VDS or external dataset) are never read: HDF5
+     * would read a missing one as zeros, or any local file as floats */
+    int rc = pn_hdf5_check_self_contained(dset, fname, name);
+    if (rc == 0)
+        rc = pn_hdf5_check_dataset(dset, fname, name, PN_HDF5_FLOAT32,
+                                   fixed ? &exact : any_shape, fixed ? 1 : 2, &which, dims);
     if (rc == 0 && !fixed) {
         hsize_t r = which == 0 ? 1 : dims[0], c = which == 0 ? dims[0] : dims[1];
         if (r == 0 || c == 0 || r > INT_MAX || c > INT_MAX)

@@ -36,7 +36,8 @@ int pn_backend_for(pn_device dev, const pn_backend **out)
     if ((*out = cuda_table)) return PN_OK;
     const pn_cuda_module *m;
     PN_TRY(pn_cuda_module_get(&m));
-    *out = cuda_table = m->backend;
+    cuda_table = m->backend; /* (an assignment's value is not atomic: clang refuses it) */
+    *out = m->backend;
     return PN_OK;
 }
 

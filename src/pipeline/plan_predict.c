@@ -106,10 +106,11 @@ int pn_plan_predict(pn_plan_prediction *out, const pn_plan *p, const pn_graph *g
         busy += fb;
     }
     /* The textbook figure: M slots of the slowest stage over 1 - the schedule's
-     * bubble, (M + P - 1) slots (interleaved: M + (P - 1) / V) */
-    pr.formula_s = s->micro * pr.slot_s /
-                   (1.0 - pn_schedule_bubble_formula(s->kind, p->stages, p->virtual_stages,
-                                                     s->micro));
+     * bubble, (M + P - 1) slots (interleaved: M + (P - 1) / V); counted apart from
+     * the slot's time, which may be 0 */
+    pr.formula_slots = s->micro / (1.0 - pn_schedule_bubble_formula(s->kind, p->stages,
+                                                                    p->virtual_stages, s->micro));
+    pr.formula_s = pr.formula_slots * pr.slot_s;
     /* The prediction: the lists run (updates included), then the replicas' sums */
     double own_cores_s = 0.0;
     int rc = simulate_pipeline(p, g, s, t, &pr, true, &pr.pipeline_s);
@@ -162,13 +163,16 @@ void pn_plan_print_prediction(const pn_plan_prediction *pr, const pn_plan *p,
     fprintf(out, "predicted step: %.3f ms = pipeline with updates %.3f ms", pr->step_s * ms,
             pr->pipeline_s * ms);
     if (pr->replicas > 1) fprintf(out, " + replica sums %.3f ms", pr->allreduce_s * ms);
-    fprintf(out, "; bubble %.1f%%; %.0f samples/s\n", 100.0 * pr->bubble, pr->samples_per_s);
+    if (pr->step_s > 0.0)
+        fprintf(out, "; bubble %.1f%%; %.0f samples/s\n", 100.0 * pr->bubble,
+                pr->samples_per_s);
+    else /* no bubble or rate follows from steps of no time */
+        fprintf(out, "; every time measured is 0: no bubble or samples/s to predict\n");
     fprintf(out,
             "  the schedule's lists run with each stage's times, links and update (%s = "
             "%.4g slots of the slowest, stage %d's %.3f ms, would take %.3f ms)\n",
-            p->virtual_stages > 1 ? "M + (P - 1) / V" : "M + P - 1",
-            pr->slot_s > 0.0 ? pr->formula_s / pr->slot_s : 0.0, pr->slowest, pr->slot_s * ms,
-            pr->formula_s * ms);
+            p->virtual_stages > 1 ? "M + (P - 1) / V" : "M + P - 1", pr->formula_slots,
+            pr->slowest, pr->slot_s * ms, pr->formula_s * ms);
     if (pr->oversubscribed)
         fprintf(out,
                 "note: %d ranks x %d BLAS thread%s share %d cores: at most %.3g ranks run at "
@@ -193,9 +197,13 @@ void pn_plan_print_prediction(const pn_plan_prediction *pr, const pn_plan *p,
     else if (pr->stages > 1 || pr->replicas > 1)
         fprintf(out, "link: not measured (counted as free); measure it under "
                      "mpirun -np 2 pipenet plan ... --measure\n");
-    fprintf(out, "%s: %d BLAS thread%s per rank, median of %d steps; update: optimizer step "
-                 "of the stage's parameters\n",
-            g->name, t->threads, t->threads == 1 ? "" : "s", t->repetitions);
+    char threads[48] = "BLAS threads not recorded", steps[48] = "steps not recorded";
+    if (t->threads > 0)
+        snprintf(threads, sizeof threads, "%d BLAS thread%s per rank", t->threads,
+                 t->threads == 1 ? "" : "s");
+    if (t->repetitions > 0) snprintf(steps, sizeof steps, "median of %d steps", t->repetitions);
+    fprintf(out, "%s: %s, %s; update: optimizer step of the stage's parameters\n", g->name,
+            threads, steps);
 }
 
 /* Sets key to a new value; a failure (out of memory) sticks in *bad. */
@@ -269,6 +277,7 @@ json_t *pn_plan_json(const pn_plan *p, const pn_graph *g, const pn_schedule *s, 
         put(step, "slowest_fwd_bwd_s", json_real(pr->slot_s), &bad);
         put(step, "link_s", json_real(pr->link_s), &bad);
         put(step, "optimizer_s", json_real(pr->optimizer_s), &bad);
+        put(step, "formula_slots", json_real(pr->formula_slots), &bad);
         put(step, "formula_s", json_real(pr->formula_s), &bad);
         put(step, "allreduce_s", json_real(pr->allreduce_s), &bad);
         put(step, "oversubscribed", json_boolean(pr->oversubscribed), &bad);

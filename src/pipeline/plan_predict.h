@@ -33,7 +33,8 @@ typedef struct pn_plan_prediction {
     double slot_s;                /* its forward + backward */
     double pipeline_s;            /* the schedule's lists run with the stages' passes, links
                                    * and updates, sharing the cores (schedule_time.h) */
-    double formula_s;             /* (M + P - 1) x slot_s; interleaved (M + (P - 1) / V) */
+    double formula_slots;         /* M + P - 1; interleaved M + (P - 1) / V */
+    double formula_s;             /* formula_slots x slot_s */
     double link_s;                /* all stages' links, one micro-batch */
     double optimizer_s;           /* the slowest stage's update */
     double allreduce_s;           /* the slowest stage's replica sum, after the pipeline */

@@ -167,11 +167,14 @@ static bool changed_in_file(const json_t *snap, const pn_graph *g, const char *k
                           &d);
 }
 
-int pn_resume_check(const char *path, const pn_graph *g, const pn_train_config *cfg,
-                    uint64_t *seed, long *batch)
+/* pn_resume_check, also giving the global batch the snapshot's run had (*had, 0
+ * when not recorded). */
+static int check_header(const char *path, const pn_graph *g, const pn_train_config *cfg,
+                        uint64_t *seed, long *batch, long *had)
 {
     pn_train_state *st;
     PN_TRY(pn_snapshot_read_header(path, PN_FORMAT_SNAPSHOT, &st));
+    *had = st->batch;
     bool over = cfg->resume_override;
     json_error_t jerr;
     json_t *snap = st->config && st->config[0] ? json_loads(st->config, 0, &jerr) : NULL;
@@ -204,17 +207,26 @@ int pn_resume_check(const char *path, const pn_graph *g, const pn_train_config *
     return rc;
 }
 
-int pn_resume_settings(pn_comm *c, const pn_graph *g, pn_train_config *cfg, char *path,
-                       size_t cap)
+int pn_resume_check(const char *path, const pn_graph *g, const pn_train_config *cfg,
+                    uint64_t *seed, long *batch)
 {
+    long had;
+    return check_header(path, g, cfg, seed, batch, &had);
+}
+
+int pn_resume_settings(pn_comm *c, const pn_graph *g, pn_train_config *cfg, char *path,
+                       size_t cap, long *snapshot_batch)
+{
+    *snapshot_batch = 0;
     PN_TRY(pn_checkpoint_find(c, cfg->resume, cfg->snapshot_dir, path, cap));
     if (!path[0]) return PN_OK; /* --resume auto before the first snapshot */
     struct {
         uint64_t seed;
-        long batch;
-    } got = {cfg->seed, cfg->batch};
-    int rc = pn_comm_grid(c)->rank == 0 ? pn_resume_check(path, g, cfg, &got.seed, &got.batch)
-                                        : PN_OK;
+        long batch, had;
+    } got = {cfg->seed, cfg->batch, 0};
+    int rc = pn_comm_grid(c)->rank == 0
+                 ? check_header(path, g, cfg, &got.seed, &got.batch, &got.had)
+                 : PN_OK;
     PN_TRY(pn_comm_agree_root(c, rc, "check the snapshot's settings"));
     PN_TRY(pn_comm_broadcast(c, &got, sizeof got));
     if (got.batch < 1 || got.batch > 1 << 24)
@@ -222,5 +234,6 @@ int pn_resume_settings(pn_comm *c, const pn_graph *g, pn_train_config *cfg, char
                             got.batch);
     cfg->seed = got.seed;
     cfg->batch = (int)got.batch;
+    *snapshot_batch = got.had;
     return PN_OK;
 }

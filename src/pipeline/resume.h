@@ -19,9 +19,11 @@
  * line (cfg->seed_given, batch_given) with another value, or a model g whose inputs,
  * layers or train.seed/train.batch differ from the snapshot's model text, is an
  * error naming the snapshot, the setting and both values; with
- * cfg->resume_override it is taken instead, and rank 0 warns once for each. */
+ * cfg->resume_override it is taken instead, and rank 0 warns once for each.
+ * *snapshot_batch is the global batch the snapshot's run had (0: not recorded, or
+ * no snapshot): its data position counts batches of that size. */
 int pn_resume_settings(pn_comm *c, const pn_graph *g, pn_train_config *cfg, char *path,
-                       size_t cap);
+                       size_t cap, long *snapshot_batch);
 
 /* Rank 0's part of it, without MPI (fuzz/fuzz_snapshot.c calls it too): reads the
  * header of the snapshot at path, checks it against g and cfg as above, and gives

@@ -195,7 +195,8 @@ static int snapshot(trainer *t, pn_progress_mark mark)
 }
 
 /* On a stop signal: a snapshot when steps were trained since the last one on disk,
- * then one line saying so. */
+ * then one line saying so. Without a snapshot directory nothing is saved, and the
+ * line and the result say that instead. */
 static int stop_now(trainer *t, int signal, long step, long saved, pn_progress_mark next,
                     pn_train_result *r)
 {
@@ -204,16 +205,52 @@ static int stop_now(trainer *t, int signal, long step, long saved, pn_progress_m
     bool save = cfg->snapshot_dir[0] && step > saved;
     if (save) PN_TRY(snapshot(t, next));
     r->stopped_by_signal = 1;
+    r->stopped_unsaved = !cfg->snapshot_dir[0];
+    long trained = step - t->start.step;
     if (!is_root(t)) return PN_OK;
-    if (step == t->start.step)
+    if (r->stopped_unsaved && trained == 0)
+        pn_progress_print(&t->progress, "stopping on %s before the first step, with nothing "
+                                        "saved (no --snapshot-dir)", sig);
+    else if (r->stopped_unsaved)
+        pn_progress_print(&t->progress, "stopping at step %ld on %s with nothing saved (no "
+                                        "--snapshot-dir): the %ld step%s trained here %s lost",
+                          step, sig, trained, trained == 1 ? "" : "s", trained == 1 ? "is" : "are");
+    else if (trained == 0)
         pn_progress_print(&t->progress, "stopping on %s before the first step: nothing new "
                                         "to save", sig);
     else
         pn_progress_print(&t->progress, "stopping at step %ld on %s%s", step, sig,
                           save ? " after writing a snapshot"
-                          : cfg->snapshot_dir[0] ? " (its snapshot is already written)"
-                                                 : " (no --snapshot-dir: nothing saved)");
+                               : " (its snapshot is already written)");
     return PN_OK;
+}
+
+/* The snapshot's data position in this run's batches, with a note (into note) when
+ * it moved. The snapshot counts batches of its own run's size: with another batch
+ * (--resume-override) the run goes on at the batch that holds the epoch's first
+ * sample not yet trained (the samples before it in that batch are trained again);
+ * a position that no batch of this epoch reaches (the rest no longer fills one, or
+ * another data file is smaller) starts the next epoch. */
+static void place_in_epoch(trainer *t, char *note, size_t cap)
+{
+    long per_epoch = pn_reader_batches_per_epoch(t->train_data), batch = t->cfg.batch;
+    long done = t->start.batch_index * (t->resume_batch > 0 ? t->resume_batch : batch);
+    char moved[128] = "", again[64] = "", past[128] = "";
+    if (t->resume_batch > 0 && t->resume_batch != batch) {
+        t->start.batch_index = done / batch;
+        snprintf(moved, sizeof moved, "; its run had batches of %ld and had trained %ld "
+                 "samples of epoch %ld", t->resume_batch, done, t->start.epoch + 1);
+        if (t->start.batch_index < per_epoch)
+            snprintf(again, sizeof again, ", %ld of them trained again",
+                     done - t->start.batch_index * batch);
+    }
+    if (t->start.batch_index >= per_epoch) {
+        snprintf(past, sizeof past, "%s: no batch of %ld left in the epoch",
+                 moved[0] ? "" : "; its position is past this epoch's end", batch);
+        t->start.epoch++;
+        t->start.batch_index = 0;
+    }
+    snprintf(note, cap, "%s%s%s", moved, again, past);
 }
 
 static int resume(trainer *t)
@@ -227,10 +264,13 @@ static int resume(trainer *t)
     double t0 = PN_TRACE_T0();
     PN_TRY(pn_checkpoint_load(t->comm, pn_stage_params(t->stage), t->resume_path, &t->start));
     PN_TRACE("resume", "snapshot", NULL, t->start.step, -1, t0);
+    char placed[320];
+    place_in_epoch(t, placed, sizeof placed);
     if (is_root(t)) /* epochs and batches counted from 1, as progress lines count epochs */
-        printf("resuming from %s: step %ld, epoch %ld, next batch %ld of %ld, seed %llu\n",
+        printf("resuming from %s: step %ld, epoch %ld, next batch %ld of %ld, seed %llu%s\n",
                t->resume_path, t->start.step, t->start.epoch + 1, t->start.batch_index + 1,
-               pn_reader_batches_per_epoch(t->train_data), (unsigned long long)t->cfg.seed);
+               pn_reader_batches_per_epoch(t->train_data), (unsigned long long)t->cfg.seed,
+               placed);
     long dropped = 0;
     if (t->metrics && pn_metrics_is_stream(t->metrics)) /* once, on stderr: not in the stream */
         pn_log_info("metrics: %s is not a regular file: appending to it without dropping "
@@ -349,8 +389,8 @@ static int run(trainer *t, pn_train_result *r)
     if (step >= total && is_root(t))
         pn_progress_print(&t->progress, "already at step %ld of %ld: nothing to train", step,
                           total);
-    PN_TRY(pn_reader_seek(t->train_data, t->start.epoch,
-                          t->start.batch_index < per_epoch ? t->start.batch_index : 0));
+    /* within the epoch: resume() placed it (place_in_epoch) */
+    PN_TRY(pn_reader_seek(t->train_data, t->start.epoch, t->start.batch_index));
     double start = pn_now(), epoch_start = start, epoch_loss = 0.0;
     long epoch_steps = 0, saved = step; /* saved: the newest step on disk (or the start) */
     pn_progress_mark next = t->start; /* the batch after the last one trained */
@@ -425,7 +465,7 @@ int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_job *job,
 {
     trainer t = {.graph = g, .cfg = *cfg, .hooks = hooks};
     pn_stop_signals_catch(); /* the program has done so already; a library caller may not */
-    pn_train_result r = {0, NAN, NAN, NAN, 0, 0, NULL, 0, 0, 0};
+    pn_train_result r = {0, NAN, NAN, NAN, 0, 0, NULL, 0, 0, 0, 0};
     int rc = pn_trainer_setup(&t, job);
     if (t.comm) {
         rc = pn_comm_agree(t.comm, rc);

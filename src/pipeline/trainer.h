@@ -27,6 +27,8 @@ typedef struct pn_train_result {
                               abort needed */
     int stopped_by_signal; /* SIGTERM or SIGUSR1: stopped before the last step, after a
                               snapshot when there was something new to save */
+    int stopped_unsaved;   /* so stopped with no snapshot directory: nothing of the run
+                              is saved */
 } pn_train_result;
 
 typedef struct pn_train_hooks {

@@ -153,7 +153,8 @@ int pn_trainer_setup(trainer *t, pn_job *job)
         PN_TRY(pn_checkpoint_prepare(t->comm, cfg->snapshot_dir, &t->snapshot_lock));
     if (t->grid->size > 1) pn_log_set_rank(t->grid->rank);
     if (cfg->resume[0]) /* the snapshot's seed and batch, before anything uses them */
-        PN_TRY(pn_resume_settings(t->comm, g, &t->cfg, t->resume_path, sizeof t->resume_path));
+        PN_TRY(pn_resume_settings(t->comm, g, &t->cfg, t->resume_path, sizeof t->resume_path,
+                                  &t->resume_batch));
     t->fault = pn_fault_for_rank(t->grid->rank);
     PN_TRY(pn_fault_at(&t->fault, "setup"));
     t->threads = blas_threads(t);

@@ -43,6 +43,7 @@ typedef struct trainer {
     pn_fault fault;
     pn_progress_mark start;              /* where the run starts (a resumed snapshot) */
     char resume_path[PN_PATH_MAX + 32];  /* the snapshot resumed from, "" for none */
+    long resume_batch;                   /* the global batch of its run (0: not recorded) */
     double step_s[STEP_TIMES];           /* the last steps' times, for the stall bound */
     long timed;                          /* steps timed in this run */
     pn_snapshot_lock *snapshot_lock;     /* rank 0's, with --snapshot-dir */
