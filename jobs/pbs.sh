@@ -45,7 +45,9 @@
 # (the arguments). Not carried: the queue and other -v variables (put them in
 # QSUB_ARGS, or in this script).
 # Exit statuses: 0 finished, 3 stopped (and resubmitted, unless SIGTERM stopped it:
-# qdel), 1 an error, 2 a wrong setting.
+# qdel), 4 stopped with nothing saved (not resubmitted; pipenet's own, for a run
+# without a snapshot directory, which this script always gives), 1 an error, 2 a
+# wrong setting.
 #
 #PBS -N pipenet
 #PBS -l select=1:ncpus=8:mpiprocs=2:ompthreads=4
@@ -264,6 +266,8 @@ case $status in
     else
         echo "pipenet: stopped with a snapshot in $snapdir: submit again to resume"
     fi ;;
+4) # pipenet was stopped with nothing saved: nothing to resume from, so no new job
+    echo "pipenet: stopped by a signal with nothing saved (exit 4): not resubmitted" >&2 ;;
 *)
     if [ -n "$cancelled" ]; then # mpirun reports its own SIGTERM as a failure
         echo "pipenet: cancelled (SIGTERM), exit status $status; snapshots in $snapdir"

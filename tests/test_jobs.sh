@@ -62,6 +62,7 @@ EOF
 #                      --snapshot-dir DIR, exits 3, K - 1 left;
 #   wait-signal:       exits 3 on SIGUSR1 or SIGTERM (1 after 120 s without);
 #   wait-timer:        exits 0 once the file sleeps (the timer's sleep) exists (20 s);
+#   status holds S:    exits S (pipenet's exit 4: stopped with nothing saved);
 #   else:              exits 0.
 cat >"$tmp/bin/fake-launch" <<EOF
 #!/bin/sh
@@ -78,6 +79,7 @@ if [ -f wait-signal ]; then
     exit 1
 fi
 echo \$\$ >launcher.pid
+[ ! -f status ] || exit "\$(cat status)"
 if [ -f wait-timer ]; then
     for _ in \$(seq 1 400); do [ -s sleeps ] && exit 0; $real_sleep 0.05; done
     exit 0
@@ -401,6 +403,25 @@ rc=$?
     [ ! -f "$d/launch.1" ] && [ ! -e "$d/theirs" ] ||
     { show "$d"; fail "pbs: SNAPSHOT_DIR=theirs and --snapshot-dir mine: exit $rc, not refused up front"; }
 echo "ok: slurm.sbatch, pbs.sh: --snapshot-dir DIR, =DIR, abbreviated, in the arguments or TRAIN_ARGS: resumed from DIR; a contradicting SNAPSHOT_DIR refused"
+
+# --- exit 4: stopped with nothing saved: neither requeued nor resubmitted -------------
+newdir s4
+d=$tmp/s4
+echo 4 >"$d/status"
+rm -f "$tmp/scontrol.calls"
+slurm_job "$d" MODEL="$model"
+rc=$?
+[ $rc -eq 4 ] && grep -q "stopped by a signal with nothing saved (exit 4): not resubmitted" "$d/out" &&
+    [ ! -f "$tmp/scontrol.calls" ] || { cat "$d/out"; fail "slurm: a run's exit 4: exit $rc, requeued or not said"; }
+newdir p4
+d=$tmp/p4
+echo 4 >"$d/status"
+printf '%s\n' "$d/jobs/pbs.sh" >"$d/qsub.1" && echo 1 >"$d/qsub.count"
+pbs_job "$d" 1 MODEL="$model" MPIRUN=fake-launch
+rc=$?
+[ $rc -eq 4 ] && grep -q "nothing saved (exit 4): not resubmitted" "$d/job.1.out" &&
+    [ ! -f "$d/qsub.2" ] || { show "$d"; fail "pbs: a run's exit 4: exit $rc, resubmitted or not said"; }
+echo "ok: slurm.sbatch, pbs.sh: pipenet's exit 4 (stopped, nothing saved) is passed on, not requeued or resubmitted"
 
 # --- the launcher's status survives a late look --------------------------------------
 # wait_launcher DIR: until the stand-in launcher in DIR is ready for signals (60 s)
