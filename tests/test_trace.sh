@@ -3,10 +3,10 @@
 # the file is Chrome trace-event JSON with one named process per rank, a forward
 # and a backward of every micro-batch of every step on every rank, sends on stage 0
 # and receives on stage 1, no negative duration, every layer's event inside its
-# micro-batch's; a stop by SIGUSR1 (exit 3) still leaves a whole file; a rank's
-# error mid-run leaves that rank's own track; a bad path fails before training;
-# the event cap drops events and says so. Skips (77) without
-# the Debian Fashion-MNIST package.
+# micro-batch's; a stop by SIGUSR1 (exit 4: nothing saved) still leaves a whole
+# file; a rank's error mid-run leaves that rank's own track; a bad path fails before
+# training; the event cap drops events and says so. Skips (77) without the Debian
+# Fashion-MNIST package.
 set -u
 PIPENET=${PIPENET:-./pipenet}
 SRC=/usr/share/datasets/fashion-mnist
@@ -113,9 +113,10 @@ train ok 3 --trace "$tmp/ok.json"
 check "$tmp/ok.json" 3 2>"$tmp/check.err"
 ls "$tmp" | grep -q 'tmp-' && fail "a temporary file is left: $(ls "$tmp")"
 
-# a stop by signal: exit 3, the trace of the steps done, whole
+# a stop by signal: the trace of the steps done, whole (exit 4: this run has no
+# snapshot directory, so the stop saved nothing)
 PIPENET_FAULT=1:1:usr1 train stopped 50 --trace "$tmp/stopped.json"
-[ "$rc" -eq 3 ] || { cat "$tmp/stopped.out"; fail "stopped run: exit $rc, expected 3"; }
+[ "$rc" -eq 4 ] || { cat "$tmp/stopped.out"; fail "stopped run: exit $rc, expected 4"; }
 check "$tmp/stopped.json" 1 2>"$tmp/check.err"
 
 # an error on one rank during a step: the job ends (exit 1) and that rank writes
