@@ -12,9 +12,16 @@
  * made read-only once the program itself is relocated, the loader's last step
  * before the program's .preinit_array) is no longer writable in /proc/PID/maps.
  *
+ * After that the loader still has a few steps before it runs the program's
+ * .preinit_array, where pipenet installs its handlers: a signal there, rare but seen
+ * on a loaded machine, also takes its default action. The helper tells that moment
+ * from later ones by whether the program catches the signal yet (SigCgt in
+ * /proc/PID/status).
+ *
  * Exits as the program did; 128 + the signal when the signal killed it after the
- * loader was done; EXIT_IN_LOADER when it killed it while the loader was at work.
- * Says which on stderr. */
+ * program caught it; EXIT_IN_LOADER when it killed it while the loader was at work;
+ * EXIT_BEFORE_HANDLER when it killed it after the loader had relocated the program
+ * but before the program caught it. Says which on stderr. */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { EXIT_IN_LOADER = 120 };
+enum { EXIT_IN_LOADER = 120, EXIT_BEFORE_HANDLER = 121 };
 
 static int usage(void)
 {
@@ -90,6 +97,21 @@ static bool loader_done(pid_t pid, uint64_t relro)
     return done;
 }
 
+/* Whether pid catches sig yet (a handler installed: its bit in SigCgt). */
+static bool catches(pid_t pid, int sig)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    unsigned long long mask = 0;
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = sscanf(line, "SigCgt: %llx", &mask) == 1;
+    fclose(f);
+    return found && (mask >> (sig - 1) & 1);
+}
+
 int main(int argc, char **argv)
 {
     int a = 1;
@@ -136,7 +158,7 @@ int main(int argc, char **argv)
         struct timespec t = {whole, (long)((ms - 1000.0 * (double)whole) * 1e6)};
         while (nanosleep(&t, &t) < 0 && errno == EINTR) continue;
     }
-    bool relocated = can_tell && loader_done(pid, relro);
+    bool relocated = can_tell && loader_done(pid, relro), caught = catches(pid, sig);
     kill(pid, sig);
     int status;
     while (waitpid(pid, &status, 0) < 0)
@@ -145,6 +167,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "signal_at: %s was killed by signal %d sent while the dynamic loader "
                 "was at work, before any code of the program\n", program[0], WTERMSIG(status));
         return EXIT_IN_LOADER;
+    }
+    if (WIFSIGNALED(status) && can_tell && !caught) {
+        fprintf(stderr, "signal_at: %s was killed by signal %d sent after the loader had "
+                "relocated the program but before the program caught it\n", program[0],
+                WTERMSIG(status));
+        return EXIT_BEFORE_HANDLER;
     }
     if (WIFSIGNALED(status)) {
         fprintf(stderr, "signal_at: %s was killed by signal %d\n", program[0], WTERMSIG(status));
