@@ -78,8 +78,18 @@ const char *pn_model_output_name(const pn_model *m);
  * has no such layer or input. */
 int pn_model_output_size(const pn_model *m, const char *output);
 
+/* Whether output's values (NULL: the default output) are the logits of a
+ * classification: 1 when the layer is the prediction (first input) of a
+ * classification loss layer (softmax_xent), so that its largest value per row is the
+ * predicted class and its softmax the classes' probabilities; 0 when it feeds a loss
+ * of another kind (mse: the values are the regression's estimates) or none (a hidden
+ * layer, a model without a loss layer); -1 when the model has no such layer. For the
+ * default output this says whether the model's (first) loss is a classification. */
+int pn_model_classifies(const pn_model *m, const char *output);
+
 /* Runs batch samples forward and writes output's values (NULL: the default output)
- * to out, batch * pn_model_output_size floats, sample after sample.
+ * to out, batch * pn_model_output_size floats, sample after sample: the raw values
+ * the layer computes (logits, not probabilities: no softmax is applied).
  * inputs[i] is input i's data, batch * pn_model_input_size values, sample after
  * sample: const float * for float inputs, const int * for ids inputs. An input that
  * output does not depend on may be NULL: labels are not needed for a prediction.
@@ -100,8 +110,14 @@ int pn_model_forward_lengths(pn_model *m, int batch, const void *const *inputs,
 
 /* Rows the loss layers saw in pn_model_forward calls since the load or the last
  * pn_model_reset_loss, with their mean loss and the fraction of rows whose largest
- * logit was the label (NaN when a loss is not a classification, or no row ran). */
+ * logit was the label (NaN when a loss that counted rows is not a classification,
+ * or no row ran). mean_loss and accuracy may be NULL. */
 long pn_model_loss(const pn_model *m, double *mean_loss, double *accuracy);
+
+/* The root mean squared error over the rows pn_model_loss counts, when every loss
+ * layer that counted them is a mean squared error (mse): the square root of the mean
+ * loss. NaN when one of them is not (a classification), or no row ran. */
+double pn_model_rmse(const pn_model *m);
 
 /* Forgets the rows counted by pn_model_loss. */
 void pn_model_reset_loss(pn_model *m);

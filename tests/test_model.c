@@ -1,6 +1,8 @@
 /* The embedding API (pipenet.h) against the engine it wraps: a model file written
  * from an arena with known values loads and gives bit for bit the outputs, loss and
- * accuracy of a pn_network over the same values; labels are optional; a snapshot
+ * accuracy of a pn_network over the same values; a classification's logits and a
+ * regression's raw outputs, with the accuracy or the RMSE that fits the loss, and
+ * neither for losses of mixed kinds; labels are optional; a snapshot
  * loads too; inputs and outputs are described; a batch larger than the last one
  * re-plans; errors name the file, the parameter and the missing input. */
 #include <math.h>
@@ -51,6 +53,28 @@ static const char *const PADDED_LSTM =
     "  {\"name\": \"rnn\", \"type\": \"lstm\", \"input\": \"emb\", \"size\": 6},"
     "  {\"name\": \"head\", \"type\": \"fc\", \"input\": \"rnn\", \"size\": 7},"
     "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"head\", \"next\"]}"
+    "]}";
+
+/* A regression: mse against float targets of two values per sample. */
+static const char *const REGRESSION =
+    "{\"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 3},"
+    "  \"t\": {\"dataset\": \"targets\", \"size\": 2}},"
+    " \"layers\": ["
+    "  {\"name\": \"h\", \"type\": \"fc\", \"input\": \"x\", \"size\": 4, \"act\": \"tanh\"},"
+    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"h\", \"size\": 2},"
+    "  {\"name\": \"loss\", \"type\": \"mse\", \"input\": [\"out\", \"t\"]}"
+    "]}";
+
+/* Two heads, a classification and a regression: losses of mixed kinds. */
+static const char *const TWO_HEADS =
+    "{\"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 3},"
+    "  \"y\": {\"dataset\": \"labels\", \"ids\": true},"
+    "  \"t\": {\"dataset\": \"targets\", \"size\": 2}},"
+    " \"layers\": ["
+    "  {\"name\": \"logits\", \"type\": \"fc\", \"input\": \"x\", \"size\": 4},"
+    "  {\"name\": \"xent\", \"type\": \"softmax_xent\", \"input\": [\"logits\", \"y\"]},"
+    "  {\"name\": \"est\", \"type\": \"fc\", \"input\": \"x\", \"size\": 2},"
+    "  {\"name\": \"sq\", \"type\": \"mse\", \"input\": [\"est\", \"t\"]}"
     "]}";
 
 enum { MAX_INPUTS = 4 };
@@ -207,6 +231,15 @@ START_TEST(forward_matches_the_network_bit_for_bit)
     ck_assert_int_eq(pn_model_loss(m, &loss, &accuracy), 0);
     ck_assert(isnan(loss) && isnan(accuracy));
 
+    /* a classification: logits (raw, no softmax), an accuracy, no RMSE */
+    ck_assert_int_eq(pn_model_classifies(m, NULL), 1);
+    ck_assert_int_eq(pn_model_classifies(m, "out"), 1);
+    ck_assert_int_eq(pn_model_classifies(m, "h1"), 0);
+    ck_assert_int_eq(pn_model_classifies(m, "loss"), 0);
+    ck_assert_int_eq(pn_model_classifies(m, "nope"), -1);
+    ck_assert_int_eq(pn_model_classifies(NULL, NULL), -1);
+    ck_assert(isnan(pn_model_rmse(m)));
+
     /* without labels: the same prediction, no loss */
     memset(out, 0, sizeof out);
     const void *features_only[2] = {d.inputs[0], NULL};
@@ -219,6 +252,72 @@ START_TEST(forward_matches_the_network_bit_for_bit)
     float h1[5 * 6];
     ck_assert_int_eq(pn_model_forward(m, 5, features_only, "h1", h1), 0);
     ck_assert_int_eq(memcmp(h1, direct_output(&d, "h1"), sizeof h1), 0);
+    pn_model_free(m);
+    direct_free(&d);
+}
+END_TEST
+
+/* An mse model: the outputs are the network's values as they are, its loss is no
+ * classification (no accuracy: NaN) and reports its RMSE, the root of the mean loss. */
+START_TEST(a_regression_gives_raw_outputs_and_an_rmse)
+{
+    direct d;
+    direct_init(&d, REGRESSION, 5);
+    write_file(&d, REGRESSION, PN_FORMAT_MODEL, NULL, NULL, NULL);
+    pn_model *m = load_ok();
+    ck_assert_str_eq(pn_model_output_name(m), "out");
+    ck_assert_int_eq(pn_model_classifies(m, NULL), 0);
+    ck_assert_int_eq(pn_model_classifies(m, "h"), 0);
+    float out[5 * 2];
+    const void *inputs[2] = {d.inputs[0], d.inputs[1]};
+    int rc = pn_model_forward(m, 5, inputs, NULL, out);
+    ck_assert_msg(rc == 0, "%s", pn_model_error());
+    ck_assert_int_eq(memcmp(out, direct_output(&d, "out"), sizeof out), 0);
+    double loss, accuracy;
+    ck_assert_int_eq(pn_model_loss(m, &loss, &accuracy), 5);
+    ck_assert(loss == d.stats.loss_sum / d.stats.rows);
+    ck_assert(isnan(accuracy));
+    ck_assert(pn_model_rmse(m) == sqrt(loss));
+    /* the RMSE of the outputs against the targets, as a reader would compute it */
+    const float *t = d.inputs[1];
+    double sq = 0.0;
+    for (int i = 0; i < 5 * 2; i++) sq += ((double)out[i] - t[i]) * ((double)out[i] - t[i]);
+    ck_assert(tu_close(pn_model_rmse(m), sqrt(sq / 10), 1e-5, 1e-7));
+    pn_model_reset_loss(m);
+    ck_assert(isnan(pn_model_rmse(m)));
+    pn_model_free(m);
+    direct_free(&d);
+}
+END_TEST
+
+/* Losses of mixed kinds: each output says what it is; the rows of both count in the
+ * mean loss, and neither an accuracy nor an RMSE mixes them. One loss alone keeps its own. */
+START_TEST(losses_of_mixed_kinds_report_the_mean_loss_alone)
+{
+    direct d;
+    direct_init(&d, TWO_HEADS, 4);
+    write_file(&d, TWO_HEADS, PN_FORMAT_MODEL, NULL, NULL, NULL);
+    pn_model *m = load_ok();
+    ck_assert_str_eq(pn_model_output_name(m), "logits");
+    ck_assert_int_eq(pn_model_classifies(m, NULL), 1);
+    ck_assert_int_eq(pn_model_classifies(m, "est"), 0);
+    float out[4 * 4];
+    const void *all[3] = {d.inputs[0], d.inputs[1], d.inputs[2]};
+    ck_assert_int_eq(pn_model_forward(m, 4, all, NULL, out), 0);
+    double loss, accuracy;
+    ck_assert_int_eq(pn_model_loss(m, &loss, &accuracy), 8);
+    ck_assert(loss == d.stats.loss_sum / d.stats.rows);
+    ck_assert(isnan(accuracy) && isnan(pn_model_rmse(m)));
+    pn_model_reset_loss(m);
+    const void *no_targets[3] = {d.inputs[0], d.inputs[1], NULL};
+    ck_assert_int_eq(pn_model_forward(m, 4, no_targets, NULL, out), 0);
+    ck_assert_int_eq(pn_model_loss(m, &loss, &accuracy), 4);
+    ck_assert(!isnan(accuracy) && isnan(pn_model_rmse(m)));
+    pn_model_reset_loss(m);
+    const void *no_labels[3] = {d.inputs[0], NULL, d.inputs[2]};
+    ck_assert_int_eq(pn_model_forward(m, 4, no_labels, "est", out), 0);
+    ck_assert_int_eq(pn_model_loss(m, &loss, &accuracy), 4);
+    ck_assert(isnan(accuracy) && pn_model_rmse(m) == sqrt(loss));
     pn_model_free(m);
     direct_free(&d);
 }
@@ -458,6 +557,8 @@ int main(void)
     TCase *tc = tcase_create("model");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, forward_matches_the_network_bit_for_bit);
+    tcase_add_test(tc, a_regression_gives_raw_outputs_and_an_rmse);
+    tcase_add_test(tc, losses_of_mixed_kinds_report_the_mean_loss_alone);
     tcase_add_test(tc, sequence_model_predicts_from_tokens_alone);
     tcase_add_test(tc, padded_sequences_take_their_lengths);
     tcase_add_test(tc, inputs_and_outputs_are_described);

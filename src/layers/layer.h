@@ -62,12 +62,24 @@ typedef struct pn_param_decl {
 typedef struct pn_layer pn_layer;
 typedef struct pn_layer_inst pn_layer_inst;
 
+/* What a loss type measures, so that every report (the metrics file, the epoch lines,
+ * `pipenet infer`, pn_model_loss) asks its layer type instead of comparing names. */
+typedef enum pn_loss_kind {
+    PN_LOSS_OTHER = 0,      /* not a loss, or one reported by its mean loss alone */
+    PN_LOSS_CLASSIFICATION, /* logits and a label id per row: a row is right when its
+                               largest logit is the label (accuracy), and the softmax
+                               of the logits is the classes' probabilities */
+    PN_LOSS_SQUARED_ERROR,  /* a regression whose per-row loss is a mean squared error:
+                               the root of the mean loss is the RMSE */
+} pn_loss_kind;
+
 typedef struct pn_layer_type {
     const char *name;     /* "fc" */
     const char *summary;  /* one line for `pipenet layers` */
     int min_inputs;
     int max_inputs;       /* -1: any number */
     bool is_loss;         /* output is a per-row loss [rows, 1] */
+    pn_loss_kind loss_kind; /* a loss's kind; its first input is the prediction */
     size_t attrs_size;    /* bytes of zeroed parsed attributes given to parse */
     size_t scratch_size;  /* bytes of zeroed per-instance scratch */
     const char *const *attrs; /* attribute names the type accepts (NULL-terminated) */

@@ -73,6 +73,7 @@ const pn_layer_type pn_layer_mse = {
     .min_inputs = 2,
     .max_inputs = 2,
     .is_loss = true,
+    .loss_kind = PN_LOSS_SQUARED_ERROR,
     .scratch_size = sizeof(mse_scratch),
     .infer = mse_infer,
     .forward = mse_forward,

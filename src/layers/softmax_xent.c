@@ -103,6 +103,7 @@ const pn_layer_type pn_layer_softmax_xent = {
     .min_inputs = 2,
     .max_inputs = 2,
     .is_loss = true,
+    .loss_kind = PN_LOSS_CLASSIFICATION,
     .scratch_size = sizeof(xent_scratch),
     .infer = xent_infer,
     .forward = xent_forward,

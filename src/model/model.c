@@ -447,21 +447,47 @@ int pn_model_forward_lengths(pn_model *m, int batch, const void *const *inputs,
     return PN_OK;
 }
 
-long pn_model_loss(const pn_model *m, double *mean_loss, double *accuracy)
+/* What the loss layers counted since the last reset, summed into *sum, and the kind
+ * they share: PN_LOSS_OTHER when the layers that counted rows differ in kind, or
+ * none did (one accuracy or RMSE over rows of different losses would mean nothing). */
+static pn_loss_kind counted(const pn_model *m, pn_layer_stats *sum)
 {
-    double loss = 0.0, correct = 0.0, rows = 0.0;
-    bool classify = true;
+    *sum = (pn_layer_stats){0};
+    pn_loss_kind kind = PN_LOSS_OTHER;
     for (int i = 0; m && i < m->graph->n_nodes; i++) {
         const pn_layer_stats *s = &m->loss[i];
         if (s->rows == 0) continue;
-        loss += s->loss_sum;
-        correct += s->correct;
-        rows += s->rows;
-        classify &= m->graph->nodes[i].layer->type == &pn_layer_softmax_xent;
+        pn_loss_kind k = m->graph->nodes[i].layer->type->loss_kind;
+        kind = sum->rows == 0 || k == kind ? k : PN_LOSS_OTHER; /* OTHER stays OTHER */
+        sum->loss_sum += s->loss_sum;
+        sum->correct += s->correct;
+        sum->rows += s->rows;
     }
-    if (mean_loss) *mean_loss = rows > 0 ? loss / rows : NAN;
-    if (accuracy) *accuracy = rows > 0 && classify ? correct / rows : NAN;
-    return (long)rows;
+    return kind;
+}
+
+long pn_model_loss(const pn_model *m, double *mean_loss, double *accuracy)
+{
+    pn_layer_stats s;
+    bool classify = counted(m, &s) == PN_LOSS_CLASSIFICATION;
+    if (mean_loss) *mean_loss = s.rows > 0 ? s.loss_sum / s.rows : NAN;
+    if (accuracy) *accuracy = s.rows > 0 && classify ? s.correct / s.rows : NAN;
+    return (long)s.rows;
+}
+
+double pn_model_rmse(const pn_model *m)
+{
+    pn_layer_stats s;
+    bool squared = counted(m, &s) == PN_LOSS_SQUARED_ERROR;
+    return s.rows > 0 && squared ? sqrt(s.loss_sum / s.rows) : NAN;
+}
+
+int pn_model_classifies(const pn_model *m, const char *output)
+{
+    int node = m ? output_index(m, output) : -1;
+    if (node < 0) return -1;
+    int loss = pn_graph_loss_of(m->graph, node);
+    return loss >= 0 && m->graph->nodes[loss].layer->type->loss_kind == PN_LOSS_CLASSIFICATION;
 }
 
 void pn_model_reset_loss(pn_model *m)

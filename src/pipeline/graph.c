@@ -531,6 +531,26 @@ int pn_graph_loss_count(const pn_graph *g)
     return n;
 }
 
+pn_loss_kind pn_graph_loss_kind(const pn_graph *g)
+{
+    int n = 0;
+    pn_loss_kind kind = PN_LOSS_OTHER;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pn_layer_type *t = g->nodes[i].layer->type;
+        if (!t->is_loss) continue;
+        if (n++ > 0 && t->loss_kind != kind) return PN_LOSS_OTHER;
+        kind = t->loss_kind;
+    }
+    return kind;
+}
+
+int pn_graph_loss_of(const pn_graph *g, int node)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].layer->type->is_loss && g->nodes[i].inputs[0] == node) return i;
+    return -1;
+}
+
 int pn_graph_tokens_per_sample(const pn_graph *g)
 {
     int seq = 1;

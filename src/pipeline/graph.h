@@ -55,6 +55,15 @@ const json_t *pn_graph_train_spec(const pn_graph *g);
 /* Number of loss layers. */
 int pn_graph_loss_count(const pn_graph *g);
 
+/* The kind (layers/layer.h) that every loss layer of g has; PN_LOSS_OTHER when
+ * there is none or their kinds differ, so that no single accuracy or RMSE mixes
+ * rows of different losses. */
+pn_loss_kind pn_graph_loss_kind(const pn_graph *g);
+
+/* The first loss layer whose prediction (its first input) is node, or -1: what the
+ * values of node are (logits of a classification, a regression's estimates). */
+int pn_graph_loss_of(const pn_graph *g, int node);
+
 /* Positions per sample of the model's inputs (the largest "seq"; 1 when none is a
  * sequence): what tokens/s counts. */
 int pn_graph_tokens_per_sample(const pn_graph *g);
