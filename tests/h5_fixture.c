@@ -8,6 +8,13 @@
  *   h5_fixture floats FILE NAME VALUE...
  *       adds float32 dataset NAME [n] of the values ("nan", "inf" allowed) to FILE
  *       (created when missing); NAME may be of any length
+ *   h5_fixture matrix FILE NAME COLS VALUE...
+ *       adds float32 dataset NAME [n / COLS, COLS] of the values, row after row (a
+ *       regression's features or targets; COLS 1 gives targets of shape [N, 1])
+ *   h5_fixture print FILE NAME
+ *       prints every value of dataset NAME (any number type, read as floats), one a
+ *       line with 9 significant digits, in the file's order: what a test compares
+ *       against, without h5dump or h5py
  *   h5_fixture deep FILE NAME RANK
  *       adds float32 dataset NAME of RANK dimensions (HDF5 allows 32) of extent 1
  *   h5_fixture relocate FILE DATASET virtual|external TARGET...
@@ -85,6 +92,43 @@ static int floats(const char *path, const char *name, int n, char **values)
     int rc = write_dataset(file, name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, dims, v);
     H5Fclose(file);
     free(v);
+    return rc;
+}
+
+static int matrix(const char *path, const char *name, int cols, int n, char **values)
+{
+    if (cols < 1 || n < cols || n % cols) return die("expected rows of COLS values", name);
+    float *v = malloc((size_t)n * sizeof *v);
+    if (!v) return die("out of memory", NULL);
+    for (int i = 0; i < n; i++) v[i] = strtof(values[i], NULL);
+    hid_t file = open_rw(path);
+    if (file < 0) return die("cannot open", path);
+    hsize_t dims[2] = {(hsize_t)(n / cols), (hsize_t)cols};
+    int rc = write_dataset(file, name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dims, v);
+    H5Fclose(file);
+    free(v);
+    return rc;
+}
+
+static int print(const char *path, const char *name)
+{
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = file < 0 ? -1 : H5Dopen2(file, name, H5P_DEFAULT);
+    if (d < 0) {
+        if (file >= 0) H5Fclose(file);
+        return die("cannot open dataset", name);
+    }
+    hid_t space = H5Dget_space(d);
+    hssize_t n = H5Sget_simple_extent_npoints(space);
+    float *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    int rc = v && n >= 0 && H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0
+                 ? 0
+                 : die("cannot read dataset", name);
+    for (hssize_t i = 0; rc == 0 && i < n; i++) printf("%.9g\n", v[i]);
+    free(v);
+    H5Sclose(space);
+    H5Dclose(d);
+    H5Fclose(file);
     return rc;
 }
 
@@ -186,9 +230,13 @@ int main(int argc, char **argv)
     const char *cmd = argc > 1 ? argv[1] : "";
     if (!strcmp(cmd, "dataset") && argc == 4) return dataset(argv[2], atol(argv[3]));
     if (!strcmp(cmd, "floats") && argc >= 4) return floats(argv[2], argv[3], argc - 4, argv + 4);
+    if (!strcmp(cmd, "matrix") && argc >= 6)
+        return matrix(argv[2], argv[3], atoi(argv[4]), argc - 5, argv + 5);
+    if (!strcmp(cmd, "print") && argc == 4) return print(argv[2], argv[3]);
     if (!strcmp(cmd, "deep") && argc == 5) return deep(argv[2], argv[3], atoi(argv[4]));
     if (!strcmp(cmd, "relocate") && argc >= 6)
         return relocate(argv[2], argv[3], argv[4], argc - 5, argv + 5);
-    return die("usage: h5_fixture dataset FILE ROWS | floats FILE NAME VALUE... | deep FILE "
-               "NAME RANK | relocate FILE DATASET virtual|external TARGET...", NULL);
+    return die("usage: h5_fixture dataset FILE ROWS | floats FILE NAME VALUE... | matrix FILE "
+               "NAME COLS VALUE... | print FILE NAME | deep FILE NAME RANK | relocate FILE "
+               "DATASET virtual|external TARGET...", NULL);
 }

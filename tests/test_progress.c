@@ -1,11 +1,15 @@
 /* Progress lines: after a resume the ETA is predicted from this run's steps only
  * (steps done before the resume took no time here), and a plain (not live) report
- * prints at most every few seconds but always at the last step. */
+ * prints at most every few seconds but always at the last step. The metrics file's
+ * evaluation lines: the key the loss's kind has (eval_accuracy or eval_rmse, neither
+ * for another kind), and null for a value JSON cannot hold. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "pipeline/metrics.h"
 #include "pipeline/progress.h"
 #include "testutil.h"
 
@@ -75,9 +79,45 @@ START_TEST(plain_lines_keep_their_cadence_and_the_last_step)
 }
 END_TEST
 
+/* pn_metrics_eval by kind: the key that fits (never an accuracy of an mse model),
+ * no key for another kind, null for NaN and infinity (JSON has neither). */
+START_TEST(evaluation_lines_name_what_the_loss_measures)
+{
+    char dir[512], path[600];
+    tu_make_temp_dir(dir, sizeof dir, "metrics");
+    snprintf(path, sizeof path, "%s/m.jsonl", dir);
+    pn_metrics *m;
+    ck_assert_int_eq(pn_metrics_open(&m, path, 0), 0);
+    ck_assert_int_eq(pn_metrics_eval(m, 1, 1, 0.5, PN_LOSS_CLASSIFICATION, 0.75), 0);
+    ck_assert_int_eq(pn_metrics_eval(m, 2, 1, 0.25, PN_LOSS_SQUARED_ERROR, 0.5), 0);
+    ck_assert_int_eq(pn_metrics_eval(m, 3, 1, 0.5, PN_LOSS_OTHER, NAN), 0);
+    ck_assert_int_eq(pn_metrics_eval(m, 4, 2, NAN, PN_LOSS_SQUARED_ERROR, INFINITY), 0);
+    pn_metrics_close(m);
+    const char *want[] = {
+        "{\"step\": 1, \"epoch\": 1, \"eval_loss\": 0.5, \"eval_accuracy\": 0.75}\n",
+        "{\"step\": 2, \"epoch\": 1, \"eval_loss\": 0.25, \"eval_rmse\": 0.5}\n",
+        "{\"step\": 3, \"epoch\": 1, \"eval_loss\": 0.5}\n",
+        "{\"step\": 4, \"epoch\": 2, \"eval_loss\": null, \"eval_rmse\": null}\n",
+    };
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[256];
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+        ck_assert_str_eq(line, want[i]);
+    }
+    ck_assert_ptr_null(fgets(line, sizeof line, f));
+    fclose(f);
+    tu_remove_tree(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("progress");
+    TCase *metrics = tcase_create("metrics");
+    tcase_add_test(metrics, evaluation_lines_name_what_the_loss_measures);
+    suite_add_tcase(s, metrics);
     TCase *tc = tcase_create("progress");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, eta_after_a_resume_counts_this_runs_steps_only);

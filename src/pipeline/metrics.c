@@ -4,6 +4,7 @@
 #include "pipeline/metrics.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,10 +137,21 @@ int pn_metrics_step(pn_metrics *m, long step, long epoch, double loss, double lr
     return write_line(m, line);
 }
 
-int pn_metrics_eval(pn_metrics *m, long step, long epoch, double eval_loss,
-                    double eval_accuracy)
+/* value as a JSON number, or null where it is NaN or infinite (JSON has neither, and
+ * jansson refuses them). */
+static json_t *number_or_null(double value)
 {
-    return write_line(m, json_pack("{sIsIsfsf}", "step", (json_int_t)step, "epoch",
-                                   (json_int_t)epoch, "eval_loss", eval_loss, "eval_accuracy",
-                                   eval_accuracy));
+    return isfinite(value) ? json_real(value) : json_null();
+}
+
+int pn_metrics_eval(pn_metrics *m, long step, long epoch, double eval_loss, pn_loss_kind kind,
+                    double eval_metric)
+{
+    json_t *line = json_pack("{sIsIso}", "step", (json_int_t)step, "epoch", (json_int_t)epoch,
+                             "eval_loss", number_or_null(eval_loss));
+    const char *key = kind == PN_LOSS_CLASSIFICATION  ? "eval_accuracy"
+                      : kind == PN_LOSS_SQUARED_ERROR ? "eval_rmse"
+                                                      : NULL;
+    if (line && key) json_object_set_new(line, key, number_or_null(eval_metric));
+    return write_line(m, line);
 }

@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include "layers/layer.h"
+
 typedef struct pn_metrics pn_metrics;
 
 /* Creates (truncates) path; append keeps existing lines (resumed runs). A path that is
@@ -27,7 +29,12 @@ int pn_metrics_forget_after(pn_metrics *m, long step, long *dropped);
  * tokens_per_sample > 1 (a sequence model) adds "tokens_per_s". */
 int pn_metrics_step(pn_metrics *m, long step, long epoch, double loss, double lr,
                     double samples_per_s, int tokens_per_sample);
-int pn_metrics_eval(pn_metrics *m, long step, long epoch, double eval_loss,
-                    double eval_accuracy);
+/* An evaluation's line: eval_loss, and by the kind of the model's loss layer
+ * eval_accuracy (a classification: eval_metric is the fraction of rows right) or
+ * eval_rmse (a mean squared error: eval_metric is its root); another kind writes
+ * neither key, never an accuracy that means nothing. A value that is NaN or infinite
+ * is written null (JSON has no NaN). */
+int pn_metrics_eval(pn_metrics *m, long step, long epoch, double eval_loss, pn_loss_kind kind,
+                    double eval_metric);
 
 #endif

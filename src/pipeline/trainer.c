@@ -98,8 +98,9 @@ static int train_step(trainer *t, const pn_batch *b, long step, double *loss)
 }
 
 /* Runs the evaluation set forward through the pipeline, a replica's slice of each
- * batch at once; returns mean loss and accuracy over the whole set. */
-static int evaluate(trainer *t, double *loss, double *accuracy)
+ * batch at once; into r: the mean loss over the whole set, and the accuracy or the
+ * RMSE as the loss layer's kind has one (layers/layer.h), the other NaN. */
+static int evaluate(trainer *t, pn_train_result *r)
 {
     long samples = pn_reader_samples(t->eval_data);
     long batches = (samples + t->cfg.batch - 1) / t->cfg.batch;
@@ -115,9 +116,23 @@ static int evaluate(trainer *t, double *loss, double *accuracy)
     }
     double s[3];
     PN_TRY(reduce_stats(t, s));
-    *loss = s[2] > 0 ? s[0] / s[2] : NAN;
-    *accuracy = s[2] > 0 ? s[1] / s[2] : NAN;
+    pn_loss_kind kind = pn_graph_loss_kind(t->graph);
+    r->eval_loss = s[2] > 0 ? s[0] / s[2] : NAN;
+    r->eval_accuracy = s[2] > 0 && kind == PN_LOSS_CLASSIFICATION ? s[1] / s[2] : NAN;
+    r->eval_rmse = kind == PN_LOSS_SQUARED_ERROR ? sqrt(r->eval_loss) : NAN;
     return PN_OK;
+}
+
+/* The evaluation's part of a progress line: the loss, and the accuracy or the RMSE
+ * where the loss has one (an accuracy of an mse model would be a meaningless 0%). */
+static void format_eval(const pn_train_result *r, char *text, size_t cap)
+{
+    int n = snprintf(text, cap, "  eval loss %.4f", r->eval_loss);
+    if (n < 0 || (size_t)n >= cap) return;
+    if (!isnan(r->eval_accuracy))
+        snprintf(text + n, cap - (size_t)n, "  eval accuracy %.2f%%", 100.0 * r->eval_accuracy);
+    else if (!isnan(r->eval_rmse))
+        snprintf(text + n, cap - (size_t)n, "  eval RMSE %.4f", r->eval_rmse);
 }
 
 /* Evaluates after step (of epoch, counted from 0) when there is an evaluation set:
@@ -129,12 +144,13 @@ static int evaluation(trainer *t, long step, long epoch, pn_train_result *r, cha
     if (!t->eval_data) return PN_OK;
     pn_comm_watch(t->comm, stall_bound(t), "the evaluation after step %ld", step);
     double t0 = PN_TRACE_T0();
-    PN_TRY(evaluate(t, &r->eval_loss, &r->eval_accuracy));
+    PN_TRY(evaluate(t, r));
     PN_TRACE("evaluation", "eval", NULL, step, -1, t0);
-    snprintf(text, cap, "  eval loss %.4f  eval accuracy %.2f%%", r->eval_loss,
-             100.0 * r->eval_accuracy);
+    format_eval(r, text, cap);
+    pn_loss_kind kind = pn_graph_loss_kind(t->graph);
+    double metric = kind == PN_LOSS_SQUARED_ERROR ? r->eval_rmse : r->eval_accuracy;
     if (t->metrics)
-        PN_TRY(pn_metrics_eval(t->metrics, step, epoch + 1, r->eval_loss, r->eval_accuracy));
+        PN_TRY(pn_metrics_eval(t->metrics, step, epoch + 1, r->eval_loss, kind, metric));
     return PN_OK;
 }
 
@@ -465,7 +481,8 @@ int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_job *job,
 {
     trainer t = {.graph = g, .cfg = *cfg, .hooks = hooks};
     pn_stop_signals_catch(); /* the program has done so already; a library caller may not */
-    pn_train_result r = {0, NAN, NAN, NAN, 0, 0, NULL, 0, 0, 0, 0};
+    pn_train_result r = {.last_loss = NAN, .eval_loss = NAN, .eval_accuracy = NAN,
+                         .eval_rmse = NAN};
     int rc = pn_trainer_setup(&t, job);
     if (t.comm) {
         rc = pn_comm_agree(t.comm, rc);

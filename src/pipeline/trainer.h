@@ -18,7 +18,8 @@ typedef struct pn_train_result {
     long steps;            /* global step count at the end */
     double last_loss;      /* training loss of the last step */
     double eval_loss;      /* last evaluation (NaN when there was none) */
-    double eval_accuracy;  /* fraction in [0, 1] */
+    double eval_accuracy;  /* fraction in [0, 1] for a classification loss, else NaN */
+    double eval_rmse;      /* root mean squared error for an mse loss, else NaN */
     double seconds;        /* wall time of the training steps */
     double samples_per_s;  /* training throughput over the run */
     double *losses;        /* [steps] when collect_losses was set; caller frees */
