@@ -1,7 +1,9 @@
 /* predict: runs a pipenet model on the first samples of a dataset file, using only
  * pipenet.h (and plain HDF5 calls to read the file). Prints each sample's predicted
  * class (the largest output) and, when the file has the model's labels, the label
- * and the accuracy. Build:  mpicc predict.c $(pkg-config --cflags --libs pipenet)
+ * and the accuracy; for a model whose output is no classification's logits (an mse
+ * regression), each sample's output values and, with the targets, the RMSE.
+ * Build:  mpicc predict.c $(pkg-config --cflags --libs pipenet)
  * usage: predict MODEL.h5 DATA.h5 [N]   (N samples, default 10; 0 for all) */
 #include <hdf5.h>
 #include <math.h>
@@ -84,19 +86,26 @@ int main(int argc, char **argv)
         fprintf(stderr, "predict: %s\n", pn_model_error());
         status = 1;
     }
+    int classifies = pn_model_classifies(model, NULL) == 1; /* else: raw values */
     for (long s = 0; status == 0 && s < n; s++) {
         const float *row = scores + s * classes;
         int best = 0;
         for (int c = 1; c < classes; c++)
             if (row[c] > row[best]) best = c;
-        printf("sample %ld: class %d", s, best);
-        if (labels >= 0) printf(" (label %d)", ((const int *)inputs[labels])[s]);
+        if (classifies) printf("sample %ld: class %d", s, best);
+        else printf("sample %ld:", s);
+        for (int c = 0; !classifies && c < classes; c++) printf(" %.6g", row[c]);
+        if (classifies && labels >= 0) printf(" (label %d)", ((const int *)inputs[labels])[s]);
         printf("\n");
     }
-    double loss, accuracy;
-    if (status == 0 && pn_model_loss(model, &loss, &accuracy) > 0 && !isnan(accuracy))
+    double loss, accuracy, rmse = pn_model_rmse(model);
+    long rows = status == 0 ? pn_model_loss(model, &loss, &accuracy) : 0;
+    if (rows > 0 && !isnan(accuracy))
         printf("%s on %ld samples of %s: accuracy %.2f%%, mean loss %.4f\n",
                pn_model_name(model), n, argv[2], 100.0 * accuracy, loss);
+    else if (rows > 0 && !isnan(rmse))
+        printf("%s on %ld samples of %s: RMSE %.4f, mean loss %.4f\n", pn_model_name(model), n,
+               argv[2], rmse, loss);
     for (int i = 0; i < n_inputs; i++) free(inputs[i]);
     free(inputs);
     free(scores);

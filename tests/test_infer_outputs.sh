@@ -1,8 +1,16 @@
 #!/bin/sh
-# What training reports by the kind of the loss (docs/training.md, docs/formats.md),
-# on small models and data written here with tests/h5_fixture (no Debian dataset, no
-# h5py): the epoch lines and the metrics file show the RMSE and no accuracy for an
-# mse model (no "eval_accuracy" key), the accuracy and no RMSE for a classifier.
+# What `pipenet infer` writes and what training reports, by the kind of the loss
+# (docs/inference.md, docs/formats.md), on small models and data written here with
+# tests/h5_fixture (no Debian dataset, no h5py, no h5dump):
+#  - an mse model (linear regression on targets [N, 1]): /outputs are x w + b,
+#    computed from the exported w and b, with no /predictions or /scores; infer prints
+#    the RMSE of those outputs against the targets, the training's last eval RMSE;
+#  - a classification model (fc with a sigmoid, fc, softmax_xent): /outputs are the
+#    logits (the layer feeding the loss), recomputed the same way, /scores their
+#    softmax and /predictions their argmax;
+#  - --output LAYER: that layer's values as they are, no softmax, no predictions;
+#  - the epoch lines and the metrics file show the RMSE and no accuracy for the mse
+#    model (no "eval_accuracy" key), the accuracy and no RMSE for the classifier.
 set -u
 . "$(dirname "$0")/script_fixture.sh"
 H5=${TESTS_BUILDDIR:-$(dirname "$0")}/h5_fixture
@@ -106,4 +114,92 @@ grep -q 'RMSE' "$tmp/cls_train.out" && fail "classifier: an RMSE printed"
 grep -q 'rmse' "$tmp/cls.jsonl" && fail "classifier: the metrics hold an RMSE"
 echo "ok: training a classifier reports the eval accuracy, no RMSE"
 
+# --- infer on the exported models ------------------------------------------------
+"$PIPENET" export "$tmp/lin_snap" --out "$tmp/lin.h5" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "export lin"; }
+"$PIPENET" infer "$tmp/lin.h5" --data "$tmp/lin_eval.h5" --out "$tmp/lin_pred.h5" --batch 5 \
+    >"$tmp/lin_infer.out" 2>&1 || { cat "$tmp/lin_infer.out"; fail "infer lin"; }
+grep -q "^wrote $tmp/lin_pred.h5: /outputs float32 \[16, 1\] (no /predictions or /scores: 'out' is the prediction of loss 'loss' (mse)" \
+    "$tmp/lin_infer.out" || fail "mse: infer --out line: $(cat "$tmp/lin_infer.out")"
+grep -qi 'accuracy' "$tmp/lin_infer.out" && fail "mse: infer printed an accuracy: $(cat "$tmp/lin_infer.out")"
+has "$tmp/lin_pred.h5" outputs
+lacks "$tmp/lin_pred.h5" predictions
+lacks "$tmp/lin_pred.h5" scores
+values "$tmp/lin.h5" params/out/w >"$tmp/lin_w"
+values "$tmp/lin.h5" params/out/b >"$tmp/lin_b"
+tr ' ' '\n' <"$tmp/x_eval" | grep . >"$tmp/x_eval_1"
+affine "$tmp/x_eval_1" "$tmp/lin_w" "$tmp/lin_b" 3 1 >"$tmp/lin_want"
+values "$tmp/lin_pred.h5" outputs >"$tmp/lin_got"
+same "mse: /outputs against x w + b" "$tmp/lin_got" "$tmp/lin_want"
+# the RMSE printed: of these outputs against the targets, and the training's last
+rmse=$(paste "$tmp/lin_got" "$tmp/y_eval" | awk '{ s += ($1 - $2) ^ 2 } END { printf "%.4f", sqrt(s / NR) }')
+grep -q "^RMSE $rmse (16 rows), mean loss [0-9.]*$" "$tmp/lin_infer.out" ||
+    fail "mse: infer's RMSE line, expected RMSE $rmse: $(cat "$tmp/lin_infer.out")"
+[ "$(printf '%.4f' "$last_rmse")" = "$rmse" ] || fail "mse: infer's RMSE $rmse, the training's last $last_rmse"
+# examples/predict through pipenet.h: the same values and RMSE
+PREDICT=${TESTS_BUILDDIR:-$(dirname "$0")}/../examples/predict
+if [ -x "$PREDICT" ]; then
+    "$PREDICT" "$tmp/lin.h5" "$tmp/lin_eval.h5" 0 >"$tmp/predict.out" 2>&1 ||
+        { cat "$tmp/predict.out"; fail "examples/predict on the mse model"; }
+    grep -q "^lin on 16 samples of $tmp/lin_eval.h5: RMSE $rmse, mean loss" "$tmp/predict.out" ||
+        fail "predict: no RMSE $rmse: $(cat "$tmp/predict.out")"
+    sed -n 's/^sample [0-9]*: \([^ ]*\)$/\1/p' "$tmp/predict.out" >"$tmp/predict_got"
+    same "predict: the values" "$tmp/predict_got" "$tmp/lin_want"
+    grep -q "class" "$tmp/predict.out" && fail "predict: classes of an mse model: $(head -2 "$tmp/predict.out")"
+    echo "ok: examples/predict prints the mse model's values and RMSE"
+else
+    echo "note: $PREDICT not built (make check builds it); skipped"
+fi
+# without the targets: the outputs, and no loss
+"$H5" matrix "$tmp/lin_x.h5" features 3 $(cat "$tmp/x_eval") || fail "write lin_x.h5"
+expect 0 "^no loss: $tmp/lin_x.h5 has no dataset 'targets' for input 'y'" \
+    "$PIPENET" infer "$tmp/lin.h5" --data "$tmp/lin_x.h5" --out "$tmp/lin_x_pred.h5"
+values "$tmp/lin_x_pred.h5" outputs >"$tmp/lin_x_got"
+same "mse without targets: /outputs" "$tmp/lin_x_got" "$tmp/lin_want"
+echo "ok: infer on an mse model writes its raw outputs (x w + b), no predictions, and the RMSE"
+
+"$PIPENET" export "$tmp/cls_snap" --out "$tmp/cls.h5" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "export cls"; }
+"$PIPENET" infer "$tmp/cls.h5" --data "$tmp/cls_eval.h5" --out "$tmp/cls_pred.h5" --batch 8 \
+    >"$tmp/cls_infer.out" 2>&1 || { cat "$tmp/cls_infer.out"; fail "infer cls"; }
+grep -q "^wrote $tmp/cls_pred.h5: /outputs float32 \[21, 3\], /predictions int32 \[21\], /scores float32 \[21, 3\]$" \
+    "$tmp/cls_infer.out" || fail "classifier: infer --out line: $(cat "$tmp/cls_infer.out")"
+grep -q '^accuracy [0-9.]*% ([0-9]* of 21), mean loss [0-9.]*$' "$tmp/cls_infer.out" ||
+    fail "classifier: infer's accuracy line: $(cat "$tmp/cls_infer.out")"
+values "$tmp/cls_eval.h5" features >"$tmp/cls_x"
+for p in h/w h/b out/w out/b; do values "$tmp/cls.h5" "params/$p" >"$tmp/cls_$(echo $p | tr / _)"; done
+affine "$tmp/cls_x" "$tmp/cls_h_w" "$tmp/cls_h_b" 4 2 sigmoid >"$tmp/cls_h_want"
+affine "$tmp/cls_h_want" "$tmp/cls_out_w" "$tmp/cls_out_b" 2 3 >"$tmp/cls_want"
+values "$tmp/cls_pred.h5" outputs >"$tmp/cls_got"
+same "classifier: /outputs against the logits" "$tmp/cls_got" "$tmp/cls_want"
+# /scores: the softmax of each row of /outputs; /predictions: its largest (the first)
+awk '{ v[n++] = $1 } END { for (r = 0; r < n / 3; r++) { m = v[3 * r]; s = 0
+        for (j = 1; j < 3; j++) if (v[3 * r + j] > m) m = v[3 * r + j]
+        for (j = 0; j < 3; j++) s += exp(v[3 * r + j] - m)
+        for (j = 0; j < 3; j++) printf "%.9g\n", exp(v[3 * r + j] - m) / s } }' \
+    "$tmp/cls_got" >"$tmp/cls_scores_want"
+awk '{ v[n++] = $1 } END { for (r = 0; r < n / 3; r++) { b = 0
+        for (j = 1; j < 3; j++) if (v[3 * r + j] > v[3 * r + b]) b = j
+        print b } }' "$tmp/cls_got" >"$tmp/cls_pred_want"
+values "$tmp/cls_pred.h5" scores >"$tmp/cls_scores_got"
+same "classifier: /scores against the softmax of /outputs" "$tmp/cls_scores_got" "$tmp/cls_scores_want"
+values "$tmp/cls_pred.h5" predictions >"$tmp/cls_pred_got"
+cmp -s "$tmp/cls_pred_got" "$tmp/cls_pred_want" || fail "classifier: /predictions are not the argmax of /outputs"
+echo "ok: infer on a classifier writes the logits, their softmax and their argmax"
+
+# --- --output LAYER: the values as the layer computes them ---------------------------
+expect 0 "^wrote $tmp/h_pred.h5: /outputs float32 \[21, 2\] (no /predictions or /scores: 'h' is no classification loss's logits)" \
+    "$PIPENET" infer "$tmp/cls.h5" --data "$tmp/cls_eval.h5" --output h --out "$tmp/h_pred.h5"
+lacks "$tmp/h_pred.h5" predictions
+lacks "$tmp/h_pred.h5" scores
+values "$tmp/h_pred.h5" outputs >"$tmp/h_got"
+same "--output h: /outputs against sigmoid(x w + b)" "$tmp/h_got" "$tmp/cls_h_want"
+# naming the default output gives the default's file; the loss layer's values too
+"$PIPENET" infer "$tmp/cls.h5" --data "$tmp/cls_eval.h5" --output out --out "$tmp/out_pred.h5" \
+    >/dev/null 2>&1 || fail "--output out"
+expect 0 "0 differ (exact" "$PIPENET" inspect "$tmp/out_pred.h5" --compare "$tmp/cls_pred.h5"
+expect 0 "/outputs float32 \[16, 1\] (no /predictions" \
+    "$PIPENET" infer "$tmp/lin.h5" --data "$tmp/lin_eval.h5" --output loss --out "$tmp/loss_pred.h5"
+paste "$tmp/lin_got" "$tmp/y_eval" | awk '{ printf "%.9g\n", ($1 - $2) ^ 2 }' >"$tmp/loss_want"
+values "$tmp/loss_pred.h5" outputs >"$tmp/loss_got"
+same "--output loss: /outputs against the squared errors" "$tmp/loss_got" "$tmp/loss_want"
+echo "ok: --output LAYER writes the layer's raw values, predictions only for a classification's logits"
 echo "PASS: infer outputs"

@@ -48,9 +48,10 @@ acc=$(grep -o '^accuracy [0-9.]*%' "$tmp/infer.out" | cut -d' ' -f2)
 [ "$acc" = "$eval_acc" ] || fail "infer accuracy $acc, training's evaluation $eval_acc"
 awk "BEGIN { exit !(${acc%\%} > 50) }" || fail "accuracy $acc after 30 steps"
 grep -q "mean loss [0-9.]*" "$tmp/infer.out" || fail "no mean loss: $(cat "$tmp/infer.out")"
-grep -q "wrote $tmp/pred.h5: /predictions int32 \[10000\], /scores float32 \[10000, 10\]" \
+grep -q "wrote $tmp/pred.h5: /outputs float32 \[10000, 10\], /predictions int32 \[10000\], /scores float32 \[10000, 10\]" \
     "$tmp/infer.out" || fail "infer --out line: $(cat "$tmp/infer.out")"
 "$PIPENET" inspect "$tmp/pred.h5" >"$tmp/inspect.out" 2>&1 || fail "inspect predictions"
+grep -Eq '/outputs +float32 +\[10000, 10\]' "$tmp/inspect.out" || fail "outputs: $(cat "$tmp/inspect.out")"
 grep -Eq '/predictions +int32 +\[10000\]' "$tmp/inspect.out" || fail "predictions: $(cat "$tmp/inspect.out")"
 grep -Eq '/scores +float32 +\[10000, 10\]' "$tmp/inspect.out" || fail "scores: $(cat "$tmp/inspect.out")"
 ls "$tmp" | grep -q '\.tmp' && fail "infer left a temporary file"

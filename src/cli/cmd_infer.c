@@ -1,8 +1,9 @@
 /* `pipenet infer MODEL.h5 --data FILE`: runs a model file (pipenet-model or
  * snapshot) forward over a dataset file in file order, in one process on the host
- * or one GPU (--device), through the C API (pipenet.h). Prints accuracy and mean loss when the file holds
- * the labels the loss layer needs; --out writes argmax predictions and softmax
- * scores of the output. */
+ * or one GPU (--device), through the C API (pipenet.h). When the file holds the
+ * inputs the loss layer needs, prints the mean loss with the accuracy (a
+ * classification) or the RMSE (mse); --out writes the output's raw values and, for a
+ * classification's logits only, argmax predictions and softmax scores. */
 #include <getopt.h>
 #include <math.h>
 #include <stdbool.h>
@@ -27,17 +28,19 @@ static void usage(FILE *out)
             "\n"
             "Runs MODEL.h5 (from `pipenet export`, a training snapshot, or a snapshot\n"
             "directory: its newest snapshot that verifies) forward over the samples of a\n"
-            "dataset file in order. When the file holds the labels of the\n"
-            "model's loss layer, prints the accuracy and the mean loss. Runs in one process,\n"
-            "on the host or one GPU: pipelined inference across ranks is not supported, and\n"
-            "it refuses to start as one of several MPI ranks.\n"
+            "dataset file in order. When the file holds the labels or targets of the\n"
+            "model's loss layer, prints the mean loss and the accuracy (a classification)\n"
+            "or the RMSE (mse). Runs in one process, on the host or one GPU: pipelined\n"
+            "inference across ranks is not supported, and it refuses to start as one of\n"
+            "several MPI ranks.\n"
             "\n"
             "options:\n"
             "  --data FILE     dataset HDF5 file with the model's inputs (required)\n"
-            "  --out FILE      write /predictions int32 [N] (argmax of the output) and\n"
-            "                  /scores float32 [N, classes] (its softmax)\n"
+            "  --out FILE      write /outputs float32 [N, k] (the output's values); for a\n"
+            "                  classification's logits also /predictions int32 [N]\n"
+            "                  (argmax) and /scores float32 [N, k] (softmax)\n"
             "  --batch B       samples per forward                              [256]\n"
-            "  --output LAYER  the layer to predict from   [the layer feeding the loss]\n"
+            "  --output LAYER  the layer whose values to write [the loss's prediction]\n"
             "  --device D      where the model runs (cuda: the first GPU visible)  [cpu]\n");
     pn_choice_help(out, &pn_device_requests, 18);
     fprintf(out, "  -h, --help      this text\n");
@@ -195,101 +198,182 @@ static void close_data(infer_data *d)
     free(d->lengths_of);
 }
 
-/* Replaces each row of scores [rows, classes] with its softmax; predictions[r] is
- * the row's largest entry. */
-static void softmax_rows(float *scores, int *predictions, long rows, int classes)
+/* The layer infer writes and what its values are. */
+typedef struct infer_output {
+    const char *name;
+    int node, seq, width; /* seq rows of width values per sample */
+    int loss;             /* the loss layer it is the prediction of, or -1 */
+    bool classes;         /* a classification's logits: predictions and scores too */
+} infer_output;
+
+/* One run's buffers, a batch of each: the inputs the reader gives, the output's raw
+ * values and, for a classification, their softmax and argmax. */
+typedef struct infer_run {
+    infer_data d;
+    pn_predictions *w;
+    long n;               /* samples in the file */
+    const void **inputs;
+    const int **lengths;
+    float *outputs, *scores;
+    int *predictions;
+} infer_run;
+
+/* Sets scores [rows, classes] to the softmax of each row of logits; predictions[r] is
+ * the row's largest entry (the first of equals). */
+static void softmax_rows(const float *logits, float *scores, int *predictions, long rows,
+                         int classes)
 {
     for (long r = 0; r < rows; r++) {
+        const float *l = logits + r * classes;
         float *s = scores + r * classes;
         int best = 0;
         for (int j = 1; j < classes; j++)
-            if (s[j] > s[best]) best = j;
+            if (l[j] > l[best]) best = j;
         predictions[r] = best;
-        float max = s[best];
         double sum = 0.0;
-        for (int j = 0; j < classes; j++) sum += s[j] = expf(s[j] - max);
+        for (int j = 0; j < classes; j++) sum += s[j] = expf(l[j] - l[best]);
         for (int j = 0; j < classes; j++) s[j] = (float)(s[j] / sum);
     }
+}
+
+/* The output o names (default: the model's), refused when it is no float layer. */
+static int find_output(const pn_model *m, const infer_options *o, infer_output *out)
+{
+    const pn_graph *g = pn_model_graph(m);
+    out->name = o->output ? o->output : pn_model_output_name(m);
+    out->node = pn_graph_find(g, out->name);
+    int size = pn_model_output_size(m, out->name);
+    if (out->node < 0 || size < 0)
+        return pn_error_set(PN_ERR_INVALID, "--output: %s has no float layer '%s'", o->model,
+                            out->name);
+    out->seq = g->nodes[out->node].layer->out_shape.seq;
+    out->width = size / out->seq;
+    out->loss = pn_graph_loss_of(g, out->node);
+    out->classes = pn_model_classifies(m, out->name) == 1;
+    return PN_OK;
+}
+
+/* Opens the data and the --out file, and allocates a batch's buffers. */
+static int start_run(const pn_model *m, const infer_options *o, const infer_output *out,
+                     infer_run *r)
+{
+    PN_TRY(open_data(m, o, out->node, &r->d));
+    r->n = pn_reader_samples(r->d.reader);
+    pn_predictions_spec spec = {.n = r->n, .seq = out->seq, .width = out->width,
+                                .classes = out->classes, .chunk_rows = o->batch,
+                                .model = o->model, .data = o->data, .output = out->name};
+    if (o->out) PN_TRY(pn_predictions_create(&r->w, o->out, &spec));
+    size_t rows = (size_t)o->batch * (size_t)out->seq, values = rows * (size_t)out->width;
+    int inputs = pn_model_input_count(m);
+    if (!(r->outputs = malloc(values * sizeof *r->outputs)) ||
+        !(r->inputs = calloc((size_t)inputs, sizeof *r->inputs)) ||
+        !(r->lengths = calloc((size_t)inputs, sizeof *r->lengths)) ||
+        (out->classes && (!(r->scores = malloc(values * sizeof *r->scores)) ||
+                          !(r->predictions = malloc(rows * sizeof *r->predictions)))))
+        return pn_error_set(PN_ERR_NOMEM, "out of memory for a batch of %d", o->batch);
+    return PN_OK;
+}
+
+/* Runs every batch of the file forward and writes it to the --out file, if any. */
+static int run_batches(pn_model *m, const infer_options *o, const infer_output *out,
+                       infer_run *r)
+{
+    for (long row0 = 0; row0 < r->n; row0 += o->batch) {
+        const pn_batch *b;
+        PN_TRY(pn_reader_next(r->d.reader, &b));
+        for (int i = 0; i < pn_model_input_count(m); i++) {
+            int f = r->d.field_of[i];
+            r->inputs[i] = f < 0 ? NULL : b->values[f] ? (const void *)b->values[f]
+                                                       : (const void *)b->ids[f];
+            r->lengths[i] = r->d.lengths_of[i] < 0 ? NULL : b->ids[r->d.lengths_of[i]];
+        }
+        PN_TRY(pn_model_forward_lengths(m, b->rows, r->inputs, r->lengths, out->name,
+                                        r->outputs));
+        if (!r->w) continue;
+        if (out->classes)
+            softmax_rows(r->outputs, r->scores, r->predictions, (long)b->rows * out->seq,
+                         out->width);
+        PN_TRY(pn_predictions_write(r->w, row0, b->rows, r->outputs, r->predictions,
+                                    r->scores));
+    }
+    return PN_OK;
+}
+
+/* The loss line: the accuracy of a classification, the RMSE of a mean squared
+ * error, the mean loss alone for losses of mixed kinds (pipenet.h, pn_model_loss). */
+static void print_loss(const pn_model *m, const infer_options *o, const infer_run *r)
+{
+    double loss, accuracy, rmse = pn_model_rmse(m);
+    long rows = pn_model_loss(m, &loss, &accuracy);
+    if (rows > 0 && !isnan(accuracy))
+        printf("accuracy %.2f%% (%.0f of %ld), mean loss %.4f\n", 100.0 * accuracy,
+               accuracy * rows, rows, loss);
+    else if (rows > 0 && !isnan(rmse))
+        printf("RMSE %.4f (%ld rows), mean loss %.4f\n", rmse, rows, loss);
+    else if (rows > 0)
+        printf("mean loss %.4f over %ld rows\n", loss, rows);
+    else if (r->d.skipped >= 0)
+        printf("no loss: %s has no dataset '%s' for input '%s'\n", o->data,
+               pn_model_input_dataset(m, r->d.skipped), pn_model_input_name(m, r->d.skipped));
+}
+
+/* The line naming what --out holds, and why a file has no predictions. */
+static void print_written(const pn_model *m, const infer_options *o, const infer_output *out,
+                          long n)
+{
+    char shape[64], rows[64];
+    snprintf(shape, sizeof shape, "[%ld, %s%d]", n, out->seq > 1 ? "seq, " : "", out->width);
+    snprintf(rows, sizeof rows, "[%ld%s]", n, out->seq > 1 ? ", seq" : "");
+    printf("wrote %s: /outputs float32 %s", o->out, shape);
+    if (out->classes) {
+        printf(", /predictions int32 %s, /scores float32 %s\n", rows, shape);
+    } else if (out->loss >= 0) {
+        const pn_graph_node *loss = &pn_model_graph(m)->nodes[out->loss];
+        printf(" (no /predictions or /scores: '%s' is the prediction of loss '%s' (%s), "
+               "not a classification's logits)\n", out->name, loss->name,
+               loss->layer->type->name);
+    } else {
+        printf(" (no /predictions or /scores: '%s' is no classification loss's logits)\n",
+               out->name);
+    }
+}
+
+static void free_run(infer_run *r)
+{
+    free(r->outputs);
+    free(r->scores);
+    free(r->predictions);
+    free(r->inputs);
+    free(r->lengths);
+    close_data(&r->d);
 }
 
 static int infer(const infer_options *o)
 {
     pn_model *m;
     PN_TRY(pn_model_load_on(&m, o->model, pn_device_request_name((pn_device_request)o->device)));
-    const pn_graph *g = pn_model_graph(m);
-    const char *output = o->output ? o->output : pn_model_output_name(m);
-    int out_node = pn_graph_find(g, output);
-    int classes = pn_model_output_size(m, output);
-    infer_data d = {.skipped = -1};
-    pn_predictions *w = NULL;
-    float *scores = NULL;
-    int *predictions = NULL;
-    const void **inputs = NULL;
-    const int **lengths = NULL;
-    int rc = PN_OK;
-    if (out_node < 0 || classes < 0)
-        rc = pn_error_set(PN_ERR_INVALID, "--output: %s has no float layer '%s'", o->model,
-                          output);
-    int seq = rc == PN_OK ? g->nodes[out_node].layer->out_shape.seq : 1;
-    if (rc == PN_OK) classes /= seq;
-    if (rc == PN_OK) rc = open_data(m, o, out_node, &d);
-    long n = rc == PN_OK ? pn_reader_samples(d.reader) : 0;
-    if (rc == PN_OK && o->out)
-        rc = pn_predictions_create(&w, o->out, n, seq, classes, o->batch, o->model, o->data);
-    size_t rows = (size_t)o->batch * (size_t)seq;
-    if (rc == PN_OK &&
-        (!(scores = malloc(rows * (size_t)classes * sizeof *scores)) ||
-         !(predictions = malloc(rows * sizeof *predictions)) ||
-         !(inputs = calloc((size_t)pn_model_input_count(m), sizeof *inputs)) ||
-         !(lengths = calloc((size_t)pn_model_input_count(m), sizeof *lengths))))
-        rc = pn_error_set(PN_ERR_NOMEM, "out of memory for a batch of %d", o->batch);
+    infer_output out = {.loss = -1};
+    infer_run r = {.d = {.skipped = -1}};
+    int rc = find_output(m, o, &out);
+    if (rc == PN_OK) rc = start_run(m, o, &out, &r);
     double t0 = pn_now();
-    for (long row0 = 0; rc == PN_OK && row0 < n; row0 += o->batch) {
-        const pn_batch *b;
-        rc = pn_reader_next(d.reader, &b);
-        for (int i = 0; rc == PN_OK && i < pn_model_input_count(m); i++) {
-            int f = d.field_of[i];
-            inputs[i] = f < 0 ? NULL : b->values[f] ? (const void *)b->values[f]
-                                                    : (const void *)b->ids[f];
-            lengths[i] = d.lengths_of[i] < 0 ? NULL : b->ids[d.lengths_of[i]];
-        }
-        if (rc == PN_OK)
-            rc = pn_model_forward_lengths(m, b->rows, inputs, lengths, output, scores);
-        if (rc == PN_OK && o->out) {
-            softmax_rows(scores, predictions, (long)b->rows * seq, classes);
-            rc = pn_predictions_write(w, row0, b->rows, predictions, scores);
-        }
-    }
+    if (rc == PN_OK) rc = run_batches(m, o, &out, &r);
     double seconds = pn_now() - t0;
-    if (w) {
-        int rc_close = pn_predictions_close(w, rc == PN_OK);
+    if (r.w) {
+        int rc_close = pn_predictions_close(r.w, rc == PN_OK);
         if (rc == PN_OK) rc = rc_close;
     }
     if (rc == PN_OK) {
         const char *dev = pn_model_device(m);
+        bool gpu = strcmp(dev, "cpu") != 0;
         printf("infer %s on %s: %ld samples, output '%s' (%d per sample), %.2f s "
-               "(%.0f samples/s)%s%s\n", o->model, o->data, n, output, classes * seq, seconds,
-               seconds > 0 ? n / seconds : 0.0, strcmp(dev, "cpu") ? ", device " : "",
-               strcmp(dev, "cpu") ? dev : "");
-        double loss, accuracy;
-        long loss_rows = pn_model_loss(m, &loss, &accuracy);
-        if (loss_rows > 0 && !isnan(accuracy))
-            printf("accuracy %.2f%% (%.0f of %ld), mean loss %.4f\n", 100.0 * accuracy,
-                   accuracy * loss_rows, loss_rows, loss);
-        else if (loss_rows > 0)
-            printf("mean loss %.4f over %ld rows\n", loss, loss_rows);
-        else if (d.skipped >= 0)
-            printf("no accuracy: %s has no dataset '%s' for input '%s'\n", o->data,
-                   pn_model_input_dataset(m, d.skipped), pn_model_input_name(m, d.skipped));
-        if (o->out)
-            printf("wrote %s: /predictions int32 [%ld%s], /scores float32 [%ld, %s%d]\n", o->out,
-                   n, seq > 1 ? ", seq" : "", n, seq > 1 ? "seq, " : "", classes);
+               "(%.0f samples/s)%s%s\n", o->model, o->data, r.n, out.name,
+               out.width * out.seq, seconds, seconds > 0 ? r.n / seconds : 0.0,
+               gpu ? ", device " : "", gpu ? dev : "");
+        print_loss(m, o, &r);
+        if (o->out) print_written(m, o, &out, r.n);
     }
-    free(scores);
-    free(predictions);
-    free(inputs);
-    free(lengths);
-    close_data(&d);
+    free_run(&r);
     pn_model_free(m);
     return rc;
 }

@@ -19,7 +19,7 @@ static const command commands[] = {
     {"layers", "list the layer types a model can use", pn_cmd_layers},
     {"inspect", "show what a dataset, snapshot or model file holds", pn_cmd_inspect},
     {"export", "write a snapshot's model (config and values) as a model file", pn_cmd_export},
-    {"infer", "run a model file over a dataset file: accuracy and predictions", pn_cmd_infer},
+    {"infer", "run a model file over a dataset file: outputs, accuracy or RMSE", pn_cmd_infer},
     {"generate", "continue a text with a byte-level language model file", pn_cmd_generate},
 };
 enum { N_COMMANDS = sizeof commands / sizeof *commands };
