@@ -4,7 +4,8 @@
 # tests/h5_fixture (no Debian dataset, no h5py, no h5dump):
 #  - an mse model (linear regression on targets [N, 1]): /outputs are x w + b,
 #    computed from the exported w and b, with no /predictions or /scores; infer prints
-#    the RMSE of those outputs against the targets, the training's last eval RMSE;
+#    the RMSE of those outputs against the targets, the training's last eval RMSE,
+#    and so does examples/predict through pipenet.h; without the targets, no loss;
 #  - a classification model (fc with a sigmoid, fc, softmax_xent): /outputs are the
 #    logits (the layer feeding the loss), recomputed the same way, /scores their
 #    softmax and /predictions their argmax;
