@@ -42,16 +42,6 @@ static const struct option longopts[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* Into src: the file exported from, arg or the newest snapshot of directory arg. */
-static int source_of(const char *arg, char *src, size_t cap)
-{
-    struct stat sb;
-    if (stat(arg, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return pn_snapshot_latest(arg, false, src, cap);
-    snprintf(src, cap, "%s", arg);
-    return PN_OK;
-}
-
 /* Reads src (a snapshot or model file), checks that it makes a model, and writes that
  * model to out. */
 static int export_model(const char *src, const char *out)
@@ -98,7 +88,7 @@ int pn_cmd_export(int argc, char **argv)
         return 2;
     }
     char src[PN_PATH_MAX + 64];
-    if (source_of(argv[optind], src, sizeof src) < 0) return pn_cli_fail(pn_error_message());
+    if (pn_snapshot_resolve(argv[optind], src, sizeof src) < 0) return pn_cli_fail(pn_error_message());
     const pn_named_path input = {src, "the file exported from"};
     if (pn_path_check_output("--out", out, &input, 1, false) < 0) {
         pn_cli_fail(pn_error_message());
