@@ -25,4 +25,32 @@ missing=./no-such-dir-$$/missing.h5
 err=$("$PIPENET" inspect "$missing" 2>&1); rc=$?
 [ $rc -eq 1 ] || fail "inspect of a missing file exit $rc, expected 1"
 echo "$err" | grep -q "pipenet: error: .*$missing" || fail "inspect message does not name the file: $err"
+
+# The train section's keys: docs/training.md's table names those the parser takes
+# (its message for an unknown key lists them all, from pn_train_keys), no more, no
+# fewer, and `train --help` shows each beside its option as [train.KEY...]
+here=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/keys.json" <<'EOF'
+{"inputs": {"x": {"dataset": "f", "size": 2}},
+ "layers": [{"name": "o", "type": "fc", "input": "x", "size": 1}], "train": {"bogus": 1}}
+EOF
+err=$("$PIPENET" train "$tmp/keys.json" 2>&1) && fail "an unknown train key accepted"
+keys=$(echo "$err" |
+    sed -n 's/.*train\.bogus: expected one of the keys \(.*\), found an unknown key$/\1/p')
+[ -n "$keys" ] || fail "unknown train key message: $err"
+echo "$keys" | tr -d ' ' | tr ',' '\n' | sort >"$tmp/parsed"
+awk '/^\| `train` key \|/ { on = 1; next } on && !/^\|/ { exit }
+     on && /^\| `/ { split($0, f, "`"); print f[2] }' "$here/docs/training.md" | sort >"$tmp/documented"
+[ "$(wc -l <"$tmp/parsed")" -ge 10 ] || fail "only $(wc -l <"$tmp/parsed") train keys in: $keys"
+diff "$tmp/documented" "$tmp/parsed" >"$tmp/keys.diff" ||
+    fail "docs/training.md's train keys (<) differ from the parser's (>): $(cat "$tmp/keys.diff")"
+grep -qF "train.bogus: expected one of the keys $keys, found an unknown key" \
+    "$here/docs/training.md" ||
+    fail "docs/training.md's example of an unknown train key lists other keys than: $keys"
+"$PIPENET" train --help >"$tmp/help"
+while read -r key; do
+    grep -q "\[train\.$key[],.]" "$tmp/help" || fail "train --help shows no [train.$key]"
+done <"$tmp/parsed"
 echo "PASS: cli"

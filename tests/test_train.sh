@@ -1,7 +1,8 @@
 #!/bin/sh
 # `pipenet train` end to end on a slice of Fashion-MNIST: runs, metrics lines,
-# identical losses for the same seed, different for another seed, --steps, and
-# clean errors for bad options, bad models and missing data. Skips (77) without the
+# identical losses for the same seed, different for another seed, --steps, snapshots
+# named by the model file, and clean errors for bad options, bad models and missing
+# data. Skips (77) without the
 # Debian dataset package.
 set -u
 PIPENET=${PIPENET:-./pipenet}
@@ -47,6 +48,48 @@ run e 7 --eval-every 10
 grep -q '^step 10, epoch 1: eval loss [0-9.]*  eval accuracy [0-9.]*%$' "$tmp/e.out" ||
     fail "--eval-every: no line for step 10: $(cat "$tmp/e.out")"
 [ "$(losses "$tmp/a.jsonl")" = "$(losses "$tmp/e.jsonl")" ] || fail "evaluations changed the training"
+
+# snapshots named by the model file's train section: snapshot_dir relative to the
+# current directory (as its data paths are), not to the model file's; snapshot_every
+# and keep; each overridden on the command line, --snapshot-dir "" dropping the
+# directory
+mkdir -p "$tmp/models" "$tmp/run"
+cat >"$tmp/models/snap.json" <<EOF
+{"name": "snap", "inputs": {"x": {"dataset": "features", "size": 784},
+                            "y": {"dataset": "labels", "ids": true}},
+ "layers": [{"name": "h", "type": "fc", "input": "x", "size": 16, "act": "relu"},
+            {"name": "out", "type": "fc", "input": "h", "size": 10},
+            {"name": "loss", "type": "softmax_xent", "input": ["out", "y"]}],
+ "train": {"data": "$tmp/fm/train.h5", "eval": "", "steps": 6, "batch": 64,
+           "snapshot_dir": "snaps", "snapshot_every": 2, "keep": 2,
+           "optimizer": {"type": "sgd", "lr": 0.1}}}
+EOF
+snap() { # snap NAME [options]: the model above, run in $tmp/run; output in $tmp/NAME.out
+    name=$1
+    shift
+    (cd "$tmp/run" && "$PIPENET" train "$tmp/models/snap.json" --threads 1 "$@") \
+        >"$tmp/$name.out" 2>&1 || { cat "$tmp/$name.out"; fail "train $name exited non-zero"; }
+}
+listing() { ls "$1" | tr '\n' ' '; }
+snap file
+[ "$(listing "$tmp/run/snaps")" = "snapshot-0000000004.h5 snapshot-0000000006.h5 " ] ||
+    fail "model file's snapshot_dir, snapshot_every 2, keep 2: $(listing "$tmp/run/snaps")"
+[ ! -e "$tmp/models/snaps" ] || fail "snapshot_dir was taken from the model file's directory"
+snap cli --snapshot-dir other --snapshot-every 3 --keep 1
+[ "$(listing "$tmp/run/other")" = "snapshot-0000000006.h5 " ] ||
+    fail "--snapshot-dir other --snapshot-every 3 --keep 1: $(listing "$tmp/run/other")"
+grep -q "^snapshot at step 3: other/snapshot-0000000003.h5" "$tmp/cli.out" ||
+    fail "--snapshot-every 3 over the model's 2: $(cat "$tmp/cli.out")"
+[ "$(listing "$tmp/run/snaps")" = "snapshot-0000000004.h5 snapshot-0000000006.h5 " ] ||
+    fail "--snapshot-dir other wrote into the model file's directory: $(listing "$tmp/run/snaps")"
+snap none --snapshot-dir ""
+grep -q "snapshot at step" "$tmp/none.out" && fail "--snapshot-dir \"\" wrote a snapshot"
+[ "$(listing "$tmp/run")" = "other snaps " ] || fail "--snapshot-dir \"\": $(listing "$tmp/run")"
+sed 's/"keep": 2/"keep": 0/' "$tmp/models/snap.json" >"$tmp/models/keep0.json"
+"$PIPENET" train "$tmp/models/keep0.json" >"$tmp/e7" 2>&1; [ $? -eq 1 ] || fail "keep 0 accepted"
+grep -q "keep0.json: train.keep: expected an integer in \[1, 1048576\], found 0" "$tmp/e7" ||
+    fail "keep 0 message: $(cat "$tmp/e7")"
+echo "ok: snapshot_dir, snapshot_every and keep from the model file, and over them the options"
 
 # errors: exit 2 for misuse, 1 for bad input, message names the culprit
 "$PIPENET" train "$model" --batch zero >"$tmp/e1" 2>&1; [ $? -eq 2 ] || fail "--batch zero"
