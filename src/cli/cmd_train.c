@@ -133,9 +133,9 @@ int pn_cmd_train(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (parsed < 0) return 2;
+    if (parsed < 0) return PN_EXIT_USAGE;
     const char *path;
-    if (pn_opt_model_argument(argc, argv, "train", usage, &path)) return 2;
+    if (pn_opt_model_argument(argc, argv, "train", usage, &path)) return PN_EXIT_USAGE;
     pn_job *job;
     if (pn_job_init(NULL, NULL, &job) < 0) return pn_cli_fail(pn_error_message());
     int rank = pn_job_rank(job);
@@ -150,8 +150,9 @@ int pn_cmd_train(int argc, char **argv)
     if (rc == PN_OK) {
         pn_train_options_apply(&o, &cfg);
         /* rank 0 alone writes the outputs: its view of the paths decides, before any
-         * work; an output that would replace an input is a wrong command line */
-        rc = pn_job_agree_root(job, rank == 0 ? pn_train_outputs_check(&cfg, path) : PN_OK);
+         * work; an output that would replace an input, or an option left without the
+         * snapshot directory it needs, is a wrong command line */
+        rc = pn_job_agree_root(job, rank == 0 ? pn_train_settings_check(&o, &cfg, path) : PN_OK);
         if (rc < 0) {
             pn_graph_free(g);
             return fail_job(job, rc, true, rc == PN_ERR_MPI ? PN_EXIT_ERROR : PN_EXIT_USAGE);
