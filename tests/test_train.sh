@@ -1,8 +1,8 @@
 #!/bin/sh
 # `pipenet train` end to end on a slice of Fashion-MNIST: runs, metrics lines,
 # identical losses for the same seed, different for another seed, --steps, snapshots
-# named by the model file, and clean errors for bad options, bad models and missing
-# data. Skips (77) without the
+# named by the model file, the warning and last line that say what is kept, and clean
+# errors for bad options, bad models and missing data. Skips (77) without the
 # Debian dataset package.
 set -u
 PIPENET=${PIPENET:-./pipenet}
@@ -90,6 +90,35 @@ sed 's/"keep": 2/"keep": 0/' "$tmp/models/snap.json" >"$tmp/models/keep0.json"
 grep -q "keep0.json: train.keep: expected an integer in \[1, 1048576\], found 0" "$tmp/e7" ||
     fail "keep 0 message: $(cat "$tmp/e7")"
 echo "ok: snapshot_dir, snapshot_every and keep from the model file, and over them the options"
+
+# nothing lost silently: without a snapshot directory a run warns once, at its start,
+# naming both ways to give one (on 2 ranks too), and its last line says nothing was
+# kept; with one, its last line names the final snapshot and the export command,
+# which works as printed (quoted for the shell)
+unkept='pipenet: warning: no snapshot directory: nothing of this run will be kept'
+grep -q "$unkept" "$tmp/file.out" "$tmp/cli.out" && fail "warned with a snapshot directory"
+[ "$(grep -c "$unkept" "$tmp/none.out")" -eq 1 ] || fail "no single warning: $(cat "$tmp/none.out")"
+grep -q "(give --snapshot-dir DIR, or \"snapshot_dir\" in the train section of $tmp/models/snap.json)" \
+    "$tmp/none.out" || fail "the warning names no option: $(cat "$tmp/none.out")"
+[ "$(tail -1 "$tmp/none.out")" = 'nothing kept: no snapshot directory (--snapshot-dir DIR, or "snapshot_dir" in the model'"'"'s train section)' ] ||
+    fail "last line without a snapshot directory: $(tail -1 "$tmp/none.out")"
+[ "$(tail -1 "$tmp/file.out")" = "final snapshot: snaps/snapshot-0000000006.h5; export it with: pipenet export snaps/snapshot-0000000006.h5 --out MODEL.h5" ] ||
+    fail "last line with a snapshot directory: $(tail -1 "$tmp/file.out")"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpirun --oversubscribe -np 2 "$PIPENET" train "$tmp/models/snap.json" --snapshot-dir "" \
+    --stages 2 --steps 2 --threads 1 >"$tmp/none2.out" 2>&1 || fail "2 ranks: $(cat "$tmp/none2.out")"
+[ "$(grep -c "$unkept" "$tmp/none2.out")" -eq 1 ] || fail "2 ranks: not one warning: $(cat "$tmp/none2.out")"
+snap quoted --snapshot-dir "$tmp/it's here" --steps 2
+last=$(tail -1 "$tmp/quoted.out")
+command=${last#*; export it with: pipenet }
+[ "$command" != "$last" ] && [ "${command% --out MODEL.h5}" != "$command" ] ||
+    fail "no export command in the last line: $last"
+(cd "$tmp/run" && eval "\"\$PIPENET\" ${command% --out MODEL.h5} --out \"\$tmp/quoted.h5\"") \
+    >"$tmp/quoted_export.out" 2>&1 || fail "$command: $(cat "$tmp/quoted_export.out")"
+grep -q "^exported $tmp/it's here/snapshot-0000000002.h5 (pipenet-snapshot, step 2) to $tmp/quoted.h5" \
+    "$tmp/quoted_export.out" || fail "$command: $(cat "$tmp/quoted_export.out")"
+echo "ok: warned once without a snapshot directory; the last line names the snapshot and" \
+     "its export command, which works"
 
 # errors: exit 2 for misuse, 1 for bad input, message names the culprit
 "$PIPENET" train "$model" --batch zero >"$tmp/e1" 2>&1; [ $? -eq 2 ] || fail "--batch zero"

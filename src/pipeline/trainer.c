@@ -191,6 +191,8 @@ static int snapshot(trainer *t, pn_progress_mark mark)
     if (is_root(t))
         pn_progress_print(&t->progress, "snapshot at step %ld: %s (%.2f s)", mark.step, path,
                           pn_now() - t0);
+    snprintf(t->newest_path, sizeof t->newest_path, "%s", path);
+    t->newest_step = mark.step;
     return PN_OK;
 }
 
@@ -264,6 +266,8 @@ static int resume(trainer *t)
     double t0 = PN_TRACE_T0();
     PN_TRY(pn_checkpoint_load(t->comm, pn_stage_params(t->stage), t->resume_path, &t->start));
     PN_TRACE("resume", "snapshot", NULL, t->start.step, -1, t0);
+    snprintf(t->newest_path, sizeof t->newest_path, "%s", t->resume_path);
+    t->newest_step = t->start.step; /* the run's parameters until it trains a step */
     char placed[320];
     place_in_epoch(t, placed, sizeof placed);
     if (is_root(t)) /* epochs and batches counted from 1, as progress lines count epochs */
@@ -352,6 +356,8 @@ static int finish(trainer *t, long step, pn_progress_mark next, double start, pn
     if (is_root(t) && !(r->stopped_by_signal && step == t->start.step)) /* trained */
         pn_progress_print(&t->progress, "parameter hash after %ld steps: %016llx", step,
                           r->param_hash);
+    if (t->newest_step == step) /* else the parameters are newer than any snapshot */
+        snprintf(r->snapshot, sizeof r->snapshot, "%s", t->newest_path);
     r->steps = step;
     r->seconds = pn_now() - start;
     r->samples_per_s =
@@ -463,9 +469,9 @@ static int run(trainer *t, pn_train_result *r)
 int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_job *job,
              const pn_train_hooks *hooks, pn_train_result *result)
 {
-    trainer t = {.graph = g, .cfg = *cfg, .hooks = hooks};
+    trainer t = {.graph = g, .cfg = *cfg, .hooks = hooks, .newest_step = -1};
     pn_stop_signals_catch(); /* the program has done so already; a library caller may not */
-    pn_train_result r = {0, NAN, NAN, NAN, 0, 0, NULL, 0, 0, 0, 0};
+    pn_train_result r = {.last_loss = NAN, .eval_loss = NAN, .eval_accuracy = NAN};
     int rc = pn_trainer_setup(&t, job);
     if (t.comm) {
         rc = pn_comm_agree(t.comm, rc);
