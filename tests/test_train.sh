@@ -38,6 +38,19 @@ first=$(losses "$tmp/a.jsonl" | head -1 | cut -d' ' -f2)
 last=$(losses "$tmp/a.jsonl" | tail -1 | cut -d' ' -f2)
 awk "BEGIN { exit !($last < $first) }" || fail "loss did not fall ($first -> $last)"
 grep -q 'eval accuracy' "$tmp/a.out" || fail "no evaluation line in the output"
+# epoch_times FILE STEPS: the epoch line's time and rate (docs/training.md,
+# "Progress"): the STEPS steps' time, never "0.0 s", and STEPS x 64 samples over it
+epoch_times() {
+    awk -v n="$2" '/^epoch 1: / { found = 1
+            if (!match($0, /\([0-9.]+ m?s, [0-9]+ samples\/s\)$/)) { bad = 1; exit }
+            split(substr($0, RSTART + 1, RLENGTH - 2), f, /[ ,]+/)
+            s = f[2] == "ms" ? f[1] / 1000 : f[1]
+            if (s <= 0) { bad = 1; exit }
+            d = (n * 64 / s - f[3]) / f[3]; if (d > 0.05 || d < -0.05) bad = 1 }
+         END { exit bad || !found }' "$1" ||
+        fail "epoch line's time and samples/s: $(grep '^epoch 1:' "$1")"
+}
+epoch_times "$tmp/a.out" 25
 grep -q 'tokens' "$tmp/a.jsonl" "$tmp/a.out" && fail "tokens/s for a model without sequences"
 
 # --eval-every 10: evaluations after steps 10 and 20 as well as at the (last) step 25,
@@ -75,6 +88,7 @@ snap file
 [ "$(listing "$tmp/run/snaps")" = "snapshot-0000000004.h5 snapshot-0000000006.h5 " ] ||
     fail "model file's snapshot_dir, snapshot_every 2, keep 2: $(listing "$tmp/run/snaps")"
 [ ! -e "$tmp/models/snaps" ] || fail "snapshot_dir was taken from the model file's directory"
+epoch_times "$tmp/file.out" 6 # milliseconds, snapshots left out
 snap cli --snapshot-dir other --snapshot-every 3 --keep 1
 [ "$(listing "$tmp/run/other")" = "snapshot-0000000006.h5 " ] ||
     fail "--snapshot-dir other --snapshot-every 3 --keep 1: $(listing "$tmp/run/other")"

@@ -138,16 +138,21 @@ static int evaluation(trainer *t, long step, long epoch, pn_train_result *r, cha
     return PN_OK;
 }
 
+/* The epoch line: the mean of the step losses of the epoch's steps in this run, the
+ * evaluation's figures, and what those steps took (seconds: from the epoch's first
+ * step in this run to the end of its last, evaluations and snapshots left out) with
+ * samples / seconds. */
 static int end_of_epoch(trainer *t, long step, long epoch, double epoch_loss, double seconds,
                         long samples, pn_train_result *r)
 {
-    char eval_text[96], tokens[48] = "";
+    char eval_text[96], tokens[48] = "", took[32];
     PN_TRY(evaluation(t, step, epoch, r, eval_text, sizeof eval_text));
     if (t->tokens > 1)
         snprintf(tokens, sizeof tokens, ", %.0f tokens/s", (double)samples * t->tokens / seconds);
+    pn_progress_duration(seconds, took, sizeof took);
     if (is_root(t))
-        pn_progress_print(&t->progress, "epoch %ld: train loss %.4f%s  (%.1f s, %.0f samples/s%s)",
-                          epoch + 1, epoch_loss, eval_text, seconds, samples / seconds, tokens);
+        pn_progress_print(&t->progress, "epoch %ld: train loss %.4f%s  (%s, %.0f samples/s%s)",
+                          epoch + 1, epoch_loss, eval_text, took, samples / seconds, tokens);
     return PN_OK;
 }
 
@@ -459,7 +464,11 @@ static int run(trainer *t, pn_train_result *r)
         }
         if (cfg->snapshot_dir[0] && cfg->snapshot_every > 0 && step % cfg->snapshot_every == 0 &&
             step < total) {
+            double now = pn_now();
             PN_TRY(snapshot(t, next));
+            double spent = pn_now() - now; /* not training time, as evaluations are not */
+            epoch_start += spent;
+            start += spent;
             saved = step;
         }
     }
