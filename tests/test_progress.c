@@ -112,6 +112,22 @@ START_TEST(evaluation_lines_name_what_the_loss_measures)
 }
 END_TEST
 
+/* The epoch line's time keeps its digits: a short epoch is no "0.0 s". */
+START_TEST(durations_keep_their_digits)
+{
+    static const struct {
+        double seconds;
+        const char *text;
+    } cases[] = {{0.0, "0.00 ms"}, {0.00025, "0.25 ms"}, {0.0055, "5.50 ms"}, {0.012, "12 ms"},
+                 {0.9994, "999 ms"}, {1.0, "1.0 s"}, {12.34, "12.3 s"}, {3600.0, "3600.0 s"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char buf[32];
+        pn_progress_duration(cases[i].seconds, buf, sizeof buf);
+        ck_assert_str_eq(buf, cases[i].text);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("progress");
@@ -122,6 +138,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, eta_after_a_resume_counts_this_runs_steps_only);
     tcase_add_test(tc, plain_lines_keep_their_cadence_and_the_last_step);
+    tcase_add_test(tc, durations_keep_their_digits);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

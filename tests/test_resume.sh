@@ -4,7 +4,8 @@
 # parameter hash; a snapshot written by a 2-stage pipeline resumes on one process
 # and on 2 replicas x 2 stages along the same trajectory (bit-exact with
 # --deterministic), and so does one written under the interleaved schedule, which
-# resumes the 2-stage one in turn; --resume auto skips a corrupted newest snapshot; the snapshot's
+# resumes the 2-stage one in turn; --resume auto and --resume DIR skip a corrupted newest
+# snapshot, as export does; the snapshot's
 # seed and batch carry over, and a different seed, batch or network is refused
 # unless --resume-override (with another batch, the data position is counted in the
 # new batches); --resume auto starts fresh before the first snapshot.
@@ -102,6 +103,7 @@ mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/fm/train.h5"
 newest=$tmp/corrupt/snapshot-0000000030.h5
 size=$(wc -c <"$newest")
 printf 'garbage!garbage!' | dd of="$newest" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+cp -r "$tmp/corrupt" "$tmp/corrupt_dir" # for --resume DIR, below: the auto run replaces 30
 mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" --stages 2 \
     --steps 40 --batch 64 --threads 1 --log-every 1000 --snapshot-dir "$tmp/corrupt" \
     --resume auto >"$tmp/auto.out" 2>&1 || { cat "$tmp/auto.out"; fail "resume auto exited non-zero"; }
@@ -113,6 +115,22 @@ grep -q "warning: .*skipped newer snapshots that do not verify: $newest" "$tmp/a
     fail "a corrupted snapshot was accepted"
 grep -q "snapshot-0000000030.h5" "$tmp/bad.out" || fail "the corrupted snapshot is not named: $(cat "$tmp/bad.out")"
 echo "ok: resume auto skipped the corrupted newest snapshot; resuming it directly is refused"
+# --resume DIR reads the directory as export and infer do: its newest valid snapshot
+mpirun --oversubscribe -np 2 "$PIPENET" train "$model" --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" --stages 2 \
+    --steps 40 --batch 64 --threads 1 --log-every 1000 --resume "$tmp/corrupt_dir" >"$tmp/dir.out" 2>&1 ||
+    { cat "$tmp/dir.out"; fail "--resume DIR exited non-zero"; }
+grep -q "resuming from $tmp/corrupt_dir/snapshot-0000000020.h5: step 20" "$tmp/dir.out" ||
+    { cat "$tmp/dir.out"; fail "--resume DIR did not take the newest valid snapshot (step 20)"; }
+grep -q "warning: .*skipped newer snapshots that do not verify: $tmp/corrupt_dir/snapshot-0000000030.h5" \
+    "$tmp/dir.out" || { cat "$tmp/dir.out"; fail "--resume DIR skipped the corrupted snapshot silently"; }
+"$PIPENET" export "$tmp/corrupt_dir" --out "$tmp/dir_model.h5" >"$tmp/dir_export.out" 2>&1 ||
+    fail "export of the directory: $(cat "$tmp/dir_export.out")"
+grep -q "^exported $tmp/corrupt_dir/snapshot-0000000020.h5 " "$tmp/dir_export.out" ||
+    fail "export took another snapshot than --resume DIR: $(cat "$tmp/dir_export.out")"
+auto_hash=$(grep -o 'parameter hash after 40 steps: [0-9a-f]*' "$tmp/auto.out")
+[ -n "$auto_hash" ] && grep -q "$auto_hash" "$tmp/dir.out" ||
+    fail "--resume DIR and --resume auto from the same snapshot end differently"
+echo "ok: --resume DIR takes the snapshot export takes (step 20, the corrupted 30 skipped)"
 
 # 5. the snapshot's settings, on one process with a small model: batches of 10000
 # (6 steps an epoch), so that a resume at step 4 crosses into the second epoch

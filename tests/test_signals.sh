@@ -69,9 +69,11 @@ done
 PIPENET_FAULT=0:5:usr1 train at-step 30 --snapshot-dir "$tmp/points" --snapshot-every 4
 expect at-step 3 "stopping at step 6 on SIGUSR1 after writing a snapshot"
 [ -f "$tmp/points/snapshot-0000000006.h5" ] || fail "at-step: no snapshot of step 6"
+expect at-step 3 "^newest snapshot: $tmp/points/snapshot-0000000006.h5; export it with: pipenet export "
 PIPENET_FAULT=1:resume:term train at-resume 30 --snapshot-dir "$tmp/points" --resume auto
 expect at-resume 3 "stopping on SIGTERM before the first step: nothing new to save"
 grep -q "resuming from .*snapshot-0000000006.h5" "$tmp/at-resume.out" || fail "at-resume: no resume"
+expect at-resume 3 "^newest snapshot: $tmp/points/snapshot-0000000006.h5; export it with"
 PIPENET_FAULT=0:5:usr1 train unsaved 30
 expect unsaved 4 "stopping at step 6 on SIGUSR1 with nothing saved (no --snapshot-dir): the 6 steps trained here are lost"
 echo "ok: signals during set-up, data loading, resume and a step: exit 3, snapshot when due;" \

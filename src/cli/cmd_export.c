@@ -42,16 +42,6 @@ static const struct option longopts[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* Into src: the file exported from, arg or the newest snapshot of directory arg. */
-static int source_of(const char *arg, char *src, size_t cap)
-{
-    struct stat sb;
-    if (stat(arg, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return pn_snapshot_latest(arg, false, src, cap);
-    snprintf(src, cap, "%s", arg);
-    return PN_OK;
-}
-
 /* Reads src (a snapshot or model file), checks that it makes a model, and writes that
  * model to out. */
 static int export_model(const char *src, const char *out)
@@ -79,31 +69,26 @@ int pn_cmd_export(int argc, char **argv)
     const char *out = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = pn_opt_next(argc, argv, longopts)) != -1) {
         switch (c) {
         case OPT_OUT: out = optarg; break;
         case 'h': usage(stdout); return 0;
-        default: return 2; /* getopt printed why */
+        default: return PN_EXIT_USAGE; /* pn_opt_next said why */
         }
     }
-    if (optind != argc - 1) {
-        fprintf(stderr, "pipenet: error: export takes exactly one SNAPSHOT (got %d)\n\n",
-                argc - optind);
+    if (optind != argc - 1 || !out) {
+        if (optind != argc - 1)
+            pn_opt_report("export takes exactly one SNAPSHOT (got %d)\n", argc - optind);
+        else
+            pn_opt_report("export needs --out FILE\n");
         usage(stderr);
-        return 2;
-    }
-    if (!out) {
-        fprintf(stderr, "pipenet: error: export needs --out FILE\n\n");
-        usage(stderr);
-        return 2;
+        return PN_EXIT_USAGE;
     }
     char src[PN_PATH_MAX + 64];
-    if (source_of(argv[optind], src, sizeof src) < 0) return pn_cli_fail(pn_error_message());
+    if (pn_snapshot_resolve(argv[optind], src, sizeof src) < 0) return pn_cli_fail(pn_error_message());
     const pn_named_path input = {src, "the file exported from"};
-    if (pn_path_check_output("--out", out, &input, 1, false) < 0) {
-        pn_cli_fail(pn_error_message());
-        return 2; /* a wrong command line */
-    }
+    if (pn_path_check_output("--out", out, &input, 1, false) < 0)
+        return pn_cli_misuse("%s", pn_error_message()); /* a wrong command line */
     if (export_model(src, out) < 0) return pn_cli_fail(pn_error_message());
     return 0;
 }

@@ -80,7 +80,7 @@ static int parse_options(int argc, char **argv, generate_options *o)
     int c, rc = 0;
     uint64_t seed;
     optind = 1;
-    while (rc == 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while (rc == 0 && (c = pn_opt_next(argc, argv, longopts)) != -1) {
         switch (c) {
         case OPT_PROMPT: o->prompt = optarg; break;
         case OPT_TOKENS: rc = pn_opt_int("tokens", optarg, 1, 1 << 30, &o->tokens); break;
@@ -98,7 +98,7 @@ static int parse_options(int argc, char **argv, generate_options *o)
             rc = pn_opt_choice("device", &pn_device_requests, optarg, &o->device);
             break;
         case 'h': return 1;
-        default: return -1; /* getopt printed why */
+        default: return -1; /* pn_opt_next said why */
         }
     }
     if (rc < 0) return rc;
@@ -109,10 +109,9 @@ static int parse_options(int argc, char **argv, generate_options *o)
                                              : NULL;
     if (optind != argc - 1 || missing) {
         if (optind != argc - 1)
-            fprintf(stderr, "pipenet: error: generate takes exactly one MODEL.h5 (got %d)\n\n",
-                    argc - optind);
+            pn_opt_report("generate takes exactly one MODEL.h5 (got %d)\n", argc - optind);
         else
-            fprintf(stderr, "pipenet: error: generate needs %s\n\n", missing);
+            pn_opt_report("generate needs %s\n", missing);
         usage(stderr);
         return -1;
     }
@@ -165,7 +164,7 @@ int pn_cmd_generate(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (parsed < 0) return 2;
+    if (parsed < 0) return PN_EXIT_USAGE;
     if (generate(&o) < 0) return pn_cli_fail(pn_model_error());
     return 0;
 }

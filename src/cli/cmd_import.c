@@ -70,8 +70,7 @@ static void usage(FILE *out)
 
 static int misuse(const char *message)
 {
-    fprintf(stderr, "pipenet: error: %s (see `pipenet import --help`)\n", message);
-    return 2;
+    return pn_cli_misuse("%s (see `pipenet import --help`)", message);
 }
 
 static void report(const char *path, long samples, void *ctx)
@@ -155,10 +154,8 @@ static int run_import(int argc, char **argv, const char *src, bool src_given, co
         if (src_given) return misuse("--src is for fashion-mnist; name text FILEs instead");
         if (seq == 0) return misuse("import text needs --seq T (positions per sample)");
         const char *const *files = (const char *const *)argv + optind + 1;
-        if (check_text_outputs(files, argc - optind - 1, out) < 0) {
-            pn_cli_fail(pn_error_message());
-            return 2; /* a wrong command line */
-        }
+        if (check_text_outputs(files, argc - optind - 1, out) < 0)
+            return pn_cli_misuse("%s", pn_error_message()); /* a wrong command line */
         int rc = import_text(files, argc - optind - 1, out, seq, eval_fraction, separator);
         if (rc) return rc;
     } else {
@@ -193,17 +190,17 @@ int pn_cmd_import(int argc, char **argv)
     int seq = 0;
     double eval_fraction = PN_TEXT_EVAL_FRACTION;
     char message[256];
-    opterr = 0;
     optind = 1;
-    for (int c; (c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1;) {
+    for (int c; (c = pn_opt_next(argc, argv, long_options)) != -1;) {
         switch (c) {
         case 's': src = optarg, src_given = true; break;
         case 'o': out = optarg; break;
         case 'T':
-            if (pn_opt_int("seq", optarg, 1, 1 << 20, &seq) < 0) return 2;
+            if (pn_opt_int("seq", optarg, 1, 1 << 20, &seq) < 0) return PN_EXIT_USAGE;
             break;
         case 'f':
-            if (pn_opt_double("eval-fraction", optarg, 0, 1, &eval_fraction) < 0) return 2;
+            if (pn_opt_double("eval-fraction", optarg, 0, 1, &eval_fraction) < 0)
+                return PN_EXIT_USAGE;
             if (eval_fraction == 0 || eval_fraction == 1) {
                 snprintf(message, sizeof message, "--eval-fraction: expected a number in "
                          "(0, 1): both splits need text, found '%s'", optarg);
@@ -220,12 +217,7 @@ int pn_cmd_import(int argc, char **argv)
             separator = optarg;
             break;
         case 'h': usage(stdout); return 0;
-        case ':':
-            snprintf(message, sizeof message, "option '%s' needs a value", argv[optind - 1]);
-            return misuse(message);
-        default:
-            snprintf(message, sizeof message, "unknown option '%s'", argv[optind - 1]);
-            return misuse(message);
+        default: return PN_EXIT_USAGE; /* pn_opt_next said why */
         }
     }
     return run_import(argc, argv, src, src_given, out, seq, eval_given, eval_fraction,

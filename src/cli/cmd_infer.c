@@ -79,7 +79,7 @@ static int parse_options(int argc, char **argv, infer_options *o)
 {
     int c, rc = 0;
     optind = 1;
-    while (rc == 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while (rc == 0 && (c = pn_opt_next(argc, argv, longopts)) != -1) {
         switch (c) {
         case OPT_DATA: o->data = optarg; break;
         case OPT_OUT: o->out = optarg; break;
@@ -89,24 +89,21 @@ static int parse_options(int argc, char **argv, infer_options *o)
             rc = pn_opt_choice("device", &pn_device_requests, optarg, &o->device);
             break;
         case 'h': return 1;
-        default: return -1; /* getopt printed why */
+        default: return -1; /* pn_opt_next said why */
         }
     }
     if (rc < 0) return rc;
     if (optind != argc - 1 || !o->data) {
         if (optind != argc - 1)
-            fprintf(stderr, "pipenet: error: infer takes exactly one MODEL.h5 (got %d)\n\n",
-                    argc - optind);
+            pn_opt_report("infer takes exactly one MODEL.h5 (got %d)\n", argc - optind);
         else
-            fprintf(stderr, "pipenet: error: infer needs --data FILE\n\n");
+            pn_opt_report("infer needs --data FILE\n");
         usage(stderr);
         return -1;
     }
     o->model = argv[optind];
-    if (o->out && strlen(o->out) >= PN_PATH_MAX) {
-        fprintf(stderr, "pipenet: error: --out: expected a shorter path, got '%s'\n", o->out);
-        return -1;
-    }
+    if (o->out && strlen(o->out) >= PN_PATH_MAX)
+        return pn_opt_report("--out: expected a shorter path, got '%s'", o->out);
     return 0;
 }
 
@@ -386,7 +383,7 @@ int pn_cmd_infer(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (parsed < 0) return 2;
+    if (parsed < 0) return PN_EXIT_USAGE;
     long ranks = launcher_ranks();
     if (ranks > 1) {
         char msg[160];
@@ -395,10 +392,8 @@ int pn_cmd_infer(int argc, char **argv)
         return pn_cli_fail(msg);
     }
     const pn_named_path inputs[] = {{o.model, "the model file"}, {o.data, "the data file"}};
-    if (o.out && pn_path_check_output("--out", o.out, inputs, 2, false) < 0) {
-        pn_cli_fail(pn_error_message());
-        return 2; /* a wrong command line */
-    }
+    if (o.out && pn_path_check_output("--out", o.out, inputs, 2, false) < 0)
+        return pn_cli_misuse("%s", pn_error_message()); /* a wrong command line */
     /* the device first: cuda that cannot run here fails before any file is read */
     pn_device dev;
     if (pn_device_resolve((pn_device_request)o.device, 0, &dev) < 0)

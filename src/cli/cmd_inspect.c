@@ -58,8 +58,7 @@ static void usage(FILE *out)
 
 static int misuse(const char *message)
 {
-    fprintf(stderr, "pipenet: error: %s (see `pipenet inspect --help`)\n", message);
-    return 2;
+    return pn_cli_misuse("%s (see `pipenet inspect --help`)", message);
 }
 
 /* n with thousands separators ("1,863,690"). */
@@ -259,14 +258,11 @@ int pn_cmd_inspect(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    char message[256];
     const char *other = NULL;
     double tolerance = 0.0;
     bool tolerance_given = false;
-    opterr = 0;
     optind = 1;
-    /* the leading ':' makes a missing value ':' and an unknown option '?' */
-    for (int c; (c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1;) {
+    for (int c; (c = pn_opt_next(argc, argv, long_options)) != -1;) {
         if (c == 'h') {
             usage(stdout);
             return 0;
@@ -276,14 +272,12 @@ int pn_cmd_inspect(int argc, char **argv)
             continue;
         }
         if (c == OPT_TOLERANCE) {
-            if (pn_opt_double("tolerance", optarg, 0.0, 1e30, &tolerance) < 0) return 2;
+            if (pn_opt_double("tolerance", optarg, 0.0, 1e30, &tolerance) < 0)
+                return PN_EXIT_USAGE;
             tolerance_given = true;
             continue;
         }
-        snprintf(message, sizeof message, c == ':' ? "option '%s' needs a value"
-                                                   : "unknown option '%s'",
-                 argv[optind - 1]);
-        return misuse(message);
+        return PN_EXIT_USAGE; /* pn_opt_next said why */
     }
     if (optind != argc - 1) return misuse("inspect takes exactly one FILE");
     const char *path = argv[optind];

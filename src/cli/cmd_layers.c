@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "layers/layer.h"
 
 static void describe_inputs(const pn_layer_type *t, char *buf, size_t cap)
@@ -23,7 +24,7 @@ int pn_cmd_layers(int argc, char **argv)
                "with how many inputs each takes and what it computes.\n");
         return 0;
     }
-    if (argc > 1) return pn_cli_fail("`pipenet layers` takes no arguments (see --help)");
+    if (argc > 1) return pn_cli_misuse("`pipenet layers` takes no arguments (see --help)");
     printf("%-14s %-7s %s\n", "type", "inputs", "description");
     for (int i = 0; i < pn_layer_type_count(); i++) {
         const pn_layer_type *t = pn_layer_type_at(i);

@@ -110,7 +110,7 @@ static int parse_options(int argc, char **argv, plan_options *o)
     int c, rc = 0, kind;
     pn_opt_quiet_unless_first_rank();
     optind = 1;
-    while (rc == 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while (rc == 0 && (c = pn_opt_next(argc, argv, longopts)) != -1) {
         switch (c) {
         case OPT_STAGES: rc = pn_opt_int("stages", optarg, 1, 1 << 16, &o->stages); break;
         case OPT_REPLICAS: rc = pn_opt_int("replicas", optarg, 1, 1 << 20, &o->replicas); break;
@@ -118,11 +118,9 @@ static int parse_options(int argc, char **argv, plan_options *o)
         case OPT_BATCH: rc = pn_opt_int("batch", optarg, 1, 1 << 24, &o->batch); break;
         case OPT_SCHEDULE:
             kind = pn_schedule_kind_from_name(optarg);
-            if (kind < 0) {
-                fprintf(stderr, "pipenet: error: --schedule: expected gpipe, 1f1b or interleaved, "
-                                "got '%s'\n", optarg);
-                return -1;
-            }
+            if (kind < 0)
+                return pn_opt_report("--schedule: expected gpipe, 1f1b or interleaved, got '%s'",
+                                     optarg);
             o->schedule = kind;
             break;
         case OPT_VIRTUAL:
@@ -135,7 +133,7 @@ static int parse_options(int argc, char **argv, plan_options *o)
         case OPT_THREADS: rc = pn_opt_int("threads", optarg, 1, 4096, &o->threads); break;
         case OPT_REPEAT: rc = pn_opt_int("repeat", optarg, 1, 100000, &o->repeat); break;
         case 'h': return 1;
-        default: return -1; /* getopt printed why */
+        default: return -1; /* pn_opt_next said why */
         }
     }
     if (rc == 0 && o->measure && o->times[0])
@@ -304,9 +302,9 @@ int pn_cmd_plan(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (parsed < 0) return 2;
+    if (parsed < 0) return PN_EXIT_USAGE;
     const char *path;
-    if (pn_opt_model_argument(argc, argv, "plan", usage, &path)) return 2;
+    if (pn_opt_model_argument(argc, argv, "plan", usage, &path)) return PN_EXIT_USAGE;
     if (!o.measure) {
         int rc = plan_model(path, &o, NULL);
         return rc < 0 ? pn_cli_fail(pn_error_message()) : 0;
@@ -325,7 +323,7 @@ int pn_cmd_plan(int argc, char **argv)
     if (rc < 0) {
         if (rc != PN_ERR_PEER) pn_cli_fail(pn_error_message());
         pn_job_finalize(job);
-        return rc == PN_ERR_MPI ? 1 : 2;
+        return rc == PN_ERR_MPI ? PN_EXIT_ERROR : PN_EXIT_USAGE;
     }
     rc = pn_comm_create(&comm, job, 1);
     /* A watched wait naps between polls: ranks waiting on rank 0's measurement must

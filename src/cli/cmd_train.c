@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "base/stop_signal.h"
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -80,15 +81,20 @@ static void usage(FILE *out)
             "snapshots (HDF5, one file per snapshot, layout independent):\n"
             "  --snapshot-dir DIR  write DIR/snapshot-<step>.h5 at the end, every\n"
             "                   --snapshot-every steps, and on SIGTERM or SIGUSR1 (then exit 3;\n"
-            "                   without it such a stop saves nothing and exits 4).\n"
+            "                   without it such a stop saves nothing and exits 4, and the\n"
+            "                   trained model is not kept: a warning says so at the start).\n"
             "                   One run per DIR: the run holds DIR/pipenet.lock, and another\n"
             "                   run given DIR is refused (a dead holder's lock is taken over);\n"
-            "                   DIR must have room for one snapshot before training starts\n"
-            "  --snapshot-every N  steps between snapshots [0: end and signals only]\n"
-            "  --keep K         snapshots kept in DIR [3]\n"
-            "  --resume PATH    continue from a snapshot file, or `auto`: the newest valid\n"
-            "                   one in --snapshot-dir (none yet: start at step 0). Any layout\n"
-            "                   resumes any other's; the seed and batch are the snapshot's\n"
+            "                   DIR must have room for one snapshot before training starts;\n"
+            "                   \"\": none                              [train.snapshot_dir]\n"
+            "  --snapshot-every N  steps between snapshots; 0: end and signals only\n"
+            "                                                         [train.snapshot_every, 0]\n"
+            "  --keep K         snapshots kept in DIR                 [train.keep, 3]\n"
+            "  --resume PATH    continue from a snapshot file, a directory's newest valid\n"
+            "                   snapshot (as export and infer read one), or `auto`: the\n"
+            "                   newest valid one in the run's snapshot directory (none yet:\n"
+            "                   start at step 0). Any layout resumes any other's; the seed\n"
+            "                   and batch are the snapshot's\n"
             "  --resume-override  resume even when --seed, --batch or the model's inputs and\n"
             "                   layers differ from the snapshot's (refused without it; warned)\n"
             "\n"
@@ -121,6 +127,49 @@ static int fail_job(pn_job *job, int rc, bool together, int status)
     return status;
 }
 
+/* Without a snapshot directory the trained parameters end with the process: said
+ * once (rank 0) before any work, naming both ways to give one. */
+static void warn_unkept(const pn_train_config *cfg, const char *model)
+{
+    if (cfg->snapshot_dir[0]) return;
+    pn_log_warn("no snapshot directory: nothing of this run will be kept, neither the trained "
+                "model nor a state to resume (give --snapshot-dir DIR, or \"snapshot_dir\" in "
+                "the train section of %s)", model);
+}
+
+/* path as one shell word: as it is when it needs no quotes, else in single quotes. */
+static void print_shell_word(const char *path)
+{
+    if (path[strspn(path, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+                          "_./+-=:,@%")] == '\0') {
+        fputs(path, stdout);
+        return;
+    }
+    putchar('\'');
+    for (const char *p = path; *p; p++) {
+        if (*p == '\'') fputs("'\\'", stdout); /* ends the quotes, a quote, opens again */
+        putchar(*p);
+    }
+    putchar('\'');
+}
+
+/* The run's last line (rank 0): the snapshot that holds its parameters and the
+ * command that makes a model file of it, or that nothing was kept. */
+static void say_what_is_kept(const pn_train_config *cfg, const pn_train_result *r)
+{
+    if (r->snapshot[0]) {
+        fputs(r->stopped_by_signal ? "newest snapshot: " : "final snapshot: ", stdout);
+        print_shell_word(r->snapshot);
+        fputs("; export it with: pipenet export ", stdout);
+        print_shell_word(r->snapshot);
+        puts(" --out MODEL.h5");
+    } else if (!cfg->snapshot_dir[0]) {
+        puts("nothing kept: no snapshot directory (--snapshot-dir DIR, or \"snapshot_dir\" in "
+             "the model's train section)");
+    }
+    fflush(stdout);
+}
+
 int pn_cmd_train(int argc, char **argv)
 {
     pn_train_overrides o = {0};
@@ -129,9 +178,9 @@ int pn_cmd_train(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (parsed < 0) return 2;
+    if (parsed < 0) return PN_EXIT_USAGE;
     const char *path;
-    if (pn_opt_model_argument(argc, argv, "train", usage, &path)) return 2;
+    if (pn_opt_model_argument(argc, argv, "train", usage, &path)) return PN_EXIT_USAGE;
     pn_job *job;
     if (pn_job_init(NULL, NULL, &job) < 0) return pn_cli_fail(pn_error_message());
     int rank = pn_job_rank(job);
@@ -146,17 +195,20 @@ int pn_cmd_train(int argc, char **argv)
     if (rc == PN_OK) {
         pn_train_options_apply(&o, &cfg);
         /* rank 0 alone writes the outputs: its view of the paths decides, before any
-         * work; an output that would replace an input is a wrong command line */
-        rc = pn_job_agree_root(job, rank == 0 ? pn_train_outputs_check(&cfg, path) : PN_OK);
+         * work; an output that would replace an input, or an option left without the
+         * snapshot directory it needs, is a wrong command line */
+        rc = pn_job_agree_root(job, rank == 0 ? pn_train_settings_check(&o, &cfg, path) : PN_OK);
         if (rc < 0) {
             pn_graph_free(g);
             return fail_job(job, rc, true, rc == PN_ERR_MPI ? PN_EXIT_ERROR : PN_EXIT_USAGE);
         }
+        if (rank == 0) warn_unkept(&cfg, path);
         rc = pn_train(g, &cfg, job, NULL, &result);
         free(result.losses);
     }
     pn_graph_free(g);
     if (rc < 0) return fail_job(job, rc, result.failed_together, PN_EXIT_ERROR);
+    if (rank == 0) say_what_is_kept(&cfg, &result);
     pn_job_finalize(job);
     if (result.stopped_unsaved) return PN_EXIT_STOPPED_UNSAVED;
     return result.stopped_by_signal ? PN_EXIT_STOPPED : PN_EXIT_FINISHED;

@@ -4,6 +4,7 @@
 
 #include "base/stop_signal.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "config.h"
 
 typedef struct command {
@@ -67,7 +68,7 @@ int main(int argc, char **argv)
     if (argc >= 2 && !strcmp(argv[1], "train")) pn_stop_signals_catch_at_start();
     if (argc < 2) {
         usage(stderr);
-        return 2;
+        return PN_EXIT_USAGE;
     }
     const char *name = argv[1];
     if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
@@ -80,7 +81,7 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < N_COMMANDS; i++)
         if (!strcmp(name, commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "pipenet: error: unknown command '%s'\n\n", name);
+    pn_opt_report("unknown command '%s'\n", name);
     usage(stderr);
-    return 2;
+    return PN_EXIT_USAGE;
 }

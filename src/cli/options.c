@@ -1,6 +1,7 @@
 /* Parsing of option values: strict numbers (the whole text must parse, and start
  * with the number itself: strto* would skip leading blanks, and strtoull reads " -1"
- * as 2^64 - 1) and names from a table of choices. */
+ * as 2^64 - 1) and names from a table of choices; and the one voice and exit status
+ * (2) of every command-line mistake, getopt's own included. */
 #include "cli/options.h"
 
 #include <ctype.h>
@@ -28,16 +29,72 @@ void pn_opt_quiet_unless_first_rank(void)
     opterr = !quiet;
 }
 
-int pn_opt_report(const char *fmt, ...)
+static void vreport(const char *fmt, va_list ap)
 {
-    if (quiet) return -1;
-    va_list ap;
-    va_start(ap, fmt);
+    if (quiet) return;
     fputs("pipenet: error: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+}
+
+int pn_opt_report(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(fmt, ap);
     va_end(ap);
     return -1;
+}
+
+int pn_cli_misuse(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(fmt, ap);
+    va_end(ap);
+    return PN_EXIT_USAGE;
+}
+
+/* Why getopt_long refused arg ("--name[=value]", or a short option): the options
+ * whose names start with its name say whether it is unknown, ambiguous, or given a
+ * value it does not take. */
+static int refused_option(const char *arg, const struct option *longopts)
+{
+    if (strncmp(arg, "--", 2) != 0) return pn_opt_report("unknown option '%s'", arg);
+    const char *name = arg + 2;
+    size_t len = strcspn(name, "=");
+    char matches[256] = "";
+    int n = 0, exact = -1;
+    for (int i = 0; longopts[i].name; i++) {
+        if (strncmp(longopts[i].name, name, len) != 0) continue;
+        if (strlen(longopts[i].name) == len) exact = i;
+        size_t used = strlen(matches);
+        snprintf(matches + used, sizeof matches - used, "%s--%s", n++ ? ", " : "",
+                 longopts[i].name);
+    }
+    if (exact >= 0 || n == 1) /* known: the value is what is wrong */
+        return pn_opt_report("option '--%.*s' takes no value (found '%s')", (int)len, name, arg);
+    if (n > 1)
+        return pn_opt_report("option '--%.*s' is ambiguous: it could be %s", (int)len, name,
+                             matches);
+    return pn_opt_report("unknown option '--%.*s'", (int)len, name);
+}
+
+int pn_opt_next(int argc, char **argv, const struct option *longopts)
+{
+    opterr = 0; /* reported here, in pipenet's words */
+    int c = getopt_long(argc, argv, ":h", longopts, NULL);
+    if (c == ':') {
+        pn_opt_report("option '%s' needs a value", argv[optind - 1]);
+        return '?';
+    }
+    if (c == '?') {
+        if (optopt > 0 && optopt < 256 && optopt != 'h' && isprint(optopt)) /* "-x" */
+            pn_opt_report("unknown option '-%c'", optopt);
+        else
+            refused_option(argv[optind - 1], longopts);
+    }
+    return c;
 }
 
 static int bad(const char *name, const char *what, const char *text)
@@ -110,7 +167,7 @@ int pn_opt_model_argument(int argc, char **argv, const char *command,
     if (optind != argc - 1) {
         pn_opt_report("%s takes exactly one MODEL.json (got %d)\n", command, argc - optind);
         if (!quiet) usage(stderr);
-        return 2;
+        return PN_EXIT_USAGE;
     }
     *path = argv[optind];
     return 0;

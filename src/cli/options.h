@@ -2,17 +2,29 @@
 #ifndef PN_OPTIONS_H
 #define PN_OPTIONS_H
 
+#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "base/choices.h"
+#include "base/stop_signal.h" /* the exit statuses: PN_EXIT_USAGE */
 
 /* Under an MPI launcher, leaves command-line mistakes to rank 0 to report (every rank
  * parses the same command line before MPI starts). */
 void pn_opt_quiet_unless_first_rank(void);
 
-/* Prints "pipenet: error: <message>" unless another rank reports; returns -1. */
+/* Prints "pipenet: error: <message>" unless another rank reports; returns -1. Every
+ * mistake of a command line is reported here (or by the parsers below, which call
+ * it), and ends the command with PN_EXIT_USAGE (2). */
 int pn_opt_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* pn_opt_report, then PN_EXIT_USAGE: `return pn_cli_misuse(...)` from a command. */
+int pn_cli_misuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* getopt_long(argc, argv, "h", longopts) reporting its own mistakes through
+ * pn_opt_report (an unknown option, an ambiguous abbreviation, a missing value, a
+ * value given to an option that takes none), each then given as '?'. */
+int pn_opt_next(int argc, char **argv, const struct option *longopts);
 
 /* Each returns 0, or -1 after printing "pipenet: error: --name: ..." to stderr. */
 int pn_opt_long(const char *name, const char *text, long min, long max, long *out);

@@ -63,7 +63,7 @@ int pn_train_options_parse(int argc, char **argv, pn_train_overrides *o)
     int c, rc = 0;
     optind = 0; /* glibc starts over, even after a parse that stopped inside "-hh" */
     pn_opt_quiet_unless_first_rank();
-    while (rc == 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while (rc == 0 && (c = pn_opt_next(argc, argv, longopts)) != -1) {
         switch (c) {
         case OPT_DATA: rc = pn_opt_path("data", optarg, v->data, PN_PATH_MAX); break;
         case OPT_EVAL: rc = pn_opt_path("eval", optarg, v->eval, PN_PATH_MAX); break;
@@ -119,7 +119,7 @@ int pn_train_options_parse(int argc, char **argv, pn_train_overrides *o)
             rc = pn_opt_double("stall-timeout", optarg, 0.0, 1e9, &v->stall_timeout_s);
             break;
         case 'h': return 1;
-        default: return -1; /* getopt printed why */
+        default: return -1; /* pn_opt_next said why */
         }
         if (c >= OPT_DATA && c < N_OPTS) GIVEN(c) = true;
     }
@@ -197,4 +197,18 @@ int pn_train_outputs_check(const pn_train_config *cfg, const char *model)
                                 PN_SNAPSHOT_LOCK_NAME);
     }
     return PN_OK;
+}
+
+int pn_train_settings_check(const pn_train_overrides *o, const pn_train_config *cfg,
+                            const char *model)
+{
+    static const char where[] = "give --snapshot-dir DIR, or \"snapshot_dir\" in the model's "
+                                "train section";
+    if (!cfg->snapshot_dir[0] && !strcmp(cfg->resume, "auto"))
+        return pn_error_set(PN_ERR_INVALID, "--resume auto: no snapshot directory to look in (%s)",
+                            where);
+    if (!cfg->snapshot_dir[0] && (GIVEN(OPT_SNAPSHOT_EVERY) || GIVEN(OPT_KEEP)))
+        return pn_error_set(PN_ERR_INVALID, "--%s: no snapshot directory to write to (%s)",
+                            GIVEN(OPT_SNAPSHOT_EVERY) ? "snapshot-every" : "keep", where);
+    return pn_train_outputs_check(cfg, model);
 }

@@ -32,4 +32,11 @@ void pn_train_options_apply(const pn_train_overrides *o, pn_train_config *cfg);
  * A stream (/dev/stdout, a FIFO) is a good output. */
 int pn_train_outputs_check(const pn_train_config *cfg, const char *model);
 
+/* With cfg complete: PN_ERR_INVALID for options that the model's "train" and the
+ * command line together leave without their object (--resume auto, --snapshot-every
+ * or --keep with no snapshot directory from either), then pn_train_outputs_check.
+ * A command-line error (exit 2), decided by rank 0. */
+int pn_train_settings_check(const pn_train_overrides *o, const pn_train_config *cfg,
+                            const char *model);
+
 #endif

@@ -262,6 +262,16 @@ int pn_snapshot_latest(const char *dir, bool none_ok, char *out, size_t cap)
     return pn_error_set(PN_ERR_IO, "no usable snapshot in %s (%d refused): %s", dir, n, refused);
 }
 
+int pn_snapshot_resolve(const char *path, char *out, size_t cap)
+{
+    struct stat info;
+    if (stat(path, &info) == 0 && S_ISDIR(info.st_mode))
+        return pn_snapshot_latest(path, false, out, cap);
+    if ((size_t)snprintf(out, cap, "%s", path) >= cap)
+        return pn_error_set(PN_ERR_INVALID, "path too long: %s", path);
+    return 0; /* a file, or nothing: opening it says why */
+}
+
 int pn_snapshot_prune(const char *dir, int keep, long written)
 {
     if (keep < 0) return pn_error_set(PN_ERR_INVALID, "cannot keep %d snapshots", keep);

@@ -44,6 +44,12 @@ void pn_snapshot_path(const char *dir, long step, char *out, size_t cap);
  * newer file it skips is named, with the reason, in a warning. */
 int pn_snapshot_latest(const char *dir, bool none_ok, char *out, size_t cap);
 
+/* The snapshot a user names, into out: path itself when it is not a directory, else
+ * the newest snapshot of that directory that verifies (pn_snapshot_latest, an error
+ * when there is none). `export`, `infer`, the C API and `train --resume` all read a
+ * path through this, so that a snapshot directory means the same everywhere. */
+int pn_snapshot_resolve(const char *path, char *out, size_t cap);
+
 /* After a run wrote dir's snapshot of step `written`: deletes the older snapshots
  * but the newest keep (the one written counts), and the temporary files
  * snapshot-*.tmp-<pid> whose writer process is gone (on this host). Snapshots of

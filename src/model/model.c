@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/error.h"
 #include "io/snapshot_dir.h"
@@ -184,11 +183,8 @@ int pn_model_load_on(pn_model **out, const char *path, const char *device)
     pn_device dev;
     PN_TRY(device_of(device, &dev));
     char newest[4096];
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) { /* a run's --snapshot-dir */
-        PN_TRY(pn_snapshot_latest(path, false, newest, sizeof newest));
-        path = newest;
-    }
+    PN_TRY(pn_snapshot_resolve(path, newest, sizeof newest)); /* a run's --snapshot-dir too */
+    path = newest;
     pn_train_state *st;
     PN_TRY(pn_snapshot_read(path, NULL, &st));
     int rc = model_from_state(out, st, path, dev);

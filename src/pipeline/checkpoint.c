@@ -355,20 +355,24 @@ static int read_on_root(pn_params *params, const char *path, int stages, const c
     return rc;
 }
 
+/* Rank 0's part of pn_checkpoint_find: a file, a directory (its newest snapshot that
+ * verifies, as export and infer read one) or "auto" (the same in dir, where none yet
+ * is no error: the run starts fresh). */
+static int find_on_root(const char *resume, const char *dir, char *path, size_t cap)
+{
+    if (strcmp(resume, "auto")) return pn_snapshot_resolve(resume, path, cap);
+    if (!dir || !dir[0]) /* the command line refuses it first (exit 2) */
+        return pn_error_set(PN_ERR_INVALID, "--resume auto needs a snapshot directory "
+                                            "(--snapshot-dir DIR)");
+    return pn_snapshot_latest(dir, true, path, cap);
+}
+
 int pn_checkpoint_find(pn_comm *c, const char *resume, const char *dir, char *path,
                        size_t cap)
 {
-    int rc = PN_OK;
-    if (strcmp(resume, "auto")) {
-        snprintf(path, cap, "%s", resume);
-    } else if (pn_comm_grid(c)->rank == 0) {
-        if (!dir || !dir[0])
-            rc = pn_error_set(PN_ERR_INVALID, "--resume auto needs --snapshot-dir");
-        else
-            rc = pn_snapshot_latest(dir, true, path, cap);
-    }
+    int rc = pn_comm_grid(c)->rank == 0 ? find_on_root(resume, dir, path, cap) : PN_OK;
     PN_TRY(pn_comm_agree_root(c, rc, "find a snapshot"));
-    return pn_comm_broadcast(c, path, cap);
+    return pn_comm_broadcast(c, path, cap); /* every rank takes what rank 0 found */
 }
 
 int pn_checkpoint_load(pn_comm *c, pn_params *params, const char *path,

@@ -55,8 +55,10 @@ int pn_checkpoint_save(pn_comm *c, const pn_params *params, pn_run_settings run,
                        size_t cap);
 
 /* Collective: the snapshot to resume from into path (cap bytes), the same on every
- * rank: resume itself, or for "auto" the newest valid snapshot of dir (rank 0
- * looks), "" when dir holds no snapshot yet (a run that starts fresh). */
+ * rank (rank 0 looks): resume itself, the newest valid snapshot of resume when it
+ * is a directory (io/snapshot_dir.h: pn_snapshot_resolve), or for "auto" the newest
+ * valid snapshot of dir, "" when dir holds no snapshot yet (a run that starts
+ * fresh). */
 int pn_checkpoint_find(pn_comm *c, const char *resume, const char *dir, char *path,
                        size_t cap);
 

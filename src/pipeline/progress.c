@@ -22,6 +22,16 @@ static void format_eta(double seconds, char *buf, size_t cap)
         snprintf(buf, cap, "%ldm%02lds", s / 60, s % 60);
 }
 
+void pn_progress_duration(double seconds, char *buf, size_t cap)
+{
+    if (seconds >= 1.0)
+        snprintf(buf, cap, "%.1f s", seconds);
+    else if (seconds >= 0.01) /* "0.0 s" said nothing of a short epoch */
+        snprintf(buf, cap, "%.0f ms", 1e3 * seconds);
+    else
+        snprintf(buf, cap, "%.2f ms", 1e3 * (seconds > 0 ? seconds : 0.0));
+}
+
 void pn_progress_step(pn_progress *p, long step, long epoch, double loss, double samples_per_s,
                       int tokens_per_sample)
 {

@@ -32,6 +32,10 @@ void pn_progress_step(pn_progress *p, long step, long epoch, double loss, double
  * an evaluation shorter than that prints nothing. */
 void pn_progress_eval(pn_progress *p, double started, long done, long total);
 
+/* A time span as the epoch lines print it, with its digits where they count:
+ * "12.3 s" from 1 s, "45 ms" below, "0.25 ms" below 10 ms. */
+void pn_progress_duration(double seconds, char *buf, size_t cap);
+
 /* Prints a whole line (clearing a live line first). */
 void pn_progress_print(pn_progress *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -26,12 +26,15 @@ void pn_train_config_default(pn_train_config *cfg)
     pn_optimizer_config_default(&cfg->optimizer, PN_OPT_SGD, 0.01);
 }
 
-/* Copies the path at key (a non-empty string shorter than PN_PATH_MAX) into out. */
+/* Copies the path at key into out: a string shorter than PN_PATH_MAX, relative to
+ * the current directory as on the command line; "" is none, as --eval "" says (a
+ * data file is then missing, which the trainer reports). */
 static int read_path(const json_t *train, const pn_json_at *at, const char *key, char *out)
 {
-    const char *path;
-    PN_TRY(pn_json_string(train, at, key, false, NULL, &path));
-    if (!path) return PN_OK;
+    const json_t *v = json_object_get(train, key);
+    if (!v) return PN_OK;
+    if (!json_is_string(v)) return pn_json_error_value(at, key, v, "a path (\"\": none)");
+    const char *path = json_string_value(v);
     if (strlen(path) >= PN_PATH_MAX) {
         char found[48];
         snprintf(found, sizeof found, "a path of %zu characters", strlen(path));
@@ -41,17 +44,32 @@ static int read_path(const json_t *train, const pn_json_at *at, const char *key,
     return PN_OK;
 }
 
+/* The one list of the section's keys: the parser refuses any other, its message
+ * lists these, and tests/test_cli.sh compares them with docs/training.md's table. */
+const char *const pn_train_keys[] = {"batch", "epochs", "steps", "seed", "data", "eval",
+                                     "eval_every", "recompute", "schedule", "virtual_stages",
+                                     "device", "transport", "snapshot_dir", "snapshot_every",
+                                     "keep", "optimizer", NULL};
+
+/* The snapshot keys, as --snapshot-dir, --snapshot-every and --keep take them. */
+static int read_snapshots(const json_t *train, const pn_json_at *at, pn_train_config *cfg)
+{
+    long every, keep;
+    PN_TRY(pn_json_int(train, at, "snapshot_every", false, 0, 1L << 40, cfg->snapshot_every,
+                       &every));
+    PN_TRY(pn_json_int(train, at, "keep", false, 1, 1 << 20, cfg->keep, &keep));
+    cfg->snapshot_every = every;
+    cfg->keep = (int)keep;
+    return read_path(train, at, "snapshot_dir", cfg->snapshot_dir);
+}
+
 int pn_train_config_from_json(const json_t *train, const char *file, pn_train_config *cfg)
 {
-    static const char *const keys[] = {"batch", "epochs", "steps", "seed", "data",
-                                       "eval", "eval_every", "recompute", "schedule",
-                                       "virtual_stages", "device", "transport", "optimizer",
-                                       NULL};
     /* in pn_schedule_kind's order */
     static const char *const schedules[] = {"gpipe", "1f1b", "interleaved"};
     if (!train) return PN_OK;
     pn_json_at top = pn_json_root(file), at = pn_json_field(&top, "train");
-    PN_TRY(pn_json_known_keys(train, &at, keys, NULL));
+    PN_TRY(pn_json_known_keys(train, &at, pn_train_keys, NULL));
     long batch, epochs, steps, seed, eval_every;
     PN_TRY(pn_json_int(train, &at, "batch", false, 1, 1 << 24, cfg->batch, &batch));
     PN_TRY(pn_json_int(train, &at, "epochs", false, 1, 1 << 24, cfg->epochs, &epochs));
@@ -77,6 +95,7 @@ int pn_train_config_from_json(const json_t *train, const char *file, pn_train_co
                              cfg->transport_request, &cfg->transport_request));
     PN_TRY(read_path(train, &at, "data", cfg->data));
     PN_TRY(read_path(train, &at, "eval", cfg->eval));
+    PN_TRY(read_snapshots(train, &at, cfg));
     const json_t *opt = json_object_get(train, "optimizer");
     if (opt) PN_TRY(pn_optimizer_config_from_json(opt, file, &cfg->optimizer));
     return PN_OK;

@@ -70,6 +70,10 @@ int pn_train_virtual_stages(const pn_train_config *cfg);
  * other than interleaved (train and plan refuse it alike). */
 int pn_train_schedule_chunks(const pn_train_config *cfg, int *v);
 
+/* The keys the model's "train" object may hold (NULL-terminated): the parser's list,
+ * which its message for an unknown key names and docs/training.md's table must match. */
+extern const char *const pn_train_keys[];
+
 /* Reads the model's "train" object (may be NULL) over cfg; errors name file and field. */
 int pn_train_config_from_json(const json_t *train, const char *file, pn_train_config *cfg);
 

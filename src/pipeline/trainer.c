@@ -154,16 +154,21 @@ static int evaluation(trainer *t, long step, long epoch, pn_train_result *r, cha
     return PN_OK;
 }
 
+/* The epoch line: the mean of the step losses of the epoch's steps in this run, the
+ * evaluation's figures, and what those steps took (seconds: from the epoch's first
+ * step in this run to the end of its last, evaluations and snapshots left out) with
+ * samples / seconds. */
 static int end_of_epoch(trainer *t, long step, long epoch, double epoch_loss, double seconds,
                         long samples, pn_train_result *r)
 {
-    char eval_text[96], tokens[48] = "";
+    char eval_text[96], tokens[48] = "", took[32];
     PN_TRY(evaluation(t, step, epoch, r, eval_text, sizeof eval_text));
     if (t->tokens > 1)
         snprintf(tokens, sizeof tokens, ", %.0f tokens/s", (double)samples * t->tokens / seconds);
+    pn_progress_duration(seconds, took, sizeof took);
     if (is_root(t))
-        pn_progress_print(&t->progress, "epoch %ld: train loss %.4f%s  (%.1f s, %.0f samples/s%s)",
-                          epoch + 1, epoch_loss, eval_text, seconds, samples / seconds, tokens);
+        pn_progress_print(&t->progress, "epoch %ld: train loss %.4f%s  (%s, %.0f samples/s%s)",
+                          epoch + 1, epoch_loss, eval_text, took, samples / seconds, tokens);
     return PN_OK;
 }
 
@@ -207,6 +212,8 @@ static int snapshot(trainer *t, pn_progress_mark mark)
     if (is_root(t))
         pn_progress_print(&t->progress, "snapshot at step %ld: %s (%.2f s)", mark.step, path,
                           pn_now() - t0);
+    snprintf(t->newest_path, sizeof t->newest_path, "%s", path);
+    t->newest_step = mark.step;
     return PN_OK;
 }
 
@@ -280,6 +287,8 @@ static int resume(trainer *t)
     double t0 = PN_TRACE_T0();
     PN_TRY(pn_checkpoint_load(t->comm, pn_stage_params(t->stage), t->resume_path, &t->start));
     PN_TRACE("resume", "snapshot", NULL, t->start.step, -1, t0);
+    snprintf(t->newest_path, sizeof t->newest_path, "%s", t->resume_path);
+    t->newest_step = t->start.step; /* the run's parameters until it trains a step */
     char placed[320];
     place_in_epoch(t, placed, sizeof placed);
     if (is_root(t)) /* epochs and batches counted from 1, as progress lines count epochs */
@@ -368,6 +377,8 @@ static int finish(trainer *t, long step, pn_progress_mark next, double start, pn
     if (is_root(t) && !(r->stopped_by_signal && step == t->start.step)) /* trained */
         pn_progress_print(&t->progress, "parameter hash after %ld steps: %016llx", step,
                           r->param_hash);
+    if (t->newest_step == step) /* else the parameters are newer than any snapshot */
+        snprintf(r->snapshot, sizeof r->snapshot, "%s", t->newest_path);
     r->steps = step;
     r->seconds = pn_now() - start;
     r->samples_per_s =
@@ -469,7 +480,11 @@ static int run(trainer *t, pn_train_result *r)
         }
         if (cfg->snapshot_dir[0] && cfg->snapshot_every > 0 && step % cfg->snapshot_every == 0 &&
             step < total) {
+            double now = pn_now();
             PN_TRY(snapshot(t, next));
+            double spent = pn_now() - now; /* not training time, as evaluations are not */
+            epoch_start += spent;
+            start += spent;
             saved = step;
         }
     }
@@ -479,7 +494,7 @@ static int run(trainer *t, pn_train_result *r)
 int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_job *job,
              const pn_train_hooks *hooks, pn_train_result *result)
 {
-    trainer t = {.graph = g, .cfg = *cfg, .hooks = hooks};
+    trainer t = {.graph = g, .cfg = *cfg, .hooks = hooks, .newest_step = -1};
     pn_stop_signals_catch(); /* the program has done so already; a library caller may not */
     pn_train_result r = {.last_loss = NAN, .eval_loss = NAN, .eval_accuracy = NAN,
                          .eval_rmse = NAN};

@@ -30,6 +30,8 @@ typedef struct pn_train_result {
                               snapshot when there was something new to save */
     int stopped_unsaved;   /* so stopped with no snapshot directory: nothing of the run
                               is saved */
+    char snapshot[PN_PATH_MAX + 32]; /* rank 0: the snapshot that holds the parameters
+                                        the run ended with ("" when none does) */
 } pn_train_result;
 
 typedef struct pn_train_hooks {

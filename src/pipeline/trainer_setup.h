@@ -44,6 +44,8 @@ typedef struct trainer {
     pn_progress_mark start;              /* where the run starts (a resumed snapshot) */
     char resume_path[PN_PATH_MAX + 32];  /* the snapshot resumed from, "" for none */
     long resume_batch;                   /* the global batch of its run (0: not recorded) */
+    char newest_path[PN_PATH_MAX + 32];  /* rank 0: the newest snapshot written or resumed */
+    long newest_step;                    /* its step (-1: none) */
     double step_s[STEP_TIMES];           /* the last steps' times, for the stall bound */
     long timed;                          /* steps timed in this run */
     pn_snapshot_lock *snapshot_lock;     /* rank 0's, with --snapshot-dir */
