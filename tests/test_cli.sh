@@ -1,6 +1,7 @@
 #!/bin/sh
 # The pipenet program's surface: help, version, `layers`, the train section's keys
-# against docs/training.md, and exit 2 for every command's misuse.
+# against docs/training.md, exit 2 for every command's misuse, and the bundled models
+# read as models.
 set -u
 PIPENET=${PIPENET:-./pipenet}
 fail() { echo "FAIL: $*"; exit 1; }
@@ -114,4 +115,9 @@ EOF
 "$PIPENET" train "$tmp/sd.json" --resume auto >"$tmp/sd.out" 2>&1; rc=$?
 [ $rc -eq 1 ] && grep -q "no training data" "$tmp/sd.out" ||
     fail "--resume auto with the model's snapshot_dir: exit $rc, $(cat "$tmp/sd.out")"
+# every bundled model (models/*.json) is one pipenet takes: `plan` reads it whole
+models=$(cd "$(dirname "$0")/../models" && pwd)
+for m in "$models"/*.json; do
+    "$PIPENET" plan "$m" >"$tmp/plan.out" 2>&1 || fail "pipenet plan $m: $(cat "$tmp/plan.out")"
+done
 echo "PASS: cli"
