@@ -66,7 +66,7 @@ static void choose_spec(fz_in *in, int i, field_plan *f)
 static hid_t choose_type(fz_in *in, bool ids)
 {
     hid_t t;
-    switch (fz_below(in, 16)) {
+    switch (fz_below(in, 19)) {
     case 0: return H5Tcopy(ids ? H5T_STD_I32LE : H5T_IEEE_F32LE);
     case 1: return H5Tcopy(ids ? H5T_IEEE_F32LE : H5T_STD_I32LE);
     case 2: return H5Tcopy(ids ? H5T_STD_I32BE : H5T_IEEE_F32BE);
@@ -86,6 +86,12 @@ static hid_t choose_type(fz_in *in, bool ids)
     case 12: return H5Tcreate(H5T_OPAQUE, 4);
     case 13: return H5Tcopy(H5T_STD_B32LE);
     case 14: t = H5Tcopy(H5T_STD_I32LE), H5Tset_precision(t, 8); return t;
+    case 15: return H5Tcopy(H5T_STD_U64LE);
+    case 16: /* numpy's float16 as h5py writes it (HDF5 1.10 has no half type) */
+        t = H5Tcopy(H5T_IEEE_F32LE), H5Tset_fields(t, 15, 10, 5, 0, 10), H5Tset_size(t, 2);
+        H5Tset_ebias(t, 15);
+        return t;
+    case 17: return H5Tcopy(H5T_NATIVE_LDOUBLE);
     default: {
         hsize_t one = 1;
         return H5Tarray_create2(ids ? H5T_STD_I32LE : H5T_IEEE_F32LE, 1, &one);
@@ -215,7 +221,9 @@ static void spoil_elsewhere(void)
         unlink(elsewhere);
 }
 
-/* Writes rows [0, written) of dataset d (rank dims) with values the input spoils. */
+/* Writes rows [0, written) of dataset d (rank dims) with values the input spoils;
+ * ids may be spoiled with what only a wider file type holds (written as doubles:
+ * beyond int32, a fraction), which the reader must refuse however it converts. */
 static void write_values(fz_in *in, hid_t d, int rank, const hsize_t *dims, hsize_t written,
                          bool ids, int id_limit)
 {
@@ -236,8 +244,12 @@ static void write_values(fz_in *in, hid_t d, int rank, const hsize_t *dims, hsiz
     hsize_t at = fz_uint(in, 2) % n;
     static const float bad_floats[] = {NAN, INFINITY, -INFINITY, 3e38f};
     static const int bad_ids[] = {-1, INT_MIN, INT_MAX, 3, 100};
+    static const double wide_ids[] = {2.5, 5e9, -5e9, 1e300, NAN};
     if (spoil >= 4 && !ids) ((float *)data)[at] = bad_floats[fz_below(in, 4)];
     if (spoil >= 4 && ids) ((int *)data)[at] = bad_ids[fz_below(in, 5)];
+    double *wide = spoil == 5 && ids ? malloc(n * sizeof *wide) : NULL;
+    for (hsize_t k = 0; wide && k < n; k++) wide[k] = ((int *)data)[k];
+    if (wide) wide[at] = wide_ids[fz_below(in, 5)];
     hid_t fspace = H5Dget_space(d), mspace = H5I_INVALID_HID;
     if (rank > 0) {
         hsize_t start[8] = {0}, count[8];
@@ -248,9 +260,11 @@ static void write_values(fz_in *in, hid_t d, int rank, const hsize_t *dims, hsiz
     } else {
         mspace = H5Screate(H5S_SCALAR);
     }
-    H5Dwrite(d, mem_type, mspace, fspace, H5P_DEFAULT, data);
+    H5Dwrite(d, wide ? H5T_NATIVE_DOUBLE : mem_type, mspace, fspace, H5P_DEFAULT,
+             wide ? (void *)wide : data);
     H5Sclose(mspace);
     H5Sclose(fspace);
+    free(wide);
     free(data);
     H5Eclear2(H5E_DEFAULT);
 }

@@ -29,9 +29,9 @@ static void read_back(const char *dir, const char *split, long samples, int seq)
 {
     char path[320];
     snprintf(path, sizeof path, "%s/%s", dir, split);
-    const pn_reader_field f[] = {{"tokens", {0, seq, true}, "x", 256, "embed", 0},
-                                 {"targets", {0, seq, true}, "y", 256, "loss", 0},
-                                 {"lengths", {0, 1, true}, "x", 0, "x", seq}};
+    const pn_reader_field f[] = {{"tokens", {0, seq, true}, "x", 256, "embed", 0, false},
+                                 {"targets", {0, seq, true}, "y", 256, "loss", 0, false},
+                                 {"lengths", {0, 1, true}, "x", 0, "x", seq, false}};
     pn_reader_options o = {.global_batch = (int)samples, .count = (int)samples};
     pn_reader *r = NULL;
     const pn_batch *b;

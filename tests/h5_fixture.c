@@ -22,6 +22,15 @@
  *       each an HDF5 file holding them under the same dataset name (virtual: FILE's
  *       DATASET becomes a VDS over them) or a raw file of their bytes (external);
  *       TARGET names are recorded as given
+ *   h5_fixture typed FILE NAME TYPE DIMS VALUE...
+ *       adds dataset NAME of TYPE and extents DIMS ("40" or "40x4") to FILE (created
+ *       when missing), contiguous, the VALUEs repeated to fill it; TYPE is one of
+ *       float16 (h5py's numpy float16), float32, float64, int8, int16, int32, int64,
+ *       uint8, uint16, uint32, uint64, string (16 bytes each), enum (h5py's numpy
+ *       bool: int8 FALSE 0, TRUE 1) or compound (one int32 field "v")
+ *   h5_fixture retype FILE NAME TYPE [DIMS]
+ *       rewrites dataset NAME of FILE as TYPE (a number type of `typed`), with the
+ *       same values (HDF5 converts them), in extents DIMS (as many values) if given
  *
  * Exits 0, or 1 with a message. */
 #include <hdf5.h>
@@ -145,6 +154,117 @@ static int deep(const char *path, const char *name, int rank)
     return rc;
 }
 
+/* The file type called name (see typed), or -1. */
+static hid_t make_type(const char *name)
+{
+    static const char *const names[] = {"float32", "float64", "int8", "int16", "int32",
+                                        "int64", "uint8", "uint16", "uint32", "uint64"};
+    const hid_t types[] = {H5T_IEEE_F32LE, H5T_IEEE_F64LE, H5T_STD_I8LE, H5T_STD_I16LE,
+                           H5T_STD_I32LE, H5T_STD_I64LE, H5T_STD_U8LE, H5T_STD_U16LE,
+                           H5T_STD_U32LE, H5T_STD_U64LE};
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++)
+        if (!strcmp(name, names[k])) return H5Tcopy(types[k]);
+    hid_t t = -1;
+    signed char no = 0, yes = 1;
+    if (!strcmp(name, "float16")) { /* as h5py makes it: HDF5 1.10 has no half type */
+        t = H5Tcopy(H5T_IEEE_F32LE);
+        H5Tset_fields(t, 15, 10, 5, 0, 10);
+        H5Tset_size(t, 2);
+        H5Tset_ebias(t, 15);
+    } else if (!strcmp(name, "string")) {
+        t = H5Tcopy(H5T_C_S1);
+        H5Tset_size(t, 16);
+    } else if (!strcmp(name, "enum")) {
+        t = H5Tenum_create(H5T_NATIVE_SCHAR);
+        H5Tenum_insert(t, "FALSE", &no);
+        H5Tenum_insert(t, "TRUE", &yes);
+    } else if (!strcmp(name, "compound")) {
+        t = H5Tcreate(H5T_COMPOUND, 4);
+        H5Tinsert(t, "v", 0, H5T_NATIVE_INT);
+    }
+    return t;
+}
+
+/* Extents "40" or "40x4" into dims; their rank, or -1. */
+static int parse_dims(const char *text, hsize_t *dims, hsize_t *count)
+{
+    int rank = 0;
+    *count = 1;
+    for (const char *p = text; *p && rank < H5S_MAX_RANK; rank++) {
+        char *end;
+        dims[rank] = strtoull(p, &end, 10);
+        if (end == p || (*end && *end != 'x')) return -1;
+        *count *= dims[rank];
+        p = *end ? end + 1 : end;
+    }
+    return rank;
+}
+
+/* The values of texts[k % n] for count elements of file type t, in the memory type
+ * *mtype (malloc'd; strings, enums and compounds in t itself). */
+static void *values_of(hid_t t, int n, char **texts, hsize_t count, hid_t *mtype)
+{
+    H5T_class_t cls = H5Tget_class(t);
+    size_t size = cls == H5T_STRING ? 16 : cls == H5T_ENUM ? 1 : 8;
+    char *v = calloc(count ? count : 1, size);
+    *mtype = cls == H5T_FLOAT    ? H5T_NATIVE_DOUBLE
+             : cls == H5T_STRING || cls == H5T_ENUM || cls == H5T_COMPOUND ? t
+             : H5Tget_sign(t) == H5T_SGN_NONE ? H5T_NATIVE_ULLONG
+                                               : H5T_NATIVE_LLONG;
+    for (hsize_t i = 0; v && i < count; i++) {
+        const char *text = texts[i % (hsize_t)n];
+        if (cls == H5T_FLOAT) ((double *)v)[i] = strtod(text, NULL);
+        else if (cls == H5T_STRING) strncpy(v + i * 16, text, 16);
+        else if (cls == H5T_ENUM) v[i] = (char)atoi(text);
+        else if (cls == H5T_COMPOUND) ((int *)v)[i] = atoi(text);
+        else if (*mtype == H5T_NATIVE_ULLONG) ((unsigned long long *)v)[i] = strtoull(text, NULL, 10);
+        else ((long long *)v)[i] = strtoll(text, NULL, 10);
+    }
+    return v;
+}
+
+static int typed(const char *path, const char *name, const char *type, const char *dims_text,
+                 int n, char **texts)
+{
+    hsize_t dims[H5S_MAX_RANK], count;
+    int rank = parse_dims(dims_text, dims, &count);
+    hid_t t = make_type(type), mtype;
+    if (rank < 1 || t < 0 || n < 1) return die("bad TYPE, DIMS or no VALUE", type);
+    void *v = values_of(t, n, texts, count, &mtype);
+    hid_t file = open_rw(path);
+    if (!v || file < 0) return die("cannot open", path);
+    int rc = write_dataset(file, name, t, mtype, rank, dims, v);
+    H5Fclose(file);
+    H5Tclose(t);
+    free(v);
+    return rc;
+}
+
+static int retype(const char *path, const char *name, const char *type, const char *dims_text)
+{
+    hsize_t dims[H5S_MAX_RANK], count, old_count = 1;
+    hid_t t = make_type(type);
+    hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t d = file < 0 ? -1 : H5Dopen2(file, name, H5P_DEFAULT);
+    if (t < 0 || d < 0) return die("bad TYPE, or cannot open dataset", name);
+    hid_t space = H5Dget_space(d);
+    int rank = H5Sget_simple_extent_dims(space, dims, NULL);
+    for (int k = 0; k < rank; k++) old_count *= dims[k];
+    H5Sclose(space);
+    count = old_count;
+    if (dims_text) rank = parse_dims(dims_text, dims, &count);
+    double *v = malloc((count ? count : 1) * sizeof *v);
+    if (rank < 1 || count != old_count || !v ||
+        H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
+        return die("cannot read dataset, or DIMS hold another number of values", name);
+    H5Dclose(d);
+    int rc = H5Ldelete(file, name, H5P_DEFAULT) < 0 ? die("cannot delete", name) : 0;
+    if (rc == 0) rc = write_dataset(file, name, t, H5T_NATIVE_DOUBLE, rank, dims, v);
+    H5Tclose(t);
+    free(v);
+    return H5Fclose(file) < 0 ? die("cannot close", path) : rc;
+}
+
 /* The rows [from, from + count) of a dataset's values. */
 typedef struct part {
     hsize_t from, count;
@@ -236,7 +356,12 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "deep") && argc == 5) return deep(argv[2], argv[3], atoi(argv[4]));
     if (!strcmp(cmd, "relocate") && argc >= 6)
         return relocate(argv[2], argv[3], argv[4], argc - 5, argv + 5);
+    if (!strcmp(cmd, "typed") && argc >= 7)
+        return typed(argv[2], argv[3], argv[4], argv[5], argc - 6, argv + 6);
+    if (!strcmp(cmd, "retype") && (argc == 5 || argc == 6))
+        return retype(argv[2], argv[3], argv[4], argc == 6 ? argv[5] : NULL);
     return die("usage: h5_fixture dataset FILE ROWS | floats FILE NAME VALUE... | matrix FILE "
                "NAME COLS VALUE... | print FILE NAME | deep FILE NAME RANK | relocate FILE "
-               "DATASET virtual|external TARGET...", NULL);
+               "DATASET virtual|external TARGET... | typed FILE NAME TYPE DIMS VALUE... | "
+               "retype FILE NAME TYPE [DIMS]", NULL);
 }

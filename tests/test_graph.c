@@ -92,6 +92,10 @@ static const mistake mistakes[] = {
      {"layers[0].activation: expected one of the keys size, bias, act", "found an unknown key", "(layer 'a', fc)"}},
     {"{\"inputs\": {\"x\": {\"size\": 4}}, \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"x\", \"size\": 3}]}",
      {"inputs.x.dataset: expected the name of a dataset", "found nothing"}},
+    /* labels written without "ids": true: the message names that key as the likely fix */
+    {"{\"inputs\": {\"y\": {\"dataset\": \"labels\"}}, \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"input\": \"y\", \"size\": 3}]}",
+     {"inputs.y.size: expected an integer >= 1 (required), or, if dataset 'labels' holds class "
+      "ids (integers), \"ids\": true in its place", "found nothing", "(layer 'y', data)"}},
     {"{" IN ", \"layers\": [{\"type\": \"fc\", \"input\": \"x\", \"size\": 3}]}", {"layers[0].name: expected a non-empty string", "found nothing"}},
     {"{" IN ", \"layers\": [{\"name\": \"a\", \"input\": \"x\", \"size\": 3}]}", {"layers[0].type: expected a layer type", "found nothing", "(layer 'a')"}},
     {"{" IN ", \"layers\": [{\"name\": \"a\", \"type\": \"fc\", \"size\": 3}]}", {"layers[0].input: expected a layer name or a non-empty list", "found nothing", "(layer 'a')"}},

@@ -114,8 +114,8 @@ static void count_files(const char *path, long samples, void *ctx)
 /* Reads all n samples of an imported file and checks pixels, labels and attributes. */
 static void check_imported(const char *path, int n)
 {
-    const pn_reader_field f[] = {{"features", {PIXELS, 1, false}, "x", 0, NULL, 0},
-                                 {"labels", {0, 1, true}, "y", 0, NULL, 0}};
+    const pn_reader_field f[] = {{"features", {PIXELS, 1, false}, "x", 0, NULL, 0, false},
+                                 {"labels", {0, 1, true}, "y", 0, NULL, 0, false}};
     pn_reader_options o = {.global_batch = n, .first = 0, .count = n, .drop_last = false};
     pn_reader *r;
     ck_assert_msg(pn_reader_open(&r, path, f, 2, &o) == 0, "%s", pn_error_message());

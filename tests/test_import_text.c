@@ -48,8 +48,8 @@ static void count_files(const char *path, long samples, void *ctx)
  * seq positions each: ids are bytes kT.., targets the bytes one further. */
 static void check_split(const char *path, const unsigned char *text, int n, int seq)
 {
-    const pn_reader_field f[] = {{"tokens", {0, seq, true}, "x", 256, "embed", 0},
-                                 {"targets", {0, seq, true}, "y", 256, "loss", 0}};
+    const pn_reader_field f[] = {{"tokens", {0, seq, true}, "x", 256, "embed", 0, false},
+                                 {"targets", {0, seq, true}, "y", 256, "loss", 0, false}};
     pn_reader_options o = {.global_batch = n, .first = 0, .count = n, .drop_last = false};
     pn_reader *r;
     ck_assert_msg(pn_reader_open(&r, path, f, 2, &o) == 0, "%s", pn_error_message());
@@ -171,9 +171,9 @@ END_TEST
  * want[k]: its real bytes, the target of each being the next byte. */
 static void check_records(const char *path, const char *const *want, int n, int seq)
 {
-    const pn_reader_field f[] = {{"tokens", {0, seq, true}, "x", 256, "embed", 0},
-                                 {"targets", {0, seq, true}, "y", 256, "loss", 0},
-                                 {"lengths", {0, 1, true}, "x", 0, "x", seq}};
+    const pn_reader_field f[] = {{"tokens", {0, seq, true}, "x", 256, "embed", 0, false},
+                                 {"targets", {0, seq, true}, "y", 256, "loss", 0, false},
+                                 {"lengths", {0, 1, true}, "x", 0, "x", seq, false}};
     pn_reader_options o = {.global_batch = n, .first = 0, .count = n, .drop_last = false};
     pn_reader *r;
     ck_assert_msg(pn_reader_open(&r, path, f, 3, &o) == 0, "%s", pn_error_message());

@@ -172,24 +172,44 @@ int pn_hdf5_close(hid_t id, const char *fname)
 
 static hid_t file_type(pn_hdf5_type type)
 {
-    return type == PN_HDF5_FLOAT32 ? H5T_IEEE_F32LE : H5T_STD_I32LE;
+    switch (type) {
+    case PN_HDF5_FLOAT32: return H5T_IEEE_F32LE;
+    case PN_HDF5_INT32: return H5T_STD_I32LE;
+    case PN_HDF5_FLOAT64: return H5T_IEEE_F64LE;
+    case PN_HDF5_INT64: return H5T_STD_I64LE;
+    default: return H5T_STD_U64LE;
+    }
 }
 
-static hid_t mem_type(pn_hdf5_type type)
+hid_t pn_hdf5_mem_type(pn_hdf5_type type)
 {
-    return type == PN_HDF5_FLOAT32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT;
+    switch (type) {
+    case PN_HDF5_FLOAT32: return H5T_NATIVE_FLOAT;
+    case PN_HDF5_INT32: return H5T_NATIVE_INT;
+    case PN_HDF5_FLOAT64: return H5T_NATIVE_DOUBLE;
+    case PN_HDF5_INT64: return H5T_NATIVE_INT64;
+    default: return H5T_NATIVE_UINT64;
+    }
 }
 
 static const char *type_label(pn_hdf5_type type)
 {
-    return type == PN_HDF5_FLOAT32 ? "float32" : "int32";
+    static const char *const labels[] = {"float32", "int32", "float64", "int64", "uint64"};
+    return labels[type];
+}
+
+/* Bytes of one value of type, in memory and in the file. */
+static hsize_t type_bytes(pn_hdf5_type type)
+{
+    return type == PN_HDF5_FLOAT32 || type == PN_HDF5_INT32 ? 4 : 8;
 }
 
 /* Chunk extents: chunk_rows samples (at least 1, at most all), whole samples, and
  * under HDF5's 4 GiB chunk limit. */
-static void chunk_dims(int rank, const hsize_t *dims, hsize_t chunk_rows, hsize_t *chunk)
+static void chunk_dims(pn_hdf5_type type, int rank, const hsize_t *dims, hsize_t chunk_rows,
+                       hsize_t *chunk)
 {
-    hsize_t sample_bytes = 4;
+    hsize_t sample_bytes = type_bytes(type);
     for (int k = 1; k < rank; k++) sample_bytes *= chunk[k] = dims[k];
     chunk[0] = chunk_rows < 1 ? 1 : chunk_rows > dims[0] ? dims[0] : chunk_rows;
     while (chunk[0] > 1 && chunk[0] * sample_bytes > ((hsize_t)1 << 31)) chunk[0] /= 2;
@@ -248,7 +268,7 @@ int pn_hdf5_create_dataset(hid_t file, const char *fname, const char *name, pn_h
     bool empty = false;
     for (int k = 0; k < rank && k < PN_HDF5_MAX_RANK; k++) empty = empty || dims[k] == 0;
     hsize_t chunk[PN_HDF5_MAX_RANK];
-    if (!empty && rank >= 1 && rank <= PN_HDF5_MAX_RANK) chunk_dims(rank, dims, chunk_rows, chunk);
+    if (!empty && rank >= 1 && rank <= PN_HDF5_MAX_RANK) chunk_dims(type, rank, dims, chunk_rows, chunk);
     return create(file, fname, name, type, rank, dims, empty ? NULL : chunk, false, out);
 }
 
@@ -274,7 +294,7 @@ int pn_hdf5_write_rows(hid_t dset, const char *fname, const char *name, pn_hdf5_
     PN_HDF5_CHECK(rc, H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, dims, NULL), what,
                   fname, slash(name), name);
     PN_HDF5_CHECK(rc, mspace = H5Screate_simple(rank, dims, NULL), what, fname, slash(name), name);
-    PN_HDF5_CHECK(rc, H5Dwrite(dset, mem_type(type), mspace, fspace, H5P_DEFAULT, data), what,
+    PN_HDF5_CHECK(rc, H5Dwrite(dset, pn_hdf5_mem_type(type), mspace, fspace, H5P_DEFAULT, data), what,
                   fname, slash(name), name);
     if (mspace >= 0) H5Sclose(mspace);
     if (fspace >= 0) H5Sclose(fspace);
@@ -374,9 +394,47 @@ int pn_hdf5_open_dataset(hid_t file, const char *fname, const char *name, const 
 
 static bool type_matches(hid_t t, pn_hdf5_type want)
 {
-    if (H5Tget_size(t) != 4) return false;
-    if (want == PN_HDF5_FLOAT32) return H5Tget_class(t) == H5T_FLOAT;
-    return H5Tget_class(t) == H5T_INTEGER && H5Tget_sign(t) == H5T_SGN_2;
+    if (H5Tget_size(t) != type_bytes(want)) return false;
+    if (want == PN_HDF5_FLOAT32 || want == PN_HDF5_FLOAT64) return H5Tget_class(t) == H5T_FLOAT;
+    H5T_sign_t sign = want == PN_HDF5_UINT64 ? H5T_SGN_NONE : H5T_SGN_2;
+    return H5Tget_class(t) == H5T_INTEGER && H5Tget_sign(t) == sign;
+}
+
+int pn_hdf5_dataset_elem(hid_t dset, const char *fname, const char *name, pn_hdf5_elem *out)
+{
+    int rc = 0;
+    pn_hdf5_lock();
+    hid_t t = H5I_INVALID_HID;
+    PN_HDF5_CHECK(rc, t = H5Dget_type(dset), "%s: dataset '%s%s': cannot read its type", fname,
+                  slash(name), name);
+    if (rc == 0) {
+        H5T_class_t cls = H5Tget_class(t);
+        bool is_signed = H5Tget_sign(t) == H5T_SGN_2;
+        out->kind = cls == H5T_FLOAT     ? PN_HDF5_KIND_FLOAT
+                    : cls != H5T_INTEGER ? PN_HDF5_KIND_OTHER
+                    : is_signed          ? PN_HDF5_KIND_SIGNED
+                                         : PN_HDF5_KIND_UNSIGNED;
+        out->bytes = H5Tget_size(t);
+        pn_hdf5_type_name(t, out->name, sizeof out->name);
+        H5Tclose(t);
+    }
+    pn_hdf5_unlock();
+    return rc;
+}
+
+int pn_hdf5_dataset_extent(hid_t dset, const char *fname, const char *name, int *rank,
+                           hsize_t *dims)
+{
+    hid_t space = H5I_INVALID_HID;
+    int rc = 0;
+    pn_hdf5_lock();
+    const char *what = "%s: dataset '%s%s': cannot read its shape";
+    PN_HDF5_CHECK(rc, space = H5Dget_space(dset), what, fname, slash(name), name);
+    PN_HDF5_CHECK(rc, *rank = H5Sget_simple_extent_dims(space, dims, NULL), what, fname,
+                  slash(name), name);
+    if (space >= 0) H5Sclose(space);
+    pn_hdf5_unlock();
+    return rc;
 }
 
 /* Appends "[N, 784]" (-1 shows as N) to buf at *len. */
@@ -392,27 +450,28 @@ static void append_shape(char *buf, size_t cap, size_t *len, int rank, const lon
     if (*len >= cap) *len = cap - 1;
 }
 
+int pn_hdf5_match_shape(const pn_hdf5_shape *shapes, int n_shapes, int rank,
+                        const hsize_t *dims)
+{
+    for (int s = 0; s < n_shapes; s++) {
+        bool ok = shapes[s].rank == rank;
+        for (int k = 0; ok && k < rank; k++)
+            ok = shapes[s].dims[k] < 0 || (hsize_t)shapes[s].dims[k] == dims[k];
+        if (ok) return s;
+    }
+    return -1;
+}
+
 static int check_shape(hid_t dset, const char *fname, const char *name,
                        const pn_hdf5_shape *shapes, int n_shapes, int *which, hsize_t *dims)
 {
     hsize_t found[H5S_MAX_RANK];
-    hid_t space = H5I_INVALID_HID;
-    int rc = 0, rank = -1;
-    const char *what = "%s: dataset '%s%s': cannot read its shape";
-    PN_HDF5_CHECK(rc, space = H5Dget_space(dset), what, fname, slash(name), name);
-    PN_HDF5_CHECK(rc, rank = H5Sget_simple_extent_dims(space, found, NULL), what, fname,
-                  slash(name), name);
-    if (space >= 0) H5Sclose(space);
-    if (rc < 0) return rc;
-    for (int s = 0; s < n_shapes; s++) {
-        bool ok = shapes[s].rank == rank;
-        for (int k = 0; ok && k < rank; k++)
-            ok = shapes[s].dims[k] < 0 || (hsize_t)shapes[s].dims[k] == found[k];
-        if (ok) {
-            *which = s;
-            for (int k = 0; k < PN_HDF5_MAX_RANK; k++) dims[k] = k < rank ? found[k] : 1;
-            return 0;
-        }
+    int rank = -1;
+    PN_TRY(pn_hdf5_dataset_extent(dset, fname, name, &rank, found));
+    *which = pn_hdf5_match_shape(shapes, n_shapes, rank, found);
+    if (*which >= 0) {
+        for (int k = 0; k < PN_HDF5_MAX_RANK; k++) dims[k] = k < rank ? found[k] : 1;
+        return 0;
     }
     char want[256], got[256];
     size_t wl = 0, gl = 0;
@@ -453,7 +512,7 @@ int pn_hdf5_read_all(hid_t dset, const char *fname, const char *name, pn_hdf5_ty
 {
     int rc = 0;
     pn_hdf5_lock();
-    PN_HDF5_CHECK(rc, H5Dread(dset, mem_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
+    PN_HDF5_CHECK(rc, H5Dread(dset, pn_hdf5_mem_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
                   "%s: dataset '%s%s': checksum mismatch or unreadable data", fname, slash(name),
                   name);
     pn_hdf5_unlock();

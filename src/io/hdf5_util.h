@@ -19,8 +19,31 @@
 
 enum { PN_HDF5_MAX_RANK = 4 };
 
-/* The element types of pipenet datasets (little-endian in the file). */
-typedef enum pn_hdf5_type { PN_HDF5_FLOAT32, PN_HDF5_INT32 } pn_hdf5_type;
+/* The element types of pipenet datasets (little-endian in the file); the 64-bit
+ * ones are what the dataset reader reads wide ids as before it narrows them. */
+typedef enum pn_hdf5_type {
+    PN_HDF5_FLOAT32,
+    PN_HDF5_INT32,
+    PN_HDF5_FLOAT64,
+    PN_HDF5_INT64,
+    PN_HDF5_UINT64
+} pn_hdf5_type;
+
+/* What kind of number a dataset's values are (HDF5 converts within floats and
+ * within integers, and between the two); OTHER: strings, compounds, enums, ... */
+typedef enum pn_hdf5_kind {
+    PN_HDF5_KIND_FLOAT,
+    PN_HDF5_KIND_SIGNED,
+    PN_HDF5_KIND_UNSIGNED,
+    PN_HDF5_KIND_OTHER
+} pn_hdf5_kind;
+
+/* A dataset's element type as the file holds it. */
+typedef struct pn_hdf5_elem {
+    pn_hdf5_kind kind;
+    size_t bytes;  /* of one value in the file */
+    char name[32]; /* pn_hdf5_type_name: "float64", "uint8", "string", ... */
+} pn_hdf5_elem;
 
 /* One shape a dataset may have; an extent of -1 matches any length (the samples). */
 typedef struct pn_hdf5_shape {
@@ -168,8 +191,23 @@ int pn_hdf5_open_dataset(hid_t file, const char *fname, const char *name, const 
 int pn_hdf5_check_dataset(hid_t dset, const char *fname, const char *name, pn_hdf5_type type,
                           const pn_hdf5_shape *shapes, int n_shapes, int *which, hsize_t *dims);
 
-/* Reads all of dset into out (native type); a failure is a checksum mismatch
- * (fletcher32) or damaged data, and says so. */
+/* The index of the first of shapes[n_shapes] that extents dims[rank] have, or -1. */
+int pn_hdf5_match_shape(const pn_hdf5_shape *shapes, int n_shapes, int rank,
+                        const hsize_t *dims);
+
+/* The element type of dset. */
+int pn_hdf5_dataset_elem(hid_t dset, const char *fname, const char *name, pn_hdf5_elem *out);
+
+/* The extents of dset: *rank (0 for a scalar) and dims[0 .. rank) (dims holds
+ * H5S_MAX_RANK entries). */
+int pn_hdf5_dataset_extent(hid_t dset, const char *fname, const char *name, int *rank,
+                           hsize_t *dims);
+
+/* HDF5's native memory type for type (H5T_NATIVE_FLOAT, ...). */
+hid_t pn_hdf5_mem_type(pn_hdf5_type type);
+
+/* Reads all of dset into out (native type; HDF5 converts the file's values to it);
+ * a failure is a checksum mismatch (fletcher32) or damaged data, and says so. */
 int pn_hdf5_read_all(hid_t dset, const char *fname, const char *name, pn_hdf5_type type,
                      void *out);
 

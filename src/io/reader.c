@@ -8,23 +8,30 @@
  * lock, no thread competing with BLAS for a core). A virtual or external dataset
  * is read only when all its values are there (pn_hdf5_check_storage: at open, and
  * at each epoch's start for one read from its files).
+ * HDF5 converts the file's element type to what a field reads (reader_types.h):
+ * wide ids pass through a staging buffer of one batch (or 1 MiB when caching) and
+ * are narrowed with checks, so no dataset is ever held whole in a wider type.
  * Everything is allocated at open. */
 #include "io/reader.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "base/names.h"
 #include "io/hdf5_util.h"
+#include "io/reader_types.h"
 #include "io/sample_order.h"
 
 enum { MESSAGE_CAP = 1024 };
 
 /* Chunk cache of a compressed dataset, whose chunks must be decompressed whole. */
 static const size_t FILTERED_CACHE_MAX = (size_t)256 << 20;
+
+/* Wide ids read into memory whole are staged in pieces of at least this many bytes. */
+static const size_t STAGE_BYTES = (size_t)1 << 20;
 
 typedef struct field {
     const char *name;   /* dataset name as the caller gave it */
@@ -34,12 +41,14 @@ typedef struct field {
     int rank;
     hsize_t dims[PN_HDF5_MAX_RANK];
     bool ids;
-    int id_limit;       /* ids in [0, id_limit), 0: unchecked */
-    const char *id_user;
-    int length_max;     /* > 0: lengths in [1, length_max] */
     size_t elems;       /* values per sample: width * seq, or seq ids */
     char *cache;        /* the whole dataset in memory, or NULL */
     bool elsewhere;     /* virtual or external: its values are in other files */
+    pn_reader_field spec; /* as the caller gave it: the bounds on ids, names for messages */
+    pn_hdf5_elem elem;  /* what the file holds */
+    pn_hdf5_type mem;   /* what HDF5 converts it to: float32, int32, or wide ids */
+    char *stage;        /* wide ids: stage_rows samples of 8-byte values, else NULL */
+    long stage_rows;
 } field;
 
 /* One buffer of the double buffer: a batch and the outcome of loading it. */
@@ -79,29 +88,10 @@ struct pn_reader {
     long epoch, index;
 };
 
-/* Checks one sample's values (row `row` of the file): finite floats, ids in bound. */
+/* Checks one sample's values (row `row` of the file), as reader_types.h says. */
 static int check_sample(const pn_reader *r, const field *f, long row, const void *values)
 {
-    for (size_t k = 0; k < f->elems; k++) {
-        if (f->ids) {
-            int id = ((const int *)values)[k];
-            if (f->length_max > 0 && (id < 1 || id > f->length_max))
-                return pn_error_set(PN_ERR_INVALID, "%s: dataset '/%s', sample %ld: length %d is "
-                                                    "outside [1, %d] (input '%s')",
-                                    r->path, f->name, row, id, f->length_max,
-                                    f->id_user ? f->id_user : "?");
-            if (f->id_limit > 0 && (id < 0 || id >= f->id_limit))
-                return pn_error_set(PN_ERR_INVALID, "%s: dataset '/%s', sample %ld: id %d is "
-                                                    "outside [0, %d) (layer '%s')",
-                                    r->path, f->name, row, id, f->id_limit,
-                                    f->id_user ? f->id_user : "?");
-        } else if (!isfinite(((const float *)values)[k])) {
-            return pn_error_set(PN_ERR_INVALID, "%s: dataset '/%s', sample %ld: value %zu of %zu "
-                                                "is %g (data must be finite)",
-                                r->path, f->name, row, k, f->elems, ((const float *)values)[k]);
-        }
-    }
-    return 0;
+    return pn_reader_check_values(r->path, f->name, &f->spec, &f->elem, row, values, f->elems);
 }
 
 /* Reads the rows order[0..rows) (sorted by file row) of field f into out, each at
@@ -112,6 +102,7 @@ static int check_sample(const pn_reader *r, const field *f, long row, const void
  * hyperslabs per batch took 3-4 ms, a point selection 25-30 ms. */
 static int read_field(pn_reader *r, field *f, long rows, void *out)
 {
+    void *dst = f->stage ? f->stage : out; /* wide ids: narrowed below */
     const pn_row_ref *order = r->order;
     if (f->cache) {
         size_t bytes = f->elems * 4;
@@ -123,7 +114,7 @@ static int read_field(pn_reader *r, field *f, long rows, void *out)
     hsize_t fstart[PN_HDF5_MAX_RANK] = {0}, mstart[PN_HDF5_MAX_RANK] = {0};
     hsize_t count[PN_HDF5_MAX_RANK];
     for (int k = 1; k < f->rank; k++) count[k] = f->dims[k];
-    hid_t type = f->ids ? H5T_NATIVE_INT : H5T_NATIVE_FLOAT;
+    hid_t type = pn_hdf5_mem_type(f->mem);
     int rc = 0;
     pn_hdf5_lock();
     for (long k = 0; k < rows && rc == 0;) {
@@ -139,13 +130,18 @@ static int read_field(pn_reader *r, field *f, long rows, void *out)
                       what, r->path, f->name, order[k].row);
         PN_HDF5_CHECK(rc, H5Sselect_hyperslab(f->mspace, H5S_SELECT_SET, mstart, NULL, count, NULL),
                       what, r->path, f->name, order[k].row);
-        PN_HDF5_CHECK(rc, H5Dread(f->dset, type, f->mspace, f->fspace, H5P_DEFAULT, out), what,
+        PN_HDF5_CHECK(rc, H5Dread(f->dset, type, f->mspace, f->fspace, H5P_DEFAULT, dst), what,
                       r->path, f->name, order[k].row);
         k += run;
     }
     pn_hdf5_unlock();
-    for (long k = 0; k < rows && rc == 0; k++) /* what the file held: check it */
-        rc = check_sample(r, f, order[k].row, (const char *)out + (size_t)order[k].pos * f->elems * 4);
+    for (long k = 0; k < rows && rc == 0; k++) { /* what the file held: check it */
+        size_t pos = (size_t)order[k].pos * f->elems;
+        if (f->stage)
+            rc = pn_reader_narrow_ids(r->path, f->name, &f->spec, f->mem, order[k].row,
+                                      f->stage + pos * 8, f->elems, (int *)out + pos);
+        if (rc == 0) rc = check_sample(r, f, order[k].row, (const char *)out + pos * 4);
+    }
     return rc;
 }
 
@@ -249,24 +245,6 @@ static int check_options(const char *path, const pn_reader_field *fields, int n_
     return 0;
 }
 
-/* The shapes a field may have in the file (see reader.h); returns how many. */
-static int accepted_shapes(pn_shape s, pn_hdf5_shape *shapes)
-{
-    if (s.ids) {
-        if (s.seq == 1) {
-            shapes[0] = (pn_hdf5_shape){1, {-1}};
-            shapes[1] = (pn_hdf5_shape){2, {-1, 1}};
-            return 2;
-        }
-        shapes[0] = (pn_hdf5_shape){2, {-1, s.seq}};
-        return 1;
-    }
-    shapes[0] = (pn_hdf5_shape){2, {-1, (long)s.width * s.seq}};
-    if (s.seq == 1) return 1;
-    shapes[1] = (pn_hdf5_shape){3, {-1, s.seq, s.width}};
-    return 2;
-}
-
 /* Compressed chunks are decompressed whole: reopens f with a chunk cache that holds
  * the whole dataset (up to FILTERED_CACHE_MAX), after checking the filters exist.
  * Unfiltered chunks keep the file's empty cache, so HDF5 reads only the rows asked. */
@@ -295,7 +273,7 @@ static int tune_cache(pn_reader *r, field *f)
                               r->path, f->name, (int)id, filter_name);
     }
     if (rc == 0 && nfilters > 0) {
-        size_t chunk_bytes = 4, total = 4;
+        size_t chunk_bytes = f->elem.bytes, total = f->elem.bytes; /* as the file holds them */
         for (int k = 0; k < f->rank; k++) chunk_bytes *= chunk[k], total *= f->dims[k];
         size_t bytes = total < FILTERED_CACHE_MAX ? total : FILTERED_CACHE_MAX;
         size_t slots = pn_hdf5_chunk_cache_slots(bytes, chunk_bytes);
@@ -310,27 +288,37 @@ static int tune_cache(pn_reader *r, field *f)
     return rc;
 }
 
+/* Checks field f's element type and shape against spec, and says once (unless
+ * spec->quiet) when HDF5 converts its values. */
+static int check_field(pn_reader *r, field *f, const pn_reader_field *spec)
+{
+    PN_TRY(pn_hdf5_dataset_elem(f->dset, r->path, f->name, &f->elem));
+    PN_TRY(pn_reader_mem_type(r->path, f->name, spec, &f->elem, &f->mem));
+    hsize_t dims[H5S_MAX_RANK];
+    PN_TRY(pn_hdf5_dataset_extent(f->dset, r->path, f->name, &f->rank, dims));
+    PN_TRY(pn_reader_check_shape(r->path, f->name, spec, f->rank, dims));
+    for (int k = 0; k < PN_HDF5_MAX_RANK; k++) f->dims[k] = k < f->rank ? dims[k] : 1;
+    PN_TRY(pn_hdf5_check_storage(f->dset, r->path, f->name));
+    char note[128];
+    pn_reader_type_note(&f->elem, f->mem, note, sizeof note);
+    if (note[0] && !spec->quiet) pn_log_info("%s: dataset '/%s': %s", r->path, f->name, note);
+    return 0;
+}
+
 /* Opens field i, checks it against what the model expects and makes its dataspaces. */
 static int open_field(pn_reader *r, int i, const pn_reader_field *spec)
 {
     field *f = &r->fields[i];
+    f->spec = *spec;
     f->name = spec->dataset[0] == '/' ? spec->dataset + 1 : spec->dataset;
     f->ids = spec->shape.ids;
-    f->id_limit = spec->id_limit;
-    f->id_user = spec->id_user;
-    f->length_max = spec->length_max;
     f->elems = (size_t)spec->shape.seq * (f->ids ? 1 : (size_t)spec->shape.width);
     char purpose[PN_NAME_MAX + 64];
     if (spec->input)
         snprintf(purpose, sizeof purpose, "the model's input '%s' reads it", spec->input);
     PN_TRY(pn_hdf5_open_dataset(r->file, r->path, f->name, spec->input ? purpose : NULL,
                                 &f->dset));
-    pn_hdf5_shape shapes[2];
-    int n_shapes = accepted_shapes(spec->shape, shapes), which;
-    PN_TRY(pn_hdf5_check_dataset(f->dset, r->path, f->name,
-                                 f->ids ? PN_HDF5_INT32 : PN_HDF5_FLOAT32, shapes, n_shapes,
-                                 &which, f->dims));
-    f->rank = shapes[which].rank;
+    PN_TRY(check_field(r, f, spec));
     pn_hdf5_storage storage = pn_hdf5_storage_kind(f->dset);
     f->elsewhere = storage == PN_HDF5_VIRTUAL || storage == PN_HDF5_EXTERNAL;
     pn_hdf5_lock();
@@ -351,12 +339,26 @@ static bool field_bytes(const field *f, size_t n, size_t *bytes)
     return !__builtin_mul_overflow(n, f->elems * 4, bytes); /* elems * 4 <= 2^62 (count_samples) */
 }
 
-/* Allocates the permutation and sort arrays and both slots' buffers. */
+/* The staging buffer of a field of wide ids: room for a batch's samples (read at
+ * their positions, as into the slot), and for STAGE_BYTES of samples (or all of
+ * them) when load_cache reads the dataset whole piece by piece. */
+static bool allocate_stage(pn_reader *r, field *f)
+{
+    if (!pn_reader_type_is_wide(f->mem)) return true;
+    size_t per = f->elems * 8, bytes; /* elems * 4 <= 2^62 (count_samples) */
+    long piece = (long)(STAGE_BYTES / per) < r->samples ? (long)(STAGE_BYTES / per) : r->samples;
+    f->stage_rows = piece > r->opt.count ? piece : r->opt.count;
+    return !__builtin_mul_overflow((size_t)f->stage_rows, per, &bytes) &&
+           (f->stage = malloc(bytes));
+}
+
+/* Allocates the permutation and sort arrays, staging buffers and both slots' buffers. */
 static int allocate_buffers(pn_reader *r)
 {
     size_t count = (size_t)r->opt.count, bytes;
     bool ok = (r->order = malloc(count * sizeof *r->order)) &&
               (!r->opt.shuffle || (r->perm = malloc((size_t)r->samples * sizeof *r->perm)));
+    for (int f = 0; ok && f < r->n_fields; f++) ok = allocate_stage(r, &r->fields[f]);
     for (int s = 0; ok && s < 2; s++) {
         slot *sl = &r->slots[s];
         ok = (sl->data = calloc((size_t)r->n_fields, sizeof *sl->data)) &&
@@ -371,6 +373,39 @@ static int allocate_buffers(pn_reader *r)
         }
     }
     return ok ? 0 : pn_error_set(PN_ERR_NOMEM, "%s: out of memory for reader buffers", r->path);
+}
+
+/* Reads field f of wide ids whole into its cache, stage_rows samples at a time into
+ * the staging buffer, narrowing each sample with checks. */
+static int cache_wide(pn_reader *r, field *f)
+{
+    hsize_t start[PN_HDF5_MAX_RANK] = {0}, zero[PN_HDF5_MAX_RANK] = {0}, count[PN_HDF5_MAX_RANK];
+    memcpy(count, f->dims, sizeof count);
+    count[0] = (hsize_t)f->stage_rows;
+    hid_t mspace = H5I_INVALID_HID;
+    int rc = 0;
+    const char *what = "%s: dataset '/%s': checksum mismatch or unreadable data (rows from %ld)";
+    pn_hdf5_lock();
+    PN_HDF5_CHECK(rc, mspace = H5Screate_simple(f->rank, count, NULL), what, r->path, f->name, 0L);
+    for (long row = 0; rc == 0 && row < r->samples; row += f->stage_rows) {
+        long n = r->samples - row < f->stage_rows ? r->samples - row : f->stage_rows;
+        start[0] = (hsize_t)row;
+        count[0] = (hsize_t)n;
+        PN_HDF5_CHECK(rc, H5Sselect_hyperslab(f->fspace, H5S_SELECT_SET, start, NULL, count, NULL),
+                      what, r->path, f->name, row);
+        PN_HDF5_CHECK(rc, H5Sselect_hyperslab(mspace, H5S_SELECT_SET, zero, NULL, count, NULL),
+                      what, r->path, f->name, row);
+        PN_HDF5_CHECK(rc, H5Dread(f->dset, pn_hdf5_mem_type(f->mem), mspace, f->fspace,
+                                  H5P_DEFAULT, f->stage),
+                      what, r->path, f->name, row);
+        for (long k = 0; rc == 0 && k < n; k++)
+            rc = pn_reader_narrow_ids(r->path, f->name, &f->spec, f->mem, row + k,
+                                      f->stage + (size_t)k * f->elems * 8, f->elems,
+                                      (int *)f->cache + (size_t)(row + k) * f->elems);
+    }
+    if (mspace >= 0) H5Sclose(mspace);
+    pn_hdf5_unlock();
+    return rc;
 }
 
 /* Reads every field whole into memory when together they fit opt.cache_bytes. */
@@ -389,8 +424,8 @@ static int load_cache(pn_reader *r)
         if (!field_bytes(f, (size_t)r->samples, &bytes) || !(f->cache = malloc(bytes + 1)))
             return pn_error_set(PN_ERR_NOMEM, "%s: out of memory caching dataset '/%s'",
                                 r->path, f->name);
-        rc = pn_hdf5_read_all(f->dset, r->path, f->name, f->ids ? PN_HDF5_INT32 : PN_HDF5_FLOAT32,
-                              f->cache);
+        rc = f->stage ? cache_wide(r, f)
+                      : pn_hdf5_read_all(f->dset, r->path, f->name, f->mem, f->cache);
         for (long row = 0; row < r->samples && rc == 0; row++) /* once, for every epoch */
             rc = check_sample(r, f, row, f->cache + (size_t)row * f->elems * 4);
     }
@@ -461,8 +496,8 @@ int pn_reader_open(pn_reader **out, const char *path, const pn_reader_field *fie
     pn_hdf5_unlock();
     for (int f = 0; rc == 0 && f < n_fields; f++) rc = open_field(r, f, &fields[f]);
     if (rc == 0) rc = count_samples(r);
+    if (rc == 0) rc = allocate_buffers(r); /* the staging buffers first: load_cache uses them */
     if (rc == 0) rc = load_cache(r);
-    if (rc == 0) rc = allocate_buffers(r);
     if (rc == 0) {
         if (pthread_create(&r->thread, NULL, worker_main, r) != 0)
             rc = pn_error_set(PN_ERR_INTERNAL, "%s: cannot start the prefetch thread", path);
@@ -489,6 +524,7 @@ void pn_reader_close(pn_reader *r)
     }
     for (int f = 0; f < r->n_fields; f++) {
         free(r->fields[f].cache);
+        free(r->fields[f].stage);
         pn_hdf5_close(r->fields[f].mspace, r->path);
         pn_hdf5_close(r->fields[f].fspace, r->path);
         pn_hdf5_close(r->fields[f].dset, r->path);

@@ -7,12 +7,14 @@
  * drop_last the last incomplete batch of an epoch is dropped, so every step has the
  * same size; without it (evaluation) that batch comes short.
  * Each field is one dataset of the file, checked at open against the shape and
- * type the model expects: float32 [N, width*seq] (or [N, seq, width]) for float
- * inputs, int32 [N] or [N, seq] for ids, int32 [N] for lengths. Every error names
- * the file and dataset.
+ * type the model expects: floats [N, width*seq] (or [N, seq, width], or [N] for one
+ * value a sample) for float inputs, integers [N] or [N, seq] for ids, integers [N]
+ * for lengths; HDF5 converts any float width to float32 and any integer width (or
+ * floats holding whole numbers) to int32 (reader_types.h). Every error names the
+ * file and dataset, and says what to write instead.
  * Values are checked as they are read (the whole dataset once when it is cached in
- * memory, else every batch): floats must be finite, ids within the field's bound,
- * lengths in [1, length_max];
+ * memory, else every batch): floats must be finite, ids whole numbers in int32's
+ * range and within the field's bound, lengths in [1, length_max];
  * an error names the sample (its row in the file). */
 #ifndef PN_READER_H
 #define PN_READER_H
@@ -32,6 +34,8 @@ typedef struct pn_reader_field {
     const char *id_user; /* the layer that sets id_limit, named in errors */
     int length_max;      /* > 0: the field holds sequence lengths (int32 [N], shape ids of
                             seq 1), each in [1, length_max]; id_user names their input */
+    bool quiet;          /* true: do not log that the file's values are converted (another
+                            reader of the run says it) */
 } pn_reader_field;
 
 /* The field of input's lengths, dataset int32 [N], each in [1, seq]. */

@@ -12,7 +12,7 @@
 
 typedef struct data_attrs {
     char dataset[PN_NAME_MAX + 1];
-    char lengths[PN_NAME_MAX + 1]; /* int32 [N] dataset of each sample's length, or "" */
+    char lengths[PN_NAME_MAX + 1]; /* integer [N] dataset of each sample's length, or "" */
     int size, seq;
     bool ids;
 } data_attrs;
@@ -31,6 +31,11 @@ static int data_parse(pn_layer *l, const json_t *spec)
     if (s->ids && json_object_get(spec, "size"))
         return pn_json_error_value(&l->where, "size", json_object_get(spec, "size"),
                                    "no size with \"ids\": true (one id per position)");
+    /* labels written without "ids": true land here: the likely fix is that key */
+    if (!s->ids && !json_object_get(spec, "size"))
+        return pn_attr_error(l, "size", NULL, "an integer >= 1 (required), or, if dataset "
+                             "'%s' holds class ids (integers), \"ids\": true in its place",
+                             s->dataset);
     if (!s->ids) PN_TRY(pn_attr_int(l, spec, "size", true, 1, 0, &s->size));
     const char *lengths = NULL;
     PN_TRY(pn_attr_string(l, spec, "lengths", false, NULL, &lengths));

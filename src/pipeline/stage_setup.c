@@ -208,6 +208,20 @@ static bool consumed(const pn_stage *s, int i)
     return false;
 }
 
+/* Whether this rank's reader says that input i's dataset is converted (reader.h):
+ * on the first replica's lowest stage that consumes it, so that a run says it once. */
+static bool says_types(const pn_stage *s, int i)
+{
+    const pn_graph *g = s->cfg.graph;
+    int lowest = -1;
+    for (int j = 0; j < g->n_nodes; j++)
+        for (int k = 0; k < g->nodes[j].n_inputs; k++)
+            if (g->nodes[j].inputs[k] == i &&
+                (lowest < 0 || s->cfg.plan->stage_of[j] < lowest))
+                lowest = s->cfg.plan->stage_of[j];
+    return s->grid->replica == 0 && lowest == s->grid->stage;
+}
+
 /* The lengths that count the real positions a loss averages over: the graph's first
  * input with lengths (what one process counts by). Every stage reads them, also one
  * that gets its lengths over a link or reads only to count rows; such a field feeds
@@ -230,6 +244,7 @@ static int add_count_field(pn_stage *s)
     s->fields[s->n_fields] =
         pn_reader_lengths_field(g->nodes[first].name, pn_data_layer_lengths(in),
                                 in->out_shape.seq);
+    s->fields[s->n_fields].quiet = true; /* its input's consumer says it */
     s->field_is_lengths[s->n_fields] = true;
     s->field_nodes[s->n_fields] = -1;
     s->count_field = s->n_fields++;
@@ -252,10 +267,11 @@ static int collect_fields(pn_stage *s)
             if (!g->nodes[i].is_input || (pass == 0 && !consumed(s, i))) continue;
             const pn_graph_node *user;
             int limit = pn_graph_id_limit(g, i, &user);
+            bool quiet = pass == 1 || !says_types(s, i);
             s->fields[s->n_fields] = (pn_reader_field){
                 .dataset = pn_data_layer_dataset(g->nodes[i].layer),
                 .shape = g->nodes[i].layer->out_shape, .input = g->nodes[i].name,
-                .id_limit = limit, .id_user = user ? user->name : NULL};
+                .id_limit = limit, .id_user = user ? user->name : NULL, .quiet = quiet};
             s->field_nodes[s->n_fields++] = i;
             s->fields_used = pass == 0;
             if (pass == 1) break;
@@ -263,6 +279,7 @@ static int collect_fields(pn_stage *s)
             if (!lengths) continue;
             s->fields[s->n_fields] = pn_reader_lengths_field(
                 g->nodes[i].name, lengths, g->nodes[i].layer->out_shape.seq);
+            s->fields[s->n_fields].quiet = quiet;
             s->field_is_lengths[s->n_fields] = true;
             s->field_nodes[s->n_fields++] = i;
         }
