@@ -269,7 +269,8 @@ static int tune_cache(pn_reader *r, field *f)
         if (id < 0 || H5Zfilter_avail(id) <= 0)
             rc = pn_error_set(PN_ERR_UNSUPPORTED,
                               "%s: dataset '/%s' is compressed with filter %d (%s), which "
-                              "this HDF5 build lacks",
+                              "this HDF5 build lacks: write it uncompressed or with gzip "
+                              "(h5py: compression=\"gzip\")",
                               r->path, f->name, (int)id, filter_name);
     }
     if (rc == 0 && nfilters > 0) {
