@@ -9,6 +9,10 @@ scripts/install-deps.sh || exit 1
 # test-only: tests/test_slurm.sh brings up a one-node Slurm, and skips without one
 scripts/install-deps.sh slurm-wlm munge ||
     echo "test.sh: no slurm-wlm and munge: tests/test_slurm.sh will skip" >&2
+# test-only: tests/test_own_data.sh runs docs/own-data.md's example on scikit-learn's
+# bundled datasets, and skips without them
+scripts/install-deps.sh python3-sklearn python3-h5py ||
+    echo "test.sh: no python3-sklearn and python3-h5py: tests/test_own_data.sh will skip" >&2
 scripts/build.sh || exit 1
 
 start=$(date +%s)
