@@ -16,37 +16,12 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/script_fixture.sh"
-fix=${TESTS_BUILDDIR:-$here}/h5_fixture
-[ -x "$fix" ] || fail "no $fix (make check builds it)"
+. "$here/tiny_fixture.sh"
 cd "$tmp" || exit 1 # external files are found from the current directory (HDF5's rule)
-
-cat >model.json <<EOF
-{"name": "tiny", "inputs": {"x": {"dataset": "features", "size": 4},
-                            "y": {"dataset": "labels", "ids": true}},
- "layers": [{"name": "out", "type": "fc", "input": "x", "size": 3},
-            {"name": "loss", "type": "softmax_xent", "input": ["out", "y"]}],
- "train": {"batch": 8, "seed": 1, "optimizer": {"type": "sgd", "lr": 0.1}}}
-EOF
-# train NAME FILE [options]: 4 steps on FILE, output in NAME.out, status in rc
-train() {
-    name=$1 data=$2; shift 2
-    "$PIPENET" train model.json --data "$data" --eval= --steps 4 --threads 1 \
-        --log-every 1000 "$@" >"$name.out" 2>&1
-    rc=$?
-}
-hash_of() { grep -o 'parameter hash after 4 steps: [0-9a-f]*' "$1.out"; }
-# refused NAME PATTERN...: the run exited 1 before training, saying each pattern
-refused() {
-    name=$1; shift
-    [ "$rc" -eq 1 ] || { cat "$name.out"; fail "$name: exit $rc, expected 1 (refused)"; }
-    ! grep -q "parameter hash" "$name.out" || { cat "$name.out"; fail "$name: it trained"; }
-    for want in "$@"; do
-        grep -qF -- "$want" "$name.out" || { cat "$name.out"; fail "$name: no '$want'"; }
-    done
-}
+tiny_model model.json
 
 "$fix" dataset plain.h5 40 || fail "h5_fixture dataset"
-train plain plain.h5
+train plain model.json plain.h5
 [ "$rc" -eq 0 ] || { cat plain.out; fail "plain: exit $rc"; }
 plain_hash=$(hash_of plain)
 
@@ -58,7 +33,7 @@ cp plain.h5 vds.h5
 cp plain.h5 ext.h5
 "$fix" relocate ext.h5 features external f0.raw f1.raw || fail "relocate external"
 for kind in vds ext; do
-    train "$kind" "$kind.h5"
+    train "$kind" model.json "$kind.h5"
     [ "$rc" -eq 0 ] || { cat "$kind.out"; fail "$kind: a whole $kind dataset refused (exit $rc)"; }
     [ "$(hash_of "$kind")" = "$plain_hash" ] ||
         fail "$kind: $(hash_of "$kind"), the plain file's $plain_hash"
@@ -73,7 +48,7 @@ echo "ok: a whole VDS and external dataset train as the plain file ($plain_hash)
 
 # 2. broken: a missing source file, a missing raw file, a raw file cut short
 mv part1.h5 part1.h5.away
-train vds_missing vds.h5
+train vds_missing model.json vds.h5
 refused vds_missing "vds.h5: dataset '/features' is virtual: its rows 20 to 39 come from file" \
     "'part1.h5' (dataset 'features'), which cannot be found"
 expect 1 "NOT ALL THERE: vds.h5: dataset '/features' is virtual" "$PIPENET" inspect vds.h5
@@ -81,13 +56,13 @@ grep -q "1 dataset whose values are not all there" "$tmp/out" || { cat "$tmp/out
 expect 1 "part1.h5" "$PIPENET" inspect vds.h5 --compare plain.h5
 mv part1.h5.away part1.h5
 "$fix" dataset short.h5 10 && mv short.h5 part1.h5 # 10 rows where 20 are mapped
-train vds_short vds.h5
+train vds_short model.json vds.h5
 refused vds_short "part1.h5', which holds 10 rows (40 values) where the mapping takes 80 values"
 mv f1.raw f1.raw.away
-train ext_missing ext.h5
+train ext_missing model.json ext.h5
 refused ext_missing "ext.h5: dataset '/features' is stored in external file 'f1.raw', which cannot be opened"
 head -c 100 f1.raw.away >f1.raw
-train ext_short ext.h5
+train ext_short model.json ext.h5
 refused ext_short "external file 'f1.raw', which is cut short: it holds 100 bytes, the dataset takes bytes 0 to 320"
 expect 1 "NOT ALL THERE: .*cut short" "$PIPENET" inspect ext.h5
 echo "ok: a missing or short source or raw file is refused by train and inspect, naming it"
@@ -107,7 +82,7 @@ refused during "external file 'f1.raw', which is cut short"
 echo "ok: a raw file cut short during the run stops it at the next epoch"
 
 # 4. snapshots hold their own values
-train snap plain.h5 --snapshot-dir snap
+train snap model.json plain.h5 --snapshot-dir snap
 snap=$(ls snap/snapshot-*.h5 | tail -1)
 [ -f "$snap" ] || { cat snap.out; fail "no snapshot"; }
 cp "$snap" vsnap.h5 && cp "$snap" esnap.h5
@@ -117,7 +92,7 @@ expect 1 "vsnap.h5: dataset '/params/out/w' is virtual (its values are in w.h5:/
     "$PIPENET" inspect vsnap.h5
 expect 1 "esnap.h5: dataset '/params/out/w' is external (its values are in w.raw)" \
     "$PIPENET" inspect esnap.h5
-train resumed plain.h5 --resume vsnap.h5 --steps 8
+train resumed model.json plain.h5 --resume vsnap.h5 --steps 8
 refused resumed "dataset '/params/out/w' is virtual"
 echo "ok: a snapshot with a virtual or external parameter is refused, its source there or not"
 

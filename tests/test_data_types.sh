@@ -15,8 +15,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/script_fixture.sh"
-fix=${TESTS_BUILDDIR:-$here}/h5_fixture
-[ -x "$fix" ] || fail "no $fix (make check builds it)"
+. "$here/tiny_fixture.sh"
 cd "$tmp" || exit 1
 
 # model FILE X Y [SIZE]: a classifier of X (size 4) with Y as its labels (ids), or,
@@ -33,28 +32,6 @@ model() {
             {"name": "loss", "type": "$loss", "input": ["out", "y"]}],
  "train": {"batch": 8, "seed": 1, "optimizer": {"type": "sgd", "lr": 0.1}}}
 EOF
-}
-# train NAME MODEL FILE [options]: 4 steps, output in NAME.out, status in rc
-train() {
-    name=$1 m=$2 data=$3; shift 3
-    "$PIPENET" train "$m" --data "$data" --eval= --steps 4 --threads 1 --log-every 1000 "$@" \
-        >"$name.out" 2>&1
-    rc=$?
-}
-hash_of() { grep -o 'parameter hash after 4 steps: [0-9a-f]*' "$1.out"; }
-# trained NAME [HASH]: the run trained (to HASH when given)
-trained() {
-    [ "$rc" -eq 0 ] || { cat "$1.out"; fail "$1: exit $rc"; }
-    [ $# -eq 1 ] || [ "$(hash_of "$1")" = "$2" ] || { cat "$1.out"; fail "$1: not $2"; }
-}
-# refused NAME TEXT...: the run exited 1 before training, saying each TEXT
-refused() {
-    name=$1; shift
-    [ "$rc" -eq 1 ] || { cat "$name.out"; fail "$name: exit $rc, expected 1 (refused)"; }
-    ! grep -q "parameter hash" "$name.out" || { cat "$name.out"; fail "$name: it trained"; }
-    for want in "$@"; do
-        grep -qF -- "$want" "$name.out" || { cat "$name.out"; fail "$name: no '$want'"; }
-    done
 }
 # says NAME COUNT TEXT: NAME.out holds TEXT on exactly COUNT lines
 says() {

@@ -7,13 +7,12 @@
 # module brings its own, src/math/cuda_module.h), and prints what the in-tree
 # examples/predict prints. Skips (77) without pkg-config or mpicc.
 set -u
-. "$(dirname "$0")/script_fixture.sh"
-build=${TESTS_BUILDDIR:-$(dirname "$0")}/..
-src=$(cd "$(dirname "$0")/.." && pwd)
-H5=$build/tests/h5_fixture
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/script_fixture.sh"
+. "$here/tiny_fixture.sh"
+build=${TESTS_BUILDDIR:-$here}/..
 command -v pkg-config >/dev/null || { echo "SKIP: no pkg-config"; exit 77; }
 command -v mpicc >/dev/null || { echo "SKIP: no mpicc"; exit 77; }
-[ -x "$H5" ] || { echo "SKIP: $H5 not built (make check builds it)"; exit 77; }
 
 # install into $tmp/inst; the make that runs this test passes its jobserver in MAKEFLAGS
 prefix=$tmp/inst
@@ -32,7 +31,7 @@ done
 
 # the program, linked from the install only
 # shellcheck disable=SC2086 # flags are words
-mpicc -std=c11 "$src/examples/predict.c" $flags -o "$tmp/predict" >"$tmp/cc.out" 2>&1 ||
+mpicc -std=c11 "$here/../examples/predict.c" $flags -o "$tmp/predict" >"$tmp/cc.out" 2>&1 ||
     { cat "$tmp/cc.out"; fail "mpicc predict.c \$(pkg-config --cflags --libs pipenet)"; }
 needed=$(readelf -d "$tmp/predict" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 [ -n "$needed" ] || fail "readelf found no NEEDED entry in the program"
@@ -42,14 +41,8 @@ esac
 
 # it runs: a small classifier trained, exported with the installed pipenet, predicted
 # by the installed-API program and by the in-tree one alike
-"$H5" dataset "$tmp/data.h5" 40 || fail "h5_fixture dataset"
-cat >"$tmp/m.json" <<EOF
-{"name": "tiny", "inputs": {"x": {"dataset": "features", "size": 4},
-                            "y": {"dataset": "labels", "ids": true}},
- "layers": [{"name": "out", "type": "fc", "input": "x", "size": 3},
-            {"name": "loss", "type": "softmax_xent", "input": ["out", "y"]}],
- "train": {"batch": 8, "seed": 1, "optimizer": {"type": "sgd", "lr": 0.1}}}
-EOF
+"$fix" dataset "$tmp/data.h5" 40 || fail "h5_fixture dataset"
+tiny_model "$tmp/m.json"
 "$prefix/bin/pipenet" train "$tmp/m.json" --data "$tmp/data.h5" --eval= --steps 4 --threads 1 \
     --snapshot-dir "$tmp/snaps" >"$tmp/train.out" 2>&1 || { cat "$tmp/train.out"; fail "train"; }
 "$prefix/bin/pipenet" export "$tmp/snaps" --out "$tmp/model.h5" >"$tmp/export.out" 2>&1 ||
