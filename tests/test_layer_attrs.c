@@ -44,6 +44,15 @@ static const bad_spec bad[] = {
     {"softmax_xent", "{}", 2, {F(4, 1), F(1, 1)}, "input", "integer labels"},
     {"softmax_xent", "{}", 2, {F(4, 2), IDS(1)}, "input", "labels per sample as rows of logits (2), found 1"},
     {"mse", "{}", 2, {F(4, 1), F(3, 1)}, "input", "of one shape, found a prediction of shape 4"},
+    {"fm", "{}", 1, {IDS(4)}, "input", "float field embeddings, found integer ids"},
+    {"fm", "{\"k\": 2}", 1, {F(4, 3)}, "k", "one of the keys (none), found an unknown key"},
+    {"inner_product", "{}", 1, {F(4, 1)}, "input", "at least 2 fields (seq >= 2), found 1 field"},
+    {"cross", "{}", 2, {F(4, 1), F(5, 1)}, "input", "x0 and x of one shape, found x0 of shape 4"},
+    {"cross", "{}", 2, {F(4, 1), IDS(1)}, "input", "float inputs, found integer ids as input 1"},
+    {"flatten", "{}", 1, {IDS(3)}, "input", "float values, found integer ids"},
+    {"sigmoid_xent", "{}", 2, {F(2, 1), IDS(1)}, "input", "one logit per row, found 2 logits"},
+    {"sigmoid_xent", "{}", 2, {F(1, 1), F(1, 1)}, "input", "0/1 labels as input 1"},
+    {"sigmoid_xent", "{}", 2, {F(1, 3), IDS(1)}, "input", "labels per sample as logits (3), found 1"},
     {"data", "{\"ids\": true, \"size\": 3}", 0, {{0}}, "size", "no size with \"ids\": true"},
     {"data", "{\"dataset\": 7, \"size\": 3}", 0, {{0}}, "dataset", "a non-empty string, found 7"},
     {"data", "{\"seq\": 0, \"size\": 3}", 0, {{0}}, "seq", ">= 1, found 0"},
@@ -101,6 +110,24 @@ START_TEST(valid_specs_infer_shapes)
     ck_assert_int_eq(l->out_shape.width, 1);
     ck_assert_int_eq(l->out_shape.seq, 4);
     ck_assert(l->type->is_loss);
+    pn_layer_free(l);
+
+    /* the feature crosses over F = 5 fields of width 3 */
+    pn_shape fields = F(3, 5);
+    static const struct { const char *type; int width, params; } crosses[] = {
+        {"fm", 1, 0}, {"inner_product", 10, 0}, {"flatten", 15, 0}, {"cross", 3, 2}};
+    for (int i = 0; i < 4; i++) {
+        pn_shape in = strcmp(crosses[i].type, "cross") ? fields : (pn_shape)F(3, 1);
+        ck_assert_int_eq(pn_layer_create(&l, NULL, "c", crosses[i].type, NULL, &in, 1), 0);
+        ck_assert_int_eq(l->out_shape.width, crosses[i].width);
+        ck_assert_int_eq(l->out_shape.seq, 1);
+        ck_assert_int_eq(l->n_params, crosses[i].params);
+        pn_layer_free(l);
+    }
+    pn_shape bin[2] = {F(1, 1), IDS(1)};
+    ck_assert_int_eq(pn_layer_create(&l, NULL, "loss", "sigmoid_xent", NULL, bin, 2), 0);
+    ck_assert(l->type->is_loss && l->type->loss_kind == PN_LOSS_BINARY);
+    ck_assert_int_eq(l->type->id_limit(l, 1), 2);
     pn_layer_free(l);
 
     pn_shape cat[2] = {F(3, 2), F(5, 2)};

@@ -77,6 +77,19 @@ static const grad_case cases[] = {
     {"seq_pool", "{\"mode\": \"mean\"}", 1, {F(3, 5)}, {0}, {1, 3, 2}},
     {"seq_pool", "{\"mode\": \"max\"}", 1, {F(4, 3)}, {0}, {0}},
     {"seq_pool", "{\"mode\": \"max\"}", 1, {F(3, 5)}, {0}, {5, 2, 1}},
+    {"flatten", "{}", 1, {F(3, 4)}, {0}, {0}},
+    {"flatten", "{}", 1, {F(5, 1)}, {0}, {0}},
+    {"fm", "{}", 1, {F(4, 5)}, {0}, {0}},
+    {"fm", "{}", 1, {F(3, 2)}, {0}, {0}},
+    {"fm", "{}", 1, {F(3, 1)}, {0}, {0}}, /* one field: no pair, the term is 0 */
+    {"inner_product", "{}", 1, {F(3, 5)}, {0}, {0}},
+    {"inner_product", "{}", 1, {F(4, 2)}, {0}, {0}},
+    {"cross", "{}", 2, {F(6, 1), F(6, 1)}, {0}, {0}},
+    {"cross", "{}", 1, {F(5, 1)}, {0}, {0}}, /* x0 is x: both gradients reach it */
+    {"cross", "{}", 2, {F(3, 2), F(3, 2)}, {0}, {0}},
+    {"sigmoid_xent", "{}", 2, {F(1, 1), IDS(1)}, {0, 2}, {0}},
+    {"sigmoid_xent", "{}", 2, {F(1, 3), IDS(3)}, {0, 2}, {0}},
+    {"sigmoid_xent", "{}", 2, {F(1, 4), IDS(4)}, {0, 2}, {2, 4, 1}},
 };
 enum { N_CASES = sizeof cases / sizeof *cases };
 

@@ -173,6 +173,8 @@ int pn_layer_inst_init(pn_layer_inst *x, const pn_layer *l, pn_params *params)
     }
     if (l->type->scratch_size && !(x->scratch = calloc(1, l->type->scratch_size)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory for layer '%s'", l->name);
+    if (l->type->loss_kind == PN_LOSS_BINARY && !(x->auc = calloc(1, sizeof *x->auc)))
+        return pn_error_set(PN_ERR_NOMEM, "out of memory for layer '%s'", l->name);
     return PN_OK;
 }
 
@@ -181,6 +183,7 @@ void pn_layer_inst_release(pn_layer_inst *x)
     if (!x->layer) return;
     if (x->scratch && x->layer->type->release) x->layer->type->release(x);
     free(x->scratch);
+    free(x->auc);
     *x = (pn_layer_inst){0};
 }
 
@@ -284,6 +287,19 @@ int pn_layer_scratch(pn_buffer *buf, pn_device dev, int rows, int cols, pn_matri
 const int *pn_loss_lengths(pn_arg *const *in)
 {
     return in[0]->lengths ? in[0]->lengths : in[1]->lengths;
+}
+
+int pn_layer_refuse_lengths(const pn_layer_inst *x, const pn_arg *in)
+{
+    for (int b = 0; in->lengths && b < in->batch; b++)
+        if (in->lengths[b] < in->shape.seq)
+            return pn_error_set(PN_ERR_INVALID,
+                                "layer '%s' (%s): sample %d of its input has %d of %d rows; "
+                                "it takes every row of a sample as a field, so its input "
+                                "must have no lengths",
+                                x->layer->name, x->layer->type->name, b, in->lengths[b],
+                                in->shape.seq);
+    return PN_OK;
 }
 
 int pn_zero_padded_rows(pn_matrix *loss, int seq, const int *lengths)

@@ -22,6 +22,7 @@
 #include "base/json_read.h"
 #include "base/names.h"
 #include "layers/arg.h"
+#include "layers/auc.h"
 #include "layers/params.h"
 
 enum { PN_LAYER_MAX_PARAMS = 4 };
@@ -71,6 +72,9 @@ typedef enum pn_loss_kind {
                                of the logits is the classes' probabilities */
     PN_LOSS_SQUARED_ERROR,  /* a regression whose per-row loss is a mean squared error:
                                the root of the mean loss is the RMSE */
+    PN_LOSS_BINARY,         /* one logit and a 0/1 label per row: the mean loss is the
+                               log-loss, the sigmoid of the logit the probability of
+                               1, and the evaluation's rows give an AUC (x->auc) */
 } pn_loss_kind;
 
 typedef struct pn_layer_type {
@@ -143,6 +147,8 @@ struct pn_layer_inst {
     pn_params *params;                    /* the arena holding the parameters */
     int param_index[PN_LAYER_MAX_PARAMS]; /* their handles in params */
     pn_layer_stats stats;                 /* loss layers: summed until reset */
+    pn_auc *auc; /* binary losses: the histogram of the forwards that do not train,
+                    summed until reset as stats are; NULL for other types */
     void *scratch;                        /* type-private buffers */
 };
 
@@ -210,6 +216,11 @@ int pn_layer_scratch(pn_buffer *buf, pn_device dev, int rows, int cols, pn_matri
 
 /* The lengths a loss layer masks by: its first input's, else its second's, or NULL. */
 const int *pn_loss_lengths(pn_arg *const *in);
+
+/* PN_ERR_INVALID, naming the layer, when in has samples shorter than its seq: for
+ * the layers that take every row of a sample as one of its fields (fm, flatten...),
+ * where padding would count as a field. */
+int pn_layer_refuse_lengths(const pn_layer_inst *x, const pn_arg *in);
 
 /* Rows of m past each sample's length (samples of seq rows) set to zero: the
  * per-row losses of padding, or a layer's outputs at padded positions. */

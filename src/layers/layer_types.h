@@ -18,6 +18,11 @@ extern const pn_layer_type pn_layer_mse;
 extern const pn_layer_type pn_layer_lstm;
 extern const pn_layer_type pn_layer_gru;
 extern const pn_layer_type pn_layer_seq_pool;
+extern const pn_layer_type pn_layer_flatten;
+extern const pn_layer_type pn_layer_fm;
+extern const pn_layer_type pn_layer_inner_product;
+extern const pn_layer_type pn_layer_cross;
+extern const pn_layer_type pn_layer_sigmoid_xent;
 
 /* The dataset a data layer reads (its "dataset" attribute, else its name). */
 const char *pn_data_layer_dataset(const pn_layer *l);
