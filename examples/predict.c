@@ -86,19 +86,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "predict: %s\n", pn_model_error());
         status = 1;
     }
-    int classifies = pn_model_classifies(model, NULL) == 1; /* else: raw values */
+    int kind = pn_model_classifies(model, NULL), classifies = kind == 1; /* else: raw values */
     for (long s = 0; status == 0 && s < n; s++) {
         const float *row = scores + s * classes;
         int best = 0;
         for (int c = 1; c < classes; c++)
             if (row[c] > row[best]) best = c;
         if (classifies) printf("sample %ld: class %d", s, best);
+        else if (kind == 2) printf("sample %ld: p(1) %.6f", s, 1.0 / (1.0 + exp(-row[0])));
         else printf("sample %ld:", s);
-        for (int c = 0; !classifies && c < classes; c++) printf(" %.6g", row[c]);
+        for (int c = 0; !classifies && kind != 2 && c < classes; c++) printf(" %.6g", row[c]);
         if (classifies && labels >= 0) printf(" (label %d)", ((const int *)inputs[labels])[s]);
         printf("\n");
     }
-    double loss, accuracy, rmse = pn_model_rmse(model);
+    double loss, accuracy, rmse = pn_model_rmse(model), auc = pn_model_auc(model);
     long rows = status == 0 ? pn_model_loss(model, &loss, &accuracy) : 0;
     if (rows > 0 && !isnan(accuracy))
         printf("%s on %ld samples of %s: accuracy %.2f%%, mean loss %.4f\n",
@@ -106,6 +107,9 @@ int main(int argc, char **argv)
     else if (rows > 0 && !isnan(rmse))
         printf("%s on %ld samples of %s: RMSE %.4f, mean loss %.4f\n", pn_model_name(model), n,
                argv[2], rmse, loss);
+    else if (rows > 0 && !isnan(auc))
+        printf("%s on %ld samples of %s: AUC %.4f, log-loss %.4f\n", pn_model_name(model), n,
+               argv[2], auc, loss);
     for (int i = 0; i < n_inputs; i++) free(inputs[i]);
     free(inputs);
     free(scores);

@@ -81,7 +81,9 @@ int pn_model_output_size(const pn_model *m, const char *output);
 /* Whether output's values (NULL: the default output) are the logits of a
  * classification: 1 when the layer is the prediction (first input) of a
  * classification loss layer (softmax_xent), so that its largest value per row is the
- * predicted class and its softmax the classes' probabilities; 0 when it feeds a loss
+ * predicted class and its softmax the classes' probabilities; 2 when it is that of a
+ * binary classification (sigmoid_xent): one logit per row, whose sigmoid is the
+ * probability of label 1 (predicted where it is >= 0.5); 0 when it feeds a loss
  * of another kind (mse: the values are the regression's estimates) or none (a hidden
  * layer, a model without a loss layer); -1 when the model has no such layer. For the
  * default output this says whether the model's (first) loss is a classification. */
@@ -110,14 +112,23 @@ int pn_model_forward_lengths(pn_model *m, int batch, const void *const *inputs,
 
 /* Rows the loss layers saw in pn_model_forward calls since the load or the last
  * pn_model_reset_loss, with their mean loss and the fraction of rows whose largest
- * logit was the label (NaN when a loss that counted rows is not a classification,
- * or no row ran). mean_loss and accuracy may be NULL. */
+ * logit was the label (NaN when a loss that counted rows is not a classification
+ * over softmax_xent, or no row ran: a binary one reports pn_model_auc). mean_loss
+ * and accuracy may be NULL. */
 long pn_model_loss(const pn_model *m, double *mean_loss, double *accuracy);
 
 /* The root mean squared error over the rows pn_model_loss counts, when every loss
  * layer that counted them is a mean squared error (mse): the square root of the mean
  * loss. NaN when one of them is not (a classification), or no row ran. */
 double pn_model_rmse(const pn_model *m);
+
+/* The area under the ROC curve over the rows pn_model_loss counts, when every loss
+ * layer that counted them is a binary classification (sigmoid_xent; its mean loss is
+ * the log-loss): from a histogram of the predicted probabilities at 2^16 bins per
+ * label, ties within a bin counting half (within 1e-6 of the exact AUC unless the
+ * probabilities crowd within 1e-5 of 0 or 1). NaN when one of them is not binary,
+ * either label has no row, or no row ran. */
+double pn_model_auc(const pn_model *m);
 
 /* Forgets the rows counted by pn_model_loss. */
 void pn_model_reset_loss(pn_model *m);

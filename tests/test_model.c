@@ -1,7 +1,8 @@
 /* The embedding API (pipenet.h) against the engine it wraps: a model file written
  * from an arena with known values loads and gives bit for bit the outputs, loss and
  * accuracy of a pn_network over the same values; a classification's logits and a
- * regression's raw outputs, with the accuracy or the RMSE that fits the loss, and
+ * regression's raw outputs, with the accuracy, the RMSE or the AUC that fits the
+ * loss (a binary classifier's: the pairs of its outputs ordered right), and
  * neither for losses of mixed kinds; labels are optional; a snapshot
  * loads too; inputs and outputs are described; a batch larger than the last one
  * re-plans; errors name the file, the parameter and the missing input. */
@@ -77,6 +78,20 @@ static const char *const TWO_HEADS =
     "  {\"name\": \"sq\", \"type\": \"mse\", \"input\": [\"est\", \"t\"]}"
     "]}";
 
+/* A click-through model: a factorization machine and a linear part over the
+ * embeddings of 3 fields, their sum a logit against 0/1 clicks. */
+static const char *const CTR =
+    "{\"inputs\": {\"f\": {\"dataset\": \"fields\", \"ids\": true, \"seq\": 3},"
+    "  \"y\": {\"dataset\": \"clicks\", \"ids\": true}},"
+    " \"layers\": ["
+    "  {\"name\": \"emb\", \"type\": \"embedding\", \"input\": \"f\", \"vocab\": 4, \"size\": 2},"
+    "  {\"name\": \"fm\", \"type\": \"fm\", \"input\": \"emb\"},"
+    "  {\"name\": \"flat\", \"type\": \"flatten\", \"input\": \"emb\"},"
+    "  {\"name\": \"deep\", \"type\": \"fc\", \"input\": \"flat\", \"size\": 1},"
+    "  {\"name\": \"logit\", \"type\": \"add\", \"input\": [\"fm\", \"deep\"]},"
+    "  {\"name\": \"loss\", \"type\": \"sigmoid_xent\", \"input\": [\"logit\", \"y\"]}"
+    "]}";
+
 enum { MAX_INPUTS = 4 };
 
 /* A network over json run directly on random values and inputs. */
@@ -99,6 +114,20 @@ static void setup(void)
 }
 
 static void teardown(void) { tu_remove_tree(dir); }
+
+/* The ids node i may hold: [0, 4), or less where a layer reading it bounds its
+ * input (a binary loss's labels: [0, 2)). */
+static int id_bound(const pn_graph *g, int i)
+{
+    int bound = 4;
+    for (int j = 0; j < g->n_nodes; j++)
+        for (int k = 0; k < g->nodes[j].n_inputs; k++) {
+            const pn_layer *l = g->nodes[j].layer;
+            int limit = g->nodes[j].inputs[k] == i && l->type->id_limit ? l->type->id_limit(l, k) : 0;
+            if (limit > 0 && limit < bound) bound = limit;
+        }
+    return bound;
+}
 
 /* Builds json's network for batch samples with random values (not the init's) and
  * random inputs, and runs it forward. */
@@ -124,7 +153,8 @@ static void direct_init(direct *d, const char *json, int batch)
         ck_assert_int_lt(d->n_inputs, MAX_INPUTS);
         if (a->shape.ids) {
             int *ids = malloc((size_t)rows * sizeof *ids);
-            for (int k = 0; k < rows; k++) ids[k] = a->ids[k] = (int)(pn_rng_next(&rng) % 4);
+            uint64_t bound = (uint64_t)id_bound(d->graph, i);
+            for (int k = 0; k < rows; k++) ids[k] = a->ids[k] = (int)(pn_rng_next(&rng) % bound);
             d->inputs[d->n_inputs++] = ids;
         } else {
             tu_fill_uniform(&a->value, &rng, 1.0f);
@@ -318,6 +348,48 @@ START_TEST(losses_of_mixed_kinds_report_the_mean_loss_alone)
     ck_assert_int_eq(pn_model_forward(m, 4, no_labels, "est", out), 0);
     ck_assert_int_eq(pn_model_loss(m, &loss, &accuracy), 4);
     ck_assert(isnan(accuracy) && pn_model_rmse(m) == sqrt(loss));
+    pn_model_free(m);
+    direct_free(&d);
+}
+END_TEST
+
+/* A binary classifier (sigmoid_xent): its logits are raw outputs and classify (2:
+ * one logit, sigmoid), its mean loss is the log-loss, no accuracy or RMSE, and its
+ * AUC is that of the outputs against the labels, counted pair by pair here. */
+START_TEST(a_binary_classifier_reports_its_auc)
+{
+    enum { N = 8 };
+    direct d;
+    direct_init(&d, CTR, N);
+    write_file(&d, CTR, PN_FORMAT_MODEL, NULL, NULL, NULL);
+    pn_model *m = load_ok();
+    ck_assert_str_eq(pn_model_output_name(m), "logit");
+    ck_assert_int_eq(pn_model_classifies(m, NULL), 2);
+    ck_assert_int_eq(pn_model_classifies(m, "deep"), 0);
+    ck_assert(isnan(pn_model_auc(m)));
+    float out[N];
+    const void *inputs[2] = {d.inputs[0], d.inputs[1]};
+    int rc = pn_model_forward(m, N, inputs, NULL, out);
+    ck_assert_msg(rc == 0, "%s", pn_model_error());
+    ck_assert_int_eq(memcmp(out, direct_output(&d, "logit"), sizeof out), 0);
+    double loss, accuracy;
+    ck_assert_int_eq(pn_model_loss(m, &loss, &accuracy), N);
+    ck_assert(loss == d.stats.loss_sum / d.stats.rows);
+    ck_assert(isnan(accuracy) && isnan(pn_model_rmse(m)));
+    const int *y = d.inputs[1];
+    double pairs = 0.0, right = 0.0, log_loss = 0.0;
+    for (int i = 0; i < N; i++) {
+        log_loss += log1p(exp(-(2.0 * y[i] - 1.0) * out[i]));
+        for (int j = 0; j < N; j++)
+            if (y[i] == 1 && y[j] == 0)
+                pairs += 1.0, right += out[i] > out[j] ? 1.0 : out[i] == out[j] ? 0.5 : 0.0;
+    }
+    ck_assert_msg(pairs > 0, "the random labels need both classes");
+    ck_assert(tu_close(loss, log_loss / N, 1e-5, 1e-7));
+    ck_assert_msg(pn_model_auc(m) == right / pairs, "AUC %g, pairs say %g", pn_model_auc(m),
+                  right / pairs);
+    pn_model_reset_loss(m);
+    ck_assert(isnan(pn_model_auc(m)));
     pn_model_free(m);
     direct_free(&d);
 }
@@ -559,6 +631,7 @@ int main(void)
     tcase_add_test(tc, forward_matches_the_network_bit_for_bit);
     tcase_add_test(tc, a_regression_gives_raw_outputs_and_an_rmse);
     tcase_add_test(tc, losses_of_mixed_kinds_report_the_mean_loss_alone);
+    tcase_add_test(tc, a_binary_classifier_reports_its_auc);
     tcase_add_test(tc, sequence_model_predicts_from_tokens_alone);
     tcase_add_test(tc, padded_sequences_take_their_lengths);
     tcase_add_test(tc, inputs_and_outputs_are_described);

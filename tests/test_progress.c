@@ -1,7 +1,7 @@
 /* Progress lines: after a resume the ETA is predicted from this run's steps only
  * (steps done before the resume took no time here), and a plain (not live) report
  * prints at most every few seconds but always at the last step. The metrics file's
- * evaluation lines: the key the loss's kind has (eval_accuracy or eval_rmse, neither
+ * evaluation lines: the key the loss's kind has (eval_accuracy, eval_rmse or eval_auc, none
  * for another kind), and null for a value JSON cannot hold. */
 #include <math.h>
 #include <stdio.h>
@@ -92,12 +92,16 @@ START_TEST(evaluation_lines_name_what_the_loss_measures)
     ck_assert_int_eq(pn_metrics_eval(m, 2, 1, 0.25, PN_LOSS_SQUARED_ERROR, 0.5), 0);
     ck_assert_int_eq(pn_metrics_eval(m, 3, 1, 0.5, PN_LOSS_OTHER, NAN), 0);
     ck_assert_int_eq(pn_metrics_eval(m, 4, 2, NAN, PN_LOSS_SQUARED_ERROR, INFINITY), 0);
+    ck_assert_int_eq(pn_metrics_eval(m, 5, 2, 0.5, PN_LOSS_BINARY, 0.875), 0);
+    ck_assert_int_eq(pn_metrics_eval(m, 6, 2, 0.5, PN_LOSS_BINARY, NAN), 0);
     pn_metrics_close(m);
     const char *want[] = {
         "{\"step\": 1, \"epoch\": 1, \"eval_loss\": 0.5, \"eval_accuracy\": 0.75}\n",
         "{\"step\": 2, \"epoch\": 1, \"eval_loss\": 0.25, \"eval_rmse\": 0.5}\n",
         "{\"step\": 3, \"epoch\": 1, \"eval_loss\": 0.5}\n",
         "{\"step\": 4, \"epoch\": 2, \"eval_loss\": null, \"eval_rmse\": null}\n",
+        "{\"step\": 5, \"epoch\": 2, \"eval_loss\": 0.5, \"eval_auc\": 0.875}\n",
+        "{\"step\": 6, \"epoch\": 2, \"eval_loss\": 0.5, \"eval_auc\": null}\n",
     };
     FILE *f = fopen(path, "r");
     ck_assert_ptr_nonnull(f);

@@ -201,6 +201,7 @@ typedef struct infer_output {
     int node, seq, width; /* seq rows of width values per sample */
     int loss;             /* the loss layer it is the prediction of, or -1 */
     bool classes;         /* a classification's logits: predictions and scores too */
+    bool binary;          /* ... one logit per row (sigmoid_xent): sigmoid, not softmax */
 } infer_output;
 
 /* One run's buffers, a batch of each: the inputs the reader gives, the output's raw
@@ -233,6 +234,16 @@ static void softmax_rows(const float *logits, float *scores, int *predictions, l
     }
 }
 
+/* A binary classifier's one logit per row: scores = its sigmoid, the probability of
+ * label 1, and predictions 1 where that is >= 0.5. */
+static void sigmoid_rows(const float *logits, float *scores, int *predictions, long rows)
+{
+    for (long r = 0; r < rows; r++) {
+        scores[r] = (float)(1.0 / (1.0 + exp(-(double)logits[r])));
+        predictions[r] = scores[r] >= 0.5f;
+    }
+}
+
 /* The output o names (default: the model's), refused when it is no float layer. */
 static int find_output(const pn_model *m, const infer_options *o, infer_output *out)
 {
@@ -246,7 +257,9 @@ static int find_output(const pn_model *m, const infer_options *o, infer_output *
     out->seq = g->nodes[out->node].layer->out_shape.seq;
     out->width = size / out->seq;
     out->loss = pn_graph_loss_of(g, out->node);
-    out->classes = pn_model_classifies(m, out->name) == 1;
+    int classifies = pn_model_classifies(m, out->name);
+    out->classes = classifies == 1 || classifies == 2;
+    out->binary = classifies == 2;
     return PN_OK;
 }
 
@@ -287,7 +300,9 @@ static int run_batches(pn_model *m, const infer_options *o, const infer_output *
         PN_TRY(pn_model_forward_lengths(m, b->rows, r->inputs, r->lengths, out->name,
                                         r->outputs));
         if (!r->w) continue;
-        if (out->classes)
+        if (out->binary)
+            sigmoid_rows(r->outputs, r->scores, r->predictions, (long)b->rows * out->seq);
+        else if (out->classes)
             softmax_rows(r->outputs, r->scores, r->predictions, (long)b->rows * out->seq,
                          out->width);
         PN_TRY(pn_predictions_write(r->w, row0, b->rows, r->outputs, r->predictions,
@@ -297,16 +312,19 @@ static int run_batches(pn_model *m, const infer_options *o, const infer_output *
 }
 
 /* The loss line: the accuracy of a classification, the RMSE of a mean squared
- * error, the mean loss alone for losses of mixed kinds (pipenet.h, pn_model_loss). */
+ * error, the AUC of a binary classification, the mean loss alone for losses of
+ * mixed kinds (pipenet.h, pn_model_loss). */
 static void print_loss(const pn_model *m, const infer_options *o, const infer_run *r)
 {
-    double loss, accuracy, rmse = pn_model_rmse(m);
+    double loss, accuracy, rmse = pn_model_rmse(m), auc = pn_model_auc(m);
     long rows = pn_model_loss(m, &loss, &accuracy);
     if (rows > 0 && !isnan(accuracy))
         printf("accuracy %.2f%% (%.0f of %ld), mean loss %.4f\n", 100.0 * accuracy,
                accuracy * rows, rows, loss);
     else if (rows > 0 && !isnan(rmse))
         printf("RMSE %.4f (%ld rows), mean loss %.4f\n", rmse, rows, loss);
+    else if (rows > 0 && !isnan(auc))
+        printf("AUC %.4f (%ld rows), log-loss %.4f\n", auc, rows, loss);
     else if (rows > 0)
         printf("mean loss %.4f over %ld rows\n", loss, rows);
     else if (r->d.skipped >= 0)

@@ -29,6 +29,8 @@ struct pn_model {
     pn_params *params;   /* arena on device with the file's values */
     char device_name[16];/* pn_model_device's answer */
     pn_layer_stats *loss;/* [n_nodes] what each loss layer saw, over every forward */
+    pn_auc *auc;         /* the binary losses' histogram over every forward, or NULL
+                            when the model has no binary loss */
     int n_inputs;
     int *input_nodes;    /* [n_inputs] graph index of input i */
     int *input_of;       /* [n_nodes] input index of a node, or -1 */
@@ -91,8 +93,12 @@ static int setup(pn_model *m, const pn_train_state *st, const char *path)
     m->want = calloc(n, sizeof *m->want);
     m->avail = calloc(n, sizeof *m->avail);
     m->loss = calloc(n, sizeof *m->loss);
+    bool binary = false;
+    for (int i = 0; i < g->n_nodes; i++)
+        binary |= g->nodes[i].layer->type->loss_kind == PN_LOSS_BINARY;
+    m->auc = binary ? calloc(1, sizeof *m->auc) : NULL;
     if (!m->path || !m->input_nodes || !m->input_of || !m->member || !m->want || !m->avail ||
-        !m->loss)
+        !m->loss || (binary && !m->auc))
         return pn_error_set(PN_ERR_NOMEM, "%s: out of memory", path);
     for (int i = 0; i < g->n_nodes; i++) {
         m->member[i] = true;
@@ -206,6 +212,7 @@ void pn_model_free(pn_model *m)
     free(m->want);
     free(m->avail);
     free(m->loss);
+    free(m->auc);
     free(m);
 }
 
@@ -398,6 +405,7 @@ static void collect_loss(pn_model *m)
         m->loss[i].correct += s->correct;
         m->loss[i].rows += s->rows;
     }
+    if (m->auc) pn_network_auc(m->net, m->auc);
     pn_network_reset_stats(m->net);
 }
 
@@ -445,7 +453,8 @@ int pn_model_forward_lengths(pn_model *m, int batch, const void *const *inputs,
 
 /* What the loss layers counted since the last reset, summed into *sum, and the kind
  * they share: PN_LOSS_OTHER when the layers that counted rows differ in kind, or
- * none did (one accuracy or RMSE over rows of different losses would mean nothing). */
+ * none did (one accuracy, RMSE or AUC over rows of different losses would mean
+ * nothing). */
 static pn_loss_kind counted(const pn_model *m, pn_layer_stats *sum)
 {
     *sum = (pn_layer_stats){0};
@@ -478,15 +487,24 @@ double pn_model_rmse(const pn_model *m)
     return s.rows > 0 && squared ? sqrt(s.loss_sum / s.rows) : NAN;
 }
 
+double pn_model_auc(const pn_model *m)
+{
+    pn_layer_stats s;
+    bool binary = counted(m, &s) == PN_LOSS_BINARY;
+    return s.rows > 0 && binary ? pn_auc_value(m->auc) : NAN;
+}
+
 int pn_model_classifies(const pn_model *m, const char *output)
 {
     int node = m ? output_index(m, output) : -1;
     if (node < 0) return -1;
     int loss = pn_graph_loss_of(m->graph, node);
-    return loss >= 0 && m->graph->nodes[loss].layer->type->loss_kind == PN_LOSS_CLASSIFICATION;
+    pn_loss_kind kind = loss >= 0 ? m->graph->nodes[loss].layer->type->loss_kind : PN_LOSS_OTHER;
+    return kind == PN_LOSS_CLASSIFICATION ? 1 : kind == PN_LOSS_BINARY ? 2 : 0;
 }
 
 void pn_model_reset_loss(pn_model *m)
 {
     for (int i = 0; m && i < m->graph->n_nodes; i++) m->loss[i] = (pn_layer_stats){0};
+    if (m && m->auc) pn_auc_reset(m->auc);
 }

@@ -151,6 +151,7 @@ int pn_metrics_eval(pn_metrics *m, long step, long epoch, double eval_loss, pn_l
                              "eval_loss", number_or_null(eval_loss));
     const char *key = kind == PN_LOSS_CLASSIFICATION  ? "eval_accuracy"
                       : kind == PN_LOSS_SQUARED_ERROR ? "eval_rmse"
+                      : kind == PN_LOSS_BINARY        ? "eval_auc"
                                                       : NULL;
     if (line && key) json_object_set_new(line, key, number_or_null(eval_metric));
     return write_line(m, line);

@@ -30,8 +30,9 @@ int pn_metrics_forget_after(pn_metrics *m, long step, long *dropped);
 int pn_metrics_step(pn_metrics *m, long step, long epoch, double loss, double lr,
                     double samples_per_s, int tokens_per_sample);
 /* An evaluation's line: eval_loss, and by the kind of the model's loss layer
- * eval_accuracy (a classification: eval_metric is the fraction of rows right) or
- * eval_rmse (a mean squared error: eval_metric is its root); another kind writes
+ * eval_accuracy (a classification: eval_metric is the fraction of rows right),
+ * eval_rmse (a mean squared error: eval_metric is its root) or eval_auc (a binary
+ * loss: eval_metric is the AUC over the evaluation set); another kind writes
  * neither key, never an accuracy that means nothing. A value that is NaN or infinite
  * is written null (JSON has no NaN). */
 int pn_metrics_eval(pn_metrics *m, long step, long epoch, double eval_loss, pn_loss_kind kind,

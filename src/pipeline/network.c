@@ -328,7 +328,19 @@ void pn_network_stats(const pn_network *net, pn_layer_stats *out)
     }
 }
 
+void pn_network_auc(const pn_network *net, pn_auc *into)
+{
+    for (int i = 0; i < net->n; i++) {
+        const pn_layer_inst *x = &net->inst[net->nodes[i].node];
+        if (x->auc) pn_auc_merge(into, x->auc);
+    }
+}
+
 void pn_network_reset_stats(pn_network *net)
 {
-    for (int i = 0; i < net->n; i++) net->inst[net->nodes[i].node].stats = (pn_layer_stats){0};
+    for (int i = 0; i < net->n; i++) {
+        pn_layer_inst *x = &net->inst[net->nodes[i].node];
+        x->stats = (pn_layer_stats){0};
+        if (x->auc) pn_auc_reset(x->auc);
+    }
 }

@@ -117,6 +117,9 @@ size_t pn_network_arg_bytes(const pn_network *net);
  * those of one node (NULL unless it is a loss layer computed here). */
 void pn_network_stats(const pn_network *net, pn_layer_stats *out);
 const pn_layer_stats *pn_network_node_stats(const pn_network *net, int node);
+/* Adds the AUC histograms of the member binary losses (layers/auc.h) into into. */
+void pn_network_auc(const pn_network *net, pn_auc *into);
+/* Forgets both. */
 void pn_network_reset_stats(pn_network *net);
 
 #endif

@@ -384,7 +384,7 @@ int pn_stage_evaluate(pn_stage *s, const pn_batch *b, long tag)
     return wait_sends(s);
 }
 
-void pn_stage_take_stats(pn_stage *s, double out[3])
+void pn_stage_take_stats(pn_stage *s, double out[3], pn_auc *auc)
 {
     out[0] = out[1] = out[2] = 0.0;
     for (int v = 0; v < s->n_chunks; v++)
@@ -392,6 +392,7 @@ void pn_stage_take_stats(pn_stage *s, double out[3])
             pn_network *net = s->chunks[v].nets[k];
             pn_layer_stats st;
             pn_network_stats(net, &st);
+            if (auc) pn_network_auc(net, auc);
             pn_network_reset_stats(net);
             out[0] += st.loss_sum, out[1] += st.correct, out[2] += st.rows;
         }

@@ -70,7 +70,8 @@ int pn_stage_step(pn_stage *s, const pn_batch *b, long step);
 int pn_stage_evaluate(pn_stage *s, const pn_batch *b, long tag);
 
 /* The loss statistics of the stage's loss layers since the last call: {loss sum,
- * rows predicted right, rows}; they start again from zero. */
-void pn_stage_take_stats(pn_stage *s, double out[3]);
+ * rows predicted right, rows}, and their AUC histograms added into auc (unless
+ * NULL); they start again from zero. */
+void pn_stage_take_stats(pn_stage *s, double out[3], pn_auc *auc);
 
 #endif

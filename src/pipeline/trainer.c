@@ -52,11 +52,13 @@ static double stall_bound(const trainer *t)
 /* --- a step, an evaluation ----------------------------------------------------------- */
 
 /* The loss statistics of every stage since the last call, summed over all ranks:
- * {loss sum, rows predicted right, rows}. */
-static int reduce_stats(trainer *t, double s[3])
+ * {loss sum, rows predicted right, rows}; with auc, the binary losses' AUC
+ * histograms too (an evaluation's: a training forward counts none). */
+static int reduce_stats(trainer *t, double s[3], pn_auc *auc)
 {
-    pn_stage_take_stats(t->stage, s);
-    return pn_comm_sum(t->comm, PN_SCOPE_WORLD, s, 3);
+    pn_stage_take_stats(t->stage, s, auc);
+    PN_TRY(pn_comm_sum(t->comm, PN_SCOPE_WORLD, s, 3));
+    return auc ? pn_comm_sum(t->comm, PN_SCOPE_WORLD, (double *)auc, PN_AUC_DOUBLES) : PN_OK;
 }
 
 /* Every rank knows (the gradient norm's parts are the same everywhere): they stop
@@ -91,15 +93,15 @@ static int train_step(trainer *t, const pn_batch *b, long step, double *loss)
     PN_TRACE("optimizer", "optimizer", NULL, step, -1, t0);
     double s[3];
     t0 = PN_TRACE_T0();
-    PN_TRY(reduce_stats(t, s));
+    PN_TRY(reduce_stats(t, s, NULL));
     PN_TRACE("loss sum", "sync", NULL, step, -1, t0);
     *loss = s[0] / s[2];
     return PN_OK;
 }
 
 /* Runs the evaluation set forward through the pipeline, a replica's slice of each
- * batch at once; into r: the mean loss over the whole set, and the accuracy or the
- * RMSE as the loss layer's kind has one (layers/layer.h), the other NaN. */
+ * batch at once; into r: the mean loss over the whole set, and the accuracy, the
+ * RMSE or the AUC as the loss layer's kind has one (layers/layer.h), the others NaN. */
 static int evaluate(trainer *t, pn_train_result *r)
 {
     long samples = pn_reader_samples(t->eval_data);
@@ -115,16 +117,33 @@ static int evaluate(trainer *t, pn_train_result *r)
             pn_progress_eval(&t->progress, started, (i + 1) * t->cfg.batch, samples);
     }
     double s[3];
-    PN_TRY(reduce_stats(t, s));
     pn_loss_kind kind = pn_graph_loss_kind(t->graph);
+    pn_auc *auc = NULL; /* 1 MiB, for an evaluation only */
+    if (kind == PN_LOSS_BINARY && !(auc = calloc(1, sizeof *auc)))
+        return pn_error_set(PN_ERR_NOMEM, "out of memory for the evaluation's AUC");
+    int rc = reduce_stats(t, s, auc);
     r->eval_loss = s[2] > 0 ? s[0] / s[2] : NAN;
     r->eval_accuracy = s[2] > 0 && kind == PN_LOSS_CLASSIFICATION ? s[1] / s[2] : NAN;
     r->eval_rmse = kind == PN_LOSS_SQUARED_ERROR ? sqrt(r->eval_loss) : NAN;
-    return PN_OK;
+    r->eval_auc = auc && rc == PN_OK ? pn_auc_value(auc) : NAN;
+    free(auc);
+    return rc;
 }
 
-/* The evaluation's part of a progress line: the loss, and the accuracy or the RMSE
- * where the loss has one (an accuracy of an mse model would be a meaningless 0%). */
+/* The figure the loss's kind is judged by, for the metrics file. */
+static double eval_metric(const pn_train_result *r, pn_loss_kind kind)
+{
+    switch (kind) {
+    case PN_LOSS_CLASSIFICATION: return r->eval_accuracy;
+    case PN_LOSS_SQUARED_ERROR: return r->eval_rmse;
+    case PN_LOSS_BINARY: return r->eval_auc;
+    default: return NAN;
+    }
+}
+
+/* The evaluation's part of a progress line: the loss, and the accuracy, the RMSE or
+ * the AUC where the loss has one (an accuracy of an mse model would be a meaningless
+ * 0%). */
 static void format_eval(const pn_train_result *r, char *text, size_t cap)
 {
     int n = snprintf(text, cap, "  eval loss %.4f", r->eval_loss);
@@ -133,6 +152,8 @@ static void format_eval(const pn_train_result *r, char *text, size_t cap)
         snprintf(text + n, cap - (size_t)n, "  eval accuracy %.2f%%", 100.0 * r->eval_accuracy);
     else if (!isnan(r->eval_rmse))
         snprintf(text + n, cap - (size_t)n, "  eval RMSE %.4f", r->eval_rmse);
+    else if (!isnan(r->eval_auc))
+        snprintf(text + n, cap - (size_t)n, "  eval AUC %.4f", r->eval_auc);
 }
 
 /* Evaluates after step (of epoch, counted from 0) when there is an evaluation set:
@@ -148,9 +169,9 @@ static int evaluation(trainer *t, long step, long epoch, pn_train_result *r, cha
     PN_TRACE("evaluation", "eval", NULL, step, -1, t0);
     format_eval(r, text, cap);
     pn_loss_kind kind = pn_graph_loss_kind(t->graph);
-    double metric = kind == PN_LOSS_SQUARED_ERROR ? r->eval_rmse : r->eval_accuracy;
     if (t->metrics)
-        PN_TRY(pn_metrics_eval(t->metrics, step, epoch + 1, r->eval_loss, kind, metric));
+        PN_TRY(pn_metrics_eval(t->metrics, step, epoch + 1, r->eval_loss, kind,
+                               eval_metric(r, kind)));
     return PN_OK;
 }
 
@@ -497,7 +518,7 @@ int pn_train(const pn_graph *g, const pn_train_config *cfg, pn_job *job,
     trainer t = {.graph = g, .cfg = *cfg, .hooks = hooks, .newest_step = -1};
     pn_stop_signals_catch(); /* the program has done so already; a library caller may not */
     pn_train_result r = {.last_loss = NAN, .eval_loss = NAN, .eval_accuracy = NAN,
-                         .eval_rmse = NAN};
+                         .eval_rmse = NAN, .eval_auc = NAN};
     int rc = pn_trainer_setup(&t, job);
     if (t.comm) {
         rc = pn_comm_agree(t.comm, rc);

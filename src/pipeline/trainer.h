@@ -20,6 +20,8 @@ typedef struct pn_train_result {
     double eval_loss;      /* last evaluation (NaN when there was none) */
     double eval_accuracy;  /* fraction in [0, 1] for a classification loss, else NaN */
     double eval_rmse;      /* root mean squared error for an mse loss, else NaN */
+    double eval_auc;       /* area under the ROC curve for a binary loss (layers/auc.h),
+                              over the whole evaluation set; else NaN */
     double seconds;        /* wall time of the training steps */
     double samples_per_s;  /* training throughput over the run */
     double *losses;        /* [steps] when collect_losses was set; caller frees */
