@@ -1,0 +1,116 @@
+#!/bin/sh
+# A click-through model end to end (docs/layers.md, feature crosses), on a planted
+# dataset written here with tests/h5_fixture: 3 fields of 4 values each (ids
+# 4f + v), and a click where the first field's value is high or the last two agree,
+# with a few labels flipped. The model: an embedding of the 3 ids; fm over them,
+# added to a deep part (flatten, two stacked cross layers, inner_product beside them,
+# an fc to one logit); sigmoid_xent against the clicks.
+#  - training: the loss falls, the eval lines and the metrics file give the AUC
+#    (eval_auc, never an accuracy or an RMSE), and the last AUC is well above 0.5;
+#  - the same parameter hash on 1 process and on 2 stages (4 micro-batches of equal
+#    size) under --deterministic;
+#  - infer: /outputs are the logits, /scores their sigmoid, /predictions 1 where that
+#    is >= 0.5, and the summary line's AUC is that of /outputs against the clicks
+#    (counted pair by pair here) and the training's last;
+#  - a click that is not 0 or 1 is refused naming the file and the sample.
+set -u
+. "$(dirname "$0")/script_fixture.sh"
+H5=${TESTS_BUILDDIR:-$(dirname "$0")}/h5_fixture
+[ -x "$H5" ] || { echo "SKIP: $H5 not built (make check builds it)"; exit 77; }
+values() { "$H5" print "$1" "$2" 2>"$tmp/h5.err" || { cat "$tmp/h5.err"; fail "read $2 of $1"; }; }
+
+# planted ROWS FIRST: "f0 f1 f2 click" per row, the FIRST-th row on
+planted() {
+    awk -v n="$1" -v first="$2" 'BEGIN { for (i = first; i < first + n; i++) {
+        a = (i * 7 + 3) % 4; b = (i * 5 + 1) % 4; c = int(i / 3) % 4
+        y = (a >= 2 || b == c) ? 1 : 0
+        if (i % 13 == 0) y = 1 - y
+        printf "%d %d %d %d\n", a, 4 + b, 8 + c, y } }'
+}
+write_set() { # write_set NAME ROWS FIRST
+    planted "$2" "$3" >"$tmp/$1.txt"
+    # shellcheck disable=SC2046
+    "$H5" typed "$tmp/$1.h5" fields int32 "${2}x3" $(awk '{ print $1, $2, $3 }' "$tmp/$1.txt") &&
+        "$H5" typed "$tmp/$1.h5" clicks int32 "$2" $(awk '{ print $4 }' "$tmp/$1.txt") ||
+        fail "write $1.h5"
+}
+write_set train 256 0
+write_set eval 96 1000
+cat >"$tmp/ctr.json" <<'EOF'
+{"name": "ctr",
+ "inputs": {"f": {"dataset": "fields", "ids": true, "seq": 3},
+            "y": {"dataset": "clicks", "ids": true}},
+ "layers": [
+   {"name": "emb", "type": "embedding", "input": "f", "vocab": 12, "size": 4},
+   {"name": "fm", "type": "fm", "input": "emb"},
+   {"name": "flat", "type": "flatten", "input": "emb"},
+   {"name": "x1", "type": "cross", "input": "flat"},
+   {"name": "x2", "type": "cross", "input": ["flat", "x1"]},
+   {"name": "pairs", "type": "inner_product", "input": "emb"},
+   {"name": "both", "type": "concat", "input": ["x2", "pairs"]},
+   {"name": "deep", "type": "fc", "input": "both", "size": 1},
+   {"name": "logit", "type": "add", "input": ["fm", "deep"]},
+   {"name": "loss", "type": "sigmoid_xent", "input": ["logit", "y"]}],
+ "train": {"batch": 32, "steps": 64, "seed": 7, "optimizer": {"type": "adam", "lr": 0.05}}}
+EOF
+"$PIPENET" train "$tmp/ctr.json" --data "$tmp/train.h5" --eval "$tmp/eval.h5" --threads 1 \
+    --metrics "$tmp/ctr.jsonl" --snapshot-dir "$tmp/snap" >"$tmp/train.out" 2>&1 ||
+    { cat "$tmp/train.out"; fail "train the click-through model"; }
+grep -q '^epoch 8: train loss [0-9.]*  eval loss [0-9.]*  eval AUC [0-9.]*  (' "$tmp/train.out" ||
+    { cat "$tmp/train.out"; fail "no epoch line with the eval AUC"; }
+grep -Eq 'accuracy|RMSE' "$tmp/train.out" && { cat "$tmp/train.out"; fail "an accuracy or an RMSE printed"; }
+[ "$(grep -c '"eval_loss": [0-9.e-]*, "eval_auc": [0-9.e-]*}$' "$tmp/ctr.jsonl")" -eq 8 ] ||
+    fail "eval lines without eval_auc: $(grep eval_loss "$tmp/ctr.jsonl" | head -2)"
+grep -Eq 'eval_accuracy|eval_rmse' "$tmp/ctr.jsonl" && fail "the metrics hold an accuracy or an RMSE"
+first=$(sed -n 's/^epoch 1: train loss \([0-9.]*\) .*/\1/p' "$tmp/train.out")
+last=$(sed -n 's/^epoch 8: train loss \([0-9.]*\) .*/\1/p' "$tmp/train.out")
+auc=$(grep '"eval_auc"' "$tmp/ctr.jsonl" | tail -1 | sed 's/.*"eval_auc": \([^}]*\)}/\1/')
+echo "train loss epoch 1 $first, epoch 8 $last; last eval AUC $auc"
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.8 * a) }' || fail "the loss did not fall: $first -> $last"
+awk -v a="$auc" 'BEGIN { exit !(a > 0.8) }' || fail "eval AUC $auc, expected well above 0.5"
+echo "ok: a click-through model trains, its loss falls and its eval AUC is $auc"
+
+# --deterministic: one parameter hash on 1 process and on 2 stages
+for layout in "one 1 --stages 1" "two 2 --stages 2"; do
+    # shellcheck disable=SC2086
+    set -- $layout
+    name=$1 np=$2; shift 2
+    mpirun --oversubscribe -np "$np" "$PIPENET" train "$tmp/ctr.json" --data "$tmp/train.h5" \
+        --eval= --steps 6 --threads 1 --micro-batches 4 --deterministic "$@" \
+        >"$tmp/$name.out" 2>&1 || { cat "$tmp/$name.out"; fail "$name: --deterministic"; }
+done
+h1=$(sed -n 's/^parameter hash after 6 steps: //p' "$tmp/one.out")
+h2=$(sed -n 's/^parameter hash after 6 steps: //p' "$tmp/two.out")
+[ -n "$h1" ] && [ "$h1" = "$h2" ] || { cat "$tmp/one.out" "$tmp/two.out"; fail "hashes '$h1' and '$h2'"; }
+echo "ok: --deterministic gives hash $h1 on 1 process and on 2 stages"
+
+# infer: logits, their sigmoid, predictions at 0.5, and the AUC of the logits
+"$PIPENET" export "$tmp/snap" --out "$tmp/ctr.h5" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "export"; }
+"$PIPENET" infer "$tmp/ctr.h5" --data "$tmp/eval.h5" --out "$tmp/pred.h5" --batch 10 \
+    >"$tmp/infer.out" 2>&1 || { cat "$tmp/infer.out"; fail "infer"; }
+grep -q "^wrote $tmp/pred.h5: /outputs float32 \[96, 1\], /predictions int32 \[96\], /scores float32 \[96, 1\]$" \
+    "$tmp/infer.out" || fail "infer --out line: $(cat "$tmp/infer.out")"
+values "$tmp/pred.h5" outputs >"$tmp/z"
+values "$tmp/pred.h5" scores >"$tmp/p"
+values "$tmp/pred.h5" predictions >"$tmp/yhat"
+awk '{ print $4 }' "$tmp/eval.txt" >"$tmp/y"
+paste "$tmp/z" "$tmp/p" "$tmp/yhat" | awk '{
+    p = 1 / (1 + exp(-$1)); d = p - $2; if (d < 0) d = -d
+    if (d > 1e-6) { printf "FAIL: row %d: score %s, sigmoid of %s is %.9g\n", NR, $2, $1, p; exit 1 }
+    if ($3 != ($2 >= 0.5)) { printf "FAIL: row %d: prediction %s for score %s\n", NR, $3, $2; exit 1 } }' ||
+    exit 1
+want=$(paste "$tmp/z" "$tmp/y" | awk '{ z[NR] = $1; y[NR] = $2 } END {
+    for (i = 1; i <= NR; i++) for (j = 1; j <= NR; j++) if (y[i] == 1 && y[j] == 0) {
+        n++; if (z[i] > z[j]) r++; else if (z[i] == z[j]) r += 0.5 }
+    printf "%.4f", r / n }')
+grep -q "^AUC $want (96 rows), log-loss [0-9.]*$" "$tmp/infer.out" ||
+    fail "infer's AUC line, expected AUC $want: $(cat "$tmp/infer.out")"
+[ "$(printf '%.4f' "$auc")" = "$want" ] || fail "infer's AUC $want, the training's last $auc"
+echo "ok: infer writes logits, sigmoid scores, predictions at 0.5, and AUC $want"
+
+# a click of 2: refused, naming the file and the sample
+"$H5" typed "$tmp/bad.h5" fields int32 4x3 0 4 8 && "$H5" typed "$tmp/bad.h5" clicks int32 4 0 1 2 0 ||
+    fail "write bad.h5"
+expect 1 "bad.h5.*sample 2" "$PIPENET" train "$tmp/ctr.json" --data "$tmp/bad.h5" --eval= --steps 1 \
+    --batch 4 --threads 1
+echo "ok: a click of 2 is refused: $(grep -m1 error "$tmp/out")"
