@@ -7,8 +7,8 @@
 # an fc to one logit); sigmoid_xent against the clicks.
 #  - training: the loss falls, the eval lines and the metrics file give the AUC
 #    (eval_auc, never an accuracy or an RMSE), and the last AUC is well above 0.5;
-#  - the same parameter hash on 1 process and on 2 stages (4 micro-batches of equal
-#    size) under --deterministic;
+#  - under --deterministic, the same parameter hash and eval AUC on 1 process, on 2
+#    stages and on 2 stages x 2 replicas (micro-batches of 8 samples everywhere);
 #  - infer: /outputs are the logits, /scores their sigmoid, /predictions 1 where that
 #    is >= 0.5, and the summary line's AUC is that of /outputs against the clicks
 #    (counted pair by pair here) and the training's last;
@@ -70,19 +70,29 @@ awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.8 * a) }' || fail "the loss
 awk -v a="$auc" 'BEGIN { exit !(a > 0.8) }' || fail "eval AUC $auc, expected well above 0.5"
 echo "ok: a click-through model trains, its loss falls and its eval AUC is $auc"
 
-# --deterministic: one parameter hash on 1 process and on 2 stages
-for layout in "one 1 --stages 1" "two 2 --stages 2"; do
+# --deterministic: one parameter hash on 1 process, on 2 stages, and on 2 stages x 2
+# replicas (micro-batches of 8 everywhere), and one eval AUC: the histograms of
+# micro-batches, stages and replicas add up to the one process's
+for layout in "one 1 --stages 1 --micro-batches 4" "two 2 --stages 2 --micro-batches 4" \
+    "four 4 --stages 2 --micro-batches 2"; do
     # shellcheck disable=SC2086
     set -- $layout
     name=$1 np=$2; shift 2
     mpirun --oversubscribe -np "$np" "$PIPENET" train "$tmp/ctr.json" --data "$tmp/train.h5" \
-        --eval= --steps 6 --threads 1 --micro-batches 4 --deterministic "$@" \
+        --eval "$tmp/eval.h5" --steps 6 --eval-every 3 --threads 1 --deterministic "$@" \
         >"$tmp/$name.out" 2>&1 || { cat "$tmp/$name.out"; fail "$name: --deterministic"; }
 done
-h1=$(sed -n 's/^parameter hash after 6 steps: //p' "$tmp/one.out")
-h2=$(sed -n 's/^parameter hash after 6 steps: //p' "$tmp/two.out")
-[ -n "$h1" ] && [ "$h1" = "$h2" ] || { cat "$tmp/one.out" "$tmp/two.out"; fail "hashes '$h1' and '$h2'"; }
-echo "ok: --deterministic gives hash $h1 on 1 process and on 2 stages"
+summary() { # the hash and the eval lines of run $1
+    sed -n 's/^parameter hash after 6 steps: //p' "$tmp/$1.out"
+    grep -o 'eval loss [0-9.]*  eval AUC [0-9.]*' "$tmp/$1.out"
+}
+summary one >"$tmp/one.sum"
+[ "$(grep -c AUC "$tmp/one.sum")" -eq 2 ] || { cat "$tmp/one.out"; fail "one: not 2 eval lines"; }
+for name in two four; do
+    summary $name | cmp -s - "$tmp/one.sum" ||
+        { summary $name; cat "$tmp/one.sum"; fail "$name differs from one process"; }
+done
+echo "ok: --deterministic gives one hash and eval AUC on 1 process, 2 stages, 2 x 2: $(tr '\n' ' ' <"$tmp/one.sum")"
 
 # infer: logits, their sigmoid, predictions at 0.5, and the AUC of the logits
 "$PIPENET" export "$tmp/snap" --out "$tmp/ctr.h5" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "export"; }
