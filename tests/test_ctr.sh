@@ -1,10 +1,9 @@
 #!/bin/sh
 # A click-through model end to end (docs/layers.md, feature crosses), on a planted
-# dataset written here with tests/h5_fixture: 3 fields of 4 values each (ids
-# 4f + v), and a click where the first field's value is high or the last two agree,
-# with a few labels flipped. The model: an embedding of the 3 ids; fm over them,
-# added to a deep part (flatten, two stacked cross layers, inner_product beside them,
-# an fc to one logit); sigmoid_xent against the clicks.
+# dataset written with tests/h5_fixture (ctr_fixture.sh: 3 fields of 4 values, a
+# click where the first field's value is high or the last two agree, a few labels
+# flipped) and ctr_fixture.sh's model: fm over the field embeddings added to a deep
+# part (flatten, stacked cross layers, inner_product, fc), sigmoid_xent.
 #  - training: the loss falls, the eval lines and the metrics file give the AUC
 #    (eval_auc, never an accuracy or an RMSE), and the last AUC is well above 0.5;
 #  - under --deterministic, the same parameter hash and eval AUC on 1 process, on 2
@@ -15,44 +14,12 @@
 #  - a click that is not 0 or 1 is refused naming the file and the sample.
 set -u
 . "$(dirname "$0")/script_fixture.sh"
-H5=${TESTS_BUILDDIR:-$(dirname "$0")}/h5_fixture
-[ -x "$H5" ] || { echo "SKIP: $H5 not built (make check builds it)"; exit 77; }
+. "$(dirname "$0")/ctr_fixture.sh"
 values() { "$H5" print "$1" "$2" 2>"$tmp/h5.err" || { cat "$tmp/h5.err"; fail "read $2 of $1"; }; }
 
-# planted ROWS FIRST: "f0 f1 f2 click" per row, the FIRST-th row on
-planted() {
-    awk -v n="$1" -v first="$2" 'BEGIN { for (i = first; i < first + n; i++) {
-        a = (i * 7 + 3) % 4; b = (i * 5 + 1) % 4; c = int(i / 3) % 4
-        y = (a >= 2 || b == c) ? 1 : 0
-        if (i % 13 == 0) y = 1 - y
-        printf "%d %d %d %d\n", a, 4 + b, 8 + c, y } }'
-}
-write_set() { # write_set NAME ROWS FIRST
-    planted "$2" "$3" >"$tmp/$1.txt"
-    # shellcheck disable=SC2046
-    "$H5" typed "$tmp/$1.h5" fields int32 "${2}x3" $(awk '{ print $1, $2, $3 }' "$tmp/$1.txt") &&
-        "$H5" typed "$tmp/$1.h5" clicks int32 "$2" $(awk '{ print $4 }' "$tmp/$1.txt") ||
-        fail "write $1.h5"
-}
-write_set train 256 0
-write_set eval 96 1000
-cat >"$tmp/ctr.json" <<'EOF'
-{"name": "ctr",
- "inputs": {"f": {"dataset": "fields", "ids": true, "seq": 3},
-            "y": {"dataset": "clicks", "ids": true}},
- "layers": [
-   {"name": "emb", "type": "embedding", "input": "f", "vocab": 12, "size": 4},
-   {"name": "fm", "type": "fm", "input": "emb"},
-   {"name": "flat", "type": "flatten", "input": "emb"},
-   {"name": "x1", "type": "cross", "input": "flat"},
-   {"name": "x2", "type": "cross", "input": ["flat", "x1"]},
-   {"name": "pairs", "type": "inner_product", "input": "emb"},
-   {"name": "both", "type": "concat", "input": ["x2", "pairs"]},
-   {"name": "deep", "type": "fc", "input": "both", "size": 1},
-   {"name": "logit", "type": "add", "input": ["fm", "deep"]},
-   {"name": "loss", "type": "sigmoid_xent", "input": ["logit", "y"]}],
- "train": {"batch": 32, "steps": 64, "seed": 7, "optimizer": {"type": "adam", "lr": 0.05}}}
-EOF
+ctr_set train 256 0
+ctr_set eval 96 1000
+ctr_model "$tmp/ctr.json" 64
 "$PIPENET" train "$tmp/ctr.json" --data "$tmp/train.h5" --eval "$tmp/eval.h5" --threads 1 \
     --metrics "$tmp/ctr.jsonl" --snapshot-dir "$tmp/snap" >"$tmp/train.out" 2>&1 ||
     { cat "$tmp/train.out"; fail "train the click-through model"; }
@@ -109,10 +76,7 @@ paste "$tmp/z" "$tmp/p" "$tmp/yhat" | awk '{
     if (d > 1e-6) { printf "FAIL: row %d: score %s, sigmoid of %s is %.9g\n", NR, $2, $1, p; exit 1 }
     if ($3 != ($2 >= 0.5)) { printf "FAIL: row %d: prediction %s for score %s\n", NR, $3, $2; exit 1 } }' ||
     exit 1
-want=$(paste "$tmp/z" "$tmp/y" | awk '{ z[NR] = $1; y[NR] = $2 } END {
-    for (i = 1; i <= NR; i++) for (j = 1; j <= NR; j++) if (y[i] == 1 && y[j] == 0) {
-        n++; if (z[i] > z[j]) r++; else if (z[i] == z[j]) r += 0.5 }
-    printf "%.4f", r / n }')
+want=$(pair_auc "$tmp/z" "$tmp/y")
 grep -q "^AUC $want (96 rows), log-loss [0-9.]*$" "$tmp/infer.out" ||
     fail "infer's AUC line, expected AUC $want: $(cat "$tmp/infer.out")"
 [ "$(printf '%.4f' "$auc")" = "$want" ] || fail "infer's AUC $want, the training's last $auc"
