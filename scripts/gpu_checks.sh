@@ -5,7 +5,9 @@
 #          test_cuda (GEMM, the pool, a bad id), test_model (pn_model_load_on),
 #          test_cuda_train.sh (a GPT trained on cuda against the cpu),
 #          test_cuda_snapshot.sh (snapshots across devices, infer --device cuda),
-#          test_cuda_infer.sh (infer and generate on cuda against the cpu)
+#          test_cuda_infer.sh (infer and generate on cuda against the cpu),
+#          test_cuda_ctr.sh (the click-through model on cuda against the cpu; needs
+#          the bundle's h5_fixture)
 #   bench: bench/bench_gpu.sh (pipenet against PyTorch, about 2-4 minutes)
 # Each step's output goes to OUTDIR/<step>.log, one line per step to
 # OUTDIR/summary.txt (PASS, FAIL with its exit status, SKIP, TIMEOUT); a failing
@@ -32,10 +34,11 @@ failed=0
 
 # Each step's time limit (s); the bench's is what is left of BUDGET_S.
 BUDGET_S=480
-T_SMI=10 T_BACKEND_OPS=60 T_CUDA=30 T_MODEL=30 T_TRAIN=60 T_SNAPSHOT=80 T_INFER=30
-T_TESTS=$((T_SMI + T_BACKEND_OPS + T_CUDA + T_MODEL + T_TRAIN + T_SNAPSHOT + T_INFER))
+T_SMI=10 T_BACKEND_OPS=60 T_CUDA=30 T_MODEL=30 T_TRAIN=60 T_SNAPSHOT=80 T_INFER=30 T_CTR=40
+T_TESTS=$((T_SMI + T_BACKEND_OPS + T_CUDA + T_MODEL + T_TRAIN + T_SNAPSHOT + T_INFER + T_CTR))
 tests="nvidia_smi $T_SMI, test_backend_ops $T_BACKEND_OPS, test_cuda $T_CUDA, test_model $T_MODEL"
 tests="$tests, test_cuda_train $T_TRAIN, test_cuda_snapshot $T_SNAPSHOT, test_cuda_infer $T_INFER"
+tests="$tests, test_cuda_ctr $T_CTR"
 case $part in
 tests) total=$T_TESTS limits=$tests ;;
 bench) T_BENCH=$BUDGET_S total=$BUDGET_S limits="bench_gpu $BUDGET_S" ;;
@@ -68,6 +71,8 @@ if [ "$part" = tests ] || [ "$part" = all ]; then
     step test_cuda_train $T_TRAIN sh tests/test_cuda_train.sh
     step test_cuda_snapshot $T_SNAPSHOT sh tests/test_cuda_snapshot.sh
     step test_cuda_infer $T_INFER sh tests/test_cuda_infer.sh
+    # the bundle's h5_fixture writes its data (ctr_fixture.sh looks in TESTS_BUILDDIR)
+    step test_cuda_ctr $T_CTR env TESTS_BUILDDIR="$bundle" sh tests/test_cuda_ctr.sh
 fi
 if [ "$part" = bench ] || [ "$part" = all ]; then
     step bench_gpu "$T_BENCH" sh bench/bench_gpu.sh "$out/bench"
