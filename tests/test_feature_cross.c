@@ -4,7 +4,8 @@
  * sum of the pairs' inner products, inner_product lists them in (0,1), (0,2)...
  * order, cross is x0 (x . w) + b + x, flatten keeps the values in order, and
  * sigmoid_xent's loss is exact where the logits are far too large for a probability
- * and counts its evaluation rows into the AUC histogram, not its training rows. */
+ * and counts its evaluation rows into the AUC histogram, not its training rows;
+ * padded fields are refused. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -178,6 +179,28 @@ START_TEST(sigmoid_xent_refuses_a_label_outside_0_1)
 }
 END_TEST
 
+/* A sample shorter than its seq (lengths): its padding would count as fields, so the
+ * layers that take every row as one refuse it, naming the layer and the sample. */
+START_TEST(padded_fields_are_refused)
+{
+    static const char *const types[] = {"fm", "inner_product", "flatten"};
+    pn_shape in = {2, 3, false};
+    const int lengths[B] = {3, 2, 3};
+    for (int t = 0; t < 3; t++) {
+        probe p;
+        probe_run(&p, types[t], 1, &in, true);
+        p.in[0].lengths = lengths;
+        pn_pass pass = {.training = true};
+        ck_assert_int_ne(pn_layer_forward(&p.inst, &pass, p.ptrs, &p.out), 0);
+        char want[96];
+        snprintf(want, sizeof want, "layer 'x' (%s): sample 1 of its input has 2 of 3 rows",
+                 types[t]);
+        ck_assert_msg(strstr(pn_error_message(), want), "%s", pn_error_message());
+        probe_free(&p);
+    }
+}
+END_TEST
+
 int main(void)
 {
     pn_math_set_threads(1);
@@ -188,6 +211,7 @@ int main(void)
     tcase_add_test(tc, flatten_keeps_the_values_in_order);
     tcase_add_test(tc, sigmoid_xent_is_stable_at_large_logits);
     tcase_add_test(tc, sigmoid_xent_refuses_a_label_outside_0_1);
+    tcase_add_test(tc, padded_fields_are_refused);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

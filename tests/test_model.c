@@ -115,20 +115,6 @@ static void setup(void)
 
 static void teardown(void) { tu_remove_tree(dir); }
 
-/* The ids node i may hold: [0, 4), or less where a layer reading it bounds its
- * input (a binary loss's labels: [0, 2)). */
-static int id_bound(const pn_graph *g, int i)
-{
-    int bound = 4;
-    for (int j = 0; j < g->n_nodes; j++)
-        for (int k = 0; k < g->nodes[j].n_inputs; k++) {
-            const pn_layer *l = g->nodes[j].layer;
-            int limit = g->nodes[j].inputs[k] == i && l->type->id_limit ? l->type->id_limit(l, k) : 0;
-            if (limit > 0 && limit < bound) bound = limit;
-        }
-    return bound;
-}
-
 /* Builds json's network for batch samples with random values (not the init's) and
  * random inputs, and runs it forward. */
 static void direct_init(direct *d, const char *json, int batch)
@@ -153,7 +139,8 @@ static void direct_init(direct *d, const char *json, int batch)
         ck_assert_int_lt(d->n_inputs, MAX_INPUTS);
         if (a->shape.ids) {
             int *ids = malloc((size_t)rows * sizeof *ids);
-            uint64_t bound = (uint64_t)id_bound(d->graph, i);
+            int limit = pn_graph_id_limit(d->graph, i, NULL); /* a binary label's: 2 */
+            uint64_t bound = limit > 0 && limit < 4 ? (uint64_t)limit : 4;
             for (int k = 0; k < rows; k++) ids[k] = a->ids[k] = (int)(pn_rng_next(&rng) % bound);
             d->inputs[d->n_inputs++] = ids;
         } else {
