@@ -1,8 +1,10 @@
 /* predict: runs a pipenet model on the first samples of a dataset file, using only
  * pipenet.h (and plain HDF5 calls to read the file). Prints each sample's predicted
  * class (the largest output) and, when the file has the model's labels, the label
- * and the accuracy; for a model whose output is no classification's logits (an mse
- * regression), each sample's output values and, with the targets, the RMSE.
+ * and the accuracy; for a binary classifier (sigmoid_xent), each sample's probability
+ * of label 1 and, with the labels, the AUC; for a model whose output is no
+ * classification's logits (an mse regression), each sample's output values and,
+ * with the targets, the RMSE.
  * Build:  mpicc predict.c $(pkg-config --cflags --libs pipenet)
  * usage: predict MODEL.h5 DATA.h5 [N]   (N samples, default 10; 0 for all) */
 #include <hdf5.h>

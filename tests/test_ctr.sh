@@ -10,7 +10,8 @@
 #    stages and on 2 stages x 2 replicas (micro-batches of 8 samples everywhere);
 #  - infer: /outputs are the logits, /scores their sigmoid, /predictions 1 where that
 #    is >= 0.5, and the summary line's AUC is that of /outputs against the clicks
-#    (counted pair by pair here) and the training's last;
+#    (counted pair by pair here) and the training's last; examples/predict prints
+#    the same probabilities and AUC through pipenet.h;
 #  - a click that is not 0 or 1 is refused naming the file and the sample.
 set -u
 . "$(dirname "$0")/script_fixture.sh"
@@ -81,6 +82,21 @@ grep -q "^AUC $want (96 rows), log-loss [0-9.]*$" "$tmp/infer.out" ||
     fail "infer's AUC line, expected AUC $want: $(cat "$tmp/infer.out")"
 [ "$(printf '%.4f' "$auc")" = "$want" ] || fail "infer's AUC $want, the training's last $auc"
 echo "ok: infer writes logits, sigmoid scores, predictions at 0.5, and AUC $want"
+# examples/predict through pipenet.h (pn_model_classifies 2, pn_model_auc): the same
+PREDICT=${TESTS_BUILDDIR:-$(dirname "$0")}/../examples/predict
+if [ -x "$PREDICT" ]; then
+    "$PREDICT" "$tmp/ctr.h5" "$tmp/eval.h5" 0 >"$tmp/predict.out" 2>&1 ||
+        { cat "$tmp/predict.out"; fail "examples/predict on the click-through model"; }
+    grep -q "^ctr on 96 samples of $tmp/eval.h5: AUC $want, log-loss" "$tmp/predict.out" ||
+        fail "predict: no AUC $want: $(tail -1 "$tmp/predict.out")"
+    sed -n 's/^sample [0-9]*: p(1) \([0-9.]*\)$/\1/p' "$tmp/predict.out" >"$tmp/predict_p"
+    paste "$tmp/predict_p" "$tmp/p" | awk '{ d = $1 - $2; if (d < 0) d = -d
+        if (d > 2e-6) { printf "FAIL: predict: p(1) %s of sample %d, /scores %s\n", $1, NR - 1, $2; exit 1 } }
+        END { if (NR != 96) { print "FAIL: predict printed " NR " samples"; exit 1 } }' || exit 1
+    echo "ok: examples/predict prints the probabilities and AUC $want"
+else
+    echo "note: $PREDICT not built (make check builds it); skipped"
+fi
 
 # a click of 2: refused, naming the file and the sample
 "$H5" typed "$tmp/bad.h5" fields int32 4x3 0 4 8 && "$H5" typed "$tmp/bad.h5" clicks int32 4 0 1 2 0 ||
