@@ -34,7 +34,7 @@ int pn_model_load(pn_model **out, const char *path);
  * parameters live on that device; pn_model_forward and generation copy inputs to it
  * and outputs back to the caller's host arrays. A GPU where the module cannot be
  * loaded (the path and the reason) or none is visible is an error saying which.
- * (The GPU path has never run on a GPU.) */
+ * (Checked on one NVIDIA H200 against the host's outputs: tests/test_model.) */
 int pn_model_load_on(pn_model **out, const char *path, const char *device);
 
 /* Where the model runs: "cpu" or "cuda:N". */

@@ -18,7 +18,7 @@
 # nothing failed.
 #
 # Usage: scripts/gpu_checks.sh BUNDLE_DIR OUTDIR [tests|bench|all]   (default all)
-# Never run on a GPU yet; the tests run on the CUDA stand-in in CI
+# Ran on one NVIDIA H200 on 2026-11-25 (every step PASS); the tests run on the CUDA stand-in in CI
 # (scripts/test_cuda_sim.sh), the NCCL ones too (they need several GPUs and mpirun,
 # which a device call here has not: docs/running.md, Transports).
 set -u
