@@ -54,7 +54,7 @@ static void usage(FILE *out)
     pn_choice_help(out, &pn_device_requests, 19);
     fprintf(out,
             "                   cuda takes GPU (node-local rank mod visible GPUs); CUDA\n"
-            "                   training has never run on a GPU yet (docs/running.md)\n"
+            "                   training has run on one GPU, never on several (docs/running.md)\n"
             "\n"
             "pipeline and data parallelism (under mpirun or srun; D = ranks / P):\n"
             "  --stages P       pipeline stages (default: the layers' \"stage\" attributes, else 1)\n"

@@ -6,7 +6,7 @@
  * MPI_Iallgather; every wait through the seam's watched wait (watch.c). Data on a
  * device other than the host (and host views that are not dense) is staged through
  * host memory (pn_matrix_read/write): links, buckets, gathers and tied gradients.
- * The staging of buckets, gathers and tied gradients has never run on a GPU. */
+ * The staging of buckets, gathers and tied gradients has never run on GPUs (it needs several). */
 #include "mpi/comm_impl.h"
 
 #include <limits.h>
