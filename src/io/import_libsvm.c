@@ -65,7 +65,7 @@ static int64_t parse_uint(const char *s, size_t len, int64_t max)
     for (size_t i = 0; i < len; i++) {
         if (s[i] < '0' || s[i] > '9') return -1;
         int d = s[i] - '0';
-        if (v > (max - d) / 10) return -1;
+        if (d > max || v > (max - d) / 10) return -1;
         v = v * 10 + d;
     }
     return v;
