@@ -93,6 +93,7 @@ bad "line 2, column 3: expected index:value (the libsvm form, as $tmp/bad.svm li
 bad "line 1, column 3: expected field:index:value (the libffm form, as --format says)" \
     "1 1:1" -- --format libffm
 bad "line 1, column 3: expected index:value or field:index:value (three" "1 1:2:3:4"
+bad "line 2, column 1: expected a label .*found '\\\\x011'" "1 1:1" "$(printf '\001')1 2:1"
 
 # streaming: 3000 samples over chunks of 7 values are the samples of one chunk
 awk 'BEGIN { for (i = 0; i < 3000; i++) { line = i % 2; n = i % 5;

@@ -49,12 +49,20 @@ typedef struct parser {
     long n, cap;
 } parser;
 
-/* "file: line L, column C: expected <what>, found '<token>'" */
+/* "file: line L, column C: expected <what>, found '<token>'", the token cut to 40
+ * bytes and its unprintable bytes (a NUL, a control byte) shown as \xNN. */
 static int refuse(const parser *p, const char *at, size_t len, const char *what)
 {
-    return pn_error_set(PN_ERR_INVALID, "%s: line %ld, column %ld: expected %s, found '%.*s'",
-                        p->file, p->line, (long)(at - p->text) + 1, what,
-                        (int)(len > 40 ? 40 : len), at);
+    char shown[4 * 40 + 4];
+    size_t n = 0;
+    for (size_t i = 0; i < len && i < 40; i++) {
+        unsigned char c = (unsigned char)at[i];
+        if (c >= 0x20 && c != 0x7f) shown[n++] = (char)c;
+        else n += (size_t)snprintf(shown + n, sizeof shown - n, "\\x%02x", c);
+    }
+    snprintf(shown + n, sizeof shown - n, "%s", len > 40 ? "..." : "");
+    return pn_error_set(PN_ERR_INVALID, "%s: line %ld, column %ld: expected %s, found '%s'",
+                        p->file, p->line, (long)(at - p->text) + 1, what, shown);
 }
 
 /* A non-negative decimal integer of len bytes at s, at most max; -1 when not. */
