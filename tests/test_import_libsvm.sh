@@ -20,6 +20,13 @@ for d in $known; do
 done
 echo "$known" | grep -q 'libsvm' || fail "libsvm is not in the table: $known"
 echo "$known" | grep -q 'synthetic-ctr' || fail "synthetic-ctr is not in the table: $known"
+# every --format name (the table, as its refusal lists them) in --help with its line
+"$PIPENET" import libsvm x --out "$tmp/x" --format nosuch >"$tmp/out" 2>&1
+forms=$(sed -n 's/.*expected \(.*\), got.*/\1/p' "$tmp/out" | sed 's/,//g; s/ or / /')
+[ -n "$forms" ] || fail "no list of forms: $(cat "$tmp/out")"
+for n in $forms; do
+    grep -q "^  *$n  *[a-z]" "$tmp/help" || fail "--help does not describe --format $n"
+done
 expect 2 "--seq is not an option of import libsvm" "$PIPENET" import libsvm x --out "$tmp/x" --seq 4
 expect 2 "import libsvm needs at least one FILE" "$PIPENET" import libsvm --out "$tmp/x"
 expect 2 "give one" "$PIPENET" import libsvm x --out "$tmp/x" --test x --test-fraction 0.5

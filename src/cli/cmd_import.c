@@ -103,8 +103,11 @@ static void usage(FILE *out)
             "               libsvm: the last share F of the samples, in (0, 1), becomes\n"
             "               test.h5 (a first pass counts them)\n"
             "  --test FILE  libsvm: test.h5 from FILE\n"
-            "  --format auto|libsvm|libffm\n"
-            "               libsvm: the lines' form (default auto)\n"
+            "  --format NAME\n"
+            "               libsvm: the lines' form (default auto), one of\n",
+            PN_FASHION_MNIST_SRC, PN_TEXT_EVAL_FRACTION);
+    pn_choice_help(out, &pn_svm_forms, 17);
+    fprintf(out,
             "  --index-base 0|1\n"
             "               libsvm: the file's first index (default 1 for libsvm, 0 for\n"
             "               libffm)\n"
@@ -124,7 +127,7 @@ static void usage(FILE *out)
             "               synthetic-ctr: the planted logit's constant (default %g) and\n"
             "               the standard deviation of the rest (default %g)\n"
             "  -h, --help   this text\n",
-            PN_FASHION_MNIST_SRC, PN_TEXT_EVAL_FRACTION, d.fields, PN_CSR_CHUNK, d.samples,
+            d.fields, PN_CSR_CHUNK, d.samples,
             d.test_samples, d.vocab, (unsigned long long)d.seed, d.zipf, d.rank, d.bias,
             d.logit_scale);
 }

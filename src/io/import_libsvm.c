@@ -21,7 +21,7 @@
 #include "io/hdf5_util.h"
 
 static const pn_choice form_items[] = {
-    {"auto", "the first feature decides: idx:val libsvm, field:idx:val libffm"},
+    {"auto", "the first feature decides (libsvm or libffm)"},
     {"libsvm", "label idx:val ..."},
     {"libffm", "label field:idx:val ..."}};
 const pn_choices pn_svm_forms = {"a text form", 3, form_items};
