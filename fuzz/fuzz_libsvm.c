@@ -80,7 +80,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const long bases[] = {-1, 0, 1};
     static const long columns[] = {0, 10, 1, 1000000};
     static const long fields[] = {0, 3, 1};
-    static const long chunks[] = {0, 1, 3, 64};
+    /* table[0] is small, not the default (0: 65536 values): chunks of 512 KiB would
+     * make every execution write megabytes and the fuzzer a tenth as fast */
+    static const long chunks[] = {64, 1, 3, 0};
     static const long percents[] = {0, 50, 10, 90};
     static const char *const prefixes[] = {
         "1 1:0.5 3:2\n-1\n\n# c\n+1 2:1\t10:-3.5e2\r\n0 1:1 # t\n", "", "1 0:3:1 2:7:0.25\n0\n",
