@@ -91,6 +91,7 @@ bad "line 3, column 5: expected a finite value (a float32), found 'nan'" "1 1:1"
 bad "line 1, column 5: expected a finite value (a float32), found 'inf'" "1 1:inf"
 bad "line 1, column 5: expected a finite value (a float32), found '1e39'" "1 1:1e39"
 bad "line 1, column 5: expected a finite value (a float32), found ''" "1 1:"
+bad "line 1, column 5: expected a finite value (a float32), found '\\\\x0b1'" "1 1:$(printf '\013')1"
 bad "line 1, column 3: expected an index: an integer in \[1, 4\] (--columns), found '5'" \
     "1 5:1" -- --columns 4
 bad "line 2, column 3: expected a field: an integer in \[0, 1\] (--fields), found '2'" \

@@ -6,6 +6,7 @@
  * future, not a random share). */
 #include "io/import_sparse.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <float.h>
 #include <limits.h>
@@ -83,7 +84,8 @@ static int64_t parse_uint(const char *s, size_t len, int64_t max)
 static bool parse_double(const char *s, size_t len, double *out)
 {
     char buf[64];
-    if (len == 0 || len >= sizeof buf) return false;
+    /* strtod would skip leading blanks such as '\v' and '\r' */
+    if (len == 0 || len >= sizeof buf || isspace((unsigned char)s[0])) return false;
     memcpy(buf, s, len);
     buf[len] = '\0';
     char *end;
