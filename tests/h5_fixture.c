@@ -15,6 +15,10 @@
  *       prints every value of dataset NAME (any number type, read as floats), one a
  *       line with 9 significant digits, in the file's order: what a test compares
  *       against, without h5dump or h5py
+ *   h5_fixture attr FILE OBJECT NAME
+ *       prints every value of attribute NAME of OBJECT (a group or dataset path, "/"
+ *       the root; any number type, read as float64), one a line with 17 significant
+ *       digits: the sparse group's shape, a file's planted AUC
  *   h5_fixture deep FILE NAME RANK
  *       adds float32 dataset NAME of RANK dimensions (HDF5 allows 32) of extent 1
  *   h5_fixture relocate FILE DATASET virtual|external TARGET...
@@ -345,6 +349,28 @@ static int relocate(const char *path, const char *name, const char *how, int n, 
     return H5Fclose(file) < 0 ? die("cannot close", path) : rc;
 }
 
+static int attr(const char *path, const char *object, const char *name)
+{
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t a = file < 0 ? -1 : H5Aopen_by_name(file, object, name, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0) {
+        if (file >= 0) H5Fclose(file);
+        return die("cannot open attribute", name);
+    }
+    hid_t space = H5Aget_space(a);
+    hssize_t n = H5Sget_simple_extent_npoints(space);
+    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    int rc = v && n >= 0 && H5Aread(a, H5T_NATIVE_DOUBLE, v) >= 0
+                 ? 0
+                 : die("cannot read attribute", name);
+    for (hssize_t i = 0; rc == 0 && i < n; i++) printf("%.17g\n", v[i]);
+    free(v);
+    H5Sclose(space);
+    H5Aclose(a);
+    H5Fclose(file);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     const char *cmd = argc > 1 ? argv[1] : "";
@@ -353,6 +379,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "matrix") && argc >= 6)
         return matrix(argv[2], argv[3], atoi(argv[4]), argc - 5, argv + 5);
     if (!strcmp(cmd, "print") && argc == 4) return print(argv[2], argv[3]);
+    if (!strcmp(cmd, "attr") && argc == 5) return attr(argv[2], argv[3], argv[4]);
     if (!strcmp(cmd, "deep") && argc == 5) return deep(argv[2], argv[3], atoi(argv[4]));
     if (!strcmp(cmd, "relocate") && argc >= 6)
         return relocate(argv[2], argv[3], argv[4], argc - 5, argv + 5);
@@ -361,7 +388,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "retype") && (argc == 5 || argc == 6))
         return retype(argv[2], argv[3], argv[4], argc == 6 ? argv[5] : NULL);
     return die("usage: h5_fixture dataset FILE ROWS | floats FILE NAME VALUE... | matrix FILE "
-               "NAME COLS VALUE... | print FILE NAME | deep FILE NAME RANK | relocate FILE "
+               "NAME COLS VALUE... | print FILE NAME | attr FILE OBJECT NAME | deep FILE NAME RANK | relocate FILE "
                "DATASET virtual|external TARGET... | typed FILE NAME TYPE DIMS VALUE... | "
                "retype FILE NAME TYPE [DIMS]", NULL);
 }

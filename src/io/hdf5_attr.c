@@ -20,27 +20,40 @@ int pn_hdf5_attr_exists(hid_t file, const char *fname, const char *name)
     return rc < 0 ? rc : exists > 0;
 }
 
-/* Creates scalar attribute name of file type t on the root group, replacing one of
- * that name, and writes value (in memory type mem_t). */
-static int write_attr(hid_t file, const char *fname, const char *name, hid_t t, hid_t mem_t,
-                      const void *value)
+/* Creates attribute name of file type t on object (a path from the root; "." is the
+ * root group), scalar when n is 0, else of n values; replaces one of that name;
+ * writes value (in memory type mem_t). */
+static int write_attr_at(hid_t file, const char *fname, const char *object, const char *name,
+                         hid_t t, hid_t mem_t, hsize_t n, const void *value)
 {
     int rc = 0;
     htri_t exists = 0;
-    const char *what = "%s: cannot write attribute '%s'";
+    const char *what = "%s: cannot write attribute '%s' of '%s'";
     pn_hdf5_lock();
     hid_t space = H5I_INVALID_HID, attr = H5I_INVALID_HID;
-    PN_HDF5_CHECK(rc, exists = H5Aexists(file, name), what, fname, name);
-    if (exists > 0) PN_HDF5_CHECK(rc, H5Adelete(file, name), what, fname, name);
-    PN_HDF5_CHECK(rc, space = H5Screate(H5S_SCALAR), what, fname, name);
-    PN_HDF5_CHECK(rc, attr = H5Acreate2(file, name, t, space, H5P_DEFAULT, H5P_DEFAULT), what,
-                  fname, name);
-    PN_HDF5_CHECK(rc, H5Awrite(attr, mem_t, value), what, fname, name);
+    PN_HDF5_CHECK(rc, exists = H5Aexists_by_name(file, object, name, H5P_DEFAULT), what, fname,
+                  name, object);
+    if (exists > 0)
+        PN_HDF5_CHECK(rc, H5Adelete_by_name(file, object, name, H5P_DEFAULT), what, fname, name,
+                      object);
+    PN_HDF5_CHECK(rc, space = n ? H5Screate_simple(1, &n, NULL) : H5Screate(H5S_SCALAR), what,
+                  fname, name, object);
+    PN_HDF5_CHECK(rc, attr = H5Acreate_by_name(file, object, name, t, space, H5P_DEFAULT,
+                                               H5P_DEFAULT, H5P_DEFAULT),
+                  what, fname, name, object);
+    PN_HDF5_CHECK(rc, H5Awrite(attr, mem_t, value), what, fname, name, object);
     if (attr >= 0 && H5Aclose(attr) < 0 && rc == 0) /* closed even after a failed write */
-        rc = pn_hdf5_fail("H5Aclose(attr)", what, fname, name);
+        rc = pn_hdf5_fail("H5Aclose(attr)", what, fname, name, object);
     if (space >= 0) H5Sclose(space);
     pn_hdf5_unlock();
     return rc;
+}
+
+/* The same, scalar, on the root group. */
+static int write_attr(hid_t file, const char *fname, const char *name, hid_t t, hid_t mem_t,
+                      const void *value)
+{
+    return write_attr_at(file, fname, ".", name, t, mem_t, 0, value);
 }
 
 int pn_hdf5_write_attr_string(hid_t file, const char *fname, const char *name,
@@ -72,6 +85,18 @@ int pn_hdf5_write_attr_uint(hid_t file, const char *fname, const char *name, uin
 {
     return write_attr(file, fname, name, bits == 32 ? H5T_STD_U32LE : H5T_STD_U64LE,
                       H5T_NATIVE_UINT64, &value);
+}
+
+int pn_hdf5_write_attr_double(hid_t file, const char *fname, const char *name, double value)
+{
+    return write_attr(file, fname, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
+}
+
+int pn_hdf5_write_object_attr_int64(hid_t file, const char *fname, const char *object,
+                                    const char *name, const int64_t *values, int n)
+{
+    return write_attr_at(file, fname, object, name, H5T_STD_I64LE, H5T_NATIVE_INT64,
+                         (hsize_t)(n < 0 ? 0 : n), values);
 }
 
 /* Opens root attribute name, which must exist and hold one value of class want

@@ -216,9 +216,11 @@ static void chunk_dims(pn_hdf5_type type, int rank, const hsize_t *dims, hsize_t
 }
 
 /* Creates dataset name: chunked by chunk (NULL: contiguous), with fletcher32 when
- * checksum; intermediate groups are created. */
+ * checksum, its first extent unlimited when growing; intermediate groups are
+ * created. */
 static int create(hid_t file, const char *fname, const char *name, pn_hdf5_type type, int rank,
-                  const hsize_t *dims, const hsize_t *chunk, bool checksum, hid_t *out)
+                  const hsize_t *dims, const hsize_t *chunk, bool checksum, bool growing,
+                  hid_t *out)
 {
     *out = H5I_INVALID_HID;
     if (rank < 1 || rank > PN_HDF5_MAX_RANK)
@@ -228,7 +230,10 @@ static int create(hid_t file, const char *fname, const char *name, pn_hdf5_type 
     pn_hdf5_lock();
     hid_t space = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, lcpl = H5I_INVALID_HID;
     const char *what = "%s: cannot create dataset '%s%s'";
-    PN_HDF5_CHECK(rc, space = H5Screate_simple(rank, dims, NULL), what, fname, slash(name), name);
+    hsize_t maxdims[PN_HDF5_MAX_RANK];
+    for (int k = 0; k < rank; k++) maxdims[k] = k == 0 && growing ? H5S_UNLIMITED : dims[k];
+    PN_HDF5_CHECK(rc, space = H5Screate_simple(rank, dims, maxdims), what, fname, slash(name),
+                  name);
     PN_HDF5_CHECK(rc, dcpl = H5Pcreate(H5P_DATASET_CREATE), what, fname, slash(name), name);
     PN_HDF5_CHECK(rc, lcpl = H5Pcreate(H5P_LINK_CREATE), what, fname, slash(name), name);
     PN_HDF5_CHECK(rc, H5Pset_create_intermediate_group(lcpl, 1), what, fname, slash(name), name);
@@ -269,7 +274,7 @@ int pn_hdf5_create_dataset(hid_t file, const char *fname, const char *name, pn_h
     for (int k = 0; k < rank && k < PN_HDF5_MAX_RANK; k++) empty = empty || dims[k] == 0;
     hsize_t chunk[PN_HDF5_MAX_RANK];
     if (!empty && rank >= 1 && rank <= PN_HDF5_MAX_RANK) chunk_dims(type, rank, dims, chunk_rows, chunk);
-    return create(file, fname, name, type, rank, dims, empty ? NULL : chunk, false, out);
+    return create(file, fname, name, type, rank, dims, empty ? NULL : chunk, false, false, out);
 }
 
 int pn_hdf5_write_rows(hid_t dset, const char *fname, const char *name, pn_hdf5_type type,
@@ -302,6 +307,28 @@ int pn_hdf5_write_rows(hid_t dset, const char *fname, const char *name, pn_hdf5_
     return rc;
 }
 
+int pn_hdf5_create_growing(hid_t file, const char *fname, const char *name, pn_hdf5_type type,
+                           hsize_t chunk, hid_t *out)
+{
+    hsize_t dims[1] = {0}, chunks[1] = {chunk < 1 ? 1 : chunk};
+    return create(file, fname, name, type, 1, dims, chunks, false, true, out);
+}
+
+int pn_hdf5_append(hid_t dset, const char *fname, const char *name, pn_hdf5_type type,
+                   hsize_t *length, hsize_t n, const void *data)
+{
+    if (n == 0) return 0;
+    int rc = 0;
+    hsize_t grown[1] = {*length + n};
+    pn_hdf5_lock();
+    PN_HDF5_CHECK(rc, H5Dset_extent(dset, grown), "%s: cannot extend dataset '%s%s' to %llu",
+                  fname, slash(name), name, (unsigned long long)grown[0]);
+    pn_hdf5_unlock();
+    if (rc == 0) rc = pn_hdf5_write_rows(dset, fname, name, type, *length, n, data);
+    if (rc == 0) *length = grown[0];
+    return rc;
+}
+
 int pn_hdf5_write_dataset(hid_t file, const char *fname, const char *name, pn_hdf5_type type,
                           int rank, const hsize_t *dims, hsize_t chunk_rows, const void *data)
 {
@@ -316,7 +343,7 @@ int pn_hdf5_write_checksummed(hid_t file, const char *fname, const char *name, i
                               const hsize_t *dims, const hsize_t *chunk, const float *data)
 {
     hid_t dset;
-    PN_TRY(create(file, fname, name, PN_HDF5_FLOAT32, rank, dims, chunk, true, &dset));
+    PN_TRY(create(file, fname, name, PN_HDF5_FLOAT32, rank, dims, chunk, true, false, &dset));
     int rc = 0;
     pn_hdf5_lock();
     PN_HDF5_CHECK(rc, H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data),

@@ -129,6 +129,14 @@ int pn_hdf5_write_attr_int(hid_t file, const char *fname, const char *name, long
 int pn_hdf5_write_attr_uint(hid_t file, const char *fname, const char *name, uint64_t value,
                             int bits);
 
+/* Writes a float64 attribute on the root group. */
+int pn_hdf5_write_attr_double(hid_t file, const char *fname, const char *name, double value);
+
+/* Writes an int64 attribute on object (a group or dataset path; "." is the root):
+ * n values, or one scalar value when n is 0. */
+int pn_hdf5_write_object_attr_int64(hid_t file, const char *fname, const char *object,
+                                    const char *name, const int64_t *values, int n);
+
 /* Reads a string attribute (fixed- or variable-length) of any length into *out
  * (malloc'd); a missing attribute is PN_ERR_INVALID "no attribute 'x'". */
 int pn_hdf5_read_attr_text(hid_t file, const char *fname, const char *name, char **out);
@@ -165,6 +173,17 @@ int pn_hdf5_create_dataset(hid_t file, const char *fname, const char *name, pn_h
  * row-major, rows times the elements of one sample). */
 int pn_hdf5_write_rows(hid_t dset, const char *fname, const char *name, pn_hdf5_type type,
                        hsize_t row0, hsize_t rows, const void *data);
+
+/* Creates a one-dimensional dataset name of type that starts empty and grows without
+ * limit (chunks of chunk values): for writers that do not know its length before
+ * the end (the sparse importers, which stream). */
+int pn_hdf5_create_growing(hid_t file, const char *fname, const char *name, pn_hdf5_type type,
+                           hsize_t chunk, hid_t *out);
+
+/* Appends n values of data (native type) to growing dataset dset at its end, *length
+ * values so far; *length grows by n. */
+int pn_hdf5_append(hid_t dset, const char *fname, const char *name, pn_hdf5_type type,
+                   hsize_t *length, hsize_t n, const void *data);
 
 /* Creates a chunked dataset (as pn_hdf5_create_dataset) and writes all of data. */
 int pn_hdf5_write_dataset(hid_t file, const char *fname, const char *name, pn_hdf5_type type,
