@@ -96,6 +96,9 @@ typedef struct pn_layer_type {
      * instead of adding into it; for other types pn_layer_backward zeroes stale
      * input gradients first. */
     bool writes_stale_grads;
+    /* Its one input is a sparse (CSR) edge (shape.sparse, pn_arg.csr); no other type
+     * may take one (pn_layer_create refuses it). */
+    bool takes_sparse;
     /* Forward plus backward FLOPs for one sample. */
     double (*flops)(const pn_layer *l);
     /* Bytes kept per sample from forward to backward beyond the output itself. */
