@@ -165,8 +165,8 @@ static int check_attrs(pn_csr_source *s, hid_t group, bool has_fields)
                             s->path, s->name, shape[0], shape[1]);
     if (shape[1] > s->spec.shape.columns)
         return pn_error_set(PN_ERR_INVALID, "%s: group '/%s' has %" PRId64 " columns (attribute "
-                            "'shape'), more than %s's \"columns\": %" PRId64, s->path, s->name,
-                            shape[1], input, s->spec.shape.columns);
+                            "'shape'), more than the \"columns\": %" PRId64 " of %s", s->path,
+                            s->name, shape[1], s->spec.shape.columns, input);
     s->n = (long)shape[0];
     s->columns = shape[1];
     if (s->spec.shape.fields == 0) return PN_OK; /* the model reads no fields */
