@@ -11,10 +11,11 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$PIPENET" layers --help | grep -q 'usage: pipenet layers' || fail "layers --help"
 
 out=$("$PIPENET" layers) || fail "layers exited non-zero"
-for t in data fc act embedding layernorm add concat dropout attention softmax_xent mse lstm gru seq_pool; do
+for t in data fc act embedding layernorm add concat dropout attention softmax_xent mse lstm gru seq_pool \
+    sparse_input embedding_bag sparse_fc; do
     echo "$out" | grep -Eq "^$t +[0-9]" || fail "layers does not list $t"
 done
-[ "$(echo "$out" | wc -l)" -eq 15 ] || fail "layers lists $(($(echo "$out" | wc -l) - 1)) types, expected 14"
+[ "$(echo "$out" | wc -l)" -eq 18 ] || fail "layers lists $(($(echo "$out" | wc -l) - 1)) types, expected 17"
 
 err=$("$PIPENET" frobnicate 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "unknown command exit $rc, expected 2"

@@ -24,5 +24,6 @@ replay replay_train_config "$src/fuzz/seeds/train_config"
 replay replay_dataset "$tmp/seeds" "$src/fuzz/seeds/dataset"
 replay replay_snapshot "$tmp/seeds" "$src/fuzz/seeds/snapshot"
 replay replay_records "$tmp/seeds"
+replay replay_csr "$tmp/seeds"
 [ $fail -eq 0 ] && echo "PASS: every fuzz target on its seeds"
 exit $fail

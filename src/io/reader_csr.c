@@ -77,12 +77,13 @@ static int open_array(pn_csr_source *s, hid_t file, int k, const char *leaf, boo
     int rank;
     hsize_t dims[H5S_MAX_RANK];
     PN_TRY(pn_hdf5_dataset_extent(s->dset[k], s->path, full, &rank, dims));
-    if (rank != 1 || (int64_t)dims[0] != len)
-        return pn_error_set(PN_ERR_INVALID, "%s: dataset '/%s' holds %s%llu values, but "
-                            "indptr[N] says %" PRId64 " features (each of indices, values, "
-                            "fields holds one a feature)", s->path, full,
-                            rank != 1 ? "not one dimension of " : "",
-                            rank >= 1 ? (unsigned long long)dims[0] : 0ULL, len);
+    if (rank != 1)
+        return pn_error_set(PN_ERR_INVALID, "%s: dataset '/%s' has %d dimensions: write one, "
+                            "a value per feature", s->path, full, rank);
+    if ((int64_t)dims[0] != len)
+        return pn_error_set(PN_ERR_INVALID, "%s: dataset '/%s' holds %llu values, but indptr[N] "
+                            "says %" PRId64 " features (indices, values and fields hold one a "
+                            "feature)", s->path, full, (unsigned long long)dims[0], len);
     PN_TRY(pn_hdf5_check_storage(s->dset[k], s->path, full));
     int rc = 0;
     pn_hdf5_lock();
@@ -106,11 +107,13 @@ static int read_indptr(pn_csr_source *s, hid_t file)
     if (rc == 0 && elem.kind != PN_HDF5_KIND_SIGNED && elem.kind != PN_HDF5_KIND_UNSIGNED)
         rc = pn_error_set(PN_ERR_INVALID, "%s: dataset '/%s' holds %s: write integers (int64)",
                           s->path, full, elem.name);
-    if (rc == 0 && (rank != 1 || (int64_t)dims[0] != (int64_t)s->n + 1))
-        rc = pn_error_set(PN_ERR_INVALID, "%s: dataset '/%s' holds %s%llu values, but the "
-                          "group's shape says %ld samples (write N + 1 offsets)", s->path, full,
-                          rank != 1 ? "not one dimension of " : "",
-                          rank >= 1 ? (unsigned long long)dims[0] : 0ULL, s->n);
+    if (rc == 0 && rank != 1)
+        rc = pn_error_set(PN_ERR_INVALID, "%s: dataset '/%s' has %d dimensions: write one of "
+                          "N + 1 offsets", s->path, full, rank);
+    if (rc == 0 && (int64_t)dims[0] != (int64_t)s->n + 1)
+        rc = pn_error_set(PN_ERR_INVALID, "%s: dataset '/%s' holds %llu values, but the group's "
+                          "shape says %ld samples (write N + 1 offsets)", s->path, full,
+                          (unsigned long long)dims[0], s->n);
     if (rc == 0) rc = pn_hdf5_check_storage(d, s->path, full);
     if (rc == 0 && !(s->indptr = malloc(((size_t)s->n + 1) * sizeof *s->indptr)))
         rc = pn_error_set(PN_ERR_NOMEM, "%s: out of memory for '/%s'", s->path, full);
