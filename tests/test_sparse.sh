@@ -55,6 +55,12 @@ for n in stages replicas grid uncached; do
     [ "$(cat $n.hash)" = "$want" ] || { cat $n.out; fail "$n: $(cat $n.hash), not $want"; }
 done
 grep -q "stage 1" stages.out || { cat stages.out; fail "no second stage"; }
+# the hashing is said once a run, by the stage that holds the layer
+for n in one stages grid; do
+    [ "$(grep -c "layer 'emb' (embedding_bag): 1000 columns hashed into 256 rows" $n.out)" -eq 1 ] ||
+        { cat $n.out; fail "$n: the hashing is not said once"; }
+done
+! grep -q "layer 'wide'.*hashed" one.out || fail "sparse_fc's 1000 rows hold every column: no hash"
 
 # half the steps on 1 process, the rest resumed on 2 stages: the straight run's hash
 go half m1.json --steps 20 --micro-batches 4 --snapshot-dir snap2

@@ -1,6 +1,7 @@
 /* The bag sums shared by embedding_bag and sparse_fc (csr_bag.h). */
 #include "layers/csr_bag.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "base/error.h"
@@ -12,6 +13,14 @@ int pn_bag_row(const pn_bag_rule *r, int64_t columns, int64_t col, int f)
     int64_t row = pn_bag_hashes(r, columns) ? (int64_t)(pn_mix64((uint64_t)col) % (uint64_t)r->rows)
                                             : col;
     return (int)(row + (r->per_field ? (int64_t)f * r->rows : 0));
+}
+
+void pn_bag_note(const pn_bag_rule *r, int64_t columns, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (pn_bag_hashes(r, columns))
+        snprintf(buf, cap, "%lld columns hashed into %d rows%s (pn_mix64(id) mod rows)",
+                 (long long)columns, r->rows, r->per_field ? " per field" : "");
 }
 
 /* Grows buf on dev to bytes, or to one byte for an empty batch. */

@@ -14,6 +14,7 @@
 #define PN_CSR_BAG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "layers/arg.h"
 
@@ -37,6 +38,9 @@ static inline bool pn_bag_hashes(const pn_bag_rule *r, int64_t columns)
 {
     return columns > r->rows;
 }
+
+/* What a layer of rule r over the data's columns says when it hashes ids, else "". */
+void pn_bag_note(const pn_bag_rule *r, int64_t columns, char *buf, size_t cap);
 
 /* The table row feature id col of field f maps to under rule r (columns: the data's). */
 int pn_bag_row(const pn_bag_rule *r, int64_t columns, int64_t col, int f);

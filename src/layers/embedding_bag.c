@@ -88,6 +88,12 @@ static int embedding_bag_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg 
     return pn_bag_backward(&((embedding_bag_scratch *)x->scratch)->plan, &out->grad, &dtable);
 }
 
+static void embedding_bag_note(const pn_layer *l, char *buf, size_t cap)
+{
+    pn_bag_rule r = rule_of(l);
+    pn_bag_note(&r, l->in_shapes[0].columns, buf, cap);
+}
+
 static void embedding_bag_release(pn_layer_inst *x)
 {
     pn_bag_plan_release(&((embedding_bag_scratch *)x->scratch)->plan);
@@ -115,5 +121,6 @@ const pn_layer_type pn_layer_embedding_bag = {
     .backward = embedding_bag_backward,
     .takes_sparse = true,
     .flops = embedding_bag_flops,
+    .note = embedding_bag_note,
     .release = embedding_bag_release,
 };

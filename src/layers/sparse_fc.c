@@ -70,6 +70,12 @@ static int sparse_fc_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *con
     return pn_col_sums(&out->grad, 1.0f, &db);
 }
 
+static void sparse_fc_note(const pn_layer *l, char *buf, size_t cap)
+{
+    pn_bag_rule r = rule_of(l);
+    pn_bag_note(&r, l->in_shapes[0].columns, buf, cap);
+}
+
 static void sparse_fc_release(pn_layer_inst *x)
 {
     pn_bag_plan_release(&((sparse_fc_scratch *)x->scratch)->plan);
@@ -93,5 +99,6 @@ const pn_layer_type pn_layer_sparse_fc = {
     .backward = sparse_fc_backward,
     .takes_sparse = true,
     .flops = sparse_fc_flops,
+    .note = sparse_fc_note,
     .release = sparse_fc_release,
 };
