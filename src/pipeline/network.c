@@ -321,7 +321,8 @@ size_t pn_network_arg_bytes(const pn_network *net)
     size_t bytes = 0;
     for (int i = 0; i < net->n; i++) {
         const pn_arg *a = &net->args[net->nodes[i].node];
-        bytes += a->value_buf.capacity + a->grad_buf.capacity + a->ids_buf.capacity;
+        bytes += a->value_buf.capacity + a->grad_buf.capacity + a->ids_buf.capacity +
+                 a->csr_off_buf.capacity + a->csr_nz_buf.capacity;
     }
     return bytes;
 }
