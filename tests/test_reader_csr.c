@@ -109,6 +109,53 @@ START_TEST(file_order_and_no_fields)
 }
 END_TEST
 
+/* A sample longer than the reader's span buffer (65536 features) between short
+ * ones is read in place, shuffled or not, cached or not. */
+START_TEST(a_long_sample_reads_whole)
+{
+    enum { LONG = 70000, ROWS = 5 };
+    static const int lens[ROWS] = {2, 0, LONG, 1, 3};
+    char file[PATH_MAX + 16];
+    snprintf(file, sizeof file, "%s/long.h5", dir);
+    int64_t indptr[ROWS + 1] = {0};
+    for (int r = 0; r < ROWS; r++) indptr[r + 1] = indptr[r] + lens[r];
+    int64_t *ids = malloc((size_t)indptr[ROWS] * sizeof *ids);
+    float *vals = malloc((size_t)indptr[ROWS] * sizeof *vals);
+    for (int64_t j = 0; j < indptr[ROWS]; j++) ids[j] = j % 97, vals[j] = (float)(j % 13);
+    hid_t f;
+    ck_assert_int_eq(pn_hdf5_create_file(file, false, &f), 0);
+    csr_spec spec = {.n = ROWS, .columns = 97, .indptr = indptr, .indices = ids, .values = vals};
+    pn_hdf5_lock();
+    ck_assert_int_eq(csr_write(f, "g", &spec), 0);
+    pn_hdf5_unlock();
+    ck_assert_int_eq(pn_hdf5_close(f, file), 0);
+    pn_reader_field field = sparse_field("g", 97, 0);
+    for (int mode = 0; mode < 4; mode++) {
+        pn_reader_options o = {.global_batch = ROWS, .count = ROWS, .shuffle = mode & 1,
+                               .seed = 9, .drop_last = true,
+                               .cache_bytes = mode & 2 ? (size_t)1 << 30 : 0};
+        pn_reader *r;
+        ck_assert_msg(pn_reader_open(&r, file, &field, 1, &o) == 0, "%s", pn_error_message());
+        long perm[ROWS];
+        ck_assert_int_eq(pn_reader_permutation(r, 0, perm), 0);
+        const pn_batch *b;
+        ck_assert_msg(pn_reader_next(r, &b) == 0, "%s", pn_error_message());
+        for (int k = 0; k < ROWS; k++) {
+            const pn_csr *c = &b->csr[0];
+            long row = perm[k];
+            ck_assert_int_eq(c->offsets[k + 1] - c->offsets[k], lens[row]);
+            for (int j = 0; j < lens[row]; j++) {
+                ck_assert_int_eq(c->cols[c->offsets[k] + j], ids[indptr[row] + j]);
+                ck_assert_float_eq(c->vals[c->offsets[k] + j], vals[indptr[row] + j]);
+            }
+        }
+        pn_reader_close(r);
+    }
+    free(ids);
+    free(vals);
+}
+END_TEST
+
 /* A group written by hand: n samples of the given offsets and features. */
 typedef struct hand {
     const char *note;
@@ -255,6 +302,7 @@ int main(void)
     tcase_add_unchecked_fixture(tc, setup, teardown);
     tcase_add_loop_test(tc, batches_hold_each_samples_features, 0, 2);
     tcase_add_test(tc, file_order_and_no_fields);
+    tcase_add_test(tc, a_long_sample_reads_whole);
     tcase_add_loop_test(tc, malformed_groups_are_refused_by_name, 0, N_HANDS);
     tcase_add_test(tc, what_is_no_csr_group_is_refused);
     suite_add_tcase(s, tc);

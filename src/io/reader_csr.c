@@ -13,6 +13,12 @@
 
 enum { INDICES, VALUES, FIELDS };
 
+/* Samples whose features lie at most CSR_GAP apart in the file are read with one
+ * hyperslab per array, their gaps too, into span buffers of CSR_SPAN features: for
+ * shuffled batches of short rows, few large reads beat one read per sample (each
+ * H5Dread costs about 10 us). */
+enum { CSR_GAP = 4096, CSR_SPAN = 1 << 16 };
+
 /* "input 'x'" for messages. */
 static const char *input_of(const pn_csr_source *s, char *buf, size_t cap)
 {
@@ -227,8 +233,12 @@ int pn_csr_open(pn_csr_source *s, hid_t file, const char *path, const pn_reader_
         rc = open_array(s, file, VALUES, s->value_name, true, s->nnz);
     if (rc == 0 && s->num_fields > 0) rc = open_array(s, file, FIELDS, "fields", false, s->nnz);
     if (rc == 0) rc = compute_bound(s, count);
-    if (rc == 0 && s->num_fields > 0 &&
-        !(s->stage = malloc((size_t)s->bound * sizeof *s->stage + 1)))
+    if (rc == 0 && ((s->num_fields > 0 &&
+                     !(s->stage = malloc((size_t)s->bound * sizeof *s->stage + 1))) ||
+                    !(s->span_cols = malloc(CSR_SPAN * sizeof *s->span_cols)) ||
+                    !(s->span_vals = malloc(CSR_SPAN * sizeof *s->span_vals)) ||
+                    (s->num_fields > 0 &&
+                     !(s->span_fields = malloc(CSR_SPAN * sizeof *s->span_fields)))))
         rc = pn_error_set(PN_ERR_NOMEM, "%s: out of memory for group '/%s'", path, s->name);
     return rc;
 }
@@ -341,33 +351,69 @@ static int read_range(pn_csr_source *s, int k, int64_t from, int64_t n, pn_hdf5_
     return rc;
 }
 
-/* Reads samples order[k .. k + run) (consecutive in the file and in the batch) into
- * out at their offsets. */
-static int read_run(pn_csr_source *s, const pn_row_ref *order, long run, pn_csr *out)
+/* Reads features [from, from + n) of every array: ids into cols, values into vals
+ * (ones without values), fields wide into wide (when read). */
+static int read_span(pn_csr_source *s, int64_t from, int64_t n, int64_t *cols, float *vals,
+                     int64_t *wide)
 {
-    int64_t from = s->indptr[order[0].row], n = s->indptr[order[run - 1].row + 1] - from;
-    int at = out->offsets[order[0].pos];
-    if (n == 0) return PN_OK;
-    if (s->cols) { /* cached */
-        memcpy(out->cols + at, s->cols + from, (size_t)n * sizeof *out->cols);
-        memcpy(out->vals + at, s->vals + from, (size_t)n * sizeof *out->vals);
-        if (s->fields) memcpy(out->fields + at, s->fields + from, (size_t)n * sizeof *out->fields);
-        return PN_OK;
-    }
     pn_hdf5_lock();
-    int rc = read_range(s, INDICES, from, n, PN_HDF5_INT64, out->cols + at);
-    if (rc == 0 && s->dset[VALUES] >= 0)
-        rc = read_range(s, VALUES, from, n, PN_HDF5_FLOAT32, out->vals + at);
-    if (rc == 0 && s->num_fields) rc = read_range(s, FIELDS, from, n, PN_HDF5_INT64, s->stage);
+    int rc = read_range(s, INDICES, from, n, PN_HDF5_INT64, cols);
+    if (rc == 0 && s->dset[VALUES] >= 0) rc = read_range(s, VALUES, from, n, PN_HDF5_FLOAT32, vals);
+    if (rc == 0 && s->num_fields) rc = read_range(s, FIELDS, from, n, PN_HDF5_INT64, wide);
     pn_hdf5_unlock();
     if (s->dset[VALUES] < 0)
-        for (int64_t k = 0; k < n; k++) out->vals[at + k] = 1.0f;
-    for (long k = 0; rc == 0 && k < run; k++) { /* what the file held: check it */
-        int64_t a = s->indptr[order[k].row], len = s->indptr[order[k].row + 1] - a;
-        int o = out->offsets[order[k].pos];
-        rc = check_features(s, order[k].row, a, len, out->cols + o, out->vals + o,
-                            s->num_fields ? s->stage + (a - from) : NULL,
-                            out->fields ? out->fields + o : NULL);
+        for (int64_t k = 0; k < n; k++) vals[k] = 1.0f;
+    return rc;
+}
+
+/* The samples order[k .. end) of a group: their features lie in [from, to) of the
+ * file, with gaps of at most GAP features between consecutive samples. */
+static long group_end(const pn_csr_source *s, const pn_row_ref *order, long k, long rows,
+                      int64_t *from, int64_t *to)
+{
+    *from = s->indptr[order[k].row];
+    *to = s->indptr[order[k].row + 1];
+    long end = k + 1;
+    for (; end < rows; end++) {
+        int64_t a = s->indptr[order[end].row], b = s->indptr[order[end].row + 1];
+        if (a - *to > CSR_GAP || b - *from > CSR_SPAN) break;
+        *to = b;
+    }
+    return end;
+}
+
+/* Reads samples order[k .. end) (a group, in file order) into out at their
+ * offsets: from memory when cached, else one read of the group's span (gaps
+ * included) into the span buffers, or straight into out for one sample longer
+ * than them; then checks what the file held. */
+static int read_group(pn_csr_source *s, const pn_row_ref *order, long k, long end, int64_t from,
+                      int64_t to, pn_csr *out)
+{
+    const int64_t *cols = s->cols, *wide = NULL;
+    const float *vals = s->vals;
+    int64_t base = 0; /* the file position of cols[0] */
+    int rc = 0;
+    if (!s->cols && to - from > CSR_SPAN) { /* one long sample, read in place */
+        int at = out->offsets[order[k].pos];
+        rc = read_span(s, from, to - from, out->cols + at, out->vals + at, s->stage);
+        cols = out->cols + at, vals = out->vals + at, wide = s->stage, base = from;
+    } else if (!s->cols && to > from) {
+        rc = read_span(s, from, to - from, s->span_cols, s->span_vals, s->span_fields);
+        cols = s->span_cols, vals = s->span_vals, wide = s->span_fields, base = from;
+    }
+    for (long j = k; rc == 0 && j < end; j++) {
+        int64_t a = s->indptr[order[j].row], len = s->indptr[order[j].row + 1] - a;
+        int o = out->offsets[order[j].pos];
+        if (out->cols + o != cols + (a - base)) { /* not read in place */
+            memcpy(out->cols + o, cols + (a - base), (size_t)len * sizeof *out->cols);
+            memcpy(out->vals + o, vals + (a - base), (size_t)len * sizeof *out->vals);
+        }
+        if (s->cols && s->fields) /* cached: checked at open */
+            memcpy(out->fields + o, s->fields + a, (size_t)len * sizeof *out->fields);
+        if (!s->cols) /* what the file held: check it */
+            rc = check_features(s, order[j].row, a, len, out->cols + o, out->vals + o,
+                                s->num_fields ? wide + (a - base) : NULL,
+                                out->fields ? out->fields + o : NULL);
     }
     return rc;
 }
@@ -383,12 +429,10 @@ int pn_csr_read(pn_csr_source *s, const pn_row_ref *order, long rows, pn_csr *ou
     out->nnz = out->offsets[rows];
     int rc = 0;
     for (long k = 0; k < rows && rc == 0;) {
-        long run = 1;
-        while (k + run < rows && order[k + run].row == order[k].row + run &&
-               order[k + run].pos == order[k].pos + run)
-            run++;
-        rc = read_run(s, order + k, run, out);
-        k += run;
+        int64_t from, to;
+        long end = group_end(s, order, k, rows, &from, &to);
+        rc = read_group(s, order, k, end, from, to, out);
+        k = end;
     }
     return rc;
 }
@@ -401,6 +445,9 @@ void pn_csr_close(pn_csr_source *s)
     }
     free(s->indptr);
     free(s->stage);
+    free(s->span_cols);
+    free(s->span_vals);
+    free(s->span_fields);
     free(s->cols);
     free(s->vals);
     free(s->fields);

@@ -7,9 +7,10 @@
  * model's input's), indptr is read whole (8 bytes a sample) and the most features
  * a batch of `count` samples can hold is computed from it (the sum of the count
  * longest rows): the reader's buffers are allocated for that bound once, so a
- * batch never allocates. A batch's rows are read as one hyperslab per run of rows
- * consecutive both in the file and in the batch (rows are in file order), or
- * copied from memory when the group is cached. Every feature is checked as it is
+ * batch never allocates. A batch's rows, in file order, are read in groups of
+ * samples that lie close in the file: one hyperslab per array over the group's
+ * span (gaps included) into a span buffer, then copied into place; or copied from
+ * memory when the group is cached. Every feature is checked as it is
  * read (index in [0, columns), value finite, field in [0, num_fields)); an error
  * names the file, the group, and the sample (its row in the file). */
 #ifndef PN_READER_CSR_H
@@ -36,6 +37,9 @@ typedef struct pn_csr_source {
     int64_t *indptr;            /* [n + 1] */
     int64_t bound;              /* most features in a batch of count samples */
     int64_t *stage;             /* [bound] fields read wide, then narrowed */
+    int64_t *span_cols;         /* a group of samples' features read at once (reader_csr.c) */
+    float *span_vals;
+    int64_t *span_fields;
     int64_t *cols;              /* cached whole ([nnz]), or NULL */
     float *vals;
     int *fields;
