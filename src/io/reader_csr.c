@@ -404,6 +404,7 @@ static int read_group(pn_csr_source *s, const pn_row_ref *order, long k, long en
     for (long j = k; rc == 0 && j < end; j++) {
         int64_t a = s->indptr[order[j].row], len = s->indptr[order[j].row + 1] - a;
         int o = out->offsets[order[j].pos];
+        if (len == 0) continue; /* nothing read for it: cols may be NULL (fuzz_csr) */
         if (out->cols + o != cols + (a - base)) { /* not read in place */
             memcpy(out->cols + o, cols + (a - base), (size_t)len * sizeof *out->cols);
             memcpy(out->vals + o, vals + (a - base), (size_t)len * sizeof *out->vals);
