@@ -43,7 +43,8 @@ int csr_write(hid_t file, const char *group, const csr_spec *s)
                                                                 : (hsize_t)s->n + 1;
     int64_t shape[2] = {s->n, s->columns};
     int rc = put(g, "indptr", H5T_STD_I64LE, H5T_NATIVE_INT64, len, s->indptr);
-    if (rc == 0) rc = put(g, "indices", H5T_STD_I64LE, H5T_NATIVE_INT64, nnz, s->indices);
+    hsize_t ids = s->indices_len ? (hsize_t)s->indices_len : nnz;
+    if (rc == 0) rc = put(g, "indices", H5T_STD_I64LE, H5T_NATIVE_INT64, ids, s->indices);
     if (rc == 0 && s->values)
         rc = put(g, s->values_name ? s->values_name : "values", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT,
                  nnz, s->values);

@@ -20,6 +20,7 @@ typedef struct csr_spec {
     const int32_t *fields;   /* NULL: no fields */
     int num_fields;
     int64_t indptr_len;      /* 0: n + 1 (a wrong length for the error tests) */
+    int64_t indices_len;     /* 0: indptr[n] (likewise) */
     bool no_shape;           /* leave attribute shape out */
 } csr_spec;
 

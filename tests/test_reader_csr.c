@@ -164,7 +164,7 @@ typedef struct hand {
     float values[8];
     int32_t fields[8];
     int n, num_fields;
-    int64_t columns, indptr_len;
+    int64_t columns, indptr_len; /* < 0: indptr as it should be, indices of -this values */
     const char *values_name;
     bool no_values, no_shape, both, fields_on;
     const char *want; /* in the message, after "<file>: " */
@@ -183,6 +183,8 @@ static const hand hands[] = {
      false, "group '/g', sample 1: indptr[2] = 1 is less than indptr[1] = 2"},
     {"indptr length", {0, 2, 2, 3}, {1, 4, 0}, {1, 2, 3}, {0}, 3, 0, 5, 3, NULL, false, false,
      false, false, "dataset '/g/indptr' holds 3 values, but the group's shape says 3 samples"},
+    {"short indices", {0, 2, 2, 3}, {1, 4, 0}, {1, 2, 3}, {0}, 3, 0, 5, -2, NULL, false, false,
+     false, false, "dataset '/g/indices' holds 2 values, but indptr[N] says 3 features"},
     {"negative", {0, 2, 2, 3}, {1, -4, 0}, {1, 2, 3}, {0}, 3, 0, 5, 0, NULL, false, false, false,
      false, "group '/g', sample 0: index -4 (position 1 of 'indices') is outside [0, 5)"},
     {"too big", {0, 2, 2, 3}, {1, 4, 5}, {1, 2, 3}, {0}, 3, 0, 5, 0, NULL, false, false, false,
@@ -211,7 +213,9 @@ static void write_hand(const char *file, const hand *h)
     csr_spec s = {.n = h->n, .columns = h->columns, .indptr = h->indptr, .indices = h->indices,
                   .values = h->no_values ? NULL : h->values, .values_name = h->values_name,
                   .fields = h->fields_on ? h->fields : NULL, .num_fields = h->num_fields,
-                  .indptr_len = h->indptr_len, .no_shape = h->no_shape};
+                  .indptr_len = h->indptr_len > 0 ? h->indptr_len : 0,
+                  .indices_len = h->indptr_len < 0 ? -h->indptr_len : 0,
+                  .no_shape = h->no_shape};
     pn_hdf5_lock();
     ck_assert_int_eq(csr_write(f, "g", &s), 0);
     if (h->both) { /* a 'data' beside the 'values' */
