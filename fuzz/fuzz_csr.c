@@ -120,7 +120,8 @@ static void write_file(fz_in *in, const char *path, const pn_reader_field *spec)
         k = fz_below(in, 24);
         vals[j] = k >= 20 ? odd_vals[k - 20] : 0.25 * (double)(k + 1);
         k = fz_below(in, 24);
-        fields[j] = k == 1 ? -1 : k == 2 ? (double)num_fields : (double)(j % (num_fields > 0 ? num_fields : 1));
+        int64_t nf = num_fields > 0 ? num_fields : 1;
+        fields[j] = k == 1 ? -1 : k == 2 ? (double)num_fields : (double)(j % nf);
     }
     hsize_t len = (hsize_t)(nnz + (fz_below(in, 16) == 15 ? 1 : 0));
     if (len > MAX_NNZ) len = MAX_NNZ;

@@ -48,7 +48,8 @@ int csr_write(hid_t file, const char *group, const csr_spec *s)
     if (rc == 0 && s->values)
         rc = put(g, s->values_name ? s->values_name : "values", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT,
                  nnz, s->values);
-    if (rc == 0 && s->fields) rc = put(g, "fields", H5T_STD_I32LE, H5T_NATIVE_INT32, nnz, s->fields);
+    if (rc == 0 && s->fields)
+        rc = put(g, "fields", H5T_STD_I32LE, H5T_NATIVE_INT32, nnz, s->fields);
     if (rc == 0 && !s->no_shape)
         rc = put_attr(g, "shape", H5T_STD_I64LE, H5T_NATIVE_INT64, 2, shape);
     if (rc == 0 && s->fields)

@@ -240,7 +240,8 @@ START_TEST(sparse_inputs_make_csr_edges)
         " {\"name\": \"w\", \"type\": \"sparse_fc\", \"input\": \"x\", \"rows\": 50, \"size\": 2}]}";
     pn_graph *g;
     ck_assert_msg(from_text(text, &g) == 0, "%s", pn_error_message());
-    const pn_layer *x = g->nodes[pn_graph_find(g, "x")].layer, *e = g->nodes[pn_graph_find(g, "e")].layer;
+    const pn_layer *x = g->nodes[pn_graph_find(g, "x")].layer;
+    const pn_layer *e = g->nodes[pn_graph_find(g, "e")].layer;
     ck_assert_str_eq(x->type->name, "sparse_input");
     ck_assert(x->out_shape.sparse && x->out_shape.columns == (int64_t)1 << 40);
     ck_assert_int_eq(x->out_shape.fields, 3);

@@ -348,7 +348,7 @@ static int open_field(pn_reader *r, int i, const pn_reader_field *spec)
 /* A field's bytes for n samples; false when that does not fit a size_t. */
 static bool field_bytes(const field *f, size_t n, size_t *bytes)
 {
-    if (f->csr) return pn_csr_cache_bytes(f->csr, bytes); /* n is all of them or a batch */
+    if (f->csr) return pn_csr_cache_bytes(f->csr, bytes); /* cached whole (never per batch) */
     return !__builtin_mul_overflow(n, f->elems * 4, bytes); /* elems * 4 <= 2^62 (count_samples) */
 }
 
@@ -558,7 +558,8 @@ void pn_reader_close(pn_reader *r)
     for (int s = 0; s < 2; s++) {
         slot *sl = &r->slots[s];
         for (int f = 0; sl->data && f < r->n_fields; f++) free(sl->data[f]);
-        for (int f = 0; sl->batch.csr && f < r->n_fields; f++) pn_csr_batch_free(&sl->batch.csr[f]);
+        for (int f = 0; sl->batch.csr && f < r->n_fields; f++)
+            pn_csr_batch_free(&sl->batch.csr[f]);
         free(sl->batch.csr);
         free(sl->data);
         free(sl->batch.values);
