@@ -173,8 +173,9 @@ static int load_batch(pn_reader *r, slot *s, long epoch, long index)
     for (int f = 0; f < r->n_fields && index == 0; f++) /* sources checked again each epoch */
         if (r->fields[f].elsewhere && !r->fields[f].cache)
             PN_TRY(pn_hdf5_check_storage(r->fields[f].dset, r->path, r->fields[f].name));
-    for (int f = 0; f < r->n_fields && rows > 0; f++)
-        PN_TRY(read_field(r, &r->fields[f], rows, s->data[f], &s->batch.csr[f]));
+    for (int f = 0; f < r->n_fields; f++) /* a CSR field of no rows says so (fuzz_csr) */
+        if (rows > 0 || r->fields[f].csr)
+            PN_TRY(read_field(r, &r->fields[f], rows, s->data[f], &s->batch.csr[f]));
     return 0;
 }
 
