@@ -12,7 +12,20 @@ extern "C" {
 #endif
 
 /* A loaded model: its graph, its parameter values and the buffers of its forward. */
+#include <stdint.h>
+
 typedef struct pn_model pn_model;
+
+/* A sparse input's data for pn_model_forward (pn_model_input_is_sparse): the batch's
+ * samples as rows of a CSR matrix, sample b's features at [offsets[b],
+ * offsets[b+1]); each id lies in [0, the input's columns), each field in [0, its
+ * fields) (fields NULL when the input has none). inputs[i] points at one. */
+typedef struct pn_sparse_rows {
+    const int *offsets;    /* [batch + 1], offsets[0] == 0, never decreasing */
+    const int64_t *ids;
+    const float *values;
+    const int *fields;
+} pn_sparse_rows;
 
 /* Functions that return int return 0 on success and a negative status on failure;
  * pn_model_error() then says what went wrong and where. Calls on one pn_model must
@@ -64,11 +77,15 @@ const char *pn_model_input_dataset(const pn_model *m, int i);
 const char *pn_model_input_lengths(const pn_model *m, int i);
 
 /* Values per sample of input i: floats for a float input (size times seq), ids for
- * an ids input (seq); -1 when out of range. */
+ * an ids input (seq), 0 for a sparse input (its features vary); -1 when out of
+ * range. */
 int pn_model_input_size(const pn_model *m, int i);
 
 /* 1 when input i holds integer ids (labels, tokens), 0 for floats, -1 out of range. */
 int pn_model_input_is_ids(const pn_model *m, int i);
+
+/* 1 when input i is sparse (its data a pn_sparse_rows), 0 when not, -1 out of range. */
+int pn_model_input_is_sparse(const pn_model *m, int i);
 
 /* The default output: the layer that feeds the (first) loss layer, e.g. the logits
  * "out"; without a loss layer, the last layer that nothing consumes. */
@@ -93,7 +110,8 @@ int pn_model_classifies(const pn_model *m, const char *output);
  * to out, batch * pn_model_output_size floats, sample after sample: the raw values
  * the layer computes (logits, not probabilities: no softmax is applied).
  * inputs[i] is input i's data, batch * pn_model_input_size values, sample after
- * sample: const float * for float inputs, const int * for ids inputs. An input that
+ * sample: const float * for float inputs, const int * for ids inputs, a const
+ * pn_sparse_rows * for sparse inputs. An input that
  * output does not depend on may be NULL: labels are not needed for a prediction.
  * When every input of a loss layer is given, it runs too and its loss and accuracy
  * count in pn_model_loss. Any batch size works: large batches run in chunks that

@@ -32,6 +32,10 @@
  *       float16 (h5py's numpy float16), float32, float64, int8, int16, int32, int64,
  *       uint8, uint16, uint32, uint64, string (16 bytes each), enum (h5py's numpy
  *       bool: int8 FALSE 0, TRUE 1) or compound (one int32 field "v")
+ *   h5_fixture csr FILE GROUP ROWS COLUMNS FIELDS
+ *       adds CSR group GROUP (docs/formats.md) of tests/csr_fixture.h's example
+ *       (ROWS samples, COLUMNS columns, FIELDS fields, 0: none) and "labels" int32
+ *       [ROWS] to FILE (created when missing)
  *   h5_fixture retype FILE NAME TYPE [DIMS]
  *       rewrites dataset NAME of FILE as TYPE (a number type of `typed`), with the
  *       same values (HDF5 converts them), in extents DIMS (as many values) if given
@@ -42,6 +46,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "csr_fixture.h"
 
 static int die(const char *what, const char *detail)
 {
@@ -371,6 +377,15 @@ static int attr(const char *path, const char *object, const char *name)
     return rc;
 }
 
+static int csr(const char *path, const char *group, long rows, long long columns, int fields)
+{
+    if (rows < 1 || columns < 2 || fields < 0) return die("bad ROWS, COLUMNS or FIELDS", NULL);
+    hid_t file = open_rw(path);
+    if (file < 0) return die("cannot open", path);
+    int rc = csr_write_example(file, group, rows, columns, fields, true);
+    return H5Fclose(file) < 0 || rc < 0 ? die("cannot write", path) : 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *cmd = argc > 1 ? argv[1] : "";
@@ -385,10 +400,12 @@ int main(int argc, char **argv)
         return relocate(argv[2], argv[3], argv[4], argc - 5, argv + 5);
     if (!strcmp(cmd, "typed") && argc >= 7)
         return typed(argv[2], argv[3], argv[4], argv[5], argc - 6, argv + 6);
+    if (!strcmp(cmd, "csr") && argc == 7)
+        return csr(argv[2], argv[3], atol(argv[4]), atoll(argv[5]), atoi(argv[6]));
     if (!strcmp(cmd, "retype") && (argc == 5 || argc == 6))
         return retype(argv[2], argv[3], argv[4], argc == 6 ? argv[5] : NULL);
     return die("usage: h5_fixture dataset FILE ROWS | floats FILE NAME VALUE... | matrix FILE "
                "NAME COLS VALUE... | print FILE NAME | attr FILE OBJECT NAME | deep FILE NAME RANK | relocate FILE "
                "DATASET virtual|external TARGET... | typed FILE NAME TYPE DIMS VALUE... | "
-               "retype FILE NAME TYPE [DIMS]", NULL);
+               "csr FILE GROUP ROWS COLUMNS FIELDS | retype FILE NAME TYPE [DIMS]", NULL);
 }

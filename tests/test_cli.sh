@@ -12,10 +12,10 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 out=$("$PIPENET" layers) || fail "layers exited non-zero"
 for t in data fc act embedding layernorm add concat dropout attention softmax_xent mse lstm gru seq_pool \
-         flatten fm inner_product cross sigmoid_xent; do
+         flatten fm inner_product cross sigmoid_xent sparse_input embedding_bag sparse_fc; do
     echo "$out" | grep -Eq "^$t +[0-9]" || fail "layers does not list $t"
 done
-[ "$(echo "$out" | wc -l)" -eq 20 ] || fail "layers lists $(($(echo "$out" | wc -l) - 1)) types, expected 19"
+[ "$(echo "$out" | wc -l)" -eq 23 ] || fail "layers lists $(($(echo "$out" | wc -l) - 1)) types, expected 22"
 
 err=$("$PIPENET" frobnicate 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "unknown command exit $rc, expected 2"

@@ -78,7 +78,7 @@ static double dot(const float *v, int b, int fields, int k, int i, int j)
 START_TEST(fm_and_inner_product_are_the_pairs_inner_products)
 {
     enum { FIELDS = 4, K = 3 };
-    pn_shape in = {K, FIELDS, false};
+    pn_shape in = {.width = K, .seq = FIELDS};
     probe fm, ip;
     probe_run(&fm, "fm", 1, &in, true);
     probe_run(&ip, "inner_product", 1, &in, true);
@@ -109,7 +109,7 @@ END_TEST
 START_TEST(cross_is_x0_times_x_dot_w_plus_b_plus_x)
 {
     enum { D = 5 };
-    pn_shape in[2] = {{D, 1, false}, {D, 1, false}};
+    pn_shape in[2] = {{.width = D, .seq = 1}, {.width = D, .seq = 1}};
     probe p;
     probe_run(&p, "cross", 2, in, true);
     const float *x0 = p.in[0].value.data, *x = p.in[1].value.data;
@@ -129,7 +129,7 @@ END_TEST
 
 START_TEST(flatten_keeps_the_values_in_order)
 {
-    pn_shape in = {3, 4, false};
+    pn_shape in = {.width = 3, .seq = 4};
     probe p;
     probe_run(&p, "flatten", 1, &in, true);
     ck_assert_int_eq(p.out.value.rows, B);
@@ -143,7 +143,7 @@ END_TEST
  * to float precision (a -log of the probability would give infinity or a cap). */
 START_TEST(sigmoid_xent_is_stable_at_large_logits)
 {
-    pn_shape in[2] = {{1, 4, false}, {0, 4, true}};
+    pn_shape in[2] = {{.width = 1, .seq = 4}, {.seq = 4, .ids = true}};
     probe p;
     probe_run(&p, "sigmoid_xent", 2, in, true);
     static const float z[4] = {100.0f, -100.0f, 20.0f, 0.0f};
@@ -167,7 +167,7 @@ END_TEST
 
 START_TEST(sigmoid_xent_refuses_a_label_outside_0_1)
 {
-    pn_shape in[2] = {{1, 1, false}, {0, 1, true}};
+    pn_shape in[2] = {{.width = 1, .seq = 1}, {.seq = 1, .ids = true}};
     probe p;
     probe_run(&p, "sigmoid_xent", 2, in, true);
     ck_assert_int_eq(pn_layer_type_find("sigmoid_xent")->id_limit(p.layer, 1), 2);
@@ -184,7 +184,7 @@ END_TEST
 START_TEST(padded_fields_are_refused)
 {
     static const char *const types[] = {"fm", "inner_product", "flatten"};
-    pn_shape in = {2, 3, false};
+    pn_shape in = {.width = 2, .seq = 3};
     const int lengths[B] = {3, 2, 3};
     for (int t = 0; t < 3; t++) {
         probe p;

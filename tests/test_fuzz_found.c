@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "csr_fixture.h"
 #include "io/hdf5_util.h"
 #include "io/reader.h"
 #include "io/snapshot_file.h"
@@ -73,6 +74,67 @@ START_TEST(reader_refuses_an_extent_no_file_holds)
 }
 END_TEST
 
+/* fuzz_csr: a batch whose samples were all empty, read from the file (not cached),
+ * took an offset from the cache's NULL array (UBSan: "applying non-zero offset to
+ * null pointer"); it reads as empty samples. */
+START_TEST(a_batch_of_empty_samples_reads_from_the_file)
+{
+    const int64_t indptr[4] = {0, 0, 0, 2}, ids[2] = {1, 3};
+    const float vals[2] = {0.5f, 2.0f};
+    csr_spec spec = {.n = 3, .columns = 4, .indptr = indptr, .indices = ids, .values = vals};
+    pn_hdf5_lock();
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    ck_assert(f >= 0 && csr_write(f, "g", &spec) == 0);
+    H5Fclose(f);
+    pn_hdf5_unlock();
+    pn_reader_field x = {.dataset = "g", .input = "x",
+                         .shape = {.seq = 1, .sparse = true, .columns = 4}};
+    pn_reader_options o = {.global_batch = 2, .count = 2, .drop_last = false};
+    pn_reader *r = NULL;
+    ck_assert_msg(pn_reader_open(&r, path, &x, 1, &o) == 0, "%s", pn_error_message());
+    const pn_batch *b;
+    ck_assert_msg(pn_reader_next(r, &b) == 0, "%s", pn_error_message());
+    ck_assert_int_eq(b->csr[0].nnz, 0);
+    ck_assert_msg(pn_reader_next(r, &b) == 0, "%s", pn_error_message());
+    ck_assert_int_eq(b->csr[0].nnz, 2);
+    ck_assert_int_eq(b->csr[0].cols[1], 3);
+    ck_assert_float_eq(b->csr[0].vals[0], 0.5f);
+    pn_reader_close(r);
+}
+END_TEST
+
+/* fuzz_csr: a replica's share of a short last batch holds no samples, and its CSR
+ * kept the previous batch's rows and features; it holds none. */
+START_TEST(an_empty_share_of_a_batch_holds_no_features)
+{
+    int64_t indptr[10], ids[9];
+    for (int r = 0; r < 9; r++) indptr[r] = r, ids[r] = r % 4;
+    indptr[9] = 9;
+    csr_spec spec = {.n = 9, .columns = 4, .indptr = indptr, .indices = ids};
+    pn_hdf5_lock();
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    ck_assert(f >= 0 && csr_write(f, "g", &spec) == 0);
+    H5Fclose(f);
+    pn_hdf5_unlock();
+    pn_reader_field x = {.dataset = "g", .input = "x",
+                         .shape = {.seq = 1, .sparse = true, .columns = 4}};
+    pn_reader_options o = {.global_batch = 4, .first = 2, .count = 2, .drop_last = false};
+    pn_reader *r = NULL;
+    ck_assert_msg(pn_reader_open(&r, path, &x, 1, &o) == 0, "%s", pn_error_message());
+    const pn_batch *b;
+    for (int k = 0; k < 2; k++) { /* samples 2, 3 and 6, 7, in the two buffers */
+        ck_assert_msg(pn_reader_next(r, &b) == 0, "%s", pn_error_message());
+        ck_assert_int_eq(b->csr[0].rows, 2);
+    }
+    ck_assert_msg(pn_reader_next(r, &b) == 0, "%s", pn_error_message()); /* sample 8 only */
+    ck_assert_int_eq(b->rows, 0);
+    ck_assert_int_eq(b->csr[0].rows, 0);
+    ck_assert_int_eq(b->csr[0].nnz, 0);
+    ck_assert_int_eq(b->csr[0].offsets[0], 0);
+    pn_reader_close(r);
+}
+END_TEST
+
 /* fuzz_snapshot: a state without parameters was written without a /params group,
  * which the reader requires: export wrote a model file that nothing could read. */
 START_TEST(a_state_without_parameters_reads_back)
@@ -100,6 +162,8 @@ int main(void)
     tcase_add_test(tc, chunk_cache_tables_stay_small_for_tiny_chunks);
     tcase_add_test(tc, reader_refuses_an_extent_no_file_holds);
     tcase_add_test(tc, a_state_without_parameters_reads_back);
+    tcase_add_test(tc, a_batch_of_empty_samples_reads_from_the_file);
+    tcase_add_test(tc, an_empty_share_of_a_batch_holds_no_features);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

@@ -25,5 +25,6 @@ replay replay_dataset "$tmp/seeds" "$src/fuzz/seeds/dataset"
 replay replay_snapshot "$tmp/seeds" "$src/fuzz/seeds/snapshot"
 replay replay_records "$tmp/seeds"
 replay replay_libsvm "$tmp/seeds" "$src/fuzz/seeds/libsvm"
+replay replay_csr "$tmp/seeds"
 [ $fail -eq 0 ] && echo "PASS: every fuzz target on its seeds"
 exit $fail

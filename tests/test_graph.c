@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/names.h"
 #include "pipeline/graph.h"
+#include "pipeline/network.h"
 #include "pipeline/train_config.h"
 #include "testutil.h"
 
@@ -182,6 +183,29 @@ static const mistake mistakes[] = {
      {"layers[1].tie: expected a non-empty string", "found 7", "(layer 'o', fc)"}},
     {"{" IN ", \"layers\": [" EMB(6, 4) ", " TIED("\"\"") "]}",
      {"layers[1].tie: expected a non-empty string", "found \"\"", "(layer 'o', fc)"}},
+#define SP(extra) "{\"inputs\": {\"x\": {\"dataset\": \"f\", \"sparse\": " extra "}}"
+#define SPX "\"layers\": [{\"name\": \"e\", \"type\": \"embedding_bag\", \"input\": \"x\", " \
+    "\"rows\": 8, \"size\": 2}]}"
+    {SP("false, \"columns\": 9") ", " SPX,
+     {"inputs.x.sparse: expected true", "found false", "(layer 'x', sparse_input)"}},
+    {SP("true") ", " SPX, {"inputs.x.columns: expected an integer", "found nothing"}},
+    {SP("true, \"columns\": 9, \"size\": 3") ", " SPX,
+     {"inputs.x.size: expected one of the keys dataset, sparse, columns, fields"}},
+    {SP("true, \"columns\": 9") ", \"layers\": [{\"name\": \"o\", \"type\": \"fc\", "
+     "\"input\": \"x\", \"size\": 2}]}",
+     {"layers[0].input: expected float values or ids (a sparse input feeds embedding_bag or "
+      "sparse_fc)", "found a sparse (CSR) input", "(layer 'o', fc)"}},
+    {"{" IN ", \"layers\": [{\"name\": \"w\", \"type\": \"sparse_fc\", \"input\": \"x\", "
+     "\"rows\": 4}]}",
+     {"layers[0].input: expected one sparse input", "found a dense input"}},
+    {SP("true, \"columns\": 9") ", \"layers\": [{\"name\": \"e\", \"type\": "
+     "\"embedding_bag\", \"input\": \"x\", \"rows\": 8, \"size\": 2, \"per_field\": true}]}",
+     {"layers[0].per_field: expected per_field only where the input has \"fields\""}},
+    {SP("true, \"columns\": 9, \"fields\": 2") ", \"layers\": [{\"name\": \"e\", \"type\": "
+     "\"embedding_bag\", \"input\": \"x\", \"rows\": 8, \"size\": 2, \"mode\": \"max\"}]}",
+     {"layers[0].mode: expected a bag mode", "found \"max\""}},
+#undef SPX
+#undef SP
 #undef TIED
 #undef EMB
 #undef BLOCK
@@ -200,6 +224,37 @@ START_TEST(mistakes_name_file_place_and_field)
                   "case %d: not \"<file>: <path>: expected ..., found ...\": %s", _i, msg);
     for (int k = 0; k < 3 && m->expect[k]; k++)
         ck_assert_msg(strstr(msg, m->expect[k]), "case %d: no \"%s\" in: %s", _i, m->expect[k], msg);
+}
+END_TEST
+
+/* A sparse input becomes a sparse_input node of a CSR edge (its columns beyond
+ * 2^31, its fields); embedding_bag makes fields x size of it; a network of its
+ * layers is refused on a GPU, naming the layer. */
+START_TEST(sparse_inputs_make_csr_edges)
+{
+    static const char *const text =
+        "{\"inputs\": {\"x\": {\"dataset\": \"f\", \"sparse\": true, \"columns\": 1099511627776,"
+        " \"fields\": 3}, \"y\": {\"dataset\": \"l\", \"ids\": true}},"
+        " \"layers\": [{\"name\": \"e\", \"type\": \"embedding_bag\", \"input\": \"x\","
+        " \"rows\": 100, \"size\": 4, \"per_field\": true},"
+        " {\"name\": \"w\", \"type\": \"sparse_fc\", \"input\": \"x\", \"rows\": 50, \"size\": 2}]}";
+    pn_graph *g;
+    ck_assert_msg(from_text(text, &g) == 0, "%s", pn_error_message());
+    const pn_layer *x = g->nodes[pn_graph_find(g, "x")].layer;
+    const pn_layer *e = g->nodes[pn_graph_find(g, "e")].layer;
+    ck_assert_str_eq(x->type->name, "sparse_input");
+    ck_assert(x->out_shape.sparse && x->out_shape.columns == (int64_t)1 << 40);
+    ck_assert_int_eq(x->out_shape.fields, 3);
+    ck_assert_int_eq(e->out_shape.seq, 3);
+    ck_assert_int_eq(e->out_shape.width, 4);
+    ck_assert_int_eq(e->param_decls[0].rows, 300); /* a table per field */
+    ck_assert_int_eq(pn_graph_param_count(g), 300 * 4 + 50 * 2 + 2);
+    pn_network *net = NULL;
+    pn_network_options o = {.device = {PN_DEVICE_CUDA, 0}, .forward_only = true};
+    ck_assert_int_eq(pn_network_create(&net, g, &o, NULL), PN_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(pn_error_message(), "layer 'e' (embedding_bag) reads a sparse input, "
+                         "which runs on the CPU only for now"), "%s", pn_error_message());
+    pn_graph_free(g);
 }
 END_TEST
 
@@ -372,6 +427,7 @@ int main(void)
     tcase_add_test(tc, valid_model_is_ordered_and_shaped);
     tcase_add_loop_test(tc, mistakes_name_file_place_and_field, 0, N_MISTAKES);
     tcase_add_test(tc, repeat_blocks_expand_into_wired_copies);
+    tcase_add_test(tc, sparse_inputs_make_csr_edges);
     tcase_add_test(tc, syntax_errors_give_line_and_column);
     tcase_add_test(tc, train_section_is_validated);
     tcase_add_test(tc, names_have_one_length_limit);

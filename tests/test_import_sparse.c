@@ -49,7 +49,7 @@ START_TEST(csr_rows_cross_blocks)
     tu_make_temp_dir(dir, sizeof dir, "csr");
     snprintf(path, sizeof path, "%s/a.h5", dir);
     pn_csr_file f;
-    int rc = pn_csr_create(&f, path, true, true, 3);
+    int rc = pn_csr_file_create(&f, path, true, true, 3);
     int64_t idx[4];
     float val[4];
     int32_t fld[4];
@@ -58,9 +58,9 @@ START_TEST(csr_rows_cross_blocks)
         int n = row % 5;
         for (int k = 0; k < n; k++) idx[k] = nnz + k, val[k] = (float)(nnz + k), fld[k] = k;
         nnz += n;
-        rc = pn_csr_add_row(&f, row % 2, n, idx, val, fld);
+        rc = pn_csr_file_add_row(&f, row % 2, n, idx, val, fld);
     }
-    rc = pn_csr_close(&f, pn_csr_finish(&f, 1000, 4, rc));
+    rc = pn_csr_file_close(&f, pn_csr_file_finish(&f, 1000, 4, rc));
     ck_assert_msg(rc == 0, "%s", pn_error_message());
     hid_t file, d;
     ck_assert_int_eq(pn_hdf5_open_file(path, H5P_DEFAULT, &file), 0);

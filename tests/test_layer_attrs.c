@@ -7,8 +7,8 @@
 #include "layers/layer.h"
 #include "testutil.h"
 
-#define F(w, s) {(w), (s), false}
-#define IDS(s) {0, (s), true}
+#define F(w, s) {.width = (w), .seq = (s)}
+#define IDS(s) {.seq = (s), .ids = true}
 
 typedef struct bad_spec {
     const char *type;

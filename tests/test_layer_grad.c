@@ -22,12 +22,14 @@ typedef struct grad_case {
     const char *attrs;       /* the layer's JSON spec */
     int n_inputs;
     pn_shape in[MAX_IN];
-    int id_range[MAX_IN];    /* ids inputs draw from [0, id_range) */
+    int id_range[MAX_IN];    /* ids inputs draw from [0, id_range); a sparse input's
+                              * sample 0 holds this many features (0: 4) */
     int lens[3];             /* input 0's length of sample b is lens[b % 3]; 0: fixed */
 } grad_case;
 
-#define F(w, s) {(w), (s), false}
-#define IDS(s) {0, (s), true}
+#define F(w, s) {.width = (w), .seq = (s)}
+#define IDS(s) {.seq = (s), .ids = true}
+#define CSR(cols, f) {.seq = 1, .sparse = true, .fields = (f), .columns = (cols)}
 
 static const grad_case cases[] = {
     {"data", "{\"size\": 5}", 0, {{0}}, {0}, {0}},
@@ -90,8 +92,44 @@ static const grad_case cases[] = {
     {"sigmoid_xent", "{}", 2, {F(1, 1), IDS(1)}, {0, 2}, {0}},
     {"sigmoid_xent", "{}", 2, {F(1, 3), IDS(3)}, {0, 2}, {0}},
     {"sigmoid_xent", "{}", 2, {F(1, 4), IDS(4)}, {0, 2}, {2, 4, 1}},
+    /* sparse inputs (sparse_csr below): repeated ids within and across samples, an
+     * empty sample; ids hashed where columns exceed rows */
+    {"sparse_input", "{\"columns\": 10, \"fields\": 2}", 0, {{0}}, {0}, {0}},
+    {"embedding_bag", "{\"rows\": 6, \"size\": 3}", 1, {CSR(6, 0)}, {0}, {0}},
+    {"embedding_bag", "{\"rows\": 5, \"size\": 2, \"mode\": \"mean\"}", 1, {CSR(1000, 3)},
+     {0}, {0}},
+    {"embedding_bag", "{\"rows\": 4, \"size\": 2, \"per_field\": true}", 1, {CSR(4, 2)}, {0},
+     {0}},
+    {"embedding_bag", "{\"rows\": 7, \"size\": 2, \"mode\": \"mean\"}", 1, {CSR(1L << 40, 2)},
+     {3000}, {0}},
+    {"sparse_fc", "{\"rows\": 7, \"size\": 3}", 1, {CSR(7, 0)}, {0}, {0}},
+    {"sparse_fc", "{\"rows\": 5, \"bias\": false}", 1, {CSR(100000, 2)}, {2500}, {0}},
 };
 enum { N_CASES = sizeof cases / sizeof *cases };
+
+/* No gradient flows into ids or a sparse (CSR) input. */
+static bool no_grad(pn_shape s) { return s.ids || s.sparse; }
+
+/* A CSR batch for input a: sample b holds `first` features (b == 0), none (b % 3 ==
+ * 1), else 4 + b; every other feature has id 3 (repeats within and across samples),
+ * the rest random ids in [0, columns); values in [-1, 1); random fields. */
+static void fill_csr(pn_arg *a, int batch, int first, pn_rng *rng)
+{
+    int nnz = 0;
+    a->csr.offsets[0] = 0;
+    for (int b = 0; b < batch; b++) {
+        nnz += b == 0 ? (first ? first : 4) : b % 3 == 1 ? 0 : 4 + b;
+        a->csr.offsets[b + 1] = nnz;
+    }
+    ck_assert_int_eq(pn_arg_csr_reserve(a, nnz), 0);
+    a->csr.rows = batch;
+    for (int j = 0; j < nnz; j++) {
+        a->csr.cols[j] = j % 2 ? (int64_t)(pn_rng_next(rng) % (uint64_t)a->shape.columns)
+                               : 3 % a->shape.columns;
+        a->csr.vals[j] = (float)(2.0 * pn_rng_uniform(rng) - 1.0);
+        if (a->csr.fields) a->csr.fields[j] = (int)(pn_rng_next(rng) % (uint64_t)a->shape.fields);
+    }
+}
 
 static const double EPS = 1e-2, RTOL = 2e-2, ATOL = 2e-3;
 static long checked_elements; /* reported at the end */
@@ -128,7 +166,9 @@ static void harness_init(harness *h, const grad_case *c, int batch, uint64_t see
 
     for (int i = 0; i < c->n_inputs; i++) {
         ck_assert_int_eq(pn_arg_reserve(&h->in[i], host, c->in[i], batch, true), 0);
-        if (c->in[i].ids)
+        if (c->in[i].sparse)
+            fill_csr(&h->in[i], batch, c->id_range[i], &rng);
+        else if (c->in[i].ids)
             for (int k = 0; k < pn_arg_rows(&h->in[i]); k++)
                 h->in[i].ids[k] = (int)(pn_rng_next(&rng) % (uint64_t)c->id_range[i]);
         else
@@ -208,7 +248,7 @@ static void check_case(const grad_case *c, int batch)
     tu_fill_uniform(&pg, &rng, 1.0f);
     memcpy(par_start, pg.data, n_par * sizeof(float));
     for (int i = 0; i < c->n_inputs; i++) {
-        if (c->in[i].ids) continue;
+        if (no_grad(c->in[i])) continue;
         size_t n = pn_matrix_count(h.in[i].grad);
         in_start[i] = malloc(n * sizeof(float));
         tu_fill_uniform(&h.in[i].grad, &rng, 1.0f);
@@ -220,7 +260,7 @@ static void check_case(const grad_case *c, int batch)
     ck_assert_msg(rc == 0, "%s: backward: %s", label, pn_error_message());
 
     for (int i = 0; i < c->n_inputs; i++) {
-        if (c->in[i].ids) continue;
+        if (no_grad(c->in[i])) continue;
         char what[32];
         snprintf(what, sizeof what, "input%d", i);
         compare(&h, h.in[i].value, h.in[i].grad.data, in_start[i], what, label);
@@ -269,7 +309,7 @@ static void backward_from(harness *h, const grad_case *c, const float *par_start
     pn_matrix pg = pn_params_all_grads(h->params);
     memcpy(pg.data, par_start, pn_params_size(h->params) * sizeof(float));
     for (int i = 0; i < c->n_inputs; i++) {
-        if (c->in[i].ids) continue;
+        if (no_grad(c->in[i])) continue;
         ck_assert_int_eq(pn_fill(&h->in[i].grad, stale ? NAN : 0.0f), 0);
         h->in[i].grad_stale = stale;
     }
@@ -292,10 +332,10 @@ static float *grads_copy(harness *h, const grad_case *c, size_t *n)
 {
     size_t total = pn_params_size(h->params);
     for (int i = 0; i < c->n_inputs; i++)
-        if (!c->in[i].ids) total += pn_matrix_count(h->in[i].grad);
+        if (!no_grad(c->in[i])) total += pn_matrix_count(h->in[i].grad);
     float *out = malloc(total * sizeof(float) + 1), *at = out;
     for (int i = 0; i < c->n_inputs; i++) {
-        if (c->in[i].ids) continue;
+        if (no_grad(c->in[i])) continue;
         size_t k = pn_matrix_count(h->in[i].grad);
         memcpy(at, h->in[i].grad.data, k * sizeof(float));
         at += k;
@@ -428,7 +468,7 @@ START_TEST(estimates_are_reported)
         double flops = pn_layer_flops(h.layer), bytes = pn_layer_activation_bytes(h.layer);
         ck_assert_msg(bytes >= (double)pn_shape_bytes(h.layer->out_shape), "%s bytes",
                       cases[c].type);
-        if (strcmp(cases[c].type, "data"))
+        if (cases[c].n_inputs > 0) /* inputs compute nothing */
             ck_assert_msg(flops > 0.0, "%s reports no FLOPs", cases[c].type);
         harness_free(&h);
     }

@@ -137,7 +137,27 @@ static void direct_init(direct *d, const char *json, int batch)
         pn_arg *a = pn_network_arg(d->net, i);
         int rows = pn_arg_rows(a);
         ck_assert_int_lt(d->n_inputs, MAX_INPUTS);
-        if (a->shape.ids) {
+        if (a->shape.sparse) { /* sample b holds b % 3 * 2 features; one block to free */
+            int nnz = 0;
+            for (int b = 0; b < rows; b++) nnz += b % 3 * 2;
+            size_t bytes = sizeof(pn_sparse_rows) + (size_t)(rows + 1) * sizeof(int) +
+                           (size_t)nnz * (sizeof(int64_t) + sizeof(float) + sizeof(int));
+            pn_sparse_rows *sr = malloc(bytes);
+            int64_t *ids = (int64_t *)(sr + 1);
+            float *vals = (float *)(ids + nnz);
+            int *fields = (int *)(vals + nnz), *off = fields + nnz;
+            off[0] = 0;
+            for (int b = 0; b < rows; b++) off[b + 1] = off[b] + b % 3 * 2;
+            for (int j = 0; j < nnz; j++) {
+                ids[j] = (int64_t)(pn_rng_next(&rng) % (uint64_t)a->shape.columns);
+                vals[j] = (float)pn_rng_uniform(&rng);
+                fields[j] = j % (a->shape.fields ? a->shape.fields : 1);
+            }
+            *sr = (pn_sparse_rows){off, ids, vals, a->shape.fields ? fields : NULL};
+            pn_csr view = {rows, nnz, off, ids, vals, sr->fields ? fields : NULL};
+            ck_assert_int_eq(pn_arg_csr_feed(a, &view, 0, rows), 0);
+            d->inputs[d->n_inputs++] = sr;
+        } else if (a->shape.ids) {
             int *ids = malloc((size_t)rows * sizeof *ids);
             int limit = pn_graph_id_limit(d->graph, i, NULL); /* a binary label's: 2 */
             uint64_t bound = limit > 0 && limit < 4 ? (uint64_t)limit : 4;
@@ -402,6 +422,41 @@ START_TEST(sequence_model_predicts_from_tokens_alone)
 }
 END_TEST
 
+/* A sparse input takes a pn_sparse_rows: the same outputs as the network fed the
+ * same CSR rows, and rows the model cannot take are refused naming input and sample. */
+START_TEST(sparse_inputs_take_csr_rows)
+{
+    static const char *const json =
+        "{\"name\": \"ctr\", \"inputs\": {\"x\": {\"dataset\": \"f\", \"sparse\": true, "
+        "\"columns\": 20, \"fields\": 2}, \"y\": {\"dataset\": \"l\", \"ids\": true}},"
+        " \"layers\": [{\"name\": \"emb\", \"type\": \"embedding_bag\", \"input\": \"x\","
+        " \"rows\": 8, \"size\": 3}, {\"name\": \"pool\", \"type\": \"seq_pool\", \"input\":"
+        " \"emb\", \"mode\": \"mean\"}, {\"name\": \"out\", \"type\": \"fc\", \"input\": \"pool\","
+        " \"size\": 4}, {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}]}";
+    direct d;
+    direct_init(&d, json, 5);
+    write_file(&d, json, PN_FORMAT_MODEL, NULL, NULL, NULL);
+    pn_model *m = load_ok();
+    ck_assert_int_eq(pn_model_input_is_sparse(m, 0), 1);
+    ck_assert_int_eq(pn_model_input_is_sparse(m, 1), 0);
+    ck_assert_int_eq(pn_model_input_size(m, 0), 0);
+    float out[5 * 4];
+    const void *inputs[2] = {d.inputs[0], NULL};
+    ck_assert_msg(pn_model_forward(m, 5, inputs, NULL, out) == 0, "%s", pn_model_error());
+    ck_assert_int_eq(memcmp(out, direct_output(&d, "out"), sizeof out), 0);
+    pn_sparse_rows bad = *(const pn_sparse_rows *)d.inputs[0];
+    int64_t ids[16];
+    memcpy(ids, bad.ids, (size_t)bad.offsets[5] * sizeof *ids);
+    ids[bad.offsets[2]] = 20; /* sample 2's first feature: past the columns */
+    bad.ids = ids;
+    inputs[0] = &bad;
+    ck_assert_int_lt(pn_model_forward(m, 5, inputs, NULL, out), 0);
+    ck_assert_msg(strstr(pn_model_error(), "input 'x', sample 2: feature"), "%s", pn_model_error());
+    pn_model_free(m);
+    direct_free(&d);
+}
+END_TEST
+
 /* Lengths reach the network: full lengths are no lengths; shorter ones count only the
  * real positions in the loss and leave the positions before them as they were (the
  * lstm runs forward in time); lengths the model cannot take are refused. */
@@ -621,6 +676,7 @@ int main(void)
     tcase_add_test(tc, a_binary_classifier_reports_its_auc);
     tcase_add_test(tc, sequence_model_predicts_from_tokens_alone);
     tcase_add_test(tc, padded_sequences_take_their_lengths);
+    tcase_add_test(tc, sparse_inputs_take_csr_rows);
     tcase_add_test(tc, inputs_and_outputs_are_described);
     tcase_add_test(tc, a_larger_batch_replans);
     tcase_add_test(tc, a_snapshot_loads_as_a_model);

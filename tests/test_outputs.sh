@@ -121,7 +121,7 @@ for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
 done >"$tmp/text/train.h5"
 extra="$tmp/model.h5 $tmp/text/train.h5"
 before=$(sums)
-refused "--out '$tmp/text/train.h5' is one of the text files read" \
+refused "--out '$tmp/text/train.h5' is one of the files read" \
     "$PIPENET" import text "$tmp/text/./train.h5" --out "$tmp/text" --seq 4
 echo "ok: infer, export and import text refuse the same outputs"
 echo "PASS: outputs"

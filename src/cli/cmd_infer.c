@@ -212,6 +212,7 @@ typedef struct infer_run {
     long n;               /* samples in the file */
     const void **inputs;
     const int **lengths;
+    pn_sparse_rows *sparse; /* [inputs] the rows a sparse input's data points at */
     float *outputs, *scores;
     int *predictions;
 } infer_run;
@@ -278,6 +279,7 @@ static int start_run(const pn_model *m, const infer_options *o, const infer_outp
     if (!(r->outputs = malloc(values * sizeof *r->outputs)) ||
         !(r->inputs = calloc((size_t)inputs, sizeof *r->inputs)) ||
         !(r->lengths = calloc((size_t)inputs, sizeof *r->lengths)) ||
+        !(r->sparse = calloc((size_t)inputs, sizeof *r->sparse)) ||
         (out->classes && (!(r->scores = malloc(values * sizeof *r->scores)) ||
                           !(r->predictions = malloc(rows * sizeof *r->predictions)))))
         return pn_error_set(PN_ERR_NOMEM, "out of memory for a batch of %d", o->batch);
@@ -295,6 +297,11 @@ static int run_batches(pn_model *m, const infer_options *o, const infer_output *
             int f = r->d.field_of[i];
             r->inputs[i] = f < 0 ? NULL : b->values[f] ? (const void *)b->values[f]
                                                        : (const void *)b->ids[f];
+            if (f >= 0 && r->d.fields[f].shape.sparse) { /* the batch's rows, as the API takes */
+                r->sparse[i] = (pn_sparse_rows){b->csr[f].offsets, b->csr[f].cols,
+                                                b->csr[f].vals, b->csr[f].fields};
+                r->inputs[i] = &r->sparse[i];
+            }
             r->lengths[i] = r->d.lengths_of[i] < 0 ? NULL : b->ids[r->d.lengths_of[i]];
         }
         PN_TRY(pn_model_forward_lengths(m, b->rows, r->inputs, r->lengths, out->name,
@@ -360,6 +367,7 @@ static void free_run(infer_run *r)
     free(r->predictions);
     free(r->inputs);
     free(r->lengths);
+    free(r->sparse);
     close_data(&r->d);
 }
 

@@ -38,7 +38,7 @@ static int reserve(pn_csr_file *f, long more)
     return PN_OK;
 }
 
-int pn_csr_create(pn_csr_file *f, const char *path, bool with_values, bool with_fields,
+int pn_csr_file_create(pn_csr_file *f, const char *path, bool with_values, bool with_fields,
                   long chunk)
 {
     if (chunk < 1) chunk = PN_CSR_CHUNK;
@@ -81,7 +81,7 @@ static int flush(pn_csr_file *f)
     return PN_OK;
 }
 
-int pn_csr_add_row(pn_csr_file *f, int32_t label, long n, const int64_t *indices,
+int pn_csr_file_add_row(pn_csr_file *f, int32_t label, long n, const int64_t *indices,
                    const float *values, const int32_t *fields)
 {
     PN_TRY(reserve(f, n));
@@ -112,7 +112,7 @@ static int close_sets(pn_csr_file *f, int rc)
     return rc;
 }
 
-int pn_csr_finish(pn_csr_file *f, int64_t columns, int32_t num_fields, int rc)
+int pn_csr_file_finish(pn_csr_file *f, int64_t columns, int32_t num_fields, int rc)
 {
     if (rc == 0) rc = flush(f);
     rc = close_sets(f, rc);
@@ -125,7 +125,7 @@ int pn_csr_finish(pn_csr_file *f, int64_t columns, int32_t num_fields, int rc)
     return rc;
 }
 
-int pn_csr_close(pn_csr_file *f, int rc)
+int pn_csr_file_close(pn_csr_file *f, int rc)
 {
     rc = close_sets(f, rc);
     if (f->file != H5I_INVALID_HID) rc = pn_hdf5_close_after(f->file, f->path, rc);

@@ -40,20 +40,20 @@ typedef struct pn_csr_file {
 
 /* Creates path with the group and its empty datasets; chunk values (< 1: PN_CSR_CHUNK) per HDF5
  * chunk and per write (the tests make it small to cross many). */
-int pn_csr_create(pn_csr_file *f, const char *path, bool with_values, bool with_fields,
+int pn_csr_file_create(pn_csr_file *f, const char *path, bool with_values, bool with_fields,
                   long chunk);
 
 /* Adds one row of n entries (n may be 0): indices[n] >= 0, values[n] (ignored when
  * the file has none), fields[n] >= 0 (ignored when the file has none). */
-int pn_csr_add_row(pn_csr_file *f, int32_t label, long n, const int64_t *indices,
+int pn_csr_file_add_row(pn_csr_file *f, int32_t label, long n, const int64_t *indices,
                    const float *values, const int32_t *fields);
 
 /* When rc is 0: writes what is buffered, closes the datasets and writes the group's
  * attributes shape (rows, columns) and, with fields, num_fields; the file stays open
  * for root attributes (f->file). Returns the first error, rc included. */
-int pn_csr_finish(pn_csr_file *f, int64_t columns, int32_t num_fields, int rc);
+int pn_csr_file_finish(pn_csr_file *f, int64_t columns, int32_t num_fields, int rc);
 
 /* Closes everything still open and frees the buffers. */
-int pn_csr_close(pn_csr_file *f, int rc);
+int pn_csr_file_close(pn_csr_file *f, int rc);
 
 #endif

@@ -93,7 +93,7 @@ static int write_split(const planted *m, const char *tmp, const char *split, lon
     const pn_ctr_options *o = m->o;
     int F = o->fields, R = o->rank;
     pn_csr_file f;
-    int rc = pn_csr_create(&f, tmp, false, true, o->chunk);
+    int rc = pn_csr_file_create(&f, tmp, false, true, o->chunk);
     int64_t *ids = malloc((size_t)F * sizeof *ids);
     int32_t *fields = malloc((size_t)F * sizeof *fields);
     if (rc == PN_OK && (!ids || !fields))
@@ -120,13 +120,13 @@ static int write_split(const planted *m, const char *tmp, const char *split, lon
         loss += softplus(logit) - label * logit;
         positives += label;
         scored[i] = (pn_scored){logit, label};
-        rc = pn_csr_add_row(&f, label, F, ids, NULL, fields);
+        rc = pn_csr_file_add_row(&f, label, F, ids, NULL, fields);
     }
     free(ids);
     free(fields);
     if (rc == PN_OK)
         *score = (pn_ctr_score){loss / (double)n, pn_ctr_auc(scored, n), positives / (double)n};
-    rc = pn_csr_finish(&f, (int64_t)F * o->vocab, F, rc);
+    rc = pn_csr_file_finish(&f, (int64_t)F * o->vocab, F, rc);
     const struct { const char *name; double value; } reals[] = {
         {"planted_log_loss", score->log_loss}, {"planted_auc", score->auc},
         {"positive_rate", score->positive_rate}, {"zipf_exponent", o->zipf},
@@ -144,7 +144,7 @@ static int write_split(const planted *m, const char *tmp, const char *split, lon
         rc = pn_hdf5_write_attr_double(f.file, tmp, reals[k].name, reals[k].value);
     for (size_t k = 0; rc == PN_OK && k < sizeof ints / sizeof *ints; k++)
         rc = pn_hdf5_write_attr_int(f.file, tmp, ints[k].name, ints[k].value);
-    return pn_csr_close(&f, rc);
+    return pn_csr_file_close(&f, rc);
 }
 
 static int check_options(const pn_ctr_options *o)

@@ -260,7 +260,7 @@ static int write_sample(parser *p, int32_t label, void *ctx)
     split *s = ctx;
     int to = s->test_from >= 0 ? s->seen >= s->test_from : s->to;
     s->seen++;
-    return pn_csr_add_row(&s->out[to], label, p->n, p->indices, p->values, p->fields);
+    return pn_csr_file_add_row(&s->out[to], label, p->n, p->indices, p->values, p->fields);
 }
 
 /* Reads every input (train files, then the test file) with fn; stops at STOP. */
@@ -316,7 +316,7 @@ static int write_files(parser *p, split *s, const char *const *files, int n_file
                  p->o->test_file ? p->o->test_file : "");
     int rc = PN_OK;
     for (int k = 0; k < s->n_out; k++) {
-        int r = pn_csr_create(&s->out[k], tmp[k], true, fields, p->o->chunk);
+        int r = pn_csr_file_create(&s->out[k], tmp[k], true, fields, p->o->chunk);
         if (r < 0 && rc == PN_OK) rc = r;
     }
     if (rc == PN_OK) rc = read_all(p, files, n_files, write_sample, s, s);
@@ -330,13 +330,13 @@ static int write_files(parser *p, split *s, const char *const *files, int n_file
     res->num_fields = !fields ? 0 : p->o->num_fields > 0 ? p->o->num_fields : max_field + 1;
     for (int k = 0; k < s->n_out; k++) {
         res->rows[k] = s->out[k].rows, res->nnz[k] = s->out[k].nnz;
-        rc = pn_csr_finish(&s->out[k], res->columns, res->num_fields, rc);
+        rc = pn_csr_file_finish(&s->out[k], res->columns, res->num_fields, rc);
         if (rc == PN_OK) rc = pn_hdf5_write_attr_string(s->out[k].file, tmp[k], "source",
                                                         source[k], false);
         if (rc == PN_OK) rc = pn_hdf5_write_attr_int(s->out[k].file, tmp[k], "index_base",
                                                      p->base);
         if (rc == PN_OK) rc = pn_hdf5_write_attr_int(s->out[k].file, tmp[k], "num_classes", 2);
-        rc = pn_csr_close(&s->out[k], rc);
+        rc = pn_csr_file_close(&s->out[k], rc);
     }
     return rc;
 }

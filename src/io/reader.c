@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "base/names.h"
 #include "io/hdf5_util.h"
+#include "io/reader_csr.h"
 #include "io/reader_types.h"
 #include "io/sample_order.h"
 
@@ -49,6 +50,7 @@ typedef struct field {
     pn_hdf5_type mem;   /* what HDF5 converts it to: float32, int32, or wide ids */
     char *stage;        /* wide ids: stage_rows samples of 8-byte values, else NULL */
     long stage_rows;
+    pn_csr_source *csr; /* a sparse field's CSR group (reader_csr.h), else NULL */
 } field;
 
 /* One buffer of the double buffer: a batch and the outcome of loading it. */
@@ -100,8 +102,9 @@ static int check_sample(const pn_reader *r, const field *f, long row, const void
  * file selections have the same shape, which keeps HDF5 on its fast path. For
  * 128 random rows of 784 floats this took 0.2-0.5 ms; one union of row
  * hyperslabs per batch took 3-4 ms, a point selection 25-30 ms. */
-static int read_field(pn_reader *r, field *f, long rows, void *out)
+static int read_field(pn_reader *r, field *f, long rows, void *out, pn_csr *csr)
 {
+    if (f->csr) return pn_csr_read(f->csr, r->order, rows, csr);
     void *dst = f->stage ? f->stage : out; /* wide ids: narrowed below */
     const pn_row_ref *order = r->order;
     if (f->cache) {
@@ -170,8 +173,9 @@ static int load_batch(pn_reader *r, slot *s, long epoch, long index)
     for (int f = 0; f < r->n_fields && index == 0; f++) /* sources checked again each epoch */
         if (r->fields[f].elsewhere && !r->fields[f].cache)
             PN_TRY(pn_hdf5_check_storage(r->fields[f].dset, r->path, r->fields[f].name));
-    for (int f = 0; f < r->n_fields && rows > 0; f++)
-        PN_TRY(read_field(r, &r->fields[f], rows, s->data[f]));
+    for (int f = 0; f < r->n_fields; f++) /* a CSR field of no rows says so (fuzz_csr) */
+        if (rows > 0 || r->fields[f].csr)
+            PN_TRY(read_field(r, &r->fields[f], rows, s->data[f], &s->batch.csr[f]));
     return 0;
 }
 
@@ -208,7 +212,8 @@ static void request(pn_reader *r, long epoch, long index)
 {
     r->epoch = epoch;
     r->index = index;
-    if (r->fields[0].cache) { /* a memory copy: cheaper inline than waking a thread */
+    if (r->fields[0].cache || (r->fields[0].csr && r->fields[0].csr->cols)) {
+        /* a memory copy: cheaper inline than waking a thread */
         slot *s = &r->slots[r->current];
         s->rc = load_batch(r, s, epoch, index);
         if (s->rc < 0) snprintf(s->message, sizeof s->message, "%s", pn_error_message());
@@ -238,7 +243,7 @@ static int check_options(const char *path, const pn_reader_field *fields, int n_
         const pn_reader_field *f = &fields[i];
         if (!f->dataset || !f->dataset[0])
             return pn_error_set(PN_ERR_INVALID, "%s: field %d names no dataset", path, i);
-        if (f->shape.seq < 1 || (!f->shape.ids && f->shape.width < 1))
+        if (f->shape.seq < 1 || (!f->shape.ids && !f->shape.sparse && f->shape.width < 1))
             return pn_error_set(PN_ERR_INVALID, "%s: dataset '/%s': bad sample shape %dx%d",
                                 path, f->dataset, f->shape.seq, f->shape.width);
     }
@@ -314,6 +319,13 @@ static int open_field(pn_reader *r, int i, const pn_reader_field *spec)
     f->name = spec->dataset[0] == '/' ? spec->dataset + 1 : spec->dataset;
     f->ids = spec->shape.ids;
     f->elems = (size_t)spec->shape.seq * (f->ids ? 1 : (size_t)spec->shape.width);
+    if (spec->shape.sparse) { /* a CSR group: one "value" a sample for the counts here */
+        if (!(f->csr = malloc(sizeof *f->csr)))
+            return pn_error_set(PN_ERR_NOMEM, "%s: out of memory", r->path);
+        PN_TRY(pn_csr_open(f->csr, r->file, r->path, spec, r->opt.count));
+        f->rank = 1, f->elems = 1, f->dims[0] = (hsize_t)f->csr->n;
+        return 0;
+    }
     char purpose[PN_NAME_MAX + 64];
     if (spec->input)
         snprintf(purpose, sizeof purpose, "the model's input '%s' reads it", spec->input);
@@ -337,6 +349,7 @@ static int open_field(pn_reader *r, int i, const pn_reader_field *spec)
 /* A field's bytes for n samples; false when that does not fit a size_t. */
 static bool field_bytes(const field *f, size_t n, size_t *bytes)
 {
+    if (f->csr) return pn_csr_cache_bytes(f->csr, bytes); /* cached whole (never per batch) */
     return !__builtin_mul_overflow(n, f->elems * 4, bytes); /* elems * 4 <= 2^62 (count_samples) */
 }
 
@@ -364,8 +377,14 @@ static int allocate_buffers(pn_reader *r)
         slot *sl = &r->slots[s];
         ok = (sl->data = calloc((size_t)r->n_fields, sizeof *sl->data)) &&
              (sl->batch.values = calloc((size_t)r->n_fields, sizeof *sl->batch.values)) &&
-             (sl->batch.ids = calloc((size_t)r->n_fields, sizeof *sl->batch.ids));
+             (sl->batch.ids = calloc((size_t)r->n_fields, sizeof *sl->batch.ids)) &&
+             (sl->batch.csr = calloc((size_t)r->n_fields, sizeof *sl->batch.csr));
         for (int f = 0; ok && f < r->n_fields; f++) {
+            if (r->fields[f].csr) { /* room for the bound: the most a batch can hold */
+                if (pn_csr_batch_alloc(r->fields[f].csr, (long)count, &sl->batch.csr[f]) < 0)
+                    return PN_ERR_NOMEM;
+                continue;
+            }
             ok = field_bytes(&r->fields[f], count, &bytes) && (sl->data[f] = malloc(bytes));
             if (r->fields[f].ids)
                 sl->batch.ids[f] = sl->data[f];
@@ -422,6 +441,10 @@ static int load_cache(pn_reader *r)
     int rc = 0;
     for (int i = 0; rc == 0 && i < r->n_fields; i++) {
         field *f = &r->fields[i];
+        if (f->csr) {
+            rc = pn_csr_cache(f->csr);
+            continue;
+        }
         if (!field_bytes(f, (size_t)r->samples, &bytes) || !(f->cache = malloc(bytes + 1)))
             return pn_error_set(PN_ERR_NOMEM, "%s: out of memory caching dataset '/%s'",
                                 r->path, f->name);
@@ -526,6 +549,8 @@ void pn_reader_close(pn_reader *r)
     for (int f = 0; f < r->n_fields; f++) {
         free(r->fields[f].cache);
         free(r->fields[f].stage);
+        if (r->fields[f].csr) pn_csr_close(r->fields[f].csr);
+        free(r->fields[f].csr);
         pn_hdf5_close(r->fields[f].mspace, r->path);
         pn_hdf5_close(r->fields[f].fspace, r->path);
         pn_hdf5_close(r->fields[f].dset, r->path);
@@ -534,6 +559,9 @@ void pn_reader_close(pn_reader *r)
     for (int s = 0; s < 2; s++) {
         slot *sl = &r->slots[s];
         for (int f = 0; sl->data && f < r->n_fields; f++) free(sl->data[f]);
+        for (int f = 0; sl->batch.csr && f < r->n_fields; f++)
+            pn_csr_batch_free(&sl->batch.csr[f]);
+        free(sl->batch.csr);
         free(sl->data);
         free(sl->batch.values);
         free(sl->batch.ids);
@@ -603,6 +631,6 @@ int pn_reader_probe(const char *path, const char *const *datasets, int n, bool *
 
 pn_reader_field pn_reader_lengths_field(const char *input, const char *dataset, int seq)
 {
-    return (pn_reader_field){.dataset = dataset, .shape = {0, 1, true}, .input = input,
+    return (pn_reader_field){.dataset = dataset, .shape = {.seq = 1, .ids = true}, .input = input,
                              .id_user = input, .length_max = seq};
 }

@@ -15,7 +15,9 @@
  * Values are checked as they are read (the whole dataset once when it is cached in
  * memory, else every batch): floats must be finite, ids whole numbers in int32's
  * range and within the field's bound, lengths in [1, length_max];
- * an error names the sample (its row in the file). */
+ * an error names the sample (its row in the file).
+ * A sparse field (shape.sparse) reads a CSR group instead, into the batch's csr
+ * (io/reader_csr.h says what it checks and how it reads). */
 #ifndef PN_READER_H
 #define PN_READER_H
 
@@ -60,6 +62,7 @@ typedef struct pn_batch {
     long sample0;     /* position of this caller's first sample in the global batch */
     float **values;   /* [n_fields], NULL for id fields */
     int **ids;        /* [n_fields], NULL for float fields */
+    pn_csr *csr;      /* [n_fields]: a sparse field's rows (reader_csr.h), else empty */
 } pn_batch;
 
 /* Opens path, checks every field, and starts prefetching batch 0 of epoch 0. */

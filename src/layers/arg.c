@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "base/error.h"
 #include "math/ops.h"
@@ -21,6 +22,17 @@ int pn_arg_reserve(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool wit
     a->n_seqs = 0;
     a->lengths = NULL;
     a->grad_stale = false;
+    if (shape.sparse) { /* offsets now; the nnz arrays as batches come */
+        PN_TRY(pn_buffer_reserve(&a->csr_off_buf, pn_device_host(),
+                                 ((size_t)batch + 1) * sizeof(int)));
+        a->csr.offsets = a->csr_off_buf.data;
+        a->csr.offsets[0] = 0;
+        a->csr.rows = batch;
+        a->ids = NULL;
+        a->value = (pn_matrix){NULL, rows, 0, 0, dev};
+        a->grad = a->value;
+        return pn_arg_csr_reserve(a, 0);
+    }
     if (shape.ids) {
         PN_TRY(pn_buffer_reserve(&a->ids_buf, dev, (size_t)rows * sizeof(int)));
         a->ids = a->ids_buf.data;
@@ -38,6 +50,35 @@ int pn_arg_reserve(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool wit
     } else {
         pn_buffer_release(&a->grad_buf);
         a->grad = (pn_matrix){NULL, rows, shape.width, shape.width, dev};
+    }
+    return PN_OK;
+}
+
+int pn_arg_csr_reserve(pn_arg *a, int nnz)
+{
+    size_t n = nnz > 0 ? (size_t)nnz : 1, fields = a->shape.fields > 0 ? n * sizeof(int) : 0;
+    PN_TRY(pn_buffer_reserve(&a->csr_nz_buf, pn_device_host(),
+                             n * (sizeof(int64_t) + sizeof(float)) + fields));
+    char *at = a->csr_nz_buf.data; /* int64 ids first keeps every array aligned */
+    a->csr.cols = (int64_t *)at;
+    a->csr.vals = (float *)(at + n * sizeof(int64_t));
+    a->csr.fields = fields ? (int *)(at + n * (sizeof(int64_t) + sizeof(float))) : NULL;
+    a->csr.nnz = nnz;
+    return PN_OK;
+}
+
+int pn_arg_csr_feed(pn_arg *a, const pn_csr *src, int first, int rows)
+{
+    int from = src->offsets[first], nnz = src->offsets[first + rows] - from;
+    PN_TRY(pn_arg_csr_reserve(a, nnz));
+    a->csr.rows = rows;
+    for (int b = 0; b <= rows; b++) a->csr.offsets[b] = src->offsets[first + b] - from;
+    memcpy(a->csr.cols, src->cols + from, (size_t)nnz * sizeof(int64_t));
+    memcpy(a->csr.vals, src->vals + from, (size_t)nnz * sizeof(float));
+    if (a->csr.fields) {
+        if (!src->fields)
+            return pn_error_set(PN_ERR_INTERNAL, "a sparse batch without the fields its edge has");
+        memcpy(a->csr.fields, src->fields + from, (size_t)nnz * sizeof(int));
     }
     return PN_OK;
 }
@@ -61,17 +102,22 @@ void pn_arg_release(pn_arg *a)
     pn_buffer_release(&a->value_buf);
     pn_buffer_release(&a->grad_buf);
     pn_buffer_release(&a->ids_buf);
+    pn_buffer_release(&a->csr_off_buf);
+    pn_buffer_release(&a->csr_nz_buf);
     *a = (pn_arg){0};
 }
 
 size_t pn_shape_bytes(pn_shape shape)
 {
+    if (shape.sparse) return sizeof(int); /* its offset; the features vary by batch */
     return (size_t)shape.seq * (shape.ids ? sizeof(int) : (size_t)shape.width * sizeof(float));
 }
 
 const char *pn_shape_format(pn_shape shape, char *buf, int cap)
 {
-    if (shape.ids)
+    if (shape.sparse)
+        snprintf(buf, (size_t)cap, "csr[%lld]", (long long)shape.columns);
+    else if (shape.ids)
         snprintf(buf, (size_t)cap, "ids[%d]", shape.seq);
     else if (shape.seq > 1)
         snprintf(buf, (size_t)cap, "%dx%d", shape.seq, shape.width);

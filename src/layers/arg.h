@@ -6,15 +6,39 @@
 #define PN_ARG_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "math/matrix.h"
 
-/* What one sample of an edge holds: seq rows of width floats, or seq integer ids. */
+/* What one sample of an edge holds: seq rows of width floats, seq integer ids, or
+ * (sparse) one row of a CSR matrix of `columns` columns, its features optionally
+ * tagged with fields in [0, fields). */
 typedef struct pn_shape {
-    int width;  /* floats per row; 0 for ids */
+    int width;  /* floats per row; 0 for ids and sparse edges */
     int seq;    /* rows per sample (1 unless the edge carries sequences) */
     bool ids;   /* integer ids instead of floats */
+    bool sparse; /* a CSR batch (pn_arg.csr): made by sparse_input, read on its stage */
+    int fields;  /* sparse: the number of fields, 0 when the data has none */
+    int64_t columns; /* sparse: feature ids lie in [0, columns) (may exceed 2^31) */
 } pn_shape;
+
+/* A dense edge's shape: seq rows of width floats, or (ids) seq ids. */
+static inline pn_shape pn_shape_dense(int width, int seq, bool ids)
+{
+    return (pn_shape){.width = width, .seq = seq, .ids = ids};
+}
+
+/* A CSR batch in host memory (a sparse edge's samples, or the reader's): sample b's
+ * features are [offsets[b], offsets[b+1]). Feature ids are int64 because a file's
+ * columns may exceed 2^31; a batch's nnz fits an int (the reader checks its bound). */
+typedef struct pn_csr {
+    int rows;
+    int nnz;
+    int *offsets;  /* [rows + 1], offsets[0] == 0 */
+    int64_t *cols; /* [nnz] */
+    float *vals;   /* [nnz] */
+    int *fields;   /* [nnz], or NULL when the edge has no fields */
+} pn_csr;
 
 typedef struct pn_arg {
     pn_matrix value;  /* [batch * seq, width]; empty for ids */
@@ -36,7 +60,13 @@ typedef struct pn_arg {
      * zeros, and anything that must read or add into it first zeroes it
      * (pn_arg_grad_zero_stale). */
     bool grad_stale;
+    /* A sparse edge's batch, always in host memory (the layers that read it copy
+     * what the device needs through pn_buffer_write): offsets are reserved for the
+     * planned batch, the nnz arrays grow only (pn_arg_csr_reserve), so once the
+     * largest batch has passed a step allocates nothing. */
+    pn_csr csr;
     pn_buffer value_buf, grad_buf, ids_buf; /* storage when the arg owns it */
+    pn_buffer csr_off_buf, csr_nz_buf;
 } pn_arg;
 
 /* Rows of the arg's matrices (batch * seq). */
@@ -45,6 +75,14 @@ static inline int pn_arg_rows(const pn_arg *a) { return a->batch * a->shape.seq;
 /* Makes the arg own storage for batch samples of shape on dev (grad only when
  * with_grad); keeps its blocks when they are big enough. */
 int pn_arg_reserve(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool with_grad);
+
+/* Makes a sparse arg's nnz arrays hold at least nnz features (growing only; the
+ * contents do not survive a growth), and sets csr.nnz. */
+int pn_arg_csr_reserve(pn_arg *a, int nnz);
+
+/* Copies samples [first, first + rows) of src into sparse arg a (offsets rebased
+ * to 0), growing a's nnz arrays if needed. */
+int pn_arg_csr_feed(pn_arg *a, const pn_csr *src, int first, int rows);
 
 /* The beta for an op about to write all of a's gradient: 0 (overwrite) while the
  * gradient is stale, else 1 (add to what producers before wrote); the gradient
@@ -60,7 +98,7 @@ void pn_arg_release(pn_arg *a);
 /* Bytes one sample of shape takes (value, not grad). */
 size_t pn_shape_bytes(pn_shape shape);
 
-/* Writes "784", "64x32" (seq x width) or "ids[32]" into buf. */
+/* Writes "784", "64x32" (seq x width), "ids[32]" or "csr[1000000]" into buf. */
 const char *pn_shape_format(pn_shape shape, char *buf, int cap);
 
 #endif

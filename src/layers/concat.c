@@ -26,7 +26,7 @@ static int concat_infer(pn_layer *l)
         snprintf(found, sizeof found, "widths that add up to %lld", (long long)width);
         return pn_attr_error(l, "input", found, "widths that add up to at most %d", INT_MAX);
     }
-    l->out_shape = (pn_shape){(int)width, l->in_shapes[0].seq, false};
+    l->out_shape = pn_shape_dense((int)width, l->in_shapes[0].seq, false);
     return PN_OK;
 }
 

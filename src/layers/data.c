@@ -52,7 +52,7 @@ static int data_parse(pn_layer *l, const json_t *spec)
 static int data_infer(pn_layer *l)
 {
     const data_attrs *s = l->attrs;
-    l->out_shape = (pn_shape){s->ids ? 0 : s->size, s->seq, s->ids};
+    l->out_shape = pn_shape_dense(s->ids ? 0 : s->size, s->seq, s->ids);
     return PN_OK;
 }
 
@@ -64,11 +64,13 @@ static int data_pass(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in, p
 
 const char *pn_data_layer_dataset(const pn_layer *l)
 {
+    if (l->type == &pn_layer_sparse_input) return pn_sparse_input_dataset(l);
     return ((const data_attrs *)l->attrs)->dataset;
 }
 
 const char *pn_data_layer_lengths(const pn_layer *l)
 {
+    if (l->type != &pn_layer_data) return NULL;
     const char *name = ((const data_attrs *)l->attrs)->lengths;
     return name[0] ? name : NULL;
 }

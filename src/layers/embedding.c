@@ -29,7 +29,7 @@ static int embedding_infer(pn_layer *l)
     if (!l->in_shapes[0].ids)
         return pn_attr_error(l, "input", "float values",
                              "integer ids (a data input with \"ids\": true)");
-    l->out_shape = (pn_shape){s->size, l->in_shapes[0].seq, false};
+    l->out_shape = pn_shape_dense(s->size, l->in_shapes[0].seq, false);
     return PN_OK;
 }
 

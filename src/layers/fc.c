@@ -57,7 +57,7 @@ static int fc_infer(pn_layer *l)
     if (l->in_shapes[0].ids)
         return pn_attr_error(l, "input", "integer ids (an embedding layer takes them)",
                              "float values");
-    l->out_shape = (pn_shape){s->size, l->in_shapes[0].seq, false};
+    l->out_shape = pn_shape_dense(s->size, l->in_shapes[0].seq, false);
     return PN_OK;
 }
 

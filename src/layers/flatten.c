@@ -12,7 +12,7 @@ static int flatten_infer(pn_layer *l)
     if (in.ids)
         return pn_attr_error(l, "input", "integer ids (an embedding layer takes them)",
                              "float values");
-    l->out_shape = (pn_shape){in.seq * in.width, 1, false}; /* fits: checked on create */
+    l->out_shape = (pn_shape){.width = in.seq * in.width, .seq = 1}; /* fits: checked on create */
     return PN_OK;
 }
 

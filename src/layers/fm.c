@@ -22,7 +22,7 @@ static int fm_infer(pn_layer *l)
     if (l->in_shapes[0].ids)
         return pn_attr_error(l, "input", "integer ids (an embedding layer takes them)",
                              "float field embeddings");
-    l->out_shape = (pn_shape){1, 1, false};
+    l->out_shape = (pn_shape){.width = 1, .seq = 1};
     return PN_OK;
 }
 

@@ -28,7 +28,7 @@ static int ip_infer(pn_layer *l)
     int64_t pairs = (int64_t)in.seq * (in.seq - 1) / 2;
     if (pairs > INT32_MAX)
         return pn_attr_error(l, "input", found, "at most 65536 fields");
-    l->out_shape = (pn_shape){(int)pairs, 1, false};
+    l->out_shape = (pn_shape){.width = (int)pairs, .seq = 1};
     return PN_OK;
 }
 

@@ -48,6 +48,24 @@ static int check_sizes(const pn_layer *l)
     return PN_OK;
 }
 
+/* A sparse (CSR) edge feeds only the types made for it (takes_sparse), so that no
+ * other type ever reads its empty value matrix; and such a type takes it first. */
+static int check_sparse_inputs(const pn_layer *l)
+{
+    for (int i = 0; i < l->n_inputs; i++) {
+        bool ok = l->type->takes_sparse ? (i == 0) == l->in_shapes[i].sparse
+                                        : !l->in_shapes[i].sparse;
+        if (ok) continue;
+        if (l->in_shapes[i].sparse)
+            return pn_attr_error(l, "input", "a sparse (CSR) input",
+                                 "float values or ids (a sparse input feeds embedding_bag or "
+                                 "sparse_fc)");
+        return pn_attr_error(l, "input", i ? "more than one input" : "a dense input",
+                             "one sparse input (\"sparse\": true in the model's inputs)");
+    }
+    return PN_OK;
+}
+
 int pn_layer_check_batch(const pn_layer *l, int batch)
 {
     int64_t per = l->type->rows_per_sample ? l->type->rows_per_sample(l) : 0;
@@ -104,6 +122,7 @@ int pn_layer_create(pn_layer **out, const pn_json_at *at, const char *name,
         rc = check_known_attrs(l, spec);
     }
     if (rc == PN_OK && type->parse) rc = type->parse(l, spec);
+    if (rc == PN_OK) rc = check_sparse_inputs(l);
     if (rc == PN_OK) rc = type->infer(l);
     if (rc == PN_OK && type->declare) type->declare(l);
     if (rc == PN_OK) rc = check_sizes(l);
@@ -189,7 +208,8 @@ void pn_layer_inst_release(pn_layer_inst *x)
 
 static bool shape_equal(pn_shape a, pn_shape b)
 {
-    return a.width == b.width && a.seq == b.seq && a.ids == b.ids;
+    return a.width == b.width && a.seq == b.seq && a.ids == b.ids && a.sparse == b.sparse &&
+           a.fields == b.fields && a.columns == b.columns;
 }
 
 /* Arguments must carry the shapes the layer was created for, with one batch size. */

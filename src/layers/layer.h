@@ -100,10 +100,16 @@ typedef struct pn_layer_type {
      * instead of adding into it; for other types pn_layer_backward zeroes stale
      * input gradients first. */
     bool writes_stale_grads;
+    /* Its one input is a sparse (CSR) edge (shape.sparse, pn_arg.csr); no other type
+     * may take one (pn_layer_create refuses it). */
+    bool takes_sparse;
     /* Forward plus backward FLOPs for one sample. */
     double (*flops)(const pn_layer *l);
     /* Bytes kept per sample from forward to backward beyond the output itself. */
     double (*saved_bytes)(const pn_layer *l);
+    /* Writes into buf a line the run logs once about the layer (an embedding_bag
+     * hashing its ids), or leaves buf empty (optional). */
+    void (*note)(const pn_layer *l, char *buf, size_t cap);
     /* Releases the buffers an instance holds in its scratch (optional). */
     void (*release)(pn_layer_inst *x);
     /* Rows per sample of the tallest matrix the layer makes, scratch included

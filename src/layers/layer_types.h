@@ -23,9 +23,16 @@ extern const pn_layer_type pn_layer_fm;
 extern const pn_layer_type pn_layer_inner_product;
 extern const pn_layer_type pn_layer_cross;
 extern const pn_layer_type pn_layer_sigmoid_xent;
+extern const pn_layer_type pn_layer_sparse_input;
+extern const pn_layer_type pn_layer_embedding_bag;
+extern const pn_layer_type pn_layer_sparse_fc;
 
-/* The dataset a data layer reads (its "dataset" attribute, else its name). */
+/* The dataset a data or sparse_input layer reads (its "dataset" attribute, else its
+ * name; a CSR group for sparse_input). */
 const char *pn_data_layer_dataset(const pn_layer *l);
+
+/* sparse_input's "dataset" (pn_data_layer_dataset answers for either input type). */
+const char *pn_sparse_input_dataset(const pn_layer *l);
 
 /* The int32 [N] dataset holding each sample's length (its "lengths" attribute), or
  * NULL: every sample is seq long. */

@@ -22,7 +22,7 @@ static int mse_infer(pn_layer *l)
                  pn_shape_format(p, a, sizeof a), pn_shape_format(t, b, sizeof b));
         return pn_attr_error(l, "input", found, "a prediction and a target of one shape");
     }
-    l->out_shape = (pn_shape){1, p.seq, false};
+    l->out_shape = pn_shape_dense(1, p.seq, false);
     return PN_OK;
 }
 

@@ -26,7 +26,7 @@ int pn_recurrent_infer(pn_layer *l, int gates)
                              "float values");
     if ((int64_t)s->size * gates > INT32_MAX)
         return pn_attr_error(l, "size", "too large", "at most %d", INT32_MAX / gates);
-    l->out_shape = (pn_shape){s->size, l->in_shapes[0].seq, false};
+    l->out_shape = pn_shape_dense(s->size, l->in_shapes[0].seq, false);
     return PN_OK;
 }
 

@@ -10,7 +10,8 @@ static const pn_layer_type *const registry[] = {
     &pn_layer_layernorm, &pn_layer_add,     &pn_layer_concat,    &pn_layer_dropout,
     &pn_layer_attention, &pn_layer_softmax_xent, &pn_layer_mse,     &pn_layer_lstm,
     &pn_layer_gru,       &pn_layer_seq_pool, &pn_layer_flatten,   &pn_layer_fm,
-    &pn_layer_inner_product, &pn_layer_cross, &pn_layer_sigmoid_xent,
+    &pn_layer_inner_product, &pn_layer_cross, &pn_layer_sigmoid_xent, &pn_layer_sparse_input,
+    &pn_layer_embedding_bag, &pn_layer_sparse_fc,
 };
 
 int pn_layer_type_count(void) { return (int)(sizeof registry / sizeof *registry); }

@@ -44,7 +44,7 @@ static int pool_infer(pn_layer *l)
     if (l->in_shapes[0].ids)
         return pn_attr_error(l, "input", "integer ids (an embedding layer takes them)",
                              "float values");
-    l->out_shape = (pn_shape){l->in_shapes[0].width, 1, false};
+    l->out_shape = pn_shape_dense(l->in_shapes[0].width, 1, false);
     return PN_OK;
 }
 

@@ -40,7 +40,7 @@ static int bxent_infer(pn_layer *l)
     if (labels.seq != logits.seq)
         return pn_attr_error(l, "input", found, "as many labels per sample as logits (%d)",
                              logits.seq);
-    l->out_shape = (pn_shape){1, logits.seq, false};
+    l->out_shape = (pn_shape){.width = 1, .seq = logits.seq};
     return PN_OK;
 }
 

@@ -27,7 +27,7 @@ static int xent_infer(pn_layer *l)
     if (labels.seq != logits.seq)
         return pn_attr_error(l, "input", found, "as many labels per sample as rows of logits (%d)",
                              logits.seq);
-    l->out_shape = (pn_shape){1, logits.seq, false};
+    l->out_shape = pn_shape_dense(1, logits.seq, false);
     return PN_OK;
 }
 

@@ -290,7 +290,14 @@ int pn_model_input_size(const pn_model *m, int i)
 {
     const pn_layer *l = input_layer(m, i);
     if (!l) return -1;
+    if (l->out_shape.sparse) return 0;
     return l->out_shape.ids ? l->out_shape.seq : l->out_shape.width * l->out_shape.seq;
+}
+
+int pn_model_input_is_sparse(const pn_model *m, int i)
+{
+    const pn_layer *l = input_layer(m, i);
+    return l ? l->out_shape.sparse : -1;
 }
 
 int pn_model_input_is_ids(const pn_model *m, int i)
@@ -375,6 +382,29 @@ static int prepare(pn_model *m, int chunk)
     return PN_OK;
 }
 
+/* Copies samples [first, first + n) of sparse input a (named name) from rows after
+ * checking them: offsets in order, ids and fields within the input's. */
+static int copy_sparse(pn_arg *a, const char *name, const pn_sparse_rows *rows, int first, int n)
+{
+    const int *off = rows->offsets;
+    for (int b = first; b < first + n; b++) {
+        if (off[b + 1] < off[b] || (b == 0 && off[0] != 0))
+            return pn_error_set(PN_ERR_INVALID, "input '%s', sample %d: offsets %d, %d are out "
+                                "of order", name, b, off[b], off[b + 1]);
+        for (int j = off[b]; j < off[b + 1]; j++)
+            if (rows->ids[j] < 0 || rows->ids[j] >= a->shape.columns ||
+                (a->shape.fields && (rows->fields[j] < 0 || rows->fields[j] >= a->shape.fields)))
+                return pn_error_set(PN_ERR_INVALID, "input '%s', sample %d: feature %d (id %lld, "
+                                    "field %d) outside its %lld columns or %d fields", name, b, j,
+                                    (long long)rows->ids[j], a->shape.fields ? rows->fields[j] : 0,
+                                    (long long)a->shape.columns, a->shape.fields);
+    }
+    pn_csr view = {.rows = first + n, .nnz = off[first + n], .offsets = (int *)off,
+                   .cols = (int64_t *)rows->ids, .vals = (float *)rows->values,
+                   .fields = (int *)rows->fields};
+    return pn_arg_csr_feed(a, &view, first, n);
+}
+
 /* Copies samples [first, first + n) of every held input into the network. */
 static int copy_inputs(pn_model *m, const void *const *inputs, const int *const *lengths,
                        int first, int n)
@@ -383,6 +413,10 @@ static int copy_inputs(pn_model *m, const void *const *inputs, const int *const 
         pn_arg *a = pn_network_arg(m->net, m->input_nodes[i]);
         if (!a) continue;
         a->lengths = lengths && lengths[i] ? lengths[i] + first : NULL; /* host, this call */
+        if (a->shape.sparse) {
+            PN_TRY(copy_sparse(a, m->graph->nodes[m->input_nodes[i]].name, inputs[i], first, n));
+            continue;
+        }
         size_t seq = (size_t)a->shape.seq, rows = (size_t)n * seq;
         if (a->shape.ids) {
             PN_TRY(pn_buffer_write(&a->ids_buf, 0, (const int *)inputs[i] + (size_t)first * seq,

@@ -117,6 +117,8 @@ static int read_input(const pn_json_at *inputs, const char *key, const json_t *s
     if (!json_is_string(dataset))
         return pn_json_error_value(&n->at, "dataset", dataset,
                                    "the name of a dataset in the HDF5 file (a string)");
+    /* "sparse" makes it a CSR input; sparse_input refuses a value other than true */
+    n->type = json_object_get(spec, "sparse") ? "sparse_input" : "data";
     return PN_OK;
 }
 

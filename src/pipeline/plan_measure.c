@@ -74,6 +74,18 @@ static int fill_inputs(pn_network *net, const pn_graph *g, uint64_t seed)
         pn_arg *a = g->nodes[i].is_input ? pn_network_arg(net, i) : NULL;
         if (!a) continue;
         size_t rows = (size_t)pn_arg_rows(a);
+        if (a->shape.sparse) { /* one feature a field (8 without fields): the data's vary */
+            int per = a->shape.fields > 0 ? a->shape.fields : 8;
+            PN_TRY(pn_arg_csr_reserve(a, (int)rows * per));
+            a->csr.rows = (int)rows;
+            for (size_t k = 0; k <= rows; k++) a->csr.offsets[k] = (int)k * per;
+            for (int k = 0; k < a->csr.nnz; k++) {
+                a->csr.cols[k] = (int64_t)(pn_rng_next(&rng) % (uint64_t)a->shape.columns);
+                a->csr.vals[k] = 1.0f;
+                if (a->csr.fields) a->csr.fields[k] = k % per;
+            }
+            continue;
+        }
         if (a->shape.ids) {
             int limit = pn_graph_id_limit(g, i, NULL), *ids = malloc(rows * sizeof *ids);
             if (limit < 1) limit = 2;

@@ -65,6 +65,10 @@ static int feed(pn_stage *s, pn_network *net, const pn_batch *b, int first, int 
             a->lengths = b->ids[f] + first;
             continue;
         }
+        if (a->shape.sparse) {
+            PN_TRY(pn_arg_csr_feed(a, &b->csr[f], first, rows));
+            continue;
+        }
         size_t per = (size_t)a->shape.seq * (a->shape.ids ? 1 : (size_t)a->shape.width);
         size_t bytes = (size_t)rows * per * 4;
         if (a->shape.ids)

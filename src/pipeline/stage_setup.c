@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "layers/layer_types.h"
 #include "pipeline/stage_impl.h"
 
@@ -286,6 +287,21 @@ static int collect_fields(pn_stage *s)
     return add_count_field(s);
 }
 
+/* Logs the notes of this stage's layers (ids hashed...), once a run: on the first
+ * replica. */
+static void say_notes(const pn_stage *s)
+{
+    const pn_graph *g = s->cfg.graph;
+    char note[256];
+    for (int i = 0; s->grid->replica == 0 && i < g->n_nodes; i++) {
+        const pn_layer *l = g->nodes[i].layer;
+        if (g->nodes[i].is_input || s->cfg.plan->stage_of[i] != s->grid->stage || !l->type->note)
+            continue;
+        l->type->note(l, note, sizeof note);
+        if (note[0]) pn_log_info("layer '%s' (%s): %s", l->name, l->type->name, note);
+    }
+}
+
 /* --- all of it ------------------------------------------------------------------------------ */
 
 int pn_stage_setup(pn_stage *s)
@@ -300,6 +316,7 @@ int pn_stage_setup(pn_stage *s)
     if (!(s->chunks = calloc((size_t)v, sizeof *s->chunks)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
     PN_TRY(build_networks(s));
+    say_notes(s);
     PN_TRY(build_links(s));
     for (int k = 0; k < v; k++) PN_TRY(keep_inputs(s, &s->chunks[k]));
     PN_TRY(collect_fields(s));

@@ -1,0 +1,101 @@
+/* The bag sums shared by embedding_bag and sparse_fc (csr_bag.h). */
+#include "layers/csr_bag.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/hash.h"
+#include "math/ops.h"
+
+int pn_bag_row(const pn_bag_rule *r, int64_t columns, int64_t col, int f)
+{
+    int64_t row = pn_bag_hashes(r, columns) ? (int64_t)(pn_mix64((uint64_t)col) % (uint64_t)r->rows)
+                                            : col;
+    return (int)(row + (r->per_field ? (int64_t)f * r->rows : 0));
+}
+
+void pn_bag_note(const pn_bag_rule *r, int64_t columns, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (pn_bag_hashes(r, columns))
+        snprintf(buf, cap, "%lld columns hashed into %d rows%s (pn_mix64(id) mod rows)",
+                 (long long)columns, r->rows, r->per_field ? " per field" : "");
+}
+
+/* Grows buf on dev to bytes, or to one byte for an empty batch. */
+static int grow(pn_buffer *buf, pn_device dev, size_t bytes)
+{
+    return pn_buffer_reserve(buf, dev, bytes ? bytes : 1);
+}
+
+int pn_bag_plan_make(pn_bag_plan *p, const pn_bag_rule *r, const pn_arg *in, int width,
+                     pn_device dev)
+{
+    const pn_csr *c = &in->csr;
+    size_t nnz = (size_t)c->nnz, n_bags = (size_t)in->batch * (size_t)r->bags;
+    size_t ints = 2 * nnz + n_bags, floats = nnz * (size_t)width;
+    PN_TRY(grow(&p->host, pn_device_host(), ints * sizeof(int) + floats * sizeof(float)));
+    int *rows = p->host.data, *bag = rows + nnz, *count = bag + nnz;
+    float *w = (float *)(count + n_bags);
+    memset(count, 0, n_bags * sizeof(int));
+    for (int b = 0; b < in->batch; b++)
+        for (int j = c->offsets[b]; j < c->offsets[b + 1]; j++) {
+            int f = r->use_fields ? c->fields[j] : 0;
+            if (f < 0 || f >= r->bags)
+                return pn_error_set(PN_ERR_INVALID, "sample %d: field %d outside [0, %d)", b, f,
+                                    r->bags);
+            rows[j] = pn_bag_row(r, in->shape.columns, c->cols[j], f);
+            bag[j] = b * r->bags + f;
+            count[bag[j]]++;
+        }
+    for (size_t j = 0; j < nnz; j++) {
+        float v = c->vals[j] / (r->mean ? (float)count[bag[j]] : 1.0f);
+        for (int k = 0; k < width; k++) w[j * (size_t)width + (size_t)k] = v;
+    }
+    p->nnz = (int)nnz;
+    p->width = width;
+    PN_TRY(grow(&p->rows, dev, nnz * sizeof(int)));
+    PN_TRY(grow(&p->bag, dev, nnz * sizeof(int)));
+    PN_TRY(grow(&p->weight, dev, floats * sizeof(float)));
+    PN_TRY(grow(&p->work, dev, floats * sizeof(float)));
+    PN_TRY(pn_buffer_write(&p->rows, 0, rows, nnz * sizeof(int)));
+    PN_TRY(pn_buffer_write(&p->bag, 0, bag, nnz * sizeof(int)));
+    return pn_buffer_write(&p->weight, 0, w, floats * sizeof(float));
+}
+
+/* The gathered rows, times the weights, in p->work. */
+static int weighted(pn_bag_plan *p, const pn_matrix *from, const int *index, pn_matrix *work)
+{
+    *work = pn_matrix_on(&p->work, p->nnz, p->width);
+    pn_matrix w = pn_matrix_on(&p->weight, p->nnz, p->width);
+    PN_TRY(pn_gather_rows(from, index, work));
+    return pn_mul(work, &w, 0.0f, work);
+}
+
+int pn_bag_forward(pn_bag_plan *p, const pn_matrix *table, pn_matrix *out)
+{
+    PN_TRY(pn_fill(out, 0.0f));
+    if (p->nnz == 0) return PN_OK; /* every bag empty: zeros */
+    pn_matrix work;
+    PN_TRY(weighted(p, table, p->rows.data, &work));
+    return pn_scatter_add_rows(&work, p->bag.data, out);
+}
+
+int pn_bag_backward(pn_bag_plan *p, const pn_matrix *dout, pn_matrix *dtable)
+{
+    if (p->nnz == 0) return PN_OK;
+    pn_matrix work;
+    PN_TRY(weighted(p, dout, p->bag.data, &work));
+    return pn_scatter_add_rows(&work, p->rows.data, dtable);
+}
+
+void pn_bag_plan_release(pn_bag_plan *p)
+{
+    pn_buffer_release(&p->host);
+    pn_buffer_release(&p->rows);
+    pn_buffer_release(&p->bag);
+    pn_buffer_release(&p->weight);
+    pn_buffer_release(&p->work);
+    *p = (pn_bag_plan){0};
+}
