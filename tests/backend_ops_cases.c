@@ -435,7 +435,8 @@ static void case_seq_max_backward(ctx *c, shape s, int v)
     out_mat(c, "dx", &dx, OUT_NEAR);
 }
 
-static void case_optimizer(ctx *c, shape s, int v)
+/* The optimizer cases' variants: each rule, with and without decay. */
+static pn_update_hparams update_variant(int v)
 {
     pn_update_hparams hp = {.rule = PN_UPDATE_SGD, .lr = 0.05f, .grad_scale = 0.8f,
                             .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
@@ -449,11 +450,37 @@ static void case_optimizer(ctx *c, shape s, int v)
     case 4: hp.rule = PN_UPDATE_ADAM; break;
     default: hp.rule = PN_UPDATE_ADAM, hp.weight_decay = 0.1f, hp.decoupled = true; break;
     }
+    return hp;
+}
+
+static void case_optimizer(ctx *c, shape s, int v)
+{
+    pn_update_hparams hp = update_variant(v);
     pn_matrix w = mat(c, s.rows, s.cols, s.pad, -1, 1), g = mat(c, s.rows, s.cols, 0, -1, 1);
     pn_matrix s1 = mat(c, s.rows, s.cols, s.pad, -0.1f, 0.1f), s2 = mat(c, s.rows, s.cols, 1, 0, 0.01f);
     check_rc(c, BE->optimizer_update(&hp, &w, &g, hp.rule != PN_UPDATE_SGD ? &s1 : NULL,
                                      hp.rule == PN_UPDATE_ADAM ? &s2 : NULL),
              "optimizer_update");
+    out_mat(c, "w", &w, OUT_NEAR);
+    out_mat(c, "g", &g, OUT_EXACT);
+    out_mat(c, "slot1", &s1, OUT_NEAR);
+    out_mat(c, "slot2", &s2, OUT_NEAR);
+}
+
+/* Rows 2(n-1-k) of a table of 2n+1 rows: unique, descending, every other row left. */
+static void case_optimizer_rows(ctx *c, shape s, int v)
+{
+    pn_update_hparams hp = update_variant(v);
+    int trows = 2 * s.rows + 1;
+    int *h = malloc((size_t)(s.rows > 0 ? s.rows : 1) * sizeof *h);
+    for (int k = 0; k < s.rows; k++) h[k] = 2 * (s.rows - 1 - k);
+    int *ids = ints_on_device(c, h, s.rows);
+    free(h);
+    pn_matrix w = mat(c, trows, s.cols, s.pad, -1, 1), g = mat(c, s.rows, s.cols, s.pad, -1, 1);
+    pn_matrix s1 = mat(c, trows, s.cols, s.pad, -0.1f, 0.1f), s2 = mat(c, trows, s.cols, 1, 0, 0.01f);
+    check_rc(c, BE->optimizer_update_rows(&hp, &w, ids, &g, hp.rule != PN_UPDATE_SGD ? &s1 : NULL,
+                                          hp.rule == PN_UPDATE_ADAM ? &s2 : NULL),
+             "optimizer_update_rows");
     out_mat(c, "w", &w, OUT_NEAR);
     out_mat(c, "g", &g, OUT_EXACT);
     out_mat(c, "slot1", &s1, OUT_NEAR);
@@ -484,5 +511,6 @@ const op_case backend_op_cases[] = {
     {"seq_max_forward", "seq_max_forward", 2, case_seq_max_forward},
     {"seq_max_backward", "seq_max_backward", 1, case_seq_max_backward},
     {"optimizer_update", "optimizer_update", 6, case_optimizer},
+    {"optimizer_update_rows", "optimizer_update_rows", 6, case_optimizer_rows},
 };
 const int backend_op_n_cases = (int)(sizeof backend_op_cases / sizeof *backend_op_cases);

@@ -242,7 +242,7 @@ static void check_case(const grad_case *c, int batch)
     tu_fill_uniform(&h.out.grad, &rng, 1.0f);
 
     /* starting gradients, kept to subtract */
-    size_t n_par = pn_params_size(h.params);
+    size_t n_par = pn_params_grad_size(h.params);
     float *par_start = malloc(n_par * sizeof(float) + 1), *in_start[MAX_IN] = {0};
     pn_matrix pg = pn_params_all_grads(h.params);
     tu_fill_uniform(&pg, &rng, 1.0f);
@@ -268,7 +268,18 @@ static void check_case(const grad_case *c, int batch)
     }
     for (int p = 0; p < h.layer->n_params; p++) {
         pn_matrix value = pn_layer_param(&h.inst, p);
-        size_t off = pn_params_get(h.params, h.inst.param_index[p])->offset;
+        pn_row_grad *rg = pn_layer_param_row_grad(&h.inst, p);
+        if (rg) { /* the touched rows, as a table from zeros */
+            size_t n = pn_matrix_count(value);
+            float *dense = calloc(n + 1, sizeof(float)), *zeros = calloc(n + 1, sizeof(float));
+            pn_matrix d = {dense, value.rows, value.cols, value.cols, value.device};
+            ck_assert_int_eq(pn_row_grad_add_to(rg, &d), 0);
+            pn_row_grad_reset(rg); /* objective() runs no backward: it stays as it is */
+            compare(&h, value, dense, zeros, h.layer->param_decls[p].suffix, label);
+            free(dense), free(zeros);
+            continue;
+        }
+        size_t off = pn_params_get(h.params, h.inst.param_index[p])->grad_offset;
         compare(&h, value, pn_layer_param_grad(&h.inst, p).data, par_start + off,
                 h.layer->param_decls[p].suffix, label);
     }
@@ -307,7 +318,8 @@ static void backward_from(harness *h, const grad_case *c, const float *par_start
                           bool out_stale)
 {
     pn_matrix pg = pn_params_all_grads(h->params);
-    memcpy(pg.data, par_start, pn_params_size(h->params) * sizeof(float));
+    memcpy(pg.data, par_start, pn_params_grad_size(h->params) * sizeof(float));
+    pn_params_reset_row_grads(h->params);
     for (int i = 0; i < c->n_inputs; i++) {
         if (no_grad(c->in[i])) continue;
         ck_assert_int_eq(pn_fill(&h->in[i].grad, stale ? NAN : 0.0f), 0);
@@ -327,10 +339,13 @@ static void backward_from(harness *h, const grad_case *c, const float *par_start
     ck_assert(!h->out.grad_stale);
 }
 
-/* Copies of the input gradients and the parameter gradients, one after another. */
+/* Copies of the input gradients, the dense parameter gradients and the row-sparse
+ * ones as tables, one after another. */
 static float *grads_copy(harness *h, const grad_case *c, size_t *n)
 {
-    size_t total = pn_params_size(h->params);
+    size_t total = pn_params_grad_size(h->params);
+    for (int p = 0; p < pn_params_count(h->params); p++)
+        if (pn_params_row_grad(h->params, p)) total += pn_matrix_count(pn_params_value(h->params, p));
     for (int i = 0; i < c->n_inputs; i++)
         if (!no_grad(c->in[i])) total += pn_matrix_count(h->in[i].grad);
     float *out = malloc(total * sizeof(float) + 1), *at = out;
@@ -340,7 +355,17 @@ static float *grads_copy(harness *h, const grad_case *c, size_t *n)
         memcpy(at, h->in[i].grad.data, k * sizeof(float));
         at += k;
     }
-    memcpy(at, pn_params_all_grads(h->params).data, pn_params_size(h->params) * sizeof(float));
+    memcpy(at, pn_params_all_grads(h->params).data, pn_params_grad_size(h->params) * sizeof(float));
+    at += pn_params_grad_size(h->params);
+    for (int p = 0; p < pn_params_count(h->params); p++) {
+        pn_row_grad *rg = pn_params_row_grad(h->params, p);
+        if (!rg) continue;
+        pn_matrix v = pn_params_value(h->params, p);
+        pn_matrix d = {at, v.rows, v.cols, v.cols, v.device};
+        memset(at, 0, pn_matrix_count(v) * sizeof(float));
+        ck_assert_int_eq(pn_row_grad_add_to(rg, &d), 0);
+        at += pn_matrix_count(v);
+    }
     *n = total;
     return out;
 }
@@ -355,7 +380,7 @@ START_TEST(stale_gradients_count_as_zeros)
     if (c->n_inputs == 0) return;
     harness h;
     harness_init(&h, c, 3, 2000);
-    size_t n_par = pn_params_size(h.params), n_zero, n_stale, n_quiet;
+    size_t n_par = pn_params_grad_size(h.params), n_zero, n_stale, n_quiet;
     float *par_start = malloc(n_par * sizeof(float) + 1);
     pn_rng rng;
     pn_rng_init(&rng, 79, 0);
@@ -373,9 +398,11 @@ START_TEST(stale_gradients_count_as_zeros)
                       "a stale gradient", c->type, c->attrs, k, zero[k], stale[k]);
     backward_from(&h, c, par_start, false, true);
     float *quiet = grads_copy(&h, c, &n_quiet);
-    size_t n_in = n_quiet - n_par;
-    for (size_t k = 0; k < n_quiet; k++)
-        ck_assert_msg(quiet[k] == (k < n_in ? 0.0f : par_start[k - n_in]),
+    size_t n_in = 0;
+    for (int i = 0; i < c->n_inputs; i++)
+        if (!no_grad(c->in[i])) n_in += pn_matrix_count(h.in[i].grad);
+    for (size_t k = 0; k < n_quiet; k++) /* the row-sparse tables after n_par: zeros */
+        ck_assert_msg(quiet[k] == (k < n_in || k >= n_in + n_par ? 0.0f : par_start[k - n_in]),
                       "%s %s: a stale output gradient changed gradient element %zu to %g",
                       c->type, c->attrs, k, quiet[k]);
     free(zero), free(stale), free(quiet), free(par_start);

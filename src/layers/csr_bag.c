@@ -82,12 +82,13 @@ int pn_bag_forward(pn_bag_plan *p, const pn_matrix *table, pn_matrix *out)
     return pn_scatter_add_rows(&work, p->bag.data, out);
 }
 
-int pn_bag_backward(pn_bag_plan *p, const pn_matrix *dout, pn_matrix *dtable)
+int pn_bag_backward_rows(pn_bag_plan *p, const pn_matrix *dout, pn_row_grad *dtable)
 {
     if (p->nnz == 0) return PN_OK;
     pn_matrix work;
     PN_TRY(weighted(p, dout, p->bag.data, &work));
-    return pn_scatter_add_rows(&work, p->rows.data, dtable);
+    /* the ids on the host: the plan wrote them there first */
+    return pn_row_grad_append(dtable, (const int *)p->host.data, &work);
 }
 
 void pn_bag_plan_release(pn_bag_plan *p)

@@ -8,8 +8,8 @@
  * Built from existing ops only: the rows are gathered into [nnz, width], scaled by
  * the weights (pn_mul with a weight row per feature) and scatter-added into the
  * zeroed output; backward gathers the output gradient by bag, scales it the same
- * way and scatter-adds it into the table's gradient, touching only the batch's rows
- * (what a row-sparse update will build on). Buffers grow only. */
+ * way and appends the rows to the table's row-sparse gradient (row_grad.h). Buffers
+ * grow only. */
 #ifndef PN_CSR_BAG_H
 #define PN_CSR_BAG_H
 
@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include "layers/arg.h"
+#include "layers/row_grad.h"
 
 typedef struct pn_bag_rule {
     int rows;       /* table rows a feature maps into (per field with per_field) */
@@ -52,8 +53,9 @@ int pn_bag_plan_make(pn_bag_plan *p, const pn_bag_rule *r, const pn_arg *in, int
 /* out = the bags' sums (out has batch * bags rows). */
 int pn_bag_forward(pn_bag_plan *p, const pn_matrix *table, pn_matrix *out);
 
-/* dtable[row_j] += w_j * dout[bag_j] for every feature j of the planned batch. */
-int pn_bag_backward(pn_bag_plan *p, const pn_matrix *dout, pn_matrix *dtable);
+/* dtable[row_j] += w_j * dout[bag_j] for every feature j of the planned batch, as
+ * entries (row_j, w_j * dout[bag_j]) appended to the table's row-sparse gradient. */
+int pn_bag_backward_rows(pn_bag_plan *p, const pn_matrix *dout, pn_row_grad *dtable);
 
 void pn_bag_plan_release(pn_bag_plan *p);
 

@@ -65,8 +65,8 @@ static void embedding_bag_declare(pn_layer *l)
 {
     const embedding_bag_attrs *s = l->attrs;
     pn_bag_rule r = rule_of(l);
-    pn_layer_add_param(l, "table", r.per_field ? r.rows * r.bags : r.rows, s->size,
-                       (pn_init){PN_INIT_NORMAL, 0.02f}, true);
+    pn_layer_add_row_sparse_param(l, "table", r.per_field ? r.rows * r.bags : r.rows, s->size,
+                                  (pn_init){PN_INIT_NORMAL, 0.02f}, true);
 }
 
 static int embedding_bag_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
@@ -84,8 +84,8 @@ static int embedding_bag_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg 
                                   pn_arg *out)
 {
     (void)pass, (void)in;
-    pn_matrix dtable = pn_layer_param_grad(x, 0);
-    return pn_bag_backward(&((embedding_bag_scratch *)x->scratch)->plan, &out->grad, &dtable);
+    return pn_bag_backward_rows(&((embedding_bag_scratch *)x->scratch)->plan, &out->grad,
+                                pn_layer_param_row_grad(x, 0));
 }
 
 static void embedding_bag_note(const pn_layer *l, char *buf, size_t cap)

@@ -146,7 +146,14 @@ void pn_layer_free(pn_layer *l)
 void pn_layer_add_param(pn_layer *l, const char *suffix, int rows, int cols, pn_init init,
                         bool decay)
 {
-    l->param_decls[l->n_params++] = (pn_param_decl){suffix, rows, cols, init, decay, NULL, NULL};
+    l->param_decls[l->n_params++] = (pn_param_decl){suffix, rows, cols, init, decay, NULL, NULL, false};
+}
+
+void pn_layer_add_row_sparse_param(pn_layer *l, const char *suffix, int rows, int cols,
+                                   pn_init init, bool decay)
+{
+    l->param_decls[l->n_params++] =
+        (pn_param_decl){suffix, rows, cols, init, decay, NULL, NULL, true};
 }
 
 void pn_layer_add_tied_param(pn_layer *l, const char *suffix, int rows, int cols,
@@ -155,7 +162,7 @@ void pn_layer_add_tied_param(pn_layer *l, const char *suffix, int rows, int cols
     /* a layer alone (tests) keeps these; in a graph the copy takes the tied
      * parameter's init and decay (graph_ties.c) */
     l->param_decls[l->n_params++] = (pn_param_decl){
-        suffix, rows, cols, {PN_INIT_NORMAL, 0.02f}, true, tie_layer, tie_suffix};
+        suffix, rows, cols, {PN_INIT_NORMAL, 0.02f}, true, tie_layer, tie_suffix, false};
 }
 
 bool pn_layer_param_tie(const pn_layer *l, int i, char buf[PN_PARAM_NAME_MAX + 1])
@@ -189,6 +196,7 @@ int pn_layer_inst_init(pn_layer_inst *x, const pn_layer *l, pn_params *params)
                                  &x->param_index[i]));
         char tie[PN_PARAM_NAME_MAX + 1];
         if (pn_layer_param_tie(l, i, tie)) PN_TRY(pn_params_tie(params, x->param_index[i], tie));
+        if (d->row_sparse) PN_TRY(pn_params_set_row_sparse(params, x->param_index[i]));
     }
     if (l->type->scratch_size && !(x->scratch = calloc(1, l->type->scratch_size)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory for layer '%s'", l->name);
@@ -295,6 +303,11 @@ pn_matrix pn_layer_param(const pn_layer_inst *x, int i)
 pn_matrix pn_layer_param_grad(const pn_layer_inst *x, int i)
 {
     return pn_params_grad(x->params, x->param_index[i]);
+}
+
+pn_row_grad *pn_layer_param_row_grad(const pn_layer_inst *x, int i)
+{
+    return pn_params_row_grad(x->params, x->param_index[i]);
 }
 
 int pn_layer_scratch(pn_buffer *buf, pn_device dev, int rows, int cols, pn_matrix *out)

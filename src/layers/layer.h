@@ -58,6 +58,7 @@ typedef struct pn_param_decl {
     bool decay;
     const char *tie_layer;  /* NULL: the layer's own parameter */
     const char *tie_suffix;
+    bool row_sparse;        /* gradient as touched rows (pn_layer_param_row_grad) */
 } pn_param_decl;
 
 typedef struct pn_layer pn_layer;
@@ -215,6 +216,8 @@ double pn_layer_activation_bytes(const pn_layer *l);
 /* Parameter i's value / gradient in the instance's arena. */
 pn_matrix pn_layer_param(const pn_layer_inst *x, int i);
 pn_matrix pn_layer_param_grad(const pn_layer_inst *x, int i);
+/* Parameter i's row-sparse gradient (declared with pn_layer_add_row_sparse_param). */
+pn_row_grad *pn_layer_param_row_grad(const pn_layer_inst *x, int i);
 
 /* A rows x cols matrix over buf on dev, growing buf only when it is too small:
  * layers keep what backward needs in such scratch buffers. */
@@ -242,6 +245,11 @@ int pn_layer_record_loss(pn_layer_inst *x, pn_buffer *sum_buf, const pn_matrix *
 /* Adds a parameter request to l (used by declare). */
 void pn_layer_add_param(pn_layer *l, const char *suffix, int rows, int cols, pn_init init,
                         bool decay);
+
+/* The same for a table whose backward touches few rows: its gradient is a
+ * pn_row_grad of the touched rows, never a table-sized buffer (layers/row_grad.h). */
+void pn_layer_add_row_sparse_param(pn_layer *l, const char *suffix, int rows, int cols,
+                                   pn_init init, bool decay);
 
 /* Adds a tied parameter request: l's copy, named "<l>/<suffix>", of parameter
  * "<tie_layer>/<tie_suffix>" of rows x cols (both strings must outlive l). */

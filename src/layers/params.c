@@ -23,6 +23,8 @@ struct pn_params {
     pn_param *items;
     int count, cap;
     size_t total; /* floats, with padding */
+    size_t grad_total; /* floats of the gradient buffer: dense parameters only */
+    pn_row_grad *row_grads; /* [count] after finalize: row-sparse parameters' gradients */
     bool finalized;
     pn_buffer values, grads;
     slot *slots;
@@ -49,6 +51,8 @@ void pn_params_free(pn_params *p)
         free(p->slots[s].name);
         pn_buffer_release(&p->slots[s].buf);
     }
+    for (int i = 0; p->row_grads && i < p->count; i++) pn_row_grad_release(&p->row_grads[i]);
+    free(p->row_grads);
     pn_buffer_release(&p->values);
     pn_buffer_release(&p->grads);
     free(p->items);
@@ -94,7 +98,7 @@ int pn_params_declare(pn_params *p, const char *name, int rows, int cols, pn_ini
     char *copy = strdup(name);
     if (!copy) return pn_error_set(PN_ERR_NOMEM, "out of memory declaring '%s'", name);
     size_t n = (size_t)rows * (size_t)cols;
-    p->items[p->count] = (pn_param){copy, rows, cols, p->total, init, decay, NULL};
+    p->items[p->count] = (pn_param){copy, rows, cols, p->total, init, decay, NULL, false, 0};
     p->total += (n + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
     *index = p->count++;
     return PN_OK;
@@ -117,16 +121,51 @@ int pn_params_tie(pn_params *p, int index, const char *source)
     return PN_OK;
 }
 
+int pn_params_set_row_sparse(pn_params *p, int index)
+{
+    pn_param *q = &p->items[index];
+    if (p->finalized)
+        return pn_error_set(PN_ERR_INTERNAL, "parameter '%s' made row-sparse after finalize",
+                            q->name);
+    if (q->tie)
+        return pn_error_set(PN_ERR_UNSUPPORTED, "parameter '%s': a tied copy cannot be "
+                            "row-sparse", q->name);
+    q->row_sparse = true;
+    return PN_OK;
+}
+
+/* Gradient offsets: the dense parameters' slices in declaration order, aligned. */
+static void lay_out_grads(pn_params *p)
+{
+    p->grad_total = 0;
+    for (int i = 0; i < p->count; i++) {
+        pn_param *q = &p->items[i];
+        q->grad_offset = p->grad_total;
+        if (q->row_sparse) continue;
+        size_t n = (size_t)q->rows * (size_t)q->cols;
+        p->grad_total += (n + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
+    }
+}
+
 int pn_params_finalize(pn_params *p)
 {
     if (p->finalized) return PN_OK;
+    for (int i = 0; i < p->count; i++)
+        if (p->items[i].row_sparse && p->items[i].tie)
+            return pn_error_set(PN_ERR_UNSUPPORTED, "parameter '%s': a tied copy cannot be "
+                                "row-sparse", p->items[i].name);
     if (p->total > INT_MAX) /* whole-arena views are matrices of int dimensions */
         return pn_error_set(PN_ERR_UNSUPPORTED, "a stage of %zu parameters: at most %d per stage "
                                                 "(split the model into more stages)",
                             p->total, INT_MAX);
     size_t bytes = (p->total ? p->total : 1) * sizeof(float);
     PN_TRY(pn_buffer_acquire(&p->values, p->device, bytes));
-    PN_TRY(pn_buffer_acquire(&p->grads, p->device, bytes));
+    lay_out_grads(p);
+    PN_TRY(pn_buffer_acquire(&p->grads, p->device, (p->grad_total ? p->grad_total : 1) * sizeof(float)));
+    if (!(p->row_grads = calloc(p->count ? (size_t)p->count : 1, sizeof *p->row_grads)))
+        return pn_error_set(PN_ERR_NOMEM, "out of memory for the row-sparse gradients");
+    for (int i = 0; i < p->count; i++)
+        pn_row_grad_init(&p->row_grads[i], p->items[i].rows, p->items[i].cols, p->device);
     p->finalized = true;
     return PN_OK;
 }
@@ -195,6 +234,27 @@ int pn_params_count(const pn_params *p) { return p->count; }
 const pn_param *pn_params_get(const pn_params *p, int index) { return &p->items[index]; }
 pn_device pn_params_device(const pn_params *p) { return p->device; }
 size_t pn_params_size(const pn_params *p) { return p->total; }
+size_t pn_params_grad_size(const pn_params *p) { return p->grad_total; }
+
+void pn_params_grad_span(const pn_params *p, int index, size_t *first, size_t *end)
+{
+    const pn_param *q = &p->items[index];
+    if (q->row_sparse) return;
+    size_t last = q->grad_offset + (size_t)q->rows * (size_t)q->cols;
+    if (q->grad_offset < *first) *first = q->grad_offset;
+    if (last > *end) *end = last;
+}
+
+pn_row_grad *pn_params_row_grad(const pn_params *p, int index)
+{
+    return p->row_grads && p->items[index].row_sparse ? &p->row_grads[index] : NULL;
+}
+
+void pn_params_reset_row_grads(pn_params *p)
+{
+    for (int i = 0; p->row_grads && i < p->count; i++)
+        if (p->items[i].row_sparse) pn_row_grad_reset(&p->row_grads[i]);
+}
 
 size_t pn_params_elements(const pn_params *p)
 {
@@ -213,7 +273,12 @@ static pn_matrix slice(const pn_params *p, const pn_buffer *buf, int index)
 }
 
 pn_matrix pn_params_value(const pn_params *p, int index) { return slice(p, &p->values, index); }
-pn_matrix pn_params_grad(const pn_params *p, int index) { return slice(p, &p->grads, index); }
+pn_matrix pn_params_grad(const pn_params *p, int index)
+{
+    const pn_param *q = &p->items[index];
+    return (pn_matrix){(float *)p->grads.data + q->grad_offset, q->row_sparse ? 0 : q->rows,
+                       q->cols, q->cols, p->device};
+}
 pn_matrix pn_params_slot(const pn_params *p, int s, int index)
 {
     return slice(p, &p->slots[s].buf, index);
@@ -340,5 +405,9 @@ static pn_matrix whole(const pn_params *p, const pn_buffer *buf)
 }
 
 pn_matrix pn_params_all_values(const pn_params *p) { return whole(p, &p->values); }
-pn_matrix pn_params_all_grads(const pn_params *p) { return whole(p, &p->grads); }
+pn_matrix pn_params_all_grads(const pn_params *p)
+{
+    return (pn_matrix){(float *)p->grads.data, 1, (int)p->grad_total, (int)p->grad_total,
+                       p->device};
+}
 pn_matrix pn_params_all_slot(const pn_params *p, int s) { return whole(p, &p->slots[s].buf); }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "layers/row_grad.h"
 #include "math/matrix.h"
 
 typedef enum pn_init_kind {
@@ -30,6 +31,8 @@ typedef struct pn_param {
     pn_init init;
     bool decay;    /* weight decay applies (matrices yes, biases and norms no) */
     char *tie;     /* a tied copy: the name of the parameter it copies, else NULL */
+    bool row_sparse;    /* its gradient is a pn_row_grad, not a slice of the grads */
+    size_t grad_offset; /* in floats into the gradient buffer (row-sparse: none) */
 } pn_param;
 
 typedef struct pn_params pn_params;
@@ -49,6 +52,12 @@ int pn_params_declare(pn_params *p, const char *name, int rows, int cols, pn_ini
  * snapshots store source only and fill the copy from it (pipeline/ties.h keeps the
  * two equal while training). Before finalize. */
 int pn_params_tie(pn_params *p, int index, const char *source);
+
+/* Marks parameter index row-sparse (before finalize): its values and slots stay
+ * dense slices, but it takes no room in the gradient buffer; its gradient is a
+ * pn_row_grad (pn_params_row_grad) that backward passes append to and the trainer
+ * merges, sums over replicas and updates row by row (docs/training.md). */
+int pn_params_set_row_sparse(pn_params *p, int index);
 
 /* Allocates values and gradients (zeroed); no declarations after this. */
 int pn_params_finalize(pn_params *p);
@@ -78,9 +87,19 @@ size_t pn_params_elements(const pn_params *p);
 int pn_params_n_slots(const pn_params *p);
 const char *pn_params_slot_name(const pn_params *p, int slot);
 
-/* Views of one parameter: rows x cols. */
+/* Floats in the gradient buffer (dense parameters only, with padding). */
+size_t pn_params_grad_size(const pn_params *p);
+
+/* Views of one parameter: rows x cols (a row-sparse parameter's grad: 0 x cols). */
 pn_matrix pn_params_value(const pn_params *p, int index);
 pn_matrix pn_params_grad(const pn_params *p, int index);
+/* Widens [*first, *end) of the gradient buffer to take parameter index's slice
+ * (start from SIZE_MAX, 0; a row-sparse parameter has none and changes nothing). */
+void pn_params_grad_span(const pn_params *p, int index, size_t *first, size_t *end);
+/* A row-sparse parameter's gradient, else NULL. */
+pn_row_grad *pn_params_row_grad(const pn_params *p, int index);
+/* Forgets every row-sparse gradient's entries (after an update). */
+void pn_params_reset_row_grads(pn_params *p);
 pn_matrix pn_params_slot(const pn_params *p, int slot, int index);
 
 /* The arena's index for another process: each parameter's name, shape, offset and
@@ -95,7 +114,7 @@ int pn_params_unpack_index(const char *in, size_t bytes, pn_param **params, int 
                            size_t *floats);
 void pn_params_free_index(pn_param *params, int count);
 
-/* Whole-arena views: 1 x pn_params_size. */
+/* Whole-arena views: 1 x pn_params_size (gradients: 1 x pn_params_grad_size). */
 pn_matrix pn_params_all_values(const pn_params *p);
 pn_matrix pn_params_all_grads(const pn_params *p);
 pn_matrix pn_params_all_slot(const pn_params *p, int slot);

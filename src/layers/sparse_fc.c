@@ -41,7 +41,8 @@ static int sparse_fc_infer(pn_layer *l)
 static void sparse_fc_declare(pn_layer *l)
 {
     const sparse_fc_attrs *s = l->attrs;
-    pn_layer_add_param(l, "W", s->rows, s->size, (pn_init){PN_INIT_NORMAL, 0.01f}, true);
+    pn_layer_add_row_sparse_param(l, "W", s->rows, s->size, (pn_init){PN_INIT_NORMAL, 0.01f},
+                                  true);
     if (s->bias) pn_layer_add_param(l, "b", 1, s->size, (pn_init){PN_INIT_ZEROS, 0.0f}, false);
 }
 
@@ -63,8 +64,8 @@ static int sparse_fc_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *con
                               pn_arg *out)
 {
     (void)pass, (void)in;
-    pn_matrix dw = pn_layer_param_grad(x, 0);
-    PN_TRY(pn_bag_backward(&((sparse_fc_scratch *)x->scratch)->plan, &out->grad, &dw));
+    PN_TRY(pn_bag_backward_rows(&((sparse_fc_scratch *)x->scratch)->plan, &out->grad,
+                                pn_layer_param_row_grad(x, 0)));
     if (x->layer->n_params < 2) return PN_OK;
     pn_matrix db = pn_layer_param_grad(x, 1);
     return pn_col_sums(&out->grad, 1.0f, &db);

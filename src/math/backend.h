@@ -67,6 +67,8 @@ typedef struct pn_backend {
     /* Optimizer: the fused parameter update (see pn_optimizer_update). */
     int (*optimizer_update)(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
                             pn_matrix *slot1, pn_matrix *slot2);
+    int (*optimizer_update_rows)(const pn_update_hparams *hp, pn_matrix *w, const int *ids,
+                                 pn_matrix *g, pn_matrix *slot1, pn_matrix *slot2);
 } pn_backend;
 
 /* Every slot of pn_backend, in order: what tests/test_backend_ops.c enumerates (it
@@ -77,7 +79,7 @@ typedef struct pn_backend {
     X(add_row_vector) X(col_sums) X(sum_squares) X(softmax_rows) X(xent_forward)         \
     X(xent_backward) X(mse_forward) X(mse_backward) X(layernorm_forward)                 \
     X(layernorm_backward) X(gather_rows) X(scatter_add_rows) X(seq_max_forward)          \
-    X(seq_max_backward) X(optimizer_update)
+    X(seq_max_backward) X(optimizer_update) X(optimizer_update_rows)
 
 extern const pn_backend pn_cpu_backend;
 

@@ -286,3 +286,22 @@ int pn_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
     DEVICES(op, w->device, g, slot1, slot2);
     DISPATCH(op, w->device, optimizer_update, hp, w, g, slot1, slot2);
 }
+
+int pn_optimizer_update_rows(const pn_update_hparams *hp, pn_matrix *w, const int *ids,
+                             pn_matrix *g, pn_matrix *slot1, pn_matrix *slot2)
+{
+    static const char *const op = "optimizer_update_rows";
+    if (hp->rule < PN_UPDATE_SGD || hp->rule > PN_UPDATE_ADAM)
+        return pn_error_set(PN_ERR_INTERNAL, "%s: bad rule %d", op, (int)hp->rule);
+    bool wants1 = hp->rule != PN_UPDATE_SGD, wants2 = hp->rule == PN_UPDATE_ADAM;
+    if (!slot1 != !wants1 || !slot2 != !wants2)
+        return pn_error_set(PN_ERR_INTERNAL, "%s: rule %d takes %d slot(s)", op, (int)hp->rule,
+                            wants1 + wants2);
+    if (wants2 && !(hp->bias1 > 0.0f && hp->bias2 > 0.0f))
+        return pn_error_set(PN_ERR_INTERNAL, "%s: bias corrections must be > 0", op);
+    if (g->cols != w->cols) return shape_error(op, g, w);
+    if (slot1) SAME_SHAPE(op, w, slot1);
+    if (slot2) SAME_SHAPE(op, w, slot2);
+    DEVICES(op, w->device, g, slot1, slot2);
+    DISPATCH(op, w->device, optimizer_update_rows, hp, w, ids, g, slot1, slot2);
+}

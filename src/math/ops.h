@@ -128,4 +128,10 @@ typedef struct pn_update_hparams {
 int pn_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
                         pn_matrix *slot1, pn_matrix *slot2);
 
+/* The same step on some rows of w and of its slots (a row-sparse gradient): row k
+ * of g [n, cols] is the gradient of row ids[k] (unique, a device array); other rows
+ * and their slots are left as they are (the lazy update). g is set to 0. */
+int pn_optimizer_update_rows(const pn_update_hparams *hp, pn_matrix *w, const int *ids,
+                             pn_matrix *g, pn_matrix *slot1, pn_matrix *slot2);
+
 #endif

@@ -419,6 +419,51 @@ int pn_comm_gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all)
     return rc;
 }
 
+int pn_comm_replica_counts(pn_comm *c, int n, int *counts)
+{
+    MPI_Request r;
+    PN_MPI_CHECK(MPI_Iallgather(&n, 1, MPI_INT, counts, 1, MPI_INT, c->replicas, &r));
+    return pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE,
+                        &(pn_wait_for){"the row-sparse counts of", NULL, -1, PN_SCOPE_REPLICAS});
+}
+
+int pn_comm_gather_rows(pn_comm *c, const int *counts, const int *ids, const pn_matrix *rows,
+                        int *all_ids, pn_matrix *all_rows)
+{
+    int d = c->grid.replicas, me = c->grid.replica, width = rows->cols;
+    long total = 0;
+    for (int r = 0; r < d; r++) total += counts[r];
+    if (rows->device.kind != PN_DEVICE_HOST || all_rows->device.kind != PN_DEVICE_HOST ||
+        !pn_matrix_dense(*rows) || !pn_matrix_dense(*all_rows) || rows->rows != counts[me] ||
+        all_rows->rows != total || all_rows->cols != width || total * width > INT_MAX)
+        return pn_error_set(PN_ERR_INTERNAL, "row gather: %d x %d into %d x %d over %d replicas",
+                            rows->rows, width, all_rows->rows, all_rows->cols, d);
+    int *at = malloc(4 * (size_t)d * sizeof *at); /* displacements, float counts and theirs */
+    if (!at) return pn_error_set(PN_ERR_NOMEM, "out of memory gathering row-sparse gradients");
+    int *fcounts = at + d, *fat = at + 2 * d;
+    for (int r = 0, k = 0; r < d; k += counts[r], r++) {
+        at[r] = k;
+        fcounts[r] = counts[r] * width;
+        fat[r] = k * width;
+    }
+    double t0 = PN_TRACE_T0();
+    MPI_Request req[2];
+    int rc = MPI_Iallgatherv(ids, counts[me], MPI_INT, all_ids, counts, at, MPI_INT, c->replicas,
+                             &req[0]);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Iallgatherv(rows->data, fcounts[me], MPI_FLOAT, all_rows->data, fcounts, fat,
+                             MPI_FLOAT, c->replicas, &req[1]);
+    int out = rc == MPI_SUCCESS
+                  ? pn_comm_wait(c, 2, req, MPI_STATUSES_IGNORE,
+                                 &(pn_wait_for){"the row-sparse gradients of", NULL, -1,
+                                                PN_SCOPE_REPLICAS})
+                  : pn_error_set(PN_ERR_MPI, "MPI_Iallgatherv of row-sparse gradients failed (%d)",
+                                 rc);
+    free(at);
+    PN_TRACE("row-sparse gather", "allreduce", NULL, -1, -1, t0);
+    return out;
+}
+
 int pn_comm_pipe_exchange(pn_comm *c, int n_send, const pn_matrix *send, const int *to,
                           int n_recv, pn_matrix *recv, const int *from)
 {

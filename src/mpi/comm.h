@@ -225,6 +225,15 @@ int pn_comm_buckets_wait(pn_comm *c);
  * mine's columns, mine is 1 row): what the deterministic sum adds in a fixed tree. */
 int pn_comm_gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all);
 
+/* Row-sparse gradients over the stage's replicas (layers/row_grad.h), in host memory
+ * (the sparse layers run on the host), through MPI collectives on the control plane:
+ * counts[r] = replica r's n; then every replica's entries (ids and rows of
+ * rows->cols) concatenated in replica order into all_ids and all_rows (their rows:
+ * the sum of counts). */
+int pn_comm_replica_counts(pn_comm *c, int n, int *counts);
+int pn_comm_gather_rows(pn_comm *c, const int *counts, const int *ids, const pn_matrix *rows,
+                        int *all_ids, pn_matrix *all_rows);
+
 /* --- tied parameters' gradients between the stages of a replica ------------------------- */
 
 /* Sends each send[i] to stage to[i] and receives each recv[j] (its shape set by the

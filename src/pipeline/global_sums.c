@@ -76,7 +76,9 @@ int pn_global_grad_norm2(pn_global_sums *gs, double *out)
     for (int k = 0; k < gs->n; k++) {
         gs->parts[k] = 0.0;
         if (gs->local[k] < 0) continue;
-        pn_matrix g = pn_params_grad(gs->arena, gs->local[k]);
+        pn_row_grad *rg = pn_params_row_grad(gs->arena, gs->local[k]);
+        if (rg) PN_TRY(pn_row_grad_merge(rg)); /* duplicates summed before squaring */
+        pn_matrix g = rg ? pn_row_grad_rows(rg) : pn_params_grad(gs->arena, gs->local[k]);
         PN_TRY(pn_sum_squares(&g, &gs->parts[k]));
     }
     PN_TRY(pn_comm_sum(gs->comm, PN_SCOPE_PIPE, gs->parts, gs->n));

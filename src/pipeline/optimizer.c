@@ -286,8 +286,17 @@ int pn_optimizer_update_params(pn_optimizer *o, pn_params *params, long step,
         pn_matrix s1 = {0}, s2 = {0};
         if (o->slot1 >= 0) s1 = pn_params_slot(params, o->slot1, i);
         if (o->slot2 >= 0) s2 = pn_params_slot(params, o->slot2, i);
-        PN_TRY(pn_optimizer_update(&hp, &w, &g, o->slot1 >= 0 ? &s1 : NULL,
-                                   o->slot2 >= 0 ? &s2 : NULL));
+        pn_matrix *p1 = o->slot1 >= 0 ? &s1 : NULL, *p2 = o->slot2 >= 0 ? &s2 : NULL;
+        pn_row_grad *rg = pn_params_row_grad(params, i);
+        if (!rg) {
+            PN_TRY(pn_optimizer_update(&hp, &w, &g, p1, p2));
+            continue;
+        }
+        /* the touched rows only (lazy: other rows' slots are not decayed) */
+        PN_TRY(pn_row_grad_merge(rg));
+        pn_matrix rows = pn_row_grad_rows(rg);
+        PN_TRY(pn_optimizer_update_rows(&hp, &w, pn_row_grad_dev_ids(rg), &rows, p1, p2));
+        pn_row_grad_reset(rg);
     }
     return PN_OK;
 }

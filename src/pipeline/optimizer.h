@@ -45,7 +45,12 @@ typedef struct pn_optimizer_config {
  *             w -= lr_t * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
  *   adamw:    adam without the g += wd * w, and w -= lr_t * wd * w (old w) instead.
  * Slots, in the arena (pn_params_add_slot): "momentum" (v) for momentum; "adam_m"
- * and "adam_v" for adam and adamw; none for sgd. All start at zero. */
+ * and "adam_v" for adam and adamw; none for sgd. All start at zero.
+ * A row-sparse parameter (an embedding_bag's table, a sparse_fc's W) takes the same
+ * step on the rows its gradient touched only (pn_optimizer_update_rows): the same
+ * as the dense step for sgd without decay; for momentum and adam the lazy update
+ * (slots of other rows are not decayed, adam's t is the global step), and weight
+ * decay on the touched rows only. Its gradient is merged first and reset after. */
 typedef struct pn_optimizer pn_optimizer;
 
 /* "sgd", "momentum", "adam", "adamw" ("?" for anything else). */

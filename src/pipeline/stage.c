@@ -3,6 +3,7 @@
  * the sum of the gradients over the replicas; the setup is stage_setup.c's. Every
  * transfer goes through the communication seam (mpi/comm.h); every touch of
  * parameters, gradients or activations through math ops. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -194,17 +195,14 @@ static int forward_micro(pn_stage *s, stage_chunk *ch, const pn_batch *b, long s
 }
 
 /* A layer's gradients are final for the step: start summing them over the replicas
- * (its parameters are one contiguous run of the arena). */
+ * (its dense parameters are one contiguous run of the gradient buffer). */
 static int start_bucket(void *ctx, const pn_layer_inst *x)
 {
     pn_stage *s = ctx;
     size_t first = SIZE_MAX, end = 0;
-    for (int i = 0; i < x->layer->n_params; i++) {
-        const pn_param *p = pn_params_get(s->params, x->param_index[i]);
-        size_t last = p->offset + (size_t)p->rows * (size_t)p->cols;
-        if (p->offset < first) first = p->offset;
-        if (last > end) end = last;
-    }
+    for (int i = 0; i < x->layer->n_params; i++)
+        pn_params_grad_span(s->params, x->param_index[i], &first, &end);
+    if (end == 0) return PN_OK; /* row-sparse only: summed at the step's end */
     pn_matrix grads = pn_params_all_grads(s->params);
     pn_matrix bucket = pn_matrix_cols(grads, (int)first, (int)(end - first));
     double t0 = PN_TRACE_T0();
@@ -323,6 +321,33 @@ static int deterministic_sum(pn_stage *s)
     return pn_grad_tree_sum_blocks(&all, &grads);
 }
 
+/* Each row-sparse gradient: every replica's entries in replica order (each replica's
+ * in micro-batch order), then one merge that adds each row's entries in that order:
+ * the additions of one process, on every layout. */
+static int sum_row_grads(pn_stage *s)
+{
+    int d = s->grid->replicas;
+    for (int i = 0; i < pn_params_count(s->params); i++) {
+        pn_row_grad *rg = pn_params_row_grad(s->params, i);
+        if (!rg) continue;
+        if (d > 1) {
+            PN_TRY(pn_comm_replica_counts(s->cfg.comm, rg->n, s->row_counts));
+            long total = 0;
+            for (int r = 0; r < d; r++) total += s->row_counts[r];
+            if (total > INT_MAX)
+                return pn_error_set(PN_ERR_UNSUPPORTED, "a row-sparse gradient of %ld rows", total);
+            int *ids;
+            pn_matrix rows, mine = pn_row_grad_entries(rg);
+            PN_TRY(pn_row_grad_incoming(rg, (int)total, &ids, &rows));
+            mine = pn_row_grad_entries(rg); /* the reserve may have moved it */
+            PN_TRY(pn_comm_gather_rows(s->cfg.comm, s->row_counts, rg->ids, &mine, ids, &rows));
+            pn_row_grad_adopt(rg, (int)total);
+        }
+        PN_TRY(pn_row_grad_merge(rg));
+    }
+    return PN_OK;
+}
+
 /* Losses over padded samples are means over the real positions of the whole global
  * batch: this replica's rows' lengths (the graph's first input with lengths, which
  * every stage reads, add_count_field), summed over the stage's replicas, which all
@@ -361,6 +386,7 @@ int pn_stage_step(pn_stage *s, const pn_batch *b, long step)
     PN_TRY(wait_sends(s));
     PN_TRY(pn_comm_buckets_wait(s->cfg.comm));
     if (s->cfg.deterministic) PN_TRY(deterministic_sum(s));
+    PN_TRY(sum_row_grads(s));
     return pn_ties_sum_grads(s->ties); /* a tied table's uses, in every layout alike */
 }
 

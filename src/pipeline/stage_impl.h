@@ -51,6 +51,7 @@ struct pn_stage {
     bool fields_used;           /* false: the stage reads only to count rows */
     pn_buffer replica_sums;     /* --deterministic, D > 1: every replica's sum [D, arena] */
     pn_ties *ties;              /* tied tables with a use here, or NULL */
+    int *row_counts;            /* [replicas]: a row-sparse gradient's entries per replica */
 };
 
 /* Builds s's chunks (networks over one arena, links, kept inputs) and fields; s->cfg,

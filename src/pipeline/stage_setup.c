@@ -51,10 +51,8 @@ static int chunk_run(pn_stage *s, stage_chunk *ch)
         for (int j = 0; j < l->n_params; j++) {
             char name[PN_PARAM_NAME_MAX + 1];
             PN_TRY(pn_layer_param_name(l, j, name));
-            const pn_param *p = pn_params_get(s->params, pn_params_find(s->params, name));
-            size_t end = p->offset + (size_t)p->rows * (size_t)p->cols;
-            if (p->offset < ch->grad_first) ch->grad_first = p->offset;
-            if (end > ch->grad_end) ch->grad_end = end;
+            pn_params_grad_span(s->params, pn_params_find(s->params, name), &ch->grad_first,
+                                &ch->grad_end);
         }
     }
     if (ch->grad_end == 0) ch->grad_first = 0;
@@ -322,13 +320,15 @@ int pn_stage_setup(pn_stage *s)
     PN_TRY(collect_fields(s));
     PN_TRY(pn_ties_create(&s->ties, s->cfg.graph, plan->stage_of, s->grid->stage, s->params,
                           s->cfg.comm));
+    if (!(s->row_counts = calloc((size_t)s->grid->replicas, sizeof *s->row_counts)))
+        return pn_error_set(PN_ERR_NOMEM, "out of memory");
     if (!s->cfg.deterministic) return PN_OK;
     for (int k = 0; k < v; k++) {
         stage_chunk *ch = &s->chunks[k];
         PN_TRY(pn_grad_tree_init(&ch->tree, s->cfg.device,
                                  (int)(ch->grad_end - ch->grad_first), s->micro));
     }
-    int n = (int)pn_params_size(s->params);
+    int n = (int)pn_params_grad_size(s->params);
     size_t bytes = (size_t)s->grid->replicas * (size_t)(n ? n : 1) * sizeof(float);
     if (s->grid->replicas > 1) PN_TRY(pn_buffer_acquire(&s->replica_sums, s->cfg.device, bytes));
     return PN_OK;
@@ -354,5 +354,6 @@ void pn_stage_teardown(pn_stage *s)
     free(s->field_nodes);
     free(s->field_is_lengths);
     pn_buffer_release(&s->replica_sums);
+    free(s->row_counts);
     pn_ties_free(s->ties);
 }

@@ -83,4 +83,5 @@ const pn_backend pn_cpu_backend = {
     .seq_max_forward = pn_cpu_seq_max_forward,
     .seq_max_backward = pn_cpu_seq_max_backward,
     .optimizer_update = pn_cpu_optimizer_update,
+    .optimizer_update_rows = pn_cpu_optimizer_update_rows,
 };

@@ -37,6 +37,8 @@ int pn_cpu_scatter_add_rows(const pn_matrix *dout, const int *ids, pn_matrix *dt
 int pn_cpu_seq_max_forward(const pn_matrix *x, int period, const int *lengths, pn_matrix *y,
                            int *arg);
 int pn_cpu_seq_max_backward(const pn_matrix *dy, const int *arg, pn_matrix *dx);
+int pn_cpu_optimizer_update_rows(const pn_update_hparams *hp, pn_matrix *w, const int *ids,
+                                 pn_matrix *g, pn_matrix *slot1, pn_matrix *slot2);
 int pn_cpu_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
                             pn_matrix *slot1, pn_matrix *slot2);
 

@@ -99,3 +99,19 @@ int pn_cpu_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix
                    row_of(slot2, i));
     return PN_OK;
 }
+
+int pn_cpu_optimizer_update_rows(const pn_update_hparams *hp, pn_matrix *w, const int *ids,
+                                 pn_matrix *g, pn_matrix *slot1, pn_matrix *slot2)
+{
+    pn_update_coefs c = pn_update_coefs_of(hp);
+    for (int k = 0; k < g->rows; k++)
+        if (ids[k] < 0 || ids[k] >= w->rows)
+            return pn_error_set(PN_ERR_INVALID, "id %d at row %d is outside [0, %d)", ids[k], k,
+                                w->rows);
+    for (int k = 0; k < g->rows; k++) {
+        size_t i = (size_t)ids[k];
+        update_run(hp->rule, c, (size_t)w->cols, row_of(w, i), row_of(g, (size_t)k),
+                   row_of(slot1, i), row_of(slot2, i));
+    }
+    return PN_OK;
+}

@@ -275,4 +275,5 @@ const pn_backend pn_cuda_backend = {
     /* .seq_max_forward = */ pn_cuda_seq_max_forward,
     /* .seq_max_backward = */ pn_cuda_seq_max_backward,
     /* .optimizer_update = */ pn_cuda_optimizer_update,
+    /* .optimizer_update_rows = */ pn_cuda_optimizer_update_rows,
 };

@@ -189,6 +189,8 @@ int pn_cuda_seq_max_forward(const pn_matrix *x, int period, const int *lengths, 
                             int *arg);
 int pn_cuda_seq_max_backward(const pn_matrix *dy, const int *arg, pn_matrix *dx);
 
+int pn_cuda_optimizer_update_rows(const pn_update_hparams *hp, pn_matrix *w, const int *ids,
+                                  pn_matrix *g, pn_matrix *slot1, pn_matrix *slot2);
 int pn_cuda_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
                              pn_matrix *slot1, pn_matrix *slot2);
 

@@ -1,0 +1,65 @@
+/* pn_row_grad: a row-sparse gradient (Paddle's SparseRowMatrix): a table's gradient
+ * held as the ids of the rows a step touched and those rows, never a table-sized
+ * buffer, so a step's work and memory follow the batch's features, not the table.
+ * Backward passes append entries (id, row), duplicates included, micro-batch after
+ * micro-batch; the replicas' entries are concatenated in replica order
+ * (pn_comm_gather_rows); pn_row_grad_merge then sums each id's entries in the order
+ * they were appended (one scatter-add into the unique rows) and leaves the unique
+ * ids in increasing order. One merge of the step's entries in that fixed order is
+ * what keeps --deterministic bit-identical across layouts. Ids live on the host
+ * (sorted there), rows are views for ops. Buffers grow only, keeping their entries. */
+#ifndef PN_ROW_GRAD_H
+#define PN_ROW_GRAD_H
+
+#include <stdbool.h>
+
+#include "math/matrix.h"
+
+typedef struct pn_row_grad {
+    int table_rows, width; /* the table's shape: ids lie in [0, table_rows) */
+    int n;                 /* entries appended, or unique rows once merged */
+    int cap;               /* entries the buffers hold */
+    bool merged;
+    pn_device dev;
+    int *ids;              /* [cap] host: entries' ids, then the unique ids sorted */
+    int *slot;             /* [cap] host scratch of merge: an entry's unique row */
+    int *order;            /* [cap] host scratch of merge: entries sorted by id */
+    pn_buffer rows;        /* [cap, width] entries' rows */
+    pn_buffer sums;        /* [cap, width] merged rows */
+    pn_buffer dev_ids;     /* [cap] the unique ids on dev, for the update op */
+} pn_row_grad;
+
+/* An empty gradient of a table_rows x width table on dev. */
+void pn_row_grad_init(pn_row_grad *g, int table_rows, int width, pn_device dev);
+void pn_row_grad_release(pn_row_grad *g);
+
+/* Forgets every entry (no work per table row). */
+void pn_row_grad_reset(pn_row_grad *g);
+
+/* Makes room for n entries in all, keeping those held. */
+int pn_row_grad_reserve(pn_row_grad *g, int n);
+
+/* Appends rows->rows entries: row k of rows for id ids[k]. Not after a merge. */
+int pn_row_grad_append(pn_row_grad *g, const int *ids, const pn_matrix *rows);
+
+/* The entries' rows [n, width] (before a merge: where a gather writes them). */
+pn_matrix pn_row_grad_entries(const pn_row_grad *g);
+
+/* Room for n entries and where a gather may write them (*ids, *rows [n, width]: the
+ * merge's scratch); pn_row_grad_adopt(g, n) then makes them the entries. */
+int pn_row_grad_incoming(pn_row_grad *g, int n, int **ids, pn_matrix *rows);
+void pn_row_grad_adopt(pn_row_grad *g, int n);
+
+/* Sums duplicate ids (in append order), leaving n unique ids in increasing order and
+ * their rows (pn_row_grad_rows). Merging a merged gradient does nothing. */
+int pn_row_grad_merge(pn_row_grad *g);
+
+/* After a merge: the unique rows [n, width], and their ids on dev for ops. */
+pn_matrix pn_row_grad_rows(const pn_row_grad *g);
+const int *pn_row_grad_dev_ids(const pn_row_grad *g);
+
+/* dense[id] += row for every entry (merged or not): the gradient as a table, for
+ * tests and for the dense path it must equal. */
+int pn_row_grad_add_to(const pn_row_grad *g, pn_matrix *dense);
+
+#endif
