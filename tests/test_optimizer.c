@@ -10,6 +10,7 @@
 #include "layers/params.h"
 #include "math/ops.h"
 #include "pipeline/optimizer.h"
+#include "optimizer_ref.h"
 #include "testutil.h"
 
 /* fc/w (5 x 7 = 35 floats: two full kernel blocks and a tail) decays; fc/b does not. */
@@ -53,42 +54,6 @@ static pn_params *make_arena(ref_param *ref)
         }
     }
     return p;
-}
-
-/* Learning rate the test expects at step: constant, with an optional linear warm-up. */
-static double ref_lr(const pn_optimizer_config *c, long step)
-{
-    return step < c->warmup_steps ? c->lr * (double)(step + 1) / (double)c->warmup_steps : c->lr;
-}
-
-/* One update of one element, written from the formulas (not from the kernel). */
-static void ref_update(const pn_optimizer_config *c, long step, double scale, bool decays,
-                       double g_raw, double *w, double *s1, double *s2)
-{
-    double lr = ref_lr(c, step), wd = decays ? c->weight_decay : 0.0;
-    double g = g_raw * scale;
-    int t = (int)step + 1;
-    switch (c->kind) {
-    case PN_OPT_SGD:
-        g += wd * *w;
-        *w -= lr * g;
-        break;
-    case PN_OPT_MOMENTUM:
-        g += wd * *w;
-        *s1 = c->momentum * *s1 + g;
-        *w -= c->nesterov ? lr * (g + c->momentum * *s1) : lr * *s1;
-        break;
-    case PN_OPT_ADAM:
-    case PN_OPT_ADAMW: {
-        if (c->kind == PN_OPT_ADAM) g += wd * *w;
-        *s1 = c->beta1 * *s1 + (1 - c->beta1) * g;
-        *s2 = c->beta2 * *s2 + (1 - c->beta2) * g * g;
-        double mhat = *s1 / (1 - pow(c->beta1, t)), vhat = *s2 / (1 - pow(c->beta2, t));
-        double decay = c->kind == PN_OPT_ADAMW ? lr * wd * *w : 0.0;
-        *w -= lr * mhat / (sqrt(vhat) + c->eps) + decay;
-        break;
-    }
-    }
 }
 
 static void assert_near(const float *got, const double *want, int n, const char *what,

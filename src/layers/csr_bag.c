@@ -84,6 +84,9 @@ int pn_bag_forward(pn_bag_plan *p, const pn_matrix *table, pn_matrix *out)
 
 int pn_bag_backward_rows(pn_bag_plan *p, const pn_matrix *dout, pn_row_grad *dtable)
 {
+    if (!dtable)
+        return pn_error_set(PN_ERR_INTERNAL, "a backward into a table without a row-sparse "
+                            "gradient (an arena finalized before the layer declared it)");
     if (p->nnz == 0) return PN_OK;
     pn_matrix work;
     PN_TRY(weighted(p, dout, p->bag.data, &work));

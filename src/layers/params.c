@@ -124,9 +124,8 @@ int pn_params_tie(pn_params *p, int index, const char *source)
 int pn_params_set_row_sparse(pn_params *p, int index)
 {
     pn_param *q = &p->items[index];
-    if (p->finalized)
-        return pn_error_set(PN_ERR_INTERNAL, "parameter '%s' made row-sparse after finalize",
-                            q->name);
+    if (q->row_sparse || p->finalized) return PN_OK; /* a forward-only network over a
+                                                      * finished arena: no gradient */
     if (q->tie)
         return pn_error_set(PN_ERR_UNSUPPORTED, "parameter '%s': a tied copy cannot be "
                             "row-sparse", q->name);

@@ -53,7 +53,8 @@ int pn_params_declare(pn_params *p, const char *name, int rows, int cols, pn_ini
  * two equal while training). Before finalize. */
 int pn_params_tie(pn_params *p, int index, const char *source);
 
-/* Marks parameter index row-sparse (before finalize): its values and slots stay
+/* Marks parameter index row-sparse (after finalize: nothing, the arena of a forward-
+ * only network, which has no gradients to hold): its values and slots stay
  * dense slices, but it takes no room in the gradient buffer; its gradient is a
  * pn_row_grad (pn_params_row_grad) that backward passes append to and the trainer
  * merges, sums over replicas and updates row by row (docs/training.md). */
