@@ -34,16 +34,17 @@ START_TEST(empty_merges_to_nothing)
 }
 END_TEST
 
-/* Row 4 gets 1e8, 1, -1e8 in that order: in float (1e8 + 1) - 1e8 is 0, while any
- * other order gives 1 or -1e8's residue; so the sum shows the order it was added in. */
+/* Row 4's first column gets 1e8, -1e8, 1 in that order: in float (1e8 - 1e8) + 1 is
+ * 1, while adding 1 before either (1 vanishes beside 1e8) gives 0: the sum shows the
+ * order it was added in. */
 START_TEST(duplicates_sum_in_append_order)
 {
     pn_row_grad g;
     pn_row_grad_init(&g, 10, 2, pn_device_host());
     int ids1[] = {4, 7, 4};
-    float r1[] = {1e8f, 1, 5, 6, 1, 2};
+    float r1[] = {1e8f, 1, 5, 6, -1e8f, 2};
     int ids2[] = {0, 4};
-    float r2[] = {3, 3, -1e8f, 4};
+    float r2[] = {3, 3, 1, 4};
     pn_matrix m1 = host_rows(r1, 3, 2), m2 = host_rows(r2, 2, 2);
     ck_assert_int_eq(pn_row_grad_append(&g, ids1, &m1), 0);
     ck_assert_int_eq(pn_row_grad_append(&g, ids2, &m2), 0);
@@ -54,7 +55,7 @@ START_TEST(duplicates_sum_in_append_order)
     ck_assert_int_eq(g.ids[1], 4);
     ck_assert_int_eq(g.ids[2], 7);
     pn_matrix rows = pn_row_grad_rows(&g);
-    const float want[] = {3, 3, 0, 1 + 2 + 4, 5, 6};
+    const float want[] = {3, 3, 1, 1 + 2 + 4, 5, 6};
     for (int k = 0; k < 6; k++)
         ck_assert_msg(rows.data[k] == want[k], "merged element %d: %g, want %g", k,
                       (double)rows.data[k], (double)want[k]);
