@@ -69,6 +69,28 @@ START_TEST(duplicates_sum_in_append_order)
 }
 END_TEST
 
+/* Ids of a table of 10^7 rows, 24 bits: the sort's every pass matters (ids equal in
+ * their low 11 or 22 bits). */
+START_TEST(ids_of_a_big_table_sort)
+{
+    pn_row_grad g;
+    pn_row_grad_init(&g, 10000000, 1, pn_device_host());
+    int ids[] = {9999999, 2048 + 5, 5, 4194304 + 5, 2048 + 5, 0, 9999999};
+    float r[] = {1, 2, 3, 4, 5, 6, 7};
+    pn_matrix m = host_rows(r, 7, 1);
+    ck_assert_int_eq(pn_row_grad_append(&g, ids, &m), 0);
+    ck_assert_int_eq(pn_row_grad_merge(&g), 0);
+    const int want_ids[] = {0, 5, 2048 + 5, 4194304 + 5, 9999999};
+    const float want[] = {6, 3, 2 + 5, 4, 1 + 7};
+    ck_assert_int_eq(g.n, 5);
+    for (int k = 0; k < 5; k++) {
+        ck_assert_int_eq(g.ids[k], want_ids[k]);
+        ck_assert(pn_row_grad_rows(&g).data[k] == want[k]);
+    }
+    pn_row_grad_release(&g);
+}
+END_TEST
+
 START_TEST(growth_keeps_entries_and_bad_ids_are_refused)
 {
     pn_row_grad g;
@@ -257,6 +279,7 @@ int main(void)
     TCase *t = tcase_create("row_grad");
     tcase_add_test(t, empty_merges_to_nothing);
     tcase_add_test(t, duplicates_sum_in_append_order);
+    tcase_add_test(t, ids_of_a_big_table_sort);
     tcase_add_test(t, growth_keeps_entries_and_bad_ids_are_refused);
     tcase_add_test(t, a_row_sparse_table_takes_no_gradient_room);
     tcase_add_test(t, sgd_on_touched_rows_is_the_dense_update_bit_for_bit);

@@ -43,6 +43,11 @@ go() {
     grep -o 'parameter hash after [0-9]* steps: [0-9a-f]*' "$name.out" >"$name.hash"
 }
 
+# plan says what each table's row-sparse gradient takes instead of the table
+"$PIPENET" plan m1.json >plan.out 2>&1 || { cat plan.out; fail "plan: exit $?"; }
+grep -q "emb/table on stage 0: 256 x 8, values 0.01 MiB + 2 optimizer slots 0.02 MiB; gradient per step 72 B per feature" plan.out &&
+    grep -q "wide/W on stage 0: 1000 x 2" plan.out || { cat plan.out; fail "plan: no row-sparse tables"; }
+
 go one m1.json --steps 40 --micro-batches 4 --snapshot-dir snap1
 losses=$(grep -o 'epoch [0-9]*: train loss [0-9.]*' one.out | awk '{print $5}')
 first=$(echo "$losses" | head -1) last=$(echo "$losses" | tail -1)

@@ -23,7 +23,7 @@ typedef struct pn_row_grad {
     pn_device dev;
     int *ids;              /* [cap] host: entries' ids, then the unique ids sorted */
     int *slot;             /* [cap] host scratch of merge: an entry's unique row */
-    int *order;            /* [cap] host scratch of merge: entries sorted by id */
+    int *order, *tmp;      /* [cap] host scratch of merge: entries sorted by id */
     pn_buffer rows;        /* [cap, width] entries' rows */
     pn_buffer sums;        /* [cap, width] merged rows */
     pn_buffer dev_ids;     /* [cap] the unique ids on dev, for the update op */

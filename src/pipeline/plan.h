@@ -82,6 +82,14 @@ double pn_plan_activation_bytes(const pn_plan *p, const pn_schedule *s, int stag
  * bytes sent and received per micro-batch, and the predicted bubble fraction. With
  * virtual stages, a row per chunk (its stage beside it), then each stage's
  * parameters and activation memory. */
+/* The row-sparse tables (an embedding_bag's table, a sparse_fc's W): per table its
+ * stage, its values' and its `slots` optimizer slots' memory (dense, as any
+ * parameter's), and what its gradient takes per step instead of a table-sized
+ * buffer: an id and a row per feature of the step's global batch (the rows a step
+ * touches are at most its features), twice (the entries and their merged sums).
+ * Prints nothing for a model without one. */
+void pn_plan_print_row_sparse(const pn_plan *p, const pn_graph *g, int slots, FILE *out);
+
 void pn_plan_print(const pn_plan *p, const pn_graph *g, const pn_schedule *s, int replicas,
                    int micro_batch, FILE *out);
 

@@ -154,3 +154,28 @@ void pn_plan_print(const pn_plan *p, const pn_graph *g, const pn_schedule *s, in
                 "V=%d times as many messages (a micro-batch passes it V times).\n",
                 p->stages, p->virtual_stages);
 }
+
+void pn_plan_print_row_sparse(const pn_plan *p, const pn_graph *g, int slots, FILE *out)
+{
+    double mib = 1024.0 * 1024.0;
+    bool any = false;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pn_layer *l = g->nodes[i].layer;
+        for (int k = 0; k < l->n_params; k++) {
+            const pn_param_decl *d = &l->param_decls[k];
+            if (!d->row_sparse) continue;
+            if (!any)
+                fprintf(out, "row-sparse tables (their gradient: the rows a step touches, "
+                             "never the table):\n");
+            any = true;
+            double values = (double)d->rows * d->cols * sizeof(float);
+            fprintf(out,
+                    "  %s/%s on stage %d: %d x %d, values %.2f MiB + %d optimizer slot%s "
+                    "%.2f MiB; gradient per step %zu B per feature of the global batch\n"
+                    "    (an id and a row, entries and merged sums; rows touched <= features)\n",
+                    l->name, d->suffix, p->stage_of[i], d->rows, d->cols, values / mib, slots,
+                    slots == 1 ? "" : "s", slots * values / mib,
+                    2 * (sizeof(int) + (size_t)d->cols * sizeof(float)));
+        }
+    }
+}
