@@ -337,9 +337,9 @@ static int sum_row_grads(pn_stage *s)
             if (total > INT_MAX)
                 return pn_error_set(PN_ERR_UNSUPPORTED, "a row-sparse gradient of %ld rows", total);
             int *ids;
-            pn_matrix rows, mine = pn_row_grad_entries(rg);
+            pn_matrix rows;
             PN_TRY(pn_row_grad_incoming(rg, (int)total, &ids, &rows));
-            mine = pn_row_grad_entries(rg); /* the reserve may have moved it */
+            pn_matrix mine = pn_row_grad_entries(rg); /* after the reserve, which may move it */
             PN_TRY(pn_comm_gather_rows(s->cfg.comm, s->row_counts, rg->ids, &mine, ids, &rows));
             pn_row_grad_adopt(rg, (int)total);
         }
