@@ -71,6 +71,14 @@ class DeepFM(nn.Module):
             mlp += [nn.Linear(a, b), nn.ReLU()]
         mlp.append(nn.Linear(dims[-1], 1))
         self.mlp = nn.Sequential(*mlp)
+        # pipenet's fc init (docs/layers.md): w uniform in +-sqrt(6/in) before a relu,
+        # +-sqrt(6/(in+size)) otherwise; b zeros (torch's default differs)
+        for i, m in enumerate(self.mlp):
+            if isinstance(m, nn.Linear):
+                relu = i + 1 < len(self.mlp)
+                bound = (6.0 / (m.in_features if relu else m.in_features + m.out_features)) ** 0.5
+                nn.init.uniform_(m.weight, -bound, bound)
+                nn.init.zeros_(m.bias)
 
     def forward(self, ids, offsets, weights, wide_ids, wide_offsets, wide_weights):
         v = self.table(ids, offsets, per_sample_weights=weights).view(-1, self.fields, self.k)
