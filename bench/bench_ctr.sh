@@ -23,7 +23,7 @@
 # Results: DIR/bench_ctr.txt (default a temporary folder) and each run's log; the
 # last line is the summary.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 PIPENET=./pipenet
 case ${1:-} in -*|'') ;; *) PIPENET=$1; shift ;; esac
 ROUNDS=5 STEPS=40 WARM=10 OUT=
