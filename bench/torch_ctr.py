@@ -10,14 +10,35 @@ clock starts (the bags' offsets and weights), so the time is the step alone.
 Prints one line of key=value: samples_per_s (over the median step), step_ms, the
 threads, params and the last loss."""
 import argparse
+import os
 import statistics
 import sys
 import time
 
-import h5py
-import numpy as np
-import torch
-import torch.nn as nn
+
+def threads_arg():
+    """--threads, read before torch loads: Debian's torch does its GEMMs in the system
+    BLAS (OpenBLAS, pthreads), which torch.set_num_threads does not reach; without
+    OPENBLAS_NUM_THREADS it takes every core whatever --threads says (and 2 OpenMP
+    threads each calling a 2-thread OpenBLAS ran 10x slower on 2 cores)."""
+    for i, a in enumerate(sys.argv):
+        if a == "--threads" and i + 1 < len(sys.argv):
+            return sys.argv[i + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return "1"
+
+
+os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = threads_arg()
+# libgomp's threads spin while they wait; on cores shared with other work a 2-thread
+# step took 100-666 ms instead of 45 (measured, 2 cores, load about 3): passive
+# waiting unless the caller says otherwise
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
 
 
 def load(path, rows_wanted):
@@ -71,6 +92,14 @@ class DeepFM(nn.Module):
             mlp += [nn.Linear(a, b), nn.ReLU()]
         mlp.append(nn.Linear(dims[-1], 1))
         self.mlp = nn.Sequential(*mlp)
+        # pipenet's fc init (docs/layers.md): w uniform in +-sqrt(6/in) before a relu,
+        # +-sqrt(6/(in+size)) otherwise; b zeros (torch's default differs)
+        for i, m in enumerate(self.mlp):
+            if isinstance(m, nn.Linear):
+                relu = i + 1 < len(self.mlp)
+                bound = (6.0 / (m.in_features if relu else m.in_features + m.out_features)) ** 0.5
+                nn.init.uniform_(m.weight, -bound, bound)
+                nn.init.zeros_(m.bias)
 
     def forward(self, ids, offsets, weights, wide_ids, wide_offsets, wide_weights):
         v = self.table(ids, offsets, per_sample_weights=weights).view(-1, self.fields, self.k)
