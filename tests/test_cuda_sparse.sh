@@ -5,7 +5,10 @@
 # into sigmoid_xent — trained 16 steps with one seed on --device cuda and --device
 # cpu: step losses within gpu_fixture.sh's loss_rtol, the evaluations' AUC and
 # log-loss alike; infer of one trained model on either device writes the same
-# logits, scores and predictions. The bag plan is built on the host and copied to
+# logits, scores and predictions. Where mpirun is (not in scripts/gpu_bundle.sh's
+# bundle), 2 replicas on cuda give the one-process cuda run's --deterministic
+# parameter hash: the replicas' row-sparse gradients go through host memory to MPI
+# and back (pipeline/stage.c). The bag plan is built on the host and copied to
 # the device, and the tables' gradients are row-sparse (layers/row_grad.h), so this
 # checks both on a device. Skips (77) without CUDA in the build or a GPU.
 set -u
@@ -67,4 +70,18 @@ cmp -s "$tmp/predictions_cpu" "$tmp/predictions_cuda" || fail "the predictions d
 auc_cpu=$(sed -n 's/^AUC \([0-9.]*\) .*/\1/p' "$tmp/infer_cpu")
 auc_cuda=$(sed -n 's/^AUC \([0-9.]*\) .*/\1/p' "$tmp/infer_cuda")
 [ -n "$auc_cpu" ] && [ "$auc_cpu" = "$auc_cuda" ] || fail "infer's AUC: cpu '$auc_cpu', cuda '$auc_cuda'"
-echo "PASS: the sparse DeepFM trains and infers on cuda as on cpu (infer AUC $auc_cpu)"
+# 2 replicas against 1 process, both on cuda, 4 micro-batches a step in all: one
+# --deterministic hash
+replicas=skipped
+if command -v mpirun >/dev/null 2>&1; then
+    for np in 1 2; do
+        mpirun --oversubscribe -np $np "$PIPENET" train "$tmp/m.json" --data "$tmp/train.h5" \
+            --eval= --threads 1 --device cuda --deterministic --micro-batches $((4 / np)) --log-every 1000 \
+            >"$tmp/det_$np" 2>&1 || { cat "$tmp/det_$np"; fail "train --device cuda on $np ranks"; }
+        grep -o 'parameter hash after [0-9]* steps: [0-9a-f]*' "$tmp/det_$np" >"$tmp/hash_$np"
+    done
+    [ -s "$tmp/hash_1" ] && cmp -s "$tmp/hash_1" "$tmp/hash_2" ||
+        fail "2 replicas on cuda: $(cat "$tmp/hash_2"), 1 process: $(cat "$tmp/hash_1")"
+    replicas="the same hash on 2 replicas"
+fi
+echo "PASS: the sparse DeepFM trains and infers on cuda as on cpu (infer AUC $auc_cpu; $replicas)"
