@@ -23,6 +23,8 @@ void pn_row_grad_release(pn_row_grad *g)
     pn_buffer_release(&g->rows);
     pn_buffer_release(&g->sums);
     pn_buffer_release(&g->dev_ids);
+    pn_buffer_release(&g->dev_slot);
+    pn_buffer_release(&g->staging);
     *g = (pn_row_grad){.table_rows = g->table_rows, .width = g->width, .dev = g->dev};
 }
 
@@ -69,6 +71,10 @@ int pn_row_grad_reserve(pn_row_grad *g, int n)
     g->rows = rows;
     PN_TRY(pn_buffer_reserve(&g->sums, g->dev, bytes));
     PN_TRY(pn_buffer_reserve(&g->dev_ids, g->dev, (size_t)cap * sizeof(int)));
+    if (pn_row_grad_on_device(g)) {
+        PN_TRY(pn_buffer_reserve(&g->dev_slot, g->dev, (size_t)cap * sizeof(int)));
+        PN_TRY(pn_buffer_reserve(&g->staging, pn_device_host(), 2 * bytes));
+    }
     g->cap = cap;
     return PN_OK;
 }
@@ -158,8 +164,14 @@ int pn_row_grad_merge(pn_row_grad *g)
     pn_matrix sums = pn_matrix_on(&g->sums, u, g->width), entries = pn_row_grad_entries(g);
     if (u > 0) {
         PN_TRY(pn_fill(&sums, 0.0f));
-        /* entry k is added in increasing k: each id's entries in append order */
-        PN_TRY(pn_scatter_add_rows(&entries, g->slot, &sums));
+        /* entry k is added in increasing k: each id's entries in append order; the
+         * slots on the rows' device (a kernel reads them) */
+        const int *slot = g->slot;
+        if (pn_row_grad_on_device(g)) {
+            PN_TRY(pn_buffer_write(&g->dev_slot, 0, g->slot, (size_t)n * sizeof(int)));
+            slot = g->dev_slot.data;
+        }
+        PN_TRY(pn_scatter_add_rows(&entries, slot, &sums));
         PN_TRY(pn_buffer_write(&g->dev_ids, 0, g->ids, (size_t)u * sizeof(int)));
     }
     g->n = u;
@@ -178,5 +190,12 @@ int pn_row_grad_add_to(const pn_row_grad *g, pn_matrix *dense)
 {
     if (g->n == 0) return PN_OK;
     pn_matrix rows = g->merged ? pn_row_grad_rows(g) : pn_row_grad_entries(g);
-    return pn_scatter_add_rows(&rows, g->ids, dense);
+    if (!pn_row_grad_on_device(g)) return pn_scatter_add_rows(&rows, g->ids, dense);
+    /* the ids on the device for the kernel: a buffer of this call's own (g is const) */
+    pn_buffer ids = {0};
+    PN_TRY(pn_buffer_acquire(&ids, g->dev, (size_t)g->n * sizeof(int)));
+    int rc = pn_buffer_write(&ids, 0, g->ids, (size_t)g->n * sizeof(int));
+    if (rc >= 0) rc = pn_scatter_add_rows(&rows, ids.data, dense);
+    pn_buffer_release(&ids);
+    return rc;
 }

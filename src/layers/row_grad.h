@@ -7,7 +7,10 @@
  * they were appended (one scatter-add into the unique rows) and leaves the unique
  * ids in increasing order. One merge of the step's entries in that fixed order is
  * what keeps --deterministic bit-identical across layouts. Ids live on the host
- * (sorted there), rows are views for ops. Buffers grow only, keeping their entries. */
+ * (sorted there), rows are views for ops on the table's device; on a GPU the merge's
+ * slots and the unique ids are copied to device buffers for the ops, and the
+ * replica exchange stages the rows through a host buffer (pn_row_grad_staging).
+ * Buffers grow only, keeping their entries. */
 #ifndef PN_ROW_GRAD_H
 #define PN_ROW_GRAD_H
 
@@ -27,6 +30,9 @@ typedef struct pn_row_grad {
     pn_buffer rows;        /* [cap, width] entries' rows */
     pn_buffer sums;        /* [cap, width] merged rows */
     pn_buffer dev_ids;     /* [cap] the unique ids on dev, for the update op */
+    pn_buffer dev_slot;    /* [cap] slot on dev, for the merge's scatter (not on the host) */
+    pn_buffer staging;     /* [2 cap, width] host: the replica exchange's own rows, then
+                            * everyone's (only where the rows are off the host) */
 } pn_row_grad;
 
 /* An empty gradient of a table_rows x width table on dev. */
@@ -61,5 +67,12 @@ const int *pn_row_grad_dev_ids(const pn_row_grad *g);
 /* dense[id] += row for every entry (merged or not): the gradient as a table, for
  * tests and for the dense path it must equal. */
 int pn_row_grad_add_to(const pn_row_grad *g, pn_matrix *dense);
+
+/* Whether the rows live off the host (then pn_comm_gather_rows, which reads and
+ * writes host memory, takes them through the staging buffer). */
+static inline bool pn_row_grad_on_device(const pn_row_grad *g)
+{
+    return g->dev.kind != PN_DEVICE_HOST;
+}
 
 #endif

@@ -56,22 +56,6 @@ static int hold_nodes(pn_network *net, const bool *member)
     return PN_OK;
 }
 
-/* The sparse layers (takes_sparse) run on the host only for now: their bag sums use
- * backend ops alone, but no GPU run has checked them, so a GPU is refused, naming
- * the layer. */
-static int check_sparse_device(const pn_network *net)
-{
-    if (net->device.kind == PN_DEVICE_HOST) return PN_OK;
-    for (int i = 0; i < net->n; i++) {
-        const pn_layer *l = net->graph->nodes[net->nodes[i].node].layer;
-        if (!l->type->takes_sparse) continue;
-        return pn_error_set(PN_ERR_UNSUPPORTED, "%s: %s: layer '%s' (%s) reads a sparse input, "
-                            "which runs on the CPU only for now: use --device cpu",
-                            l->where.file, l->where.path, l->name, l->type->name);
-    }
-    return PN_OK;
-}
-
 int pn_network_create(pn_network **out, const pn_graph *g, const pn_network_options *o,
                       pn_params *params)
 {
@@ -90,7 +74,6 @@ int pn_network_create(pn_network **out, const pn_graph *g, const pn_network_opti
     int rc = net->nodes && net->inst && net->args && net->slot && net->in_ptrs
                  ? hold_nodes(net, o->member)
                  : pn_error_set(PN_ERR_NOMEM, "out of memory");
-    if (rc == PN_OK) rc = check_sparse_device(net);
     for (int i = 0; rc == PN_OK && i < net->n; i++)
         if (net->nodes[i].computed) {
             int gi = net->nodes[i].node;

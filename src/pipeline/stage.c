@@ -340,7 +340,17 @@ static int sum_row_grads(pn_stage *s)
             pn_matrix rows;
             PN_TRY(pn_row_grad_incoming(rg, (int)total, &ids, &rows));
             pn_matrix mine = pn_row_grad_entries(rg); /* after the reserve, which may move it */
-            PN_TRY(pn_comm_gather_rows(s->cfg.comm, s->row_counts, rg->ids, &mine, ids, &rows));
+            if (!pn_row_grad_on_device(rg)) {
+                PN_TRY(pn_comm_gather_rows(s->cfg.comm, s->row_counts, rg->ids, &mine, ids, &rows));
+            } else if (total > 0) { /* MPI reads host memory: the rows through rg's host staging */
+                size_t row_bytes = (size_t)rg->width * sizeof(float);
+                pn_matrix own = pn_matrix_on(&rg->staging, mine.rows, rg->width);
+                pn_matrix all = pn_matrix_rows(pn_matrix_on(&rg->staging, 2 * rg->cap, rg->width),
+                                               rg->cap, (int)total);
+                PN_TRY(pn_buffer_read(&rg->rows, 0, own.data, (size_t)mine.rows * row_bytes));
+                PN_TRY(pn_comm_gather_rows(s->cfg.comm, s->row_counts, rg->ids, &own, ids, &all));
+                PN_TRY(pn_buffer_write(&rg->sums, 0, all.data, (size_t)total * row_bytes));
+            }
             pn_row_grad_adopt(rg, (int)total);
         }
         PN_TRY(pn_row_grad_merge(rg));

@@ -1,0 +1,87 @@
+#!/bin/sh
+# The sparse layers on a GPU against the CPU: a small DeepFM over a CSR input
+# (tests/h5_fixture's `csr` file: 1000 columns, 3 fields) — sparse_input ->
+# embedding_bag (ids hashed into 128 rows) -> fm and flatten -> fc, plus sparse_fc,
+# into sigmoid_xent — trained 16 steps with one seed on --device cuda and --device
+# cpu: step losses within gpu_fixture.sh's loss_rtol, the evaluations' AUC and
+# log-loss alike; infer of one trained model on either device writes the same
+# logits, scores and predictions. Where mpirun is (not in scripts/gpu_bundle.sh's
+# bundle), 2 replicas on cuda give the one-process cuda run's --deterministic
+# parameter hash: the replicas' row-sparse gradients go through host memory to MPI
+# and back (pipeline/stage.c). The bag plan is built on the host and copied to
+# the device, and the tables' gradients are row-sparse (layers/row_grad.h), so this
+# checks both on a device. Skips (77) without CUDA in the build or a GPU.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/script_fixture.sh"
+. "$here/gpu_fixture.sh"
+fix=${TESTS_BUILDDIR:-$here}/h5_fixture
+[ -x "$fix" ] || { echo "SKIP: $fix not built (make check builds it)"; exit 77; }
+need_gpu
+
+"$fix" csr "$tmp/train.h5" features 512 1000 3 || fail "h5_fixture csr train"
+"$fix" csr "$tmp/eval.h5" features 160 1000 3 || fail "h5_fixture csr eval"
+cat >"$tmp/m.json" <<'JSON'
+{"name": "deepfm", "inputs": {"x": {"dataset": "features", "sparse": true, "columns": 1000,
+                                    "fields": 3},
+                              "y": {"dataset": "labels", "ids": true}},
+ "layers": [
+  {"name": "emb", "type": "embedding_bag", "input": "x", "rows": 128, "size": 4},
+  {"name": "wide", "type": "sparse_fc", "input": "x", "rows": 1000, "size": 1},
+  {"name": "fm", "type": "fm", "input": "emb"},
+  {"name": "flat", "type": "flatten", "input": "emb"},
+  {"name": "d1", "type": "fc", "input": "flat", "size": 8, "act": "relu"},
+  {"name": "deep", "type": "fc", "input": "d1", "size": 1},
+  {"name": "logit", "type": "add", "input": ["wide", "fm", "deep"]},
+  {"name": "loss", "type": "sigmoid_xent", "input": ["logit", "y"]}],
+ "train": {"batch": 32, "steps": 16, "seed": 3, "optimizer": {"type": "adam", "lr": 0.05}}}
+JSON
+for d in cpu cuda; do
+    "$PIPENET" train "$tmp/m.json" --data "$tmp/train.h5" --eval "$tmp/eval.h5" --eval-every 8 \
+        --threads 1 --device $d --metrics "$tmp/m_$d" --snapshot-dir "$tmp/snap_$d" \
+        >"$tmp/out_$d" 2>&1 || { cat "$tmp/out_$d"; fail "train --device $d"; }
+done
+grep -q "^device: cuda:0" "$tmp/out_cuda" || { cat "$tmp/out_cuda"; fail "the cuda run names no GPU"; }
+same_losses "$tmp/m_cuda" "$tmp/m_cpu" 1 16 || fail "the losses of cuda and cpu differ"
+evals() { sed -n 's/.*"eval_loss": \([0-9.e-]*\), "eval_auc": \([0-9.e-]*\)}$/\1 \2/p' "$1"; }
+[ "$(evals "$tmp/m_cpu" | wc -l)" -eq 2 ] || fail "cpu: not 2 evaluations: $(cat "$tmp/m_cpu")"
+evals "$tmp/m_cpu" >"$tmp/e_cpu"
+evals "$tmp/m_cuda" >"$tmp/e_cuda"
+[ "$(wc -l <"$tmp/e_cuda")" -eq 2 ] || fail "cuda: not 2 evaluations: $(cat "$tmp/m_cuda")"
+paste "$tmp/e_cpu" "$tmp/e_cuda" | awk '{
+    printf "eval: loss %s %s, AUC %s %s\n", $1, $3, $2, $4
+    d = $1 - $3; if (d < 0) d = -d; if (d > 2e-3 * $1) { print "FAIL: eval losses differ"; exit 1 }
+    d = $2 - $4; if (d < 0) d = -d; if (d > 0.01) { print "FAIL: eval AUCs differ"; exit 1 } }' ||
+    exit 1
+
+# one model, inferred on both devices: the same outputs (to rounding) and predictions
+model=$tmp/snap_cpu/snapshot-0000000016.h5
+for d in cpu cuda; do
+    "$PIPENET" infer "$model" --data "$tmp/eval.h5" --out "$tmp/pred_$d.h5" --device $d \
+        >"$tmp/infer_$d" 2>&1 || { cat "$tmp/infer_$d"; fail "infer --device $d"; }
+    for k in outputs scores predictions; do
+        "$fix" print "$tmp/pred_$d.h5" $k >"$tmp/${k}_$d" || fail "read $k of pred_$d.h5"
+    done
+done
+paste "$tmp/outputs_cpu" "$tmp/outputs_cuda" | awk '{ d = $1 - $2; if (d < 0) d = -d
+    if (d > 1e-5 * (1 + ($2 < 0 ? -$2 : $2))) { printf "FAIL: logit %d: cpu %s, cuda %s\n", NR, $1, $2; exit 1 } }' ||
+    exit 1
+cmp -s "$tmp/predictions_cpu" "$tmp/predictions_cuda" || fail "the predictions differ"
+auc_cpu=$(sed -n 's/^AUC \([0-9.]*\) .*/\1/p' "$tmp/infer_cpu")
+auc_cuda=$(sed -n 's/^AUC \([0-9.]*\) .*/\1/p' "$tmp/infer_cuda")
+[ -n "$auc_cpu" ] && [ "$auc_cpu" = "$auc_cuda" ] || fail "infer's AUC: cpu '$auc_cpu', cuda '$auc_cuda'"
+# 2 replicas against 1 process, both on cuda, 4 micro-batches a step in all: one
+# --deterministic hash
+replicas=skipped
+if command -v mpirun >/dev/null 2>&1; then
+    for np in 1 2; do
+        mpirun --oversubscribe -np $np "$PIPENET" train "$tmp/m.json" --data "$tmp/train.h5" \
+            --eval= --threads 1 --device cuda --deterministic --micro-batches $((4 / np)) --log-every 1000 \
+            >"$tmp/det_$np" 2>&1 || { cat "$tmp/det_$np"; fail "train --device cuda on $np ranks"; }
+        grep -o 'parameter hash after [0-9]* steps: [0-9a-f]*' "$tmp/det_$np" >"$tmp/hash_$np"
+    done
+    [ -s "$tmp/hash_1" ] && cmp -s "$tmp/hash_1" "$tmp/hash_2" ||
+        fail "2 replicas on cuda: $(cat "$tmp/hash_2"), 1 process: $(cat "$tmp/hash_1")"
+    replicas="the same hash on 2 replicas"
+fi
+echo "PASS: the sparse DeepFM trains and infers on cuda as on cpu (infer AUC $auc_cpu; $replicas)"
