@@ -68,3 +68,39 @@ same_losses() {
                "times the tolerance %s, too little to compare\n", (m > 0 ? d / m : d), r
         exit 1 }'
 }
+
+# same_binary_evals CPU CUDA N: metrics files CPU and CUDA of a binary classifier
+# (sigmoid_xent) hold N evaluations each whose log-loss (2e-3 relative) and AUC
+# (0.01) agree; prints them, fails naming the first that differs
+same_binary_evals() {
+    evals() { sed -n 's/.*"eval_loss": \([0-9.e-]*\), "eval_auc": \([0-9.e-]*\)}$/\1 \2/p' "$1"; }
+    evals "$1" >"$tmp/evals_cpu"
+    evals "$2" >"$tmp/evals_cuda"
+    [ "$(wc -l <"$tmp/evals_cpu")" -eq "$3" ] || fail "cpu: not $3 evaluations: $(cat "$1")"
+    [ "$(wc -l <"$tmp/evals_cuda")" -eq "$3" ] || fail "cuda: not $3 evaluations: $(cat "$2")"
+    paste "$tmp/evals_cpu" "$tmp/evals_cuda" | awk '{
+        printf "eval: loss %s %s, AUC %s %s\n", $1, $3, $2, $4
+        d = $1 - $3; if (d < 0) d = -d; if (d > 2e-3 * $1) { print "FAIL: eval losses differ"; exit 1 }
+        d = $2 - $4; if (d < 0) d = -d; if (d > 0.01) { print "FAIL: eval AUCs differ"; exit 1 } }' ||
+        exit 1
+}
+
+# same_binary_inference MODEL DATA H5_FIXTURE: `infer` of MODEL on DATA on the cpu and
+# on cuda writes the same logits (1e-5 relative), the same predictions and the same
+# AUC, which it leaves in $auc_cpu
+same_binary_inference() {
+    for d in cpu cuda; do
+        "$PIPENET" infer "$1" --data "$2" --out "$tmp/pred_$d.h5" --device $d \
+            >"$tmp/infer_$d" 2>&1 || { cat "$tmp/infer_$d"; fail "infer --device $d"; }
+        for k in outputs scores predictions; do
+            "$3" print "$tmp/pred_$d.h5" $k >"$tmp/${k}_$d" || fail "read $k of pred_$d.h5"
+        done
+    done
+    paste "$tmp/outputs_cpu" "$tmp/outputs_cuda" | awk '{ d = $1 - $2; if (d < 0) d = -d
+        if (d > 1e-5 * (1 + ($2 < 0 ? -$2 : $2))) { printf "FAIL: logit %d: cpu %s, cuda %s\n", NR, $1, $2; exit 1 } }' ||
+        exit 1
+    cmp -s "$tmp/predictions_cpu" "$tmp/predictions_cuda" || fail "the predictions differ"
+    auc_cpu=$(sed -n 's/^AUC \([0-9.]*\) .*/\1/p' "$tmp/infer_cpu")
+    auc_cuda=$(sed -n 's/^AUC \([0-9.]*\) .*/\1/p' "$tmp/infer_cuda")
+    [ -n "$auc_cpu" ] && [ "$auc_cpu" = "$auc_cuda" ] || fail "infer's AUC: cpu '$auc_cpu', cuda '$auc_cuda'"
+}

@@ -43,33 +43,11 @@ for d in cpu cuda; do
 done
 grep -q "^device: cuda:0" "$tmp/out_cuda" || { cat "$tmp/out_cuda"; fail "the cuda run names no GPU"; }
 same_losses "$tmp/m_cuda" "$tmp/m_cpu" 1 16 || fail "the losses of cuda and cpu differ"
-evals() { sed -n 's/.*"eval_loss": \([0-9.e-]*\), "eval_auc": \([0-9.e-]*\)}$/\1 \2/p' "$1"; }
-[ "$(evals "$tmp/m_cpu" | wc -l)" -eq 2 ] || fail "cpu: not 2 evaluations: $(cat "$tmp/m_cpu")"
-evals "$tmp/m_cpu" >"$tmp/e_cpu"
-evals "$tmp/m_cuda" >"$tmp/e_cuda"
-[ "$(wc -l <"$tmp/e_cuda")" -eq 2 ] || fail "cuda: not 2 evaluations: $(cat "$tmp/m_cuda")"
-paste "$tmp/e_cpu" "$tmp/e_cuda" | awk '{
-    printf "eval: loss %s %s, AUC %s %s\n", $1, $3, $2, $4
-    d = $1 - $3; if (d < 0) d = -d; if (d > 2e-3 * $1) { print "FAIL: eval losses differ"; exit 1 }
-    d = $2 - $4; if (d < 0) d = -d; if (d > 0.01) { print "FAIL: eval AUCs differ"; exit 1 } }' ||
-    exit 1
+same_binary_evals "$tmp/m_cpu" "$tmp/m_cuda" 2
 
 # one model, inferred on both devices: the same outputs (to rounding) and predictions
 model=$tmp/snap_cpu/snapshot-0000000016.h5
-for d in cpu cuda; do
-    "$PIPENET" infer "$model" --data "$tmp/eval.h5" --out "$tmp/pred_$d.h5" --device $d \
-        >"$tmp/infer_$d" 2>&1 || { cat "$tmp/infer_$d"; fail "infer --device $d"; }
-    for k in outputs scores predictions; do
-        "$fix" print "$tmp/pred_$d.h5" $k >"$tmp/${k}_$d" || fail "read $k of pred_$d.h5"
-    done
-done
-paste "$tmp/outputs_cpu" "$tmp/outputs_cuda" | awk '{ d = $1 - $2; if (d < 0) d = -d
-    if (d > 1e-5 * (1 + ($2 < 0 ? -$2 : $2))) { printf "FAIL: logit %d: cpu %s, cuda %s\n", NR, $1, $2; exit 1 } }' ||
-    exit 1
-cmp -s "$tmp/predictions_cpu" "$tmp/predictions_cuda" || fail "the predictions differ"
-auc_cpu=$(sed -n 's/^AUC \([0-9.]*\) .*/\1/p' "$tmp/infer_cpu")
-auc_cuda=$(sed -n 's/^AUC \([0-9.]*\) .*/\1/p' "$tmp/infer_cuda")
-[ -n "$auc_cpu" ] && [ "$auc_cpu" = "$auc_cuda" ] || fail "infer's AUC: cpu '$auc_cpu', cuda '$auc_cuda'"
+same_binary_inference "$model" "$tmp/eval.h5" "$fix"
 # 2 replicas against 1 process, both on cuda, 4 micro-batches a step in all: one
 # --deterministic hash
 replicas=skipped
