@@ -546,23 +546,6 @@ int pn_hdf5_read_all(hid_t dset, const char *fname, const char *name, pn_hdf5_ty
     return rc;
 }
 
-static bool is_prime(size_t n)
-{
-    for (size_t d = 2; d * d <= n; d++)
-        if (n % d == 0) return false;
-    return n >= 2;
-}
-
-size_t pn_hdf5_chunk_cache_slots(size_t cache_bytes, size_t chunk_bytes)
-{
-    /* Past ~2^20 slots a bigger table only costs memory: 100 per chunk asked HDF5 for
-     * 800 MB of table for 4 MB of one-float chunks (found by fuzz/fuzz_dataset). */
-    size_t chunks = cache_bytes / (chunk_bytes ? chunk_bytes : 1) + 1;
-    size_t slots = chunks < ((size_t)1 << 20) / 100 ? 100 * chunks + 1 : ((size_t)1 << 20) + 1;
-    while (!is_prime(slots)) slots += 2;
-    return slots;
-}
-
 void pn_hdf5_type_name(hid_t t, char *buf, size_t cap)
 {
     size_t bits = H5Tget_size(t) * 8;

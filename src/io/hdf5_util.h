@@ -235,6 +235,15 @@ int pn_hdf5_read_all(hid_t dset, const char *fname, const char *name, pn_hdf5_ty
  * 2^20 (an 8 MiB table), however small the chunks. */
 size_t pn_hdf5_chunk_cache_slots(size_t cache_bytes, size_t chunk_bytes);
 
+/* A compressed dataset's chunks are decompressed whole: reopens *dset (name in file,
+ * of rank dims and elem_bytes a value as the file holds it) with a chunk cache that
+ * holds the whole dataset, up to cache_max bytes, after checking that this HDF5 has
+ * its filters (a missing one is an error naming it and saying what to write).
+ * Unfiltered datasets are left as they are, so HDF5 reads only the rows asked for. */
+int pn_hdf5_cache_filtered(hid_t file, const char *fname, const char *name, int rank,
+                           const hsize_t *dims, size_t elem_bytes, size_t cache_max,
+                           hid_t *dset);
+
 /* "float32", "uint8", "string", "a compound type", ... for a file datatype (the
  * caller holds the lock). */
 void pn_hdf5_type_name(hid_t t, char *buf, size_t cap);

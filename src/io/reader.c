@@ -250,50 +250,6 @@ static int check_options(const char *path, const pn_reader_field *fields, int n_
     return 0;
 }
 
-/* Compressed chunks are decompressed whole: reopens f with a chunk cache that holds
- * the whole dataset (up to FILTERED_CACHE_MAX), after checking the filters exist.
- * Unfiltered chunks keep the file's empty cache, so HDF5 reads only the rows asked. */
-static int tune_cache(pn_reader *r, field *f)
-{
-    char filter_name[64] = "";
-    int rc = 0, nfilters = 0;
-    hid_t dcpl = H5I_INVALID_HID, dapl = H5I_INVALID_HID;
-    H5D_layout_t layout = H5D_LAYOUT_ERROR;
-    hsize_t chunk[PN_HDF5_MAX_RANK];
-    const char *what = "%s: dataset '/%s': cannot read its layout";
-    PN_HDF5_CHECK(rc, dcpl = H5Dget_create_plist(f->dset), what, r->path, f->name);
-    PN_HDF5_CHECK(rc, layout = H5Pget_layout(dcpl), what, r->path, f->name);
-    if (layout == H5D_CHUNKED) PN_HDF5_CHECK(rc, nfilters = H5Pget_nfilters(dcpl), what, r->path,
-                                             f->name);
-    if (nfilters > 0) PN_HDF5_CHECK(rc, H5Pget_chunk(dcpl, f->rank, chunk), what, r->path, f->name);
-    for (int i = 0; rc == 0 && i < nfilters; i++) {
-        unsigned flags, config;
-        size_t n_values = 0;
-        H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &n_values, NULL,
-                                         sizeof filter_name, filter_name, &config);
-        if (id < 0 || H5Zfilter_avail(id) <= 0)
-            rc = pn_error_set(PN_ERR_UNSUPPORTED,
-                              "%s: dataset '/%s' is compressed with filter %d (%s), which "
-                              "this HDF5 build lacks: write it uncompressed or with gzip "
-                              "(h5py: compression=\"gzip\")",
-                              r->path, f->name, (int)id, filter_name);
-    }
-    if (rc == 0 && nfilters > 0) {
-        size_t chunk_bytes = f->elem.bytes, total = f->elem.bytes; /* as the file holds them */
-        for (int k = 0; k < f->rank; k++) chunk_bytes *= chunk[k], total *= f->dims[k];
-        size_t bytes = total < FILTERED_CACHE_MAX ? total : FILTERED_CACHE_MAX;
-        size_t slots = pn_hdf5_chunk_cache_slots(bytes, chunk_bytes);
-        what = "%s: dataset '/%s': cannot set its chunk cache";
-        PN_HDF5_CHECK(rc, dapl = H5Pcreate(H5P_DATASET_ACCESS), what, r->path, f->name);
-        PN_HDF5_CHECK(rc, H5Pset_chunk_cache(dapl, slots, bytes, 0.75), what, r->path, f->name);
-        PN_HDF5_CHECK(rc, H5Dclose(f->dset), what, r->path, f->name);
-        PN_HDF5_CHECK(rc, f->dset = H5Dopen2(r->file, f->name, dapl), what, r->path, f->name);
-    }
-    if (dapl >= 0) H5Pclose(dapl);
-    if (dcpl >= 0) H5Pclose(dcpl);
-    return rc;
-}
-
 /* Checks field f's element type and shape against spec, and says once (unless
  * spec->quiet) when HDF5 converts its values. */
 static int check_field(pn_reader *r, field *f, const pn_reader_field *spec)
@@ -335,7 +291,8 @@ static int open_field(pn_reader *r, int i, const pn_reader_field *spec)
     pn_hdf5_storage storage = pn_hdf5_storage_kind(f->dset);
     f->elsewhere = storage == PN_HDF5_VIRTUAL || storage == PN_HDF5_EXTERNAL;
     pn_hdf5_lock();
-    int rc = tune_cache(r, f);
+    int rc = pn_hdf5_cache_filtered(r->file, r->path, f->name, f->rank, f->dims, f->elem.bytes,
+                                    FILTERED_CACHE_MAX, &f->dset);
     hsize_t mdims[PN_HDF5_MAX_RANK];
     memcpy(mdims, f->dims, sizeof mdims);
     mdims[0] = (hsize_t)r->opt.count;
