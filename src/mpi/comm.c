@@ -51,6 +51,8 @@ int pn_comm_create(pn_comm **out, pn_job *job, int stages)
     pn_grid *g = &c->grid;
     *g = (pn_grid){.rank = rank, .size = size, .stages = stages, .replicas = size / stages,
                    .stage = rank % stages, .replica = rank / stages};
+    if (!(c->gather_at = malloc(3 * (size_t)g->replicas * sizeof *c->gather_at)))
+        return pn_error_set(PN_ERR_NOMEM, "out of memory");
     PN_MPI_CHECK(MPI_Comm_dup(pn_job_comm(job), &c->world));
     PN_MPI_CHECK(MPI_Comm_set_errhandler(c->world, MPI_ERRORS_RETURN));
     PN_MPI_CHECK(MPI_Comm_split(c->world, g->replica, g->stage, &c->pipe));
@@ -80,6 +82,7 @@ void pn_comm_free(pn_comm *c)
     MPI_Comm *comms[] = {&c->pipe, &c->replicas, &c->watch, &c->world};
     for (int i = 0; i < 4; i++)
         if (*comms[i] != MPI_COMM_NULL) MPI_Comm_free(comms[i]);
+    free(c->gather_at);
     free(c);
 }
 
@@ -438,9 +441,8 @@ int pn_comm_gather_rows(pn_comm *c, const int *counts, const int *ids, const pn_
         all_rows->rows != total || all_rows->cols != width || total * width > INT_MAX)
         return pn_error_set(PN_ERR_INTERNAL, "row gather: %d x %d into %d x %d over %d replicas",
                             rows->rows, width, all_rows->rows, all_rows->cols, d);
-    int *at = malloc(4 * (size_t)d * sizeof *at); /* displacements, float counts and theirs */
-    if (!at) return pn_error_set(PN_ERR_NOMEM, "out of memory gathering row-sparse gradients");
-    int *fcounts = at + d, *fat = at + 2 * d;
+    /* displacements of the ids, counts and displacements of the floats */
+    int *at = c->gather_at, *fcounts = at + d, *fat = at + 2 * d;
     for (int r = 0, k = 0; r < d; k += counts[r], r++) {
         at[r] = k;
         fcounts[r] = counts[r] * width;
@@ -459,7 +461,6 @@ int pn_comm_gather_rows(pn_comm *c, const int *counts, const int *ids, const pn_
                                                 PN_SCOPE_REPLICAS})
                   : pn_error_set(PN_ERR_MPI, "MPI_Iallgatherv of row-sparse gradients failed (%d)",
                                  rc);
-    free(at);
     PN_TRACE("row-sparse gather", "allreduce", NULL, -1, -1, t0);
     return out;
 }
