@@ -51,7 +51,8 @@ int pn_comm_create(pn_comm **out, pn_job *job, int stages)
     pn_grid *g = &c->grid;
     *g = (pn_grid){.rank = rank, .size = size, .stages = stages, .replicas = size / stages,
                    .stage = rank % stages, .replica = rank / stages};
-    if (!(c->gather_at = malloc(3 * (size_t)g->replicas * sizeof *c->gather_at)))
+    if (!(c->gather_at = malloc(3 * (size_t)g->replicas * sizeof *c->gather_at)) ||
+        !(c->owner_at = malloc(6 * (size_t)g->replicas * sizeof *c->owner_at)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
     PN_MPI_CHECK(MPI_Comm_dup(pn_job_comm(job), &c->world));
     PN_MPI_CHECK(MPI_Comm_set_errhandler(c->world, MPI_ERRORS_RETURN));
@@ -83,6 +84,7 @@ void pn_comm_free(pn_comm *c)
     for (int i = 0; i < 4; i++)
         if (*comms[i] != MPI_COMM_NULL) MPI_Comm_free(comms[i]);
     free(c->gather_at);
+    free(c->owner_at);
     free(c);
 }
 

@@ -5,6 +5,7 @@
  *  - the replicas' gradient sum, in buckets started while backward goes on, and the
  *    gather of every replica's sum for the deterministic tree;
  *  - the exchange of tied parameters' gradients between stages of a replica;
+ *  - the owner exchange of tables sharded by rows over a stage's replicas;
  *  - scalar sums and XORs over the world, a replica's pipe or a stage's replicas;
  *  - gathers and scatters of stages' arena images between rank 0 and the first
  *    replica (snapshots), and a broadcast from rank 0;
@@ -233,6 +234,36 @@ int pn_comm_gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all);
 int pn_comm_replica_counts(pn_comm *c, int n, int *counts);
 int pn_comm_gather_rows(pn_comm *c, const int *counts, const int *ids, const pn_matrix *rows,
                         int *all_ids, pn_matrix *all_rows);
+
+/* --- tables sharded by rows over the stage's replicas (the owner exchange) ----------------- */
+
+/* Row id of a sharded table lives on replica id mod D (its local row id / D). A
+ * forward pass sends the unique ids a micro-batch touches to their owners and gets
+ * the rows back (a pull: ids, then rows the other way); backward sends (id, gradient
+ * row) partials to the owners (a push). Both are all-to-alls within the replica
+ * group, as parameter servers pull and push, done the MPI way. Collective over the
+ * stage's replicas; host memory over MPI whatever the transport (rows on a GPU are
+ * staged through host buffers by the caller, as for pn_comm_gather_rows): an NCCL
+ * version belongs behind these same calls later. */
+
+/* recv_counts[r] = what replica r's send_counts[me] says it sends this rank; each
+ * side passes one count per replica. The receiver learns how much arrives, so it
+ * can size its buffers before pn_comm_owner_exchange. */
+int pn_comm_owner_counts(pn_comm *c, const int *send_counts, int *recv_counts);
+
+/* Sends send_counts[r] entries to each replica r, from ids and rows (rows->cols wide)
+ * grouped by destination (replica 0's block first), and receives recv_counts[r] from
+ * each into recv_ids and recv_rows grouped by source in replica order: a fixed order,
+ * so that an owner adds the partials of one row in the same order on every run.
+ * Either of ids/recv_ids or rows/recv_rows may be absent (both NULL) so one call
+ * serves a pull's request (ids), its reply (rows; the counts swapped) and a push (ids
+ * and rows); what travels must be the same on every replica, so a rank with no ids
+ * to send or receive still passes non-NULL pointers when ids travel. Rows are dense
+ * host matrices with the sums of the counts as rows; more than INT_MAX entries or
+ * floats on either side is refused (MPI counts are ints). */
+int pn_comm_owner_exchange(pn_comm *c, const int *send_counts, const int *ids,
+                           const pn_matrix *rows, const int *recv_counts, int *recv_ids,
+                           pn_matrix *recv_rows);
 
 /* --- tied parameters' gradients between the stages of a replica ------------------------- */
 

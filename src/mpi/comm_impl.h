@@ -56,6 +56,9 @@ struct pn_comm {
     bool lower_stalled; /* a lower rank timed out and reports the stall */
     int *gather_at;     /* pn_comm_gather_rows' displacements and counts, 3 x replicas:
                            made once, so that a step allocates nothing */
+    int *owner_at;      /* pn_comm_owner_exchange's counts and displacements (ids sent,
+                           ids received, floats sent and received), 6 x replicas: made
+                           once, like gather_at */
 };
 
 /* What a wait is for, named in the message when it stalls. */

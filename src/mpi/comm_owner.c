@@ -1,0 +1,100 @@
+/* The owner exchange (comm.h): all-to-all exchanges within a stage's replicas, for
+ * tables sharded by rows over them (row id -> replica id mod D). Host memory over
+ * MPI on the control plane's communicator c->replicas, whatever the transport. */
+#include "mpi/comm_impl.h"
+
+#include <limits.h>
+
+#include "base/error.h"
+#include "base/trace.h"
+#include "mpi/mpi_check.h"
+
+int pn_comm_owner_counts(pn_comm *c, const int *send_counts, int *recv_counts)
+{
+    MPI_Request r;
+    PN_MPI_CHECK(MPI_Ialltoall(send_counts, 1, MPI_INT, recv_counts, 1, MPI_INT, c->replicas, &r));
+    return pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE,
+                        &(pn_wait_for){"the owner counts of", NULL, -1, PN_SCOPE_REPLICAS});
+}
+
+/* counts[0 .. d) (none negative) -> their sum into *total; displacements of the
+ * entries into at and, with width, counts and displacements of the floats into
+ * fcounts and fat. false when a count is negative or a sum (of entries, or of
+ * floats) passes INT_MAX, which MPI's int counts and displacements cannot hold. */
+static bool lay_out(const int *counts, int d, int width, long *total, int *at, int *fcounts,
+                    int *fat)
+{
+    long k = 0;
+    for (int r = 0; r < d; r++) {
+        if (counts[r] < 0 || k + counts[r] > INT_MAX || (k + counts[r]) * width > INT_MAX)
+            return false;
+        at[r] = (int)k;
+        fat[r] = (int)(k * width);
+        fcounts[r] = counts[r] * width; /* at most (k + counts[r]) * width */
+        k += counts[r];
+    }
+    *total = k;
+    return true;
+}
+
+static bool host_dense(const pn_matrix *m)
+{
+    return m->device.kind == PN_DEVICE_HOST && pn_matrix_dense(*m);
+}
+
+int pn_comm_owner_exchange(pn_comm *c, const int *send_counts, const int *ids,
+                           const pn_matrix *rows, const int *recv_counts, int *recv_ids,
+                           pn_matrix *recv_rows)
+{
+    int d = c->grid.replicas;
+    if (!ids != !recv_ids || !rows != !recv_rows || (!ids && !rows))
+        return pn_error_set(PN_ERR_INTERNAL, "owner exchange: ids %s/%s, rows %s/%s (sent/received)",
+                            ids ? "given" : "absent", recv_ids ? "given" : "absent",
+                            rows ? "given" : "absent", recv_rows ? "given" : "absent");
+    if (rows && (!host_dense(rows) || !host_dense(recv_rows) || rows->cols != recv_rows->cols))
+        return pn_error_set(PN_ERR_INTERNAL, "owner exchange: %d x %d rows (%s) into %d x %d (%s)",
+                            rows->rows, rows->cols, host_dense(rows) ? "host" : "not dense host",
+                            recv_rows->rows, recv_rows->cols,
+                            host_dense(recv_rows) ? "host" : "not dense host");
+    int width = rows ? rows->cols : 1;
+    /* the ids' displacements sent and received, then the floats' counts and displacements */
+    int *sat = c->owner_at, *rat = sat + d, *sf = sat + 2 * d, *sfat = sat + 3 * d,
+        *rf = sat + 4 * d, *rfat = sat + 5 * d;
+    long sent, received;
+    if (!lay_out(send_counts, d, width, &sent, sat, sf, sfat) ||
+        !lay_out(recv_counts, d, width, &received, rat, rf, rfat))
+        return pn_error_set(PN_ERR_INTERNAL, "owner exchange over %d replicas: a count below 0, or "
+                            "more than %d entries%s sent or received", d, INT_MAX,
+                            rows ? " times the rows' width" : "");
+    if (rows && (rows->rows != sent || recv_rows->rows != received))
+        return pn_error_set(PN_ERR_INTERNAL, "owner exchange: %d rows for %ld entries sent, %d "
+                            "for %ld received", rows->rows, sent, recv_rows->rows, received);
+    /* what the wait names (watch.c: "<op> the D replicas of stage s"), by what travels:
+     * a pull's request (ids), its reply (rows) or a push (ids and their gradient rows) */
+    const char *op = !rows ? "the requested row ids of"
+                     : !ids ? "the table rows of" : "the row gradients of";
+    const char *event = !rows ? "owner exchange: ids"
+                        : !ids ? "owner exchange: rows" : "owner exchange: ids and rows";
+    double t0 = PN_TRACE_T0();
+    MPI_Request req[2];
+    int n = 0, rc = MPI_SUCCESS;
+    if (ids) {
+        rc = MPI_Ialltoallv(ids, send_counts, sat, MPI_INT, recv_ids, recv_counts, rat, MPI_INT,
+                            c->replicas, &req[n]);
+        if (rc == MPI_SUCCESS) n++;
+    }
+    if (rc == MPI_SUCCESS && rows) {
+        rc = MPI_Ialltoallv(rows->data, sf, sfat, MPI_FLOAT, recv_rows->data, rf, rfat, MPI_FLOAT,
+                            c->replicas, &req[n]);
+        if (rc == MPI_SUCCESS) n++;
+    }
+    /* what was started is waited for even after a failure to start the rest, so that
+     * nothing writes into the caller's buffers once this returns */
+    int out = n > 0 ? pn_comm_wait(c, n, req, MPI_STATUSES_IGNORE,
+                                   &(pn_wait_for){op, NULL, -1, PN_SCOPE_REPLICAS})
+                    : PN_OK;
+    if (rc != MPI_SUCCESS && out == PN_OK)
+        out = pn_mpi_fail(rc, "MPI_Ialltoallv", __FILE__, __LINE__);
+    PN_TRACE(event, "comm", NULL, -1, -1, t0);
+    return out;
+}
