@@ -48,7 +48,8 @@ int pn_comm_owner_exchange(pn_comm *c, const int *send_counts, const int *ids,
 {
     int d = c->grid.replicas;
     if (!ids != !recv_ids || !rows != !recv_rows || (!ids && !rows))
-        return pn_error_set(PN_ERR_INTERNAL, "owner exchange: ids %s/%s, rows %s/%s (sent/received)",
+        return pn_error_set(PN_ERR_INTERNAL,
+                            "owner exchange: ids %s/%s, rows %s/%s (sent/received)",
                             ids ? "given" : "absent", recv_ids ? "given" : "absent",
                             rows ? "given" : "absent", recv_rows ? "given" : "absent");
     if (rows && (!host_dense(rows) || !host_dense(recv_rows) || rows->cols != recv_rows->cols))
