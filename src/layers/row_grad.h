@@ -6,15 +6,16 @@
  * partials: its unique ids in increasing order, each with the sum of its entries in
  * append order. So what is kept and exchanged is one entry per (micro-batch, id),
  * not one per feature. The replicas' partials are concatenated in replica order
- * (pn_comm_gather_rows): the global micro-batch order, as every layout runs the same
- * micro-batches of the same samples under --deterministic; pn_row_grad_merge then
- * sums each id's partials in that order (one scatter-add into the unique rows) and
- * leaves the unique ids in increasing order. Sealing and merging are one routine
- * over a fixed order, which keeps --deterministic bit-identical across layouts. Ids
- * live on the host (sorted there), rows are views for ops on the table's device; on
- * a GPU the merge's slots and the unique ids are copied to device buffers for the
- * ops, and the replica exchange stages the rows through a host buffer
- * (its staging buffer). Buffers grow only, keeping their entries. */
+ * (pn_comm_gather_rows): the global micro-batch order, as under --deterministic
+ * every layout of one micro-batch size runs the same micro-batches of the same
+ * samples (replica r's micro-batch m is global micro-batch r M + m);
+ * pn_row_grad_merge then sums each id's partials in that order (one scatter-add into
+ * the unique rows) and leaves the unique ids in increasing order. Sealing and
+ * merging are one routine over a fixed order, which keeps --deterministic
+ * bit-identical across layouts. Ids live on the host (sorted there), rows are views
+ * for ops on the table's device; on a GPU the merge's slots and the unique ids are
+ * copied to device buffers for the ops, and the replica exchange stages the rows
+ * through its host staging buffer. Buffers grow only, keeping their entries. */
 #ifndef PN_ROW_GRAD_H
 #define PN_ROW_GRAD_H
 
