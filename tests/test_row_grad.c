@@ -1,6 +1,7 @@
 /* Row-sparse gradients (layers/row_grad.h) and their update: the structure (empty,
- * duplicates summed in append order, ids sorted, growth keeps entries, bad ids and
- * late appends refused); the arena gives a row-sparse table no gradient room; sgd
+ * duplicates summed in append order, ids sorted, micro-batches sealed into partials
+ * that the merge sums in micro-batch order, growth keeps entries, bad ids and late
+ * appends refused); the arena gives a row-sparse table no gradient room; sgd
  * on row-sparse gradients equals the dense update bit for bit; lazy momentum and
  * adam (and decay, and clipping's scale) equal a reference that runs the formulas
  * on the touched rows only. */
@@ -87,6 +88,61 @@ START_TEST(ids_of_a_big_table_sort)
         ck_assert_int_eq(g.ids[k], want_ids[k]);
         ck_assert(pn_row_grad_rows(&g).data[k] == want[k]);
     }
+    pn_row_grad_release(&g);
+}
+END_TEST
+
+/* Two micro-batches, ids repeated within and across them, each sealed after it is
+ * appended, then merged: each id's gradient is its partials (a micro-batch's entries
+ * summed in append order, onto 0) summed in micro-batch order, computed here by hand
+ * in floats. Id 4's first column tells the grouping apart: micro-batch 0 gives 1,
+ * micro-batch 1 gives 1e8, 3, -1e8 (0 as its own partial: 3 vanishes beside 1e8), so
+ * the partials sum to 1, while adding the five entries in one run gives 0. */
+START_TEST(sealed_partials_sum_in_micro_batch_order)
+{
+    enum { W = 2, M0 = 4, M1 = 5 };
+    const int ids[M0 + M1] = {7, 4, 2, 7, /* micro-batch 1: */ 4, 2, 4, 9, 4};
+    const float r[(M0 + M1) * W] = {0.5f, 1, 1, 2, 0.25f, 3, 1.5f, 4,
+                                    1e8f, 5, 0.75f, 6, 3, 7, 2, 8, -1e8f, 9};
+    pn_row_grad g;
+    pn_row_grad_init(&g, 10, W, pn_device_host());
+    pn_matrix m0 = host_rows((float *)r, M0, W), m1 = host_rows((float *)r + M0 * W, M1, W);
+    ck_assert_int_eq(pn_row_grad_append(&g, ids, &m0), 0);
+    ck_assert_int_eq(pn_row_grad_seal(&g), 0);
+    ck_assert_int_eq(g.n, 3); /* 2, 4, 7 */
+    ck_assert_int_eq(g.sealed, 3);
+    ck_assert_int_eq(pn_row_grad_seal(&g), 0); /* nothing new: nothing changes */
+    ck_assert_int_eq(g.n, 3);
+    ck_assert_int_eq(pn_row_grad_append(&g, ids + M0, &m1), 0);
+    ck_assert_int_eq(pn_row_grad_seal(&g), 0);
+    ck_assert_int_eq(g.n, 6); /* and 2, 4, 9: one entry per (micro-batch, id) */
+    const int want_partial_ids[] = {2, 4, 7, 2, 4, 9};
+    for (int k = 0; k < 6; k++) ck_assert_int_eq(g.ids[k], want_partial_ids[k]);
+    ck_assert_int_eq(pn_row_grad_merge(&g), 0);
+
+    float want[10 * W] = {0};
+    bool seen[10] = {false};
+    for (int mb = 0, first = 0; mb < 2; first += mb ? M1 : M0, mb++) {
+        float part[10 * W] = {0};
+        for (int k = first; k < first + (mb ? M1 : M0); k++)
+            for (int j = 0; j < W; j++) part[ids[k] * W + j] += r[k * W + j];
+        for (int k = 0; k < 10 * W; k++) want[k] += part[k];
+        for (int k = first; k < first + (mb ? M1 : M0); k++) seen[ids[k]] = true;
+    }
+    ck_assert(want[4 * W] == 1.0f); /* the grouping shows */
+    ck_assert_int_eq(g.n, 4);
+    pn_matrix rows = pn_row_grad_rows(&g);
+    for (int k = 0, id = 0; id < 10; id++) {
+        if (!seen[id]) continue;
+        ck_assert_int_eq(g.ids[k], id);
+        for (int j = 0; j < W; j++)
+            ck_assert_msg(rows.data[k * W + j] == want[id * W + j], "id %d col %d: %.9g, want %.9g",
+                          id, j, (double)rows.data[k * W + j], (double)want[id * W + j]);
+        k++;
+    }
+    ck_assert_int_eq(pn_row_grad_seal(&g), PN_ERR_INTERNAL); /* not after the merge */
+    pn_row_grad_reset(&g);
+    ck_assert_int_eq(g.sealed, 0);
     pn_row_grad_release(&g);
 }
 END_TEST
@@ -280,6 +336,7 @@ int main(void)
     tcase_add_test(t, empty_merges_to_nothing);
     tcase_add_test(t, duplicates_sum_in_append_order);
     tcase_add_test(t, ids_of_a_big_table_sort);
+    tcase_add_test(t, sealed_partials_sum_in_micro_batch_order);
     tcase_add_test(t, growth_keeps_entries_and_bad_ids_are_refused);
     tcase_add_test(t, a_row_sparse_table_takes_no_gradient_room);
     tcase_add_test(t, sgd_on_touched_rows_is_the_dense_update_bit_for_bit);

@@ -4,12 +4,15 @@
 # (sparse_input -> embedding_bag (ids hashed into 256 rows) -> seq_pool -> fc, plus
 # sparse_fc) learns it (the loss falls), and with --deterministic trains to the same
 # parameter hash on 1 process, 2 stages (the embedding on stage 0), 2 replicas, 2 x 2,
-# and read row by row instead of cached; a 1-process snapshot resumes on 2 stages to
-# the straight run's hash; export and infer run it. A dense model on the group and
-# a sparse input on a dataset are refused by name (test_reader_csr has the rest).
-# The tables' gradients are row-sparse (layers/row_grad.h), so the layouts above
-# also check that the replicas' rows are summed in one order; adam on them is lazy
-# (untouched rows do not move), which learns this set slower: lr 0.2, not 0.05.
+# read row by row instead of cached, gpipe with --recompute, interleaved (the two
+# tables in chunks of both stages) and 2 x 2 with --recompute; a 1-process snapshot
+# resumes on 2 stages to the straight run's hash; export and infer run it. A dense
+# model on the group and a sparse input on a dataset are refused by name
+# (test_reader_csr has the rest). The tables' gradients are row-sparse
+# (layers/row_grad.h): each micro-batch's entries are sealed into partials (one per
+# id) after its backward, so the layouts above also check that every schedule seals
+# a micro-batch once and the replicas' partials are summed in one order; adam on them
+# is lazy (untouched rows do not move), which learns this set slower: lr 0.2, not 0.05.
 set -u
 . "$(dirname "$0")/script_fixture.sh"
 PIPENET=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
@@ -59,7 +62,12 @@ go stages m.json mpirun 2 --steps 40 --micro-batches 4
 go replicas m1.json mpirun 2 --steps 40 --micro-batches 2
 go grid m.json mpirun 4 --steps 40 --micro-batches 2
 go uncached m1.json --steps 40 --micro-batches 4 --data-cache 0
-for n in stages replicas grid uncached; do
+# each micro-batch's partials are sealed once under every schedule and --recompute
+go gpipe m.json mpirun 2 --steps 40 --micro-batches 4 --schedule gpipe --recompute
+go inter m1.json mpirun 2 --steps 40 --micro-batches 4 --stages 2 --schedule interleaved \
+    --virtual-stages 2
+go gridre m.json mpirun 4 --steps 40 --micro-batches 2 --recompute
+for n in stages replicas grid uncached gpipe inter gridre; do
     [ "$(cat $n.hash)" = "$want" ] || { cat $n.out; fail "$n: $(cat $n.hash), not $want"; }
 done
 grep -q "stage 1" stages.out || { cat stages.out; fail "no second stage"; }

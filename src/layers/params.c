@@ -249,6 +249,13 @@ pn_row_grad *pn_params_row_grad(const pn_params *p, int index)
     return p->row_grads && p->items[index].row_sparse ? &p->row_grads[index] : NULL;
 }
 
+int pn_params_seal_row_grads(pn_params *p)
+{
+    for (int i = 0; p->row_grads && i < p->count; i++)
+        if (p->items[i].row_sparse) PN_TRY(pn_row_grad_seal(&p->row_grads[i]));
+    return PN_OK;
+}
+
 void pn_params_reset_row_grads(pn_params *p)
 {
     for (int i = 0; p->row_grads && i < p->count; i++)

@@ -99,6 +99,8 @@ pn_matrix pn_params_grad(const pn_params *p, int index);
 void pn_params_grad_span(const pn_params *p, int index, size_t *first, size_t *end);
 /* A row-sparse parameter's gradient, else NULL. */
 pn_row_grad *pn_params_row_grad(const pn_params *p, int index);
+/* Seals every row-sparse gradient (pn_row_grad_seal): after a micro-batch's backward. */
+int pn_params_seal_row_grads(pn_params *p);
 /* Forgets every row-sparse gradient's entries (after an update). */
 void pn_params_reset_row_grads(pn_params *p);
 pn_matrix pn_params_slot(const pn_params *p, int slot, int index);

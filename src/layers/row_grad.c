@@ -1,5 +1,5 @@
-/* The row-sparse gradient (row_grad.h): entries appended, merged by a stable sort of
- * their ids and one scatter-add. */
+/* The row-sparse gradient (row_grad.h): entries appended, sealed into partials and
+ * merged by one routine: a stable sort of their ids and one scatter-add. */
 #include "layers/row_grad.h"
 
 #include <limits.h>
@@ -30,7 +30,7 @@ void pn_row_grad_release(pn_row_grad *g)
 
 void pn_row_grad_reset(pn_row_grad *g)
 {
-    g->n = 0;
+    g->n = g->sealed = 0;
     g->merged = false;
 }
 
@@ -122,58 +122,86 @@ void pn_row_grad_adopt(pn_row_grad *g, int n)
     pn_buffer rows = g->rows;
     g->ids = g->slot, g->slot = ids;
     g->rows = g->sums, g->sums = rows;
-    g->n = n;
+    g->n = g->sealed = n; /* gathered partials */
 }
 
-/* g->order = the entries' indices by id, equal ids in append order: a radix sort of
- * 11 bits a pass (stable), each pass O(entries), as many passes as the largest id
+/* g->order = the indices of the m ids by id, equal ids in append order: a radix sort
+ * of 11 bits a pass (stable), each pass O(entries), as many passes as the largest id
  * present has bits / 11, whatever the table's size (qsort took 40% of a small
  * model's step). */
-static void sort_by_id(pn_row_grad *g)
+static void sort_by_id(pn_row_grad *g, const int *ids, int m)
 {
     enum { BITS = 11, BUCKETS = 1 << BITS };
-    int n = g->n, *from = g->order, *to = g->tmp, top = 0;
-    for (int k = 0; k < n; k++) {
+    int *from = g->order, *to = g->tmp, top = 0;
+    for (int k = 0; k < m; k++) {
         from[k] = k;
-        if (g->ids[k] > top) top = g->ids[k];
+        if (ids[k] > top) top = ids[k];
     }
     for (int shift = 0; shift < 31 && (top >> shift) > 0; shift += BITS) {
         int at[BUCKETS + 1] = {0};
-        for (int k = 0; k < n; k++) at[((g->ids[from[k]] >> shift) & (BUCKETS - 1)) + 1]++;
+        for (int k = 0; k < m; k++) at[((ids[from[k]] >> shift) & (BUCKETS - 1)) + 1]++;
         for (int b = 0; b < BUCKETS; b++) at[b + 1] += at[b];
-        for (int k = 0; k < n; k++) to[at[(g->ids[from[k]] >> shift) & (BUCKETS - 1)]++] = from[k];
+        for (int k = 0; k < m; k++) to[at[(ids[from[k]] >> shift) & (BUCKETS - 1)]++] = from[k];
         int *t = from;
         from = to, to = t;
     }
-    if (from != g->order) memcpy(g->order, from, (size_t)n * sizeof *from);
+    if (from != g->order) memcpy(g->order, from, (size_t)m * sizeof *from);
+}
+
+/* The one merge that pn_row_grad_seal and pn_row_grad_merge share: entries [first, n)
+ * summed by id into sums [0, *unique) (each id's entries added in append order, onto
+ * zeros), their unique ids in increasing order into ids [first, first + *unique). */
+static int sum_entries(pn_row_grad *g, int first, int *unique)
+{
+    int m = g->n - first, u = 0, *ids = g->ids + first;
+    *unique = 0;
+    if (m == 0) return PN_OK;
+    sort_by_id(g, ids, m);
+    /* each run of one id in sorted order is one unique row */
+    for (int k = 0; k < m; k++) {
+        int e = g->order[k];
+        if (k == 0 || ids[e] != ids[g->order[k - 1]]) u++;
+        g->slot[e] = u - 1;
+    }
+    for (int e = 0; e < m; e++) g->order[g->slot[e]] = ids[e]; /* the unique ids */
+    memcpy(ids, g->order, (size_t)u * sizeof *ids);
+    pn_matrix sums = pn_matrix_on(&g->sums, u, g->width);
+    pn_matrix entries = pn_matrix_rows(pn_matrix_on(&g->rows, g->n, g->width), first, m);
+    PN_TRY(pn_fill(&sums, 0.0f));
+    /* entry k is added in increasing k: each id's entries in append order; the slots
+     * on the rows' device (a kernel reads them) */
+    const int *slot = g->slot;
+    if (pn_row_grad_on_device(g)) {
+        PN_TRY(pn_buffer_write(&g->dev_slot, 0, g->slot, (size_t)m * sizeof(int)));
+        slot = g->dev_slot.data;
+    }
+    PN_TRY(pn_scatter_add_rows(&entries, slot, &sums));
+    *unique = u;
+    return PN_OK;
+}
+
+int pn_row_grad_seal(pn_row_grad *g)
+{
+    if (g->merged)
+        return pn_error_set(PN_ERR_INTERNAL, "row-sparse gradient sealed after its merge");
+    int u;
+    PN_TRY(sum_entries(g, g->sealed, &u));
+    if (u > 0) { /* the partials replace the entries they sum, in place */
+        pn_matrix sums = pn_matrix_on(&g->sums, u, g->width);
+        pn_matrix to = pn_matrix_rows(pn_matrix_on(&g->rows, g->n, g->width), g->sealed, u);
+        PN_TRY(pn_copy(&sums, &to));
+    }
+    g->n = g->sealed + u;
+    g->sealed = g->n;
+    return PN_OK;
 }
 
 int pn_row_grad_merge(pn_row_grad *g)
 {
     if (g->merged) return PN_OK;
-    int n = g->n, u = 0;
-    sort_by_id(g);
-    /* each run of one id in sorted order is one unique row */
-    for (int k = 0; k < n; k++) {
-        int e = g->order[k];
-        if (k == 0 || g->ids[e] != g->ids[g->order[k - 1]]) u++;
-        g->slot[e] = u - 1;
-    }
-    for (int e = 0; e < n; e++) g->order[g->slot[e]] = g->ids[e]; /* the unique ids */
-    memcpy(g->ids, g->order, (size_t)u * sizeof *g->ids);
-    pn_matrix sums = pn_matrix_on(&g->sums, u, g->width), entries = pn_row_grad_entries(g);
-    if (u > 0) {
-        PN_TRY(pn_fill(&sums, 0.0f));
-        /* entry k is added in increasing k: each id's entries in append order; the
-         * slots on the rows' device (a kernel reads them) */
-        const int *slot = g->slot;
-        if (pn_row_grad_on_device(g)) {
-            PN_TRY(pn_buffer_write(&g->dev_slot, 0, g->slot, (size_t)n * sizeof(int)));
-            slot = g->dev_slot.data;
-        }
-        PN_TRY(pn_scatter_add_rows(&entries, slot, &sums));
-        PN_TRY(pn_buffer_write(&g->dev_ids, 0, g->ids, (size_t)u * sizeof(int)));
-    }
+    int u;
+    PN_TRY(sum_entries(g, 0, &u));
+    if (u > 0) PN_TRY(pn_buffer_write(&g->dev_ids, 0, g->ids, (size_t)u * sizeof(int)));
     g->n = u;
     g->merged = true;
     return PN_OK;

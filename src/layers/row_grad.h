@@ -1,16 +1,21 @@
 /* pn_row_grad: a row-sparse gradient (Paddle's SparseRowMatrix): a table's gradient
  * held as the ids of the rows a step touched and those rows, never a table-sized
  * buffer, so a step's work and memory follow the batch's features, not the table.
- * Backward passes append entries (id, row), duplicates included, micro-batch after
- * micro-batch; the replicas' entries are concatenated in replica order
- * (pn_comm_gather_rows); pn_row_grad_merge then sums each id's entries in the order
- * they were appended (one scatter-add into the unique rows) and leaves the unique
- * ids in increasing order. One merge of the step's entries in that fixed order is
- * what keeps --deterministic bit-identical across layouts. Ids live on the host
- * (sorted there), rows are views for ops on the table's device; on a GPU the merge's
- * slots and the unique ids are copied to device buffers for the ops, and the
- * replica exchange stages the rows through a host buffer (pn_row_grad_staging).
- * Buffers grow only, keeping their entries. */
+ * A backward pass appends entries (id, row), duplicates included; after each
+ * micro-batch's backward pn_row_grad_seal sums that micro-batch's entries into its
+ * partials: its unique ids in increasing order, each with the sum of its entries in
+ * append order. So what is kept and exchanged is one entry per (micro-batch, id),
+ * not one per feature. The replicas' partials are concatenated in replica order
+ * (pn_comm_gather_rows): the global micro-batch order, as under --deterministic
+ * every layout of one micro-batch size runs the same micro-batches of the same
+ * samples (replica r's micro-batch m is global micro-batch r M + m);
+ * pn_row_grad_merge then sums each id's partials in that order (one scatter-add into
+ * the unique rows) and leaves the unique ids in increasing order. Sealing and
+ * merging are one routine over a fixed order, which keeps --deterministic
+ * bit-identical across layouts. Ids live on the host (sorted there), rows are views
+ * for ops on the table's device; on a GPU the merge's slots and the unique ids are
+ * copied to device buffers for the ops, and the replica exchange stages the rows
+ * through its host staging buffer. Buffers grow only, keeping their entries. */
 #ifndef PN_ROW_GRAD_H
 #define PN_ROW_GRAD_H
 
@@ -21,6 +26,7 @@
 typedef struct pn_row_grad {
     int table_rows, width; /* the table's shape: ids lie in [0, table_rows) */
     int n;                 /* entries appended, or unique rows once merged */
+    int sealed;            /* entries [0, sealed) are micro-batches' partials */
     int cap;               /* entries the buffers hold */
     bool merged;
     pn_device dev;
@@ -52,9 +58,15 @@ int pn_row_grad_append(pn_row_grad *g, const int *ids, const pn_matrix *rows);
 pn_matrix pn_row_grad_entries(const pn_row_grad *g);
 
 /* Room for n entries and where a gather may write them (*ids, *rows [n, width]: the
- * merge's scratch); pn_row_grad_adopt(g, n) then makes them the entries. */
+ * merge's scratch); pn_row_grad_adopt(g, n) then makes them the entries (partials,
+ * all sealed). */
 int pn_row_grad_incoming(pn_row_grad *g, int n, int **ids, pn_matrix *rows);
 void pn_row_grad_adopt(pn_row_grad *g, int n);
+
+/* Replaces the entries appended since the last seal (one micro-batch's) by their
+ * partials in place: unique ids in increasing order, each with the sum of its
+ * entries in append order. Sealing with nothing new does nothing; not after a merge. */
+int pn_row_grad_seal(pn_row_grad *g);
 
 /* Sums duplicate ids (in append order), leaving n unique ids in increasing order and
  * their rows (pn_row_grad_rows). Merging a merged gradient does nothing. */

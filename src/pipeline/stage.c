@@ -246,6 +246,12 @@ static int backward_pass(pn_stage *s, stage_chunk *ch, const pn_batch *b, long s
     int rc = pn_network_backward_run(net, &pass);
     pn_network_on_grads_ready(net, NULL, NULL);
     PN_TRY(rc);
+    /* this micro-batch's row-sparse entries into its partials. The stage seals, not
+     * the layers: it alone knows where a micro-batch's backward ends, whatever the
+     * schedule or --recompute (which reruns forwards only); a row-sparse table has
+     * one layer (ties refuse row-sparse copies), so the entries since the last seal
+     * are this micro-batch's, and other chunks' tables have none (a no-op) */
+    PN_TRY(pn_params_seal_row_grads(s->params));
     if (leaf) PN_TRY(pn_grad_tree_push(&ch->tree, &grads));
     for (int i = 0; i < ch->n_links; i++) {
         const pn_link_spec *l = pn_link_spec_of(ch->links[i]);
@@ -321,15 +327,19 @@ static int deterministic_sum(pn_stage *s)
     return pn_grad_tree_sum_blocks(&all, &grads);
 }
 
-/* Each row-sparse gradient: every replica's entries in replica order (each replica's
- * in micro-batch order), then one merge that adds each row's entries in that order:
- * the additions of one process, on every layout. */
+/* Each row-sparse gradient: every replica's partials (one entry per micro-batch and
+ * id, sealed after each backward) in replica order, each replica's in micro-batch
+ * order: the global micro-batch order; then one merge that adds each row's partials
+ * in that order: the additions of one process, on every layout. */
 static int sum_row_grads(pn_stage *s)
 {
     int d = s->grid->replicas;
     for (int i = 0; i < pn_params_count(s->params); i++) {
         pn_row_grad *rg = pn_params_row_grad(s->params, i);
         if (!rg) continue;
+        if (rg->sealed != rg->n) /* a partial per micro-batch, or layouts would differ */
+            return pn_error_set(PN_ERR_INTERNAL, "row-sparse gradient %d: %d entries not "
+                                "sealed by a micro-batch", i, rg->n - rg->sealed);
         if (d > 1) {
             PN_TRY(pn_comm_replica_counts(s->cfg.comm, rg->n, s->row_counts));
             long total = 0;
