@@ -57,3 +57,12 @@ int pn_attr_string(const pn_layer *l, const json_t *spec, const char *key, bool 
 {
     return pn_json_string(spec, &l->where, key, required, def, out);
 }
+
+int pn_attr_shard(const pn_layer *l, const json_t *spec, bool *rows)
+{
+    static const char *const names[] = {"none", "rows"};
+    int v;
+    PN_TRY(pn_json_choice(spec, &l->where, "shard", false, "a table sharding", names, 2, 0, &v));
+    *rows = v == 1;
+    return PN_OK;
+}

@@ -19,6 +19,9 @@ int pn_attr_int(const pn_layer *l, const json_t *spec, const char *key, bool req
 int pn_attr_float(const pn_layer *l, const json_t *spec, const char *key, bool required,
                   double min, double max, bool max_open, double def, float *out);
 int pn_attr_bool(const pn_layer *l, const json_t *spec, const char *key, bool def, bool *out);
+/* "shard": "none" (default: every replica holds the whole table) or "rows" (*rows:
+ * the table's rows split across its stage's replicas). */
+int pn_attr_shard(const pn_layer *l, const json_t *spec, bool *rows);
 /* An activation name from pn_act_from_name. */
 int pn_attr_act(const pn_layer *l, const json_t *spec, const char *key, bool required,
                 pn_act def, pn_act *out);

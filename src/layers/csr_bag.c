@@ -2,6 +2,7 @@
 #include "layers/csr_bag.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
@@ -82,6 +83,55 @@ int pn_bag_forward(pn_bag_plan *p, const pn_matrix *table, pn_matrix *out)
     return pn_scatter_add_rows(&work, p->bag.data, out);
 }
 
+static int compare_ints(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* The planned features' distinct rows, increasing, and each feature's place among
+ * them, on the host and (the places) on dev. */
+static int plan_distinct(pn_bag_plan *p, pn_device dev)
+{
+    size_t nnz = (size_t)p->nnz;
+    PN_TRY(grow(&p->distinct, pn_device_host(), 2 * nnz * sizeof(int)));
+    const int *rows = p->host.data;
+    int *ids = p->distinct.data, *place = ids + nnz, n = 0;
+    memcpy(ids, rows, nnz * sizeof(int));
+    qsort(ids, nnz, sizeof(int), compare_ints);
+    for (size_t j = 0; j < nnz; j++)
+        if (n == 0 || ids[n - 1] != ids[j]) ids[n++] = ids[j];
+    for (size_t j = 0; j < nnz; j++)
+        place[j] = (int)((const int *)bsearch(&rows[j], ids, (size_t)n, sizeof(int),
+                                              compare_ints) - ids);
+    p->n_distinct = n;
+    PN_TRY(grow(&p->places, dev, nnz * sizeof(int)));
+    return pn_buffer_write(&p->places, 0, place, nnz * sizeof(int));
+}
+
+int pn_bag_forward_param(pn_bag_plan *p, const pn_layer_inst *x, int param,
+                         const pn_pass *pass, pn_matrix *out)
+{
+    const pn_param *q = pn_params_get(x->params, x->param_index[param]);
+    int shards, shard;
+    pn_params_shards(x->params, &shards, &shard);
+    if (!q->sharded || shards == 1) {
+        pn_matrix table = pn_layer_param(x, param);
+        return pn_bag_forward(p, &table, out);
+    }
+    /* every replica pulls, an empty batch too: the exchange is collective */
+    PN_TRY(plan_distinct(p, out->device));
+    pn_matrix rows;
+    bool pulled;
+    PN_TRY(pn_layer_param_rows(x, param, pass, p->distinct.data, p->n_distinct, &p->pulled,
+                               &rows, &pulled));
+    PN_TRY(pn_fill(out, 0.0f));
+    if (p->nnz == 0) return PN_OK;
+    pn_matrix work;
+    PN_TRY(weighted(p, &rows, p->places.data, &work));
+    return pn_scatter_add_rows(&work, p->bag.data, out);
+}
+
 int pn_bag_backward_rows(pn_bag_plan *p, const pn_matrix *dout, pn_row_grad *dtable)
 {
     if (!dtable)
@@ -101,5 +151,8 @@ void pn_bag_plan_release(pn_bag_plan *p)
     pn_buffer_release(&p->bag);
     pn_buffer_release(&p->weight);
     pn_buffer_release(&p->work);
+    pn_buffer_release(&p->distinct);
+    pn_buffer_release(&p->places);
+    pn_buffer_release(&p->pulled);
     *p = (pn_bag_plan){0};
 }

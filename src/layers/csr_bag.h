@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include "layers/arg.h"
+#include "layers/layer.h"
 #include "layers/row_grad.h"
 
 typedef struct pn_bag_rule {
@@ -32,6 +33,11 @@ typedef struct pn_bag_plan {
     pn_buffer host;               /* rows, bags, counts (int), weights (float) */
     pn_buffer rows, bag, weight;  /* the same on the layer's device */
     pn_buffer work;               /* [nnz, width] gathered rows */
+    /* a sharded table: the batch's distinct rows, pulled from their owners */
+    int n_distinct;
+    pn_buffer distinct;           /* host: the distinct rows, increasing, then each
+                                   * feature's place among them [nnz] */
+    pn_buffer places, pulled;     /* on the device: the places, the pulled rows */
 } pn_bag_plan;
 
 /* Whether the rule hashes ids: the data's columns exceed the table's rows. */
@@ -52,6 +58,12 @@ int pn_bag_plan_make(pn_bag_plan *p, const pn_bag_rule *r, const pn_arg *in, int
 
 /* out = the bags' sums (out has batch * bags rows). */
 int pn_bag_forward(pn_bag_plan *p, const pn_matrix *table, pn_matrix *out);
+
+/* The same from parameter `param` of layer instance x, a table that may be sharded
+ * across the stage's replicas: then the batch's distinct rows are pulled through
+ * pass->puller (pn_layer_param_rows) and the bags gather from them. */
+int pn_bag_forward_param(pn_bag_plan *p, const pn_layer_inst *x, int param,
+                         const pn_pass *pass, pn_matrix *out);
 
 /* dtable[row_j] += w_j * dout[bag_j] for every feature j of the planned batch, as
  * entries (row_j, w_j * dout[bag_j]) appended to the table's row-sparse gradient. */

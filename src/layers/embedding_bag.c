@@ -4,7 +4,9 @@
  * fm, inner_product and flatten take it. Without fields in the data one bag per
  * sample. One table shared by the fields, or (per_field) one per field. A table of
  * fewer rows than the data's columns takes the ids hashed (csr_bag.h): that is how
- * a vocabulary of 2^40 ids fits. */
+ * a vocabulary of 2^40 ids fits. "shard": "rows" splits the table by rows across the
+ * replicas of its stage (params.h; the stage pulls a batch's rows from their owners
+ * and pushes their gradients back): a table as large as the replicas' memory. */
 #include <limits.h>
 #include <stdio.h>
 
@@ -15,7 +17,7 @@
 
 typedef struct embedding_bag_attrs {
     int rows, size;
-    bool mean, per_field;
+    bool mean, per_field, sharded;
 } embedding_bag_attrs;
 
 typedef struct embedding_bag_scratch {
@@ -23,7 +25,7 @@ typedef struct embedding_bag_scratch {
 } embedding_bag_scratch;
 
 static const char *const embedding_bag_attr_names[] = {"rows", "size", "mode", "per_field",
-                                                       NULL};
+                                                       "shard", NULL};
 static const char *const mode_names[] = {"sum", "mean"};
 
 static int embedding_bag_parse(pn_layer *l, const json_t *spec)
@@ -34,6 +36,7 @@ static int embedding_bag_parse(pn_layer *l, const json_t *spec)
     PN_TRY(pn_attr_int(l, spec, "size", true, 1, 0, &s->size));
     PN_TRY(pn_json_choice(spec, &l->where, "mode", false, "a bag mode", mode_names, 2, 0, &mode));
     s->mean = mode == 1;
+    PN_TRY(pn_attr_shard(l, spec, &s->sharded));
     return pn_attr_bool(l, spec, "per_field", false, &s->per_field);
 }
 
@@ -67,17 +70,17 @@ static void embedding_bag_declare(pn_layer *l)
     pn_bag_rule r = rule_of(l);
     pn_layer_add_row_sparse_param(l, "table", r.per_field ? r.rows * r.bags : r.rows, s->size,
                                   (pn_init){PN_INIT_NORMAL, 0.02f}, true);
+    if (s->sharded) pn_layer_shard_last_param(l);
 }
 
 static int embedding_bag_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
                                  pn_arg *out)
 {
-    (void)pass;
     embedding_bag_scratch *sc = x->scratch;
     pn_bag_rule r = rule_of(x->layer);
-    pn_matrix table = pn_layer_param(x, 0);
-    PN_TRY(pn_bag_plan_make(&sc->plan, &r, in[0], table.cols, out->value.device));
-    return pn_bag_forward(&sc->plan, &table, &out->value);
+    int width = ((const embedding_bag_attrs *)x->layer->attrs)->size;
+    PN_TRY(pn_bag_plan_make(&sc->plan, &r, in[0], width, out->value.device));
+    return pn_bag_forward_param(&sc->plan, x, 0, pass, &out->value);
 }
 
 static int embedding_bag_backward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
@@ -108,7 +111,7 @@ static double embedding_bag_flops(const pn_layer *l)
 const pn_layer_type pn_layer_embedding_bag = {
     .name = "embedding_bag",
     .summary = "sum or mean of value-weighted table rows per sample and field of a sparse "
-               "input; attrs rows, size, mode, per_field",
+               "input; attrs rows, size, mode, per_field, shard",
     .min_inputs = 1,
     .max_inputs = 1,
     .attrs_size = sizeof(embedding_bag_attrs),

@@ -146,14 +146,37 @@ void pn_layer_free(pn_layer *l)
 void pn_layer_add_param(pn_layer *l, const char *suffix, int rows, int cols, pn_init init,
                         bool decay)
 {
-    l->param_decls[l->n_params++] = (pn_param_decl){suffix, rows, cols, init, decay, NULL, NULL, false};
+    l->param_decls[l->n_params++] = (pn_param_decl){suffix, rows, cols, init, decay, NULL, NULL, false, false};
 }
 
 void pn_layer_add_row_sparse_param(pn_layer *l, const char *suffix, int rows, int cols,
                                    pn_init init, bool decay)
 {
     l->param_decls[l->n_params++] =
-        (pn_param_decl){suffix, rows, cols, init, decay, NULL, NULL, true};
+        (pn_param_decl){suffix, rows, cols, init, decay, NULL, NULL, true, false};
+}
+
+void pn_layer_shard_last_param(pn_layer *l)
+{
+    if (l->n_params > 0) l->param_decls[l->n_params - 1].sharded = true;
+}
+
+int pn_layer_param_rows(const pn_layer_inst *x, int i, const pn_pass *pass, const int *ids,
+                        int n, pn_buffer *scratch, pn_matrix *out, bool *pulled)
+{
+    const pn_param *q = pn_params_get(x->params, x->param_index[i]);
+    int shards, shard;
+    pn_params_shards(x->params, &shards, &shard);
+    *pulled = q->sharded && shards > 1;
+    if (!*pulled) {
+        *out = pn_layer_param(x, i);
+        return PN_OK;
+    }
+    if (!pass->puller)
+        return pn_error_set(PN_ERR_INTERNAL, "layer '%s': a sharded table without a puller",
+                            x->layer->name);
+    PN_TRY(pn_layer_scratch(scratch, pn_params_device(x->params), n, q->cols, out));
+    return pass->puller->pull(pass->puller->ctx, x->params, x->param_index[i], ids, n, out);
 }
 
 void pn_layer_add_tied_param(pn_layer *l, const char *suffix, int rows, int cols,
@@ -162,7 +185,7 @@ void pn_layer_add_tied_param(pn_layer *l, const char *suffix, int rows, int cols
     /* a layer alone (tests) keeps these; in a graph the copy takes the tied
      * parameter's init and decay (graph_ties.c) */
     l->param_decls[l->n_params++] = (pn_param_decl){
-        suffix, rows, cols, {PN_INIT_NORMAL, 0.02f}, true, tie_layer, tie_suffix, false};
+        suffix, rows, cols, {PN_INIT_NORMAL, 0.02f}, true, tie_layer, tie_suffix, false, false};
 }
 
 bool pn_layer_param_tie(const pn_layer *l, int i, char buf[PN_PARAM_NAME_MAX + 1])
@@ -197,6 +220,7 @@ int pn_layer_inst_init(pn_layer_inst *x, const pn_layer *l, pn_params *params)
         char tie[PN_PARAM_NAME_MAX + 1];
         if (pn_layer_param_tie(l, i, tie)) PN_TRY(pn_params_tie(params, x->param_index[i], tie));
         if (d->row_sparse) PN_TRY(pn_params_set_row_sparse(params, x->param_index[i]));
+        if (d->sharded) PN_TRY(pn_params_set_sharded(params, x->param_index[i]));
     }
     if (l->type->scratch_size && !(x->scratch = calloc(1, l->type->scratch_size)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory for layer '%s'", l->name);

@@ -27,6 +27,16 @@
 
 enum { PN_LAYER_MAX_PARAMS = 4 };
 
+/* Where a layer gets the rows of a table sharded across its stage's replicas
+ * (pn_params_set_sharded): out[k] = the table's row ids[k] for n distinct ids, from
+ * whichever replica owns it. Every replica of the stage calls it for the same layers
+ * in the same order (an exchange among them: Angel's pull); the stage provides it. */
+typedef struct pn_row_puller {
+    int (*pull)(void *ctx, const pn_params *arena, int param, const int *ids, int n,
+                pn_matrix *out);
+    void *ctx;
+} pn_row_puller;
+
 /* Per-pass facts a layer may need beyond its inputs. */
 typedef struct pn_pass {
     bool training;    /* dropout active, stats collected */
@@ -37,6 +47,7 @@ typedef struct pn_pass {
     bool recompute;   /* a forward run again for its backward (--recompute): same
                          values and dropout masks; the network keeps loss stats as
                          they were, so the micro-batch counts once */
+    const pn_row_puller *puller; /* sharded tables' rows (NULL: no sharded table) */
 } pn_pass;
 
 /* Loss-layer statistics, summed over forwards until reset by the caller. */
@@ -59,6 +70,7 @@ typedef struct pn_param_decl {
     const char *tie_layer;  /* NULL: the layer's own parameter */
     const char *tie_suffix;
     bool row_sparse;        /* gradient as touched rows (pn_layer_param_row_grad) */
+    bool sharded;           /* rows split across the stage's replicas ("shard": "rows") */
 } pn_param_decl;
 
 typedef struct pn_layer pn_layer;
@@ -250,6 +262,16 @@ void pn_layer_add_param(pn_layer *l, const char *suffix, int rows, int cols, pn_
  * pn_row_grad of the touched rows, never a table-sized buffer (layers/row_grad.h). */
 void pn_layer_add_row_sparse_param(pn_layer *l, const char *suffix, int rows, int cols,
                                    pn_init init, bool decay);
+
+/* Marks l's last parameter request (a row-sparse table) sharded by rows across the
+ * replicas of its stage (pn_params_set_sharded). */
+void pn_layer_shard_last_param(pn_layer *l);
+
+/* Parameter i's rows as a matrix a bag can gather from: its value in the arena or,
+ * sharded across replicas, the rows ids[0..n) fetched through pass->puller into
+ * *scratch (then *out's row k is id ids[k]); *pulled says which. */
+int pn_layer_param_rows(const pn_layer_inst *x, int i, const pn_pass *pass, const int *ids,
+                        int n, pn_buffer *scratch, pn_matrix *out, bool *pulled);
 
 /* Adds a tied parameter request: l's copy, named "<l>/<suffix>", of parameter
  * "<tie_layer>/<tie_suffix>" of rows x cols (both strings must outlive l). */

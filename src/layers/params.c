@@ -29,6 +29,7 @@ struct pn_params {
     pn_buffer values, grads;
     slot *slots;
     int n_slots;
+    int shards, shard; /* sharded parameters keep rows id mod shards = shard */
 };
 
 int pn_params_create(pn_params **out, pn_device dev)
@@ -36,6 +37,7 @@ int pn_params_create(pn_params **out, pn_device dev)
     pn_params *p = calloc(1, sizeof *p);
     if (!p) return pn_error_set(PN_ERR_NOMEM, "out of memory creating a parameter arena");
     p->device = dev;
+    p->shards = 1;
     *out = p;
     return PN_OK;
 }
@@ -73,10 +75,10 @@ int pn_params_declare(pn_params *p, const char *name, int rows, int cols, pn_ini
     int found = pn_params_find(p, name);
     if (found >= 0) {
         const pn_param *q = &p->items[found];
-        if (q->rows != rows || q->cols != cols)
+        if (q->table_rows != rows || q->cols != cols)
             return pn_error_set(PN_ERR_INVALID,
                                 "parameter '%s' declared as %d x %d and again as %d x %d", name,
-                                q->rows, q->cols, rows, cols);
+                                q->table_rows, q->cols, rows, cols);
         *index = found;
         return PN_OK;
     }
@@ -98,7 +100,8 @@ int pn_params_declare(pn_params *p, const char *name, int rows, int cols, pn_ini
     char *copy = strdup(name);
     if (!copy) return pn_error_set(PN_ERR_NOMEM, "out of memory declaring '%s'", name);
     size_t n = (size_t)rows * (size_t)cols;
-    p->items[p->count] = (pn_param){copy, rows, cols, p->total, init, decay, NULL, false, 0};
+    p->items[p->count] = (pn_param){copy, rows, cols, p->total, init, decay, NULL, false, 0,
+                                    false, rows};
     p->total += (n + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
     *index = p->count++;
     return PN_OK;
@@ -133,6 +136,54 @@ int pn_params_set_row_sparse(pn_params *p, int index)
     return PN_OK;
 }
 
+int pn_params_set_sharded(pn_params *p, int index)
+{
+    pn_param *q = &p->items[index];
+    if (q->sharded || p->finalized) return PN_OK; /* a forward-only network's: whole */
+    if (!q->row_sparse)
+        return pn_error_set(PN_ERR_INTERNAL, "parameter '%s': only a row-sparse table is "
+                            "sharded", q->name);
+    q->sharded = true;
+    return PN_OK;
+}
+
+int pn_params_set_shards(pn_params *p, int shards, int shard)
+{
+    if (p->finalized || shards < 1 || shard < 0 || shard >= shards)
+        return pn_error_set(PN_ERR_INTERNAL, "arena shard %d of %d%s", shard, shards,
+                            p->finalized ? " after finalize" : "");
+    p->shards = shards;
+    p->shard = shard;
+    return PN_OK;
+}
+
+void pn_params_shards(const pn_params *p, int *shards, int *shard)
+{
+    *shards = p->shards;
+    *shard = p->shard;
+}
+
+/* Value offsets: every parameter's slice in declaration order, aligned, a sharded
+ * one as long as this shard's rows. */
+static int lay_out_values(pn_params *p)
+{
+    p->total = 0;
+    for (int i = 0; i < p->count; i++) {
+        pn_param *q = &p->items[i];
+        if (q->sharded) {
+            if (q->table_rows < p->shards)
+                return pn_error_set(PN_ERR_INVALID, "parameter '%s': a table of %d rows cannot "
+                                    "be sharded across %d replicas (fewer rows than replicas)",
+                                    q->name, q->table_rows, p->shards);
+            q->rows = pn_shard_row_count(q->table_rows, p->shards, p->shard);
+        }
+        q->offset = p->total;
+        size_t n = (size_t)q->rows * (size_t)q->cols;
+        p->total += (n + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
+    }
+    return PN_OK;
+}
+
 /* Gradient offsets: the dense parameters' slices in declaration order, aligned. */
 static void lay_out_grads(pn_params *p)
 {
@@ -153,6 +204,7 @@ int pn_params_finalize(pn_params *p)
         if (p->items[i].row_sparse && p->items[i].tie)
             return pn_error_set(PN_ERR_UNSUPPORTED, "parameter '%s': a tied copy cannot be "
                                 "row-sparse", p->items[i].name);
+    PN_TRY(lay_out_values(p));
     if (p->total > INT_MAX) /* whole-arena views are matrices of int dimensions */
         return pn_error_set(PN_ERR_UNSUPPORTED, "a stage of %zu parameters: at most %d per stage "
                                                 "(split the model into more stages)",
@@ -164,7 +216,7 @@ int pn_params_finalize(pn_params *p)
     if (!(p->row_grads = calloc(p->count ? (size_t)p->count : 1, sizeof *p->row_grads)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory for the row-sparse gradients");
     for (int i = 0; i < p->count; i++)
-        pn_row_grad_init(&p->row_grads[i], p->items[i].rows, p->items[i].cols, p->device);
+        pn_row_grad_init(&p->row_grads[i], p->items[i].table_rows, p->items[i].cols, p->device);
     p->finalized = true;
     return PN_OK;
 }
@@ -206,16 +258,23 @@ int pn_params_init_values(pn_params *p, uint64_t seed)
         if (!host) return pn_error_set(PN_ERR_NOMEM, "out of memory initializing '%s'", q->name);
         pn_rng rng;
         pn_rng_init(&rng, seed, pn_hash_string(q->tie ? q->tie : q->name));
-        for (size_t k = 0; k < n; k++) {
-            switch (q->init.kind) {
-            case PN_INIT_ZEROS: host[k] = 0.0f; break;
-            case PN_INIT_ONES: host[k] = 1.0f; break;
-            case PN_INIT_UNIFORM:
-                host[k] = (float)((2.0 * pn_rng_uniform(&rng) - 1.0) * q->init.scale);
-                break;
-            case PN_INIT_NORMAL: host[k] = (float)(pn_rng_normal(&rng) * q->init.scale); break;
+        /* a shard draws the whole table's stream and keeps its rows: the values of
+         * the unsharded table, in memory for its own rows only */
+        int shards = q->sharded ? p->shards : 1, shard = q->sharded ? p->shard : 0;
+        size_t cols = (size_t)q->cols, kept = 0;
+        for (int row = 0; row < q->table_rows; row++)
+            for (size_t c = 0; c < cols; c++) {
+                float v = 0.0f;
+                switch (q->init.kind) {
+                case PN_INIT_ZEROS: v = 0.0f; break;
+                case PN_INIT_ONES: v = 1.0f; break;
+                case PN_INIT_UNIFORM:
+                    v = (float)((2.0 * pn_rng_uniform(&rng) - 1.0) * q->init.scale);
+                    break;
+                case PN_INIT_NORMAL: v = (float)(pn_rng_normal(&rng) * q->init.scale); break;
+                }
+                if (row % shards == shard) host[kept++] = v;
             }
-        }
         int rc = pn_buffer_write(&p->values, q->offset * sizeof(float), host, n * sizeof *host);
         free(host);
         PN_TRY(rc);

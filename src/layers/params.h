@@ -33,6 +33,9 @@ typedef struct pn_param {
     char *tie;     /* a tied copy: the name of the parameter it copies, else NULL */
     bool row_sparse;    /* its gradient is a pn_row_grad, not a slice of the grads */
     size_t grad_offset; /* in floats into the gradient buffer (row-sparse: none) */
+    bool sharded;       /* its rows are split across the arena's shards (a row-sparse
+                         * table with "shard": "rows"): rows counts this shard's */
+    int table_rows;     /* the whole table's rows: rows, unless sharded */
 } pn_param;
 
 typedef struct pn_params pn_params;
@@ -59,6 +62,22 @@ int pn_params_tie(pn_params *p, int index, const char *source);
  * pn_row_grad (pn_params_row_grad) that backward passes append to and the trainer
  * merges, sums over replicas and updates row by row (docs/training.md). */
 int pn_params_set_row_sparse(pn_params *p, int index);
+
+/* Marks row-sparse parameter index sharded (before finalize): the arena keeps only
+ * its rows id with id mod shards = shard (pn_params_set_shards); global row id is
+ * local row id / shards. A forward-only arena (no row-sparse gradients) ignores it. */
+int pn_params_set_sharded(pn_params *p, int index);
+
+/* This arena is shard `shard` of `shards` (a stage's replica group; before finalize;
+ * default 1 of 1, where a sharded parameter is whole). */
+int pn_params_set_shards(pn_params *p, int shards, int shard);
+void pn_params_shards(const pn_params *p, int *shards, int *shard);
+
+/* The rows shard `shard` of `shards` holds of a table of table_rows rows. */
+static inline int pn_shard_row_count(int table_rows, int shards, int shard)
+{
+    return table_rows > shard ? (table_rows - shard + shards - 1) / shards : 0;
+}
 
 /* Allocates values and gradients (zeroed); no declarations after this. */
 int pn_params_finalize(pn_params *p);

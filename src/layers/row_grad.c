@@ -227,3 +227,16 @@ int pn_row_grad_add_to(const pn_row_grad *g, pn_matrix *dense)
     pn_buffer_release(&ids);
     return rc;
 }
+
+int pn_row_grad_localize(pn_row_grad *g, int shards, int shard)
+{
+    if (!g->merged)
+        return pn_error_set(PN_ERR_INTERNAL, "row-sparse gradient localized before its merge");
+    for (int k = 0; k < g->n; k++) {
+        if (g->ids[k] % shards != shard)
+            return pn_error_set(PN_ERR_INTERNAL, "row %d reached shard %d of %d", g->ids[k],
+                                shard, shards);
+        g->ids[k] /= shards;
+    }
+    return g->n ? pn_buffer_write(&g->dev_ids, 0, g->ids, (size_t)g->n * sizeof(int)) : PN_OK;
+}

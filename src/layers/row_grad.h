@@ -76,6 +76,11 @@ int pn_row_grad_merge(pn_row_grad *g);
 pn_matrix pn_row_grad_rows(const pn_row_grad *g);
 const int *pn_row_grad_dev_ids(const pn_row_grad *g);
 
+/* After a merge, on shard `shard` of a table sharded by rows across `shards`
+ * (pipeline/shard_rows.h): every id is this shard's and becomes its local row,
+ * id / shards, for the update of the shard's rows. */
+int pn_row_grad_localize(pn_row_grad *g, int shards, int shard);
+
 /* dense[id] += row for every entry (merged or not): the gradient as a table, for
  * tests and for the dense path it must equal. */
 int pn_row_grad_add_to(const pn_row_grad *g, pn_matrix *dense);

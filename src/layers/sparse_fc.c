@@ -10,20 +10,21 @@
 
 typedef struct sparse_fc_attrs {
     int rows, size;
-    bool bias;
+    bool bias, sharded;
 } sparse_fc_attrs;
 
 typedef struct sparse_fc_scratch {
     pn_bag_plan plan;
 } sparse_fc_scratch;
 
-static const char *const sparse_fc_attr_names[] = {"rows", "size", "bias", NULL};
+static const char *const sparse_fc_attr_names[] = {"rows", "size", "bias", "shard", NULL};
 
 static int sparse_fc_parse(pn_layer *l, const json_t *spec)
 {
     sparse_fc_attrs *s = l->attrs;
     PN_TRY(pn_attr_int(l, spec, "rows", true, 1, 0, &s->rows));
     PN_TRY(pn_attr_int(l, spec, "size", false, 1, 1, &s->size));
+    PN_TRY(pn_attr_shard(l, spec, &s->sharded));
     return pn_attr_bool(l, spec, "bias", true, &s->bias);
 }
 
@@ -43,18 +44,18 @@ static void sparse_fc_declare(pn_layer *l)
     const sparse_fc_attrs *s = l->attrs;
     pn_layer_add_row_sparse_param(l, "W", s->rows, s->size, (pn_init){PN_INIT_NORMAL, 0.01f},
                                   true);
+    if (s->sharded) pn_layer_shard_last_param(l);
     if (s->bias) pn_layer_add_param(l, "b", 1, s->size, (pn_init){PN_INIT_ZEROS, 0.0f}, false);
 }
 
 static int sparse_fc_forward(pn_layer_inst *x, const pn_pass *pass, pn_arg *const *in,
                              pn_arg *out)
 {
-    (void)pass;
     sparse_fc_scratch *sc = x->scratch;
     pn_bag_rule r = rule_of(x->layer);
-    pn_matrix w = pn_layer_param(x, 0);
-    PN_TRY(pn_bag_plan_make(&sc->plan, &r, in[0], w.cols, out->value.device));
-    PN_TRY(pn_bag_forward(&sc->plan, &w, &out->value));
+    int width = ((const sparse_fc_attrs *)x->layer->attrs)->size;
+    PN_TRY(pn_bag_plan_make(&sc->plan, &r, in[0], width, out->value.device));
+    PN_TRY(pn_bag_forward_param(&sc->plan, x, 0, pass, &out->value));
     if (x->layer->n_params < 2) return PN_OK;
     pn_matrix b = pn_layer_param(x, 1);
     return pn_add_row_vector(&b, &out->value);
@@ -87,7 +88,7 @@ static double sparse_fc_flops(const pn_layer *l) { return 8.0 * l->out_shape.wid
 const pn_layer_type pn_layer_sparse_fc = {
     .name = "sparse_fc",
     .summary = "sparse input times a weight [rows, size] plus bias (the wide part); attrs "
-               "rows, size, bias",
+               "rows, size, bias, shard",
     .min_inputs = 1,
     .max_inputs = 1,
     .attrs_size = sizeof(sparse_fc_attrs),
