@@ -20,7 +20,18 @@ struct pn_global_sums {
     double *parts;    /* [n] per-parameter squared norms */
     uint64_t *hashes; /* [n] per-parameter hashes */
     float *values;    /* host copy of the arena's values, for hashing */
+    bool sharded;     /* a table here is sharded across the stage's replicas */
+    double *shard_parts;    /* [n] the sharded tables' parts, summed over the replicas */
+    uint64_t *shard_hashes; /* [n] their rows' hashes, combined over the replicas */
 };
+
+/* Whether entry k is a table sharded across more than one replica. */
+static bool is_sharded(const pn_global_sums *gs, int k)
+{
+    int shards, shard;
+    pn_params_shards(gs->arena, &shards, &shard);
+    return gs->local[k] >= 0 && shards > 1 && pn_params_get(gs->arena, gs->local[k])->sharded;
+}
 
 int pn_global_sums_create(pn_global_sums **out, const pn_graph *g, const pn_params *arena,
                           pn_comm *comm)
@@ -37,7 +48,10 @@ int pn_global_sums_create(pn_global_sums **out, const pn_graph *g, const pn_para
     gs->node = malloc(n * sizeof *gs->node);
     gs->parts = malloc(n * sizeof *gs->parts);
     gs->hashes = malloc(n * sizeof *gs->hashes);
-    if (!gs->local || !gs->node || !gs->parts || !gs->hashes) {
+    gs->shard_parts = malloc(n * sizeof *gs->shard_parts);
+    gs->shard_hashes = malloc(n * sizeof *gs->shard_hashes);
+    if (!gs->local || !gs->node || !gs->parts || !gs->hashes || !gs->shard_parts ||
+        !gs->shard_hashes) {
         pn_global_sums_free(gs);
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
     }
@@ -53,7 +67,9 @@ int pn_global_sums_create(pn_global_sums **out, const pn_graph *g, const pn_para
             }
             gs->node[k] = i;
             /* a tied copy equals the table it copies: counted and hashed there only */
-            gs->local[k++] = pn_graph_is_tied_copy(g, i, j) ? -1 : pn_params_find(arena, name);
+            gs->local[k] = pn_graph_is_tied_copy(g, i, j) ? -1 : pn_params_find(arena, name);
+            gs->sharded |= is_sharded(gs, k);
+            k++;
         }
     }
     *out = gs;
@@ -67,6 +83,8 @@ void pn_global_sums_free(pn_global_sums *gs)
     free(gs->node);
     free(gs->parts);
     free(gs->hashes);
+    free(gs->shard_parts);
+    free(gs->shard_hashes);
     free(gs->values);
     free(gs);
 }
@@ -80,6 +98,12 @@ int pn_global_grad_norm2(pn_global_sums *gs, double *out)
         if (rg) PN_TRY(pn_row_grad_merge(rg)); /* duplicates summed before squaring */
         pn_matrix g = rg ? pn_row_grad_rows(rg) : pn_params_grad(gs->arena, gs->local[k]);
         PN_TRY(pn_sum_squares(&g, &gs->parts[k]));
+    }
+    if (gs->sharded) { /* a sharded table's rows are spread over the replicas */
+        for (int k = 0; k < gs->n; k++) gs->shard_parts[k] = is_sharded(gs, k) ? gs->parts[k] : 0;
+        PN_TRY(pn_comm_sum(gs->comm, PN_SCOPE_REPLICAS, gs->shard_parts, gs->n));
+        for (int k = 0; k < gs->n; k++)
+            if (is_sharded(gs, k)) gs->parts[k] = gs->shard_parts[k];
     }
     PN_TRY(pn_comm_sum(gs->comm, PN_SCOPE_PIPE, gs->parts, gs->n));
     double total = 0.0;
@@ -101,6 +125,31 @@ int pn_global_first_nonfinite(const pn_global_sums *gs, int *node, int *decl)
     return -1;
 }
 
+/* FNV-1a of n bytes, from the hash of name (a dense parameter's). */
+static uint64_t bytes_hash(const char *name, const unsigned char *bytes, size_t n)
+{
+    uint64_t h = pn_hash_string(name);
+    for (size_t i = 0; i < n; i++) h = (h ^ bytes[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* A table's rows (row-sparse parameters): the XOR over its rows of (global row id,
+ * FNV-1a of the row), which the shards of a table sharded by rows compute each over
+ * their own rows and XOR together: the same value however the rows are spread. */
+static uint64_t rows_hash(const pn_global_sums *gs, const pn_param *q,
+                          const unsigned char *bytes)
+{
+    int shards = 1, shard = 0;
+    if (q->sharded) pn_params_shards(gs->arena, &shards, &shard);
+    size_t row_bytes = (size_t)q->cols * sizeof(float);
+    uint64_t h = 0;
+    for (int r = 0; r < q->rows; r++) {
+        uint64_t id = (uint64_t)r * (uint64_t)shards + (uint64_t)shard;
+        h ^= pn_hash_mix(id, bytes_hash("", bytes + (size_t)r * row_bytes, row_bytes));
+    }
+    return h;
+}
+
 int pn_global_param_hash(pn_global_sums *gs, unsigned long long *out)
 {
     pn_matrix all = pn_params_all_values(gs->arena);
@@ -111,11 +160,20 @@ int pn_global_param_hash(pn_global_sums *gs, unsigned long long *out)
         gs->hashes[k] = 0;
         if (gs->local[k] < 0) continue;
         const pn_param *q = pn_params_get(gs->arena, gs->local[k]);
-        uint64_t h = pn_hash_string(q->name);
         const unsigned char *bytes = (const unsigned char *)(gs->values + q->offset);
-        size_t n = (size_t)q->rows * (size_t)q->cols * sizeof(float);
-        for (size_t i = 0; i < n; i++) h = (h ^ bytes[i]) * 1099511628211ULL;
-        gs->hashes[k] = h;
+        gs->hashes[k] = q->row_sparse ? rows_hash(gs, q, bytes) : bytes_hash(q->name, bytes,
+                                            (size_t)q->rows * (size_t)q->cols * sizeof(float));
+    }
+    if (gs->sharded) { /* a sharded table's rows: every replica's share */
+        uint64_t *mine = gs->shard_hashes;
+        for (int k = 0; k < gs->n; k++) mine[k] = is_sharded(gs, k) ? gs->hashes[k] : 0;
+        PN_TRY(pn_comm_xor(gs->comm, PN_SCOPE_REPLICAS, mine, gs->n));
+        for (int k = 0; k < gs->n; k++)
+            if (is_sharded(gs, k)) gs->hashes[k] = mine[k];
+    }
+    for (int k = 0; k < gs->n; k++) { /* the tables' names, once their rows are combined */
+        const pn_param *q = gs->local[k] < 0 ? NULL : pn_params_get(gs->arena, gs->local[k]);
+        if (q && q->row_sparse) gs->hashes[k] = pn_hash_mix(pn_hash_string(q->name), gs->hashes[k]);
     }
     PN_TRY(pn_comm_xor(gs->comm, PN_SCOPE_PIPE, gs->hashes, gs->n));
     uint64_t total = 0;

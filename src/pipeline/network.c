@@ -32,6 +32,8 @@ struct pn_network {
     void *grads_ready_ctx;
     double *forward_s, *backward_s; /* [graph->n_nodes] or NULL: pn_network_time_layers */
     double loss_positions; /* real positions of the global batch, or 0: pn_network_set_positions */
+    int *pulls, n_pulls;   /* pn_network_pulls, once asked */
+    bool pulls_known;
 };
 
 /* Marks the nodes held: the members, and whatever they consume (supplied). */
@@ -98,6 +100,7 @@ void pn_network_free(pn_network *net)
     free(net->inst);
     free(net->args);
     free(net->slot);
+    free(net->pulls);
     free(net->in_ptrs);
     free(net);
 }
@@ -180,6 +183,26 @@ static void inherit_lengths(pn_arg *out, pn_arg *const *in, int n_in)
     out->lengths = NULL;
     for (int k = 0; k < n_in && !out->lengths; k++)
         if (in[k]->lengths && in[k]->shape.seq == out->shape.seq) out->lengths = in[k]->lengths;
+}
+
+int *pn_network_pulls(pn_network *net, int *n)
+{
+    int shards, shard;
+    pn_params_shards(net->params, &shards, &shard);
+    if (!net->pulls_known && shards > 1) {
+        int cap = net->n * PN_LAYER_MAX_PARAMS;
+        net->pulls = malloc((size_t)(cap ? cap : 1) * sizeof *net->pulls);
+        for (int i = 0; net->pulls && i < net->n; i++) {
+            const pn_layer_inst *x = &net->inst[net->nodes[i].node];
+            if (!net->nodes[i].computed) continue;
+            for (int j = 0; j < x->layer->n_params; j++)
+                if (pn_params_get(net->params, x->param_index[j])->sharded)
+                    net->pulls[net->n_pulls++] = x->param_index[j];
+        }
+    }
+    net->pulls_known = true;
+    *n = net->n_pulls;
+    return net->pulls;
 }
 
 int pn_network_forward(pn_network *net, const pn_pass *pass)

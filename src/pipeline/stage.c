@@ -54,6 +54,12 @@ const pn_reader_field *pn_stage_fields(const pn_stage *s, int *n)
 
 /* Copies rows [first, first + rows) of the batch into the network's data arguments
  * (those its chunk consumes), and points those with lengths at the rows' lengths. */
+/* The sharded tables' rows for a pass, where the stage has any. */
+static const pn_row_puller *puller(pn_stage *s)
+{
+    return s->shard_rows ? pn_shard_rows_puller(s->shard_rows) : NULL;
+}
+
 static int feed(pn_stage *s, pn_network *net, const pn_batch *b, int first, int rows)
 {
     PN_TRY(pn_network_set_batch(net, rows));
@@ -127,7 +133,7 @@ static int forward_pass(pn_stage *s, stage_chunk *ch, const pn_batch *b, long st
     if (s->cfg.recompute && training)
         PN_TRY(pn_kept_inputs_save(&ch->kept, micro % ch->n_slots, net));
     ch->held = -1;
-    pn_pass pass = {training, s->cfg.seed, step, b->sample0 + first, micro, false};
+    pn_pass pass = {training, s->cfg.seed, step, b->sample0 + first, micro, false, puller(s)};
     PN_TRY(pn_network_forward(net, &pass));
     if (s->cfg.recompute && training) ch->held = micro;
     for (int i = 0; i < ch->n_links; i++) {
@@ -168,7 +174,7 @@ static int recompute_forward(pn_stage *s, stage_chunk *ch, const pn_batch *b, lo
     PN_TRY(feed(s, net, b, first, s->cfg.micro_rows));
     PN_TRY(pn_kept_inputs_restore(&ch->kept, micro % ch->n_slots, net));
     take_link_lengths(ch, net, micro); /* still in the link's slot: received this step */
-    pn_pass pass = {true, s->cfg.seed, step, b->sample0 + first, micro, true};
+    pn_pass pass = {true, s->cfg.seed, step, b->sample0 + first, micro, true, puller(s)};
     PN_TRY(pn_network_forward(net, &pass));
     ch->held = micro;
     PN_TRACE("recompute", "micro-batch", NULL, step, micro, t0);
@@ -242,7 +248,7 @@ static int backward_pass(pn_stage *s, stage_chunk *ch, const pn_batch *b, long s
         }
     }
     pn_pass pass = {true, s->cfg.seed, step, b->sample0 + (long)micro * s->cfg.micro_rows, micro,
-                    false};
+                    false, puller(s)};
     int rc = pn_network_backward_run(net, &pass);
     pn_network_on_grads_ready(net, NULL, NULL);
     PN_TRY(rc);
@@ -340,6 +346,10 @@ static int sum_row_grads(pn_stage *s)
         if (rg->sealed != rg->n) /* a partial per micro-batch, or layouts would differ */
             return pn_error_set(PN_ERR_INTERNAL, "row-sparse gradient %d: %d entries not "
                                 "sealed by a micro-batch", i, rg->n - rg->sealed);
+        if (d > 1 && pn_params_get(s->params, i)->sharded) { /* to the rows' owners */
+            PN_TRY(pn_shard_rows_push(s->shard_rows, s->params, i, rg));
+            continue;
+        }
         if (d > 1) {
             PN_TRY(pn_comm_replica_counts(s->cfg.comm, rg->n, s->row_counts));
             long total = 0;
@@ -410,13 +420,28 @@ int pn_stage_step(pn_stage *s, const pn_batch *b, long step)
     return pn_ties_sum_grads(s->ties); /* a tied table's uses, in every layout alike */
 }
 
-int pn_stage_evaluate(pn_stage *s, const pn_batch *b, long tag)
+/* The pulls of a forward piece this replica does not have (pieces beyond its rows):
+ * each chunk's sharded tables in the order its forward pulls them, asking nothing,
+ * so the replicas that have the piece get their rows from this one. */
+static int idle_pulls(pn_stage *s, int pieces)
+{
+    const pn_row_puller *p = puller(s);
+    for (int k = 0; k < pieces; k++)
+        for (int v = 0; v < s->n_chunks; v++) {
+            int n, *params = pn_network_pulls(s->chunks[v].nets[0], &n);
+            for (int i = 0; i < n; i++) PN_TRY(p->pull(p->ctx, s->params, params[i], NULL, 0, NULL));
+        }
+    return PN_OK;
+}
+
+int pn_stage_evaluate(pn_stage *s, const pn_batch *b, long tag, int most_rows)
 {
     /* one batch in micro-batch slot 0 of each chunk, the chunks in order; under
      * --recompute, whose one network holds a micro-batch, in pieces of a micro-batch
      * in slots 0, 1, ... (at most M) */
-    int piece = s->cfg.recompute ? s->cfg.micro_rows : b->rows;
-    int pieces = (b->rows + piece - 1) / piece;
+    int piece = s->cfg.recompute ? s->cfg.micro_rows : most_rows;
+    int pieces = (b->rows + piece - 1) / piece, most = (most_rows + piece - 1) / piece;
+    if (b->rows == 0) return s->shard_rows ? idle_pulls(s, most) : PN_OK;
     for (int v = 0; v < s->n_chunks; v++) {
         const stage_chunk *ch = &s->chunks[v];
         for (int i = 0; i < ch->n_links; i++) {
@@ -431,6 +456,7 @@ int pn_stage_evaluate(pn_stage *s, const pn_batch *b, long tag)
             PN_TRY(forward_micro(s, &s->chunks[v], b, tag, k, first, rows, false));
     }
     for (int v = 0; v < s->n_chunks; v++) s->chunks[v].held = -1;
+    if (s->shard_rows && most > pieces) PN_TRY(idle_pulls(s, most - pieces));
     return wait_sends(s);
 }
 

@@ -66,8 +66,12 @@ const pn_reader_field *pn_stage_fields(const pn_stage *s, int *n);
 int pn_stage_step(pn_stage *s, const pn_batch *b, long step);
 
 /* Forward of this replica's rows of evaluation batch b at once; tag (negative)
- * keeps its messages apart from any step's. */
-int pn_stage_evaluate(pn_stage *s, const pn_batch *b, long tag);
+ * keeps its messages apart from any step's. most_rows: the most rows any replica
+ * has of this batch (the first replica's): a stage with a table sharded across the
+ * replicas takes part in as many of its pulls as the busiest replica, rows or not
+ * (called for every batch, b->rows 0 included; without such a table that does
+ * nothing). */
+int pn_stage_evaluate(pn_stage *s, const pn_batch *b, long tag, int most_rows);
 
 /* The loss statistics of the stage's loss layers since the last call: {loss sum,
  * rows predicted right, rows}, and their AUC histograms added into auc (unless

@@ -14,6 +14,7 @@
 #include "pipeline/grad_tree.h"
 #include "pipeline/kept_inputs.h"
 #include "pipeline/network.h"
+#include "pipeline/shard_rows.h"
 #include "pipeline/stage.h"
 #include "pipeline/ties.h"
 
@@ -52,6 +53,8 @@ struct pn_stage {
     pn_buffer replica_sums;     /* --deterministic, D > 1: every replica's sum [D, arena] */
     pn_ties *ties;              /* tied tables with a use here, or NULL */
     int *row_counts;            /* [replicas]: a row-sparse gradient's entries per replica */
+    pn_shard_rows *shard_rows;  /* tables sharded across the replicas: their pull and
+                                   push (NULL: none here, or one replica) */
 };
 
 /* Builds s's chunks (networks over one arena, links, kept inputs) and fields; s->cfg,

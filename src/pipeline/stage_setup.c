@@ -65,6 +65,8 @@ static int chunk_run(pn_stage *s, stage_chunk *ch)
 static int build_networks(pn_stage *s)
 {
     PN_TRY(pn_params_create(&s->params, s->cfg.device));
+    /* a table with "shard": "rows" keeps this replica's share of its rows */
+    PN_TRY(pn_params_set_shards(s->params, s->grid->replicas, s->grid->replica));
     for (int v = 0; v < s->n_chunks; v++) PN_TRY(create_chunk(s, &s->chunks[v], v));
     PN_TRY(pn_params_finalize(s->params));
     PN_TRY(pn_params_init_values(s->params, s->cfg.seed));
@@ -322,6 +324,11 @@ int pn_stage_setup(pn_stage *s)
                           s->cfg.comm));
     if (!(s->row_counts = calloc((size_t)s->grid->replicas, sizeof *s->row_counts)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    bool sharded = false;
+    for (int i = 0; i < pn_params_count(s->params); i++)
+        sharded |= pn_params_get(s->params, i)->sharded;
+    if (sharded && s->grid->replicas > 1)
+        PN_TRY(pn_shard_rows_create(&s->shard_rows, s->cfg.comm));
     if (!s->cfg.deterministic) return PN_OK;
     for (int k = 0; k < v; k++) {
         stage_chunk *ch = &s->chunks[k];
@@ -355,5 +362,6 @@ void pn_stage_teardown(pn_stage *s)
     free(s->field_is_lengths);
     pn_buffer_release(&s->replica_sums);
     free(s->row_counts);
+    pn_shard_rows_free(s->shard_rows);
     pn_ties_free(s->ties);
 }

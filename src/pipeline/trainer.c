@@ -111,8 +111,10 @@ static int evaluate(trainer *t, pn_train_result *r)
     for (long i = 0; i < batches; i++) {
         const pn_batch *b;
         PN_TRY(pn_reader_next(t->eval_data, &b));
-        if (b->rows == 0) continue; /* a short last batch that ends before this replica */
-        PN_TRY(pn_stage_evaluate(t->stage, b, -(i + 1))); /* never a step's tag */
+        long left = samples - i * t->cfg.batch; /* the first replica's rows: the most */
+        int most = (int)(left < t->replica_rows ? left : t->replica_rows);
+        /* never a step's tag; a short last batch may end before this replica */
+        PN_TRY(pn_stage_evaluate(t->stage, b, -(i + 1), most));
         if (is_root(t)) /* a long set shows it is moving, as steps do */
             pn_progress_eval(&t->progress, started, (i + 1) * t->cfg.batch, samples);
     }

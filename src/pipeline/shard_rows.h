@@ -1,0 +1,35 @@
+/* Tables sharded by rows across a stage's replicas (Angel's parameter server done with
+ * MPI collectives, as DLRM and TorchRec shard theirs): replica r of D owns the rows
+ * id with id mod D = r, as local row id / D. Rows go round-robin rather than in
+ * contiguous ranges because hot ids are small ones (Zipf ranks, hashed or not), so
+ * ranges would put the hot rows, and the traffic, on replica 0.
+ *  - pull (a forward of a layer over a sharded table, pn_row_puller): the batch's
+ *    distinct ids go to their owners, each owner answers with its rows;
+ *  - push (the step's end): the row gradients go to their owners, one entry per
+ *    (micro-batch, distinct id) as the micro-batches sealed them; an owner receives
+ *    them by source replica in replica order, which is the global micro-batch
+ *    order, so one merge sums each row's entries in the order the unsharded run
+ *    does, and updates its own rows.
+ * Both are all-to-all exchanges among the stage's replicas (pn_comm_owner_*), of
+ * distinct ids, never of every occurrence. */
+#ifndef PN_SHARD_ROWS_H
+#define PN_SHARD_ROWS_H
+
+#include "layers/layer.h"
+#include "mpi/comm.h"
+
+typedef struct pn_shard_rows pn_shard_rows;
+
+/* The exchanges of one stage over comm's replica group. */
+int pn_shard_rows_create(pn_shard_rows **out, pn_comm *comm);
+void pn_shard_rows_free(pn_shard_rows *x);
+
+/* The puller layers of this stage pull through (pn_pass.puller). */
+const pn_row_puller *pn_shard_rows_puller(pn_shard_rows *x);
+
+/* Sends row-sparse gradient rg of sharded parameter `param` of arena to the rows'
+ * owners and leaves in rg, merged, this replica's rows' sums with local ids (id / D),
+ * for the optimizer's update of its rows. */
+int pn_shard_rows_push(pn_shard_rows *x, pn_params *arena, int param, pn_row_grad *rg);
+
+#endif
