@@ -8,9 +8,10 @@
 # logits, scores and predictions. Where mpirun is (not in scripts/gpu_bundle.sh's
 # bundle), 2 replicas on cuda give the one-process cuda run's --deterministic
 # parameter hash: the replicas' row-sparse gradients go through host memory to MPI
-# and back (pipeline/stage.c). The bag plan is built on the host and copied to
-# the device, and the tables' gradients are row-sparse (layers/row_grad.h), so this
-# checks both on a device. Skips (77) without CUDA in the build or a GPU.
+# and back (pipeline/stage.c); so do 2 replicas with both tables sharded by rows
+# (pipeline/shard_rows.c: rows pulled and pushed through host memory). The bag plan
+# is built on the host and copied to the device, and the tables' gradients are
+# row-sparse (layers/row_grad.h), so this checks both on a device. Skips (77) without CUDA in the build or a GPU.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/script_fixture.sh"
@@ -60,6 +61,15 @@ if command -v mpirun >/dev/null 2>&1; then
     done
     [ -s "$tmp/hash_1" ] && cmp -s "$tmp/hash_1" "$tmp/hash_2" ||
         fail "2 replicas on cuda: $(cat "$tmp/hash_2"), 1 process: $(cat "$tmp/hash_1")"
-    replicas="the same hash on 2 replicas"
+    sed '/embedding_bag\|sparse_fc/s/}$/, "shard": "rows"}/; /embedding_bag\|sparse_fc/s/},$/, "shard": "rows"},/' \
+        "$tmp/m.json" >"$tmp/shard.json"
+    [ "$(grep -c '"shard": "rows"' "$tmp/shard.json")" -eq 2 ] || fail "no sharded model"
+    mpirun --oversubscribe -np 2 "$PIPENET" train "$tmp/shard.json" --data "$tmp/train.h5" \
+        --eval= --threads 1 --device cuda --deterministic --micro-batches 2 --log-every 1000 \
+        >"$tmp/det_shard" 2>&1 || { cat "$tmp/det_shard"; fail "train sharded on cuda"; }
+    grep -o 'parameter hash after [0-9]* steps: [0-9a-f]*' "$tmp/det_shard" >"$tmp/hash_shard"
+    cmp -s "$tmp/hash_1" "$tmp/hash_shard" ||
+        fail "2 sharded replicas on cuda: $(cat "$tmp/hash_shard"), 1 process: $(cat "$tmp/hash_1")"
+    replicas="the same hash on 2 replicas, tables whole or sharded"
 fi
 echo "PASS: the sparse DeepFM trains and infers on cuda as on cpu (infer AUC $auc_cpu; $replicas)"

@@ -1,0 +1,116 @@
+#!/bin/sh
+# Tables sharded by rows across a stage's replicas ("shard": "rows",
+# pipeline/shard_rows.h) train exactly as whole ones: a small DeepFM (its
+# embedding_bag and sparse_fc sharded) on synthetic-ctr data, 200 steps with
+# --deterministic at one micro-batch size (16 samples), gives the per-step losses and
+# the parameter hash of the unsharded 1-process run on 1 process (where sharding is a
+# no-op), 2 and 4 ranks, 2 stages x 2 replicas, --recompute (eval batches too short
+# for the last replica: its pulls answer the others without asking), and the
+# unsharded 2-replica run gives them too. A table of fewer rows than replicas and an
+# unknown "shard" are refused by name; a rank killed or stopped mid-run ends the job
+# within the stall timeout with one message naming it.
+set -u
+. "$(dirname "$0")/script_fixture.sh"
+PIPENET=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
+cd "$tmp" || exit 1
+
+"$PIPENET" import synthetic-ctr --out ctr --samples 3200 --test-samples 200 --vocab 20 \
+    --logit-scale 3 >import.out 2>&1 || { cat import.out; fail "import synthetic-ctr"; }
+# model SHARD [ROWS]: the DeepFM of 26 fields x 20 ids; SHARD "rows" or "none"
+model() {
+    cat <<JSON
+{"name": "deepfm_small",
+ "inputs": {"x": {"dataset": "features", "sparse": true, "columns": 520, "fields": 26},
+            "y": {"dataset": "labels", "ids": true}},
+ "layers": [
+  {"name": "emb", "type": "embedding_bag", "input": "x", "rows": ${2:-520}, "size": 8,
+   "shard": "$1", "stage": 0},
+  {"name": "wide", "type": "sparse_fc", "input": "x", "rows": 520, "size": 1, "shard": "$1",
+   "stage": 0},
+  {"name": "fm", "type": "fm", "input": "emb", "stage": 0},
+  {"name": "flat", "type": "flatten", "input": "emb", "stage": 0},
+  {"name": "d1", "type": "fc", "input": "flat", "size": 32, "act": "relu", "stage": 1},
+  {"name": "deep", "type": "fc", "input": "d1", "size": 1, "stage": 1},
+  {"name": "logit", "type": "add", "input": ["wide", "fm", "deep"], "stage": 1},
+  {"name": "loss", "type": "sigmoid_xent", "input": ["logit", "y"], "stage": 1}],
+ "train": {"batch": 64, "seed": 3, "optimizer": {"type": "adam", "lr": 0.01, "beta1": 0}}}
+JSON
+}
+model rows >shard.json
+model none >whole.json
+sed 's/, "stage": [01]//' shard.json >shard1.json # one stage: no attributes
+sed 's/, "stage": [01]//' whole.json >whole1.json
+
+# go NAME MODEL MICRO [mpirun N] options...: a deterministic run of 200 steps at
+# micro-batches of 64 / (replicas x MICRO) = 16 samples; NAME.losses, NAME.hash
+go() {
+    name=$1 model=$2 micro=$3
+    shift 3
+    launch=
+    if [ "${1:-}" = mpirun ]; then launch="mpirun --oversubscribe -np $2"; shift 2; fi
+    $launch "$PIPENET" train "$model" --data ctr/train.h5 --eval ctr/test.h5 --steps 200 \
+        --micro-batches "$micro" --threads 1 --log-every 1000 --deterministic \
+        --snapshot-dir "" --metrics "$name.jsonl" "$@" >"$name.out" 2>&1 ||
+        { cat "$name.out"; fail "$name: exit $?"; }
+    sed -n 's/^{"step": \([0-9]*\), .*"loss": \([^,]*\),.*/\1 \2/p' "$name.jsonl" >"$name.losses"
+    [ "$(wc -l <"$name.losses")" -eq 200 ] || { cat "$name.out"; fail "$name: not 200 step losses"; }
+    grep -o 'parameter hash after 200 steps: [0-9a-f]*' "$name.out" >"$name.hash" ||
+        { cat "$name.out"; fail "$name: no hash"; }
+}
+go whole whole1.json 4
+go shard1 shard1.json 4
+go shard2 shard1.json 2 mpirun 2
+go shard4 shard1.json 1 mpirun 4
+go grid shard.json 2 mpirun 4
+go recompute shard1.json 1 mpirun 4 --recompute
+go replicas whole1.json 2 mpirun 2
+want=$(cat whole.hash)
+for n in shard1 shard2 shard4 grid recompute replicas; do
+    [ "$(cat $n.hash)" = "$want" ] || { cat $n.out; fail "$n: $(cat $n.hash), not $want"; }
+    # the issue's bound, 1e-6 relative, on every step's loss (the hash says they are equal)
+    paste whole.losses $n.losses | awk -v n=$n '{ d = $2 - $4; if (d < 0) d = -d
+        if (d > 1e-6 * ($2 < 0 ? -$2 : $2)) { print n ": step " $1 ": " $2 " vs " $4; bad = 1 } }
+        END { exit bad }' || fail "$n: losses differ from the unsharded run's"
+done
+grep -q "stage 1" grid.out || { cat grid.out; fail "grid: no second stage"; }
+first=$(head -n 1 whole.losses | cut -d' ' -f2) last=$(tail -n 1 whole.losses | cut -d' ' -f2)
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.85 * a) }' || fail "the loss did not fall: $first -> $last"
+echo "ok: 200 steps on 1, 2, 4 ranks, 2 x 2 and --recompute sharded: $want, losses equal"
+
+# refusals: fewer rows than replicas, an unknown sharding
+model rows 3 | sed 's/, "stage": [01]//' >tiny.json
+expect 1 "parameter 'emb/table': a table of 3 rows cannot be sharded across 4 replicas" \
+    mpirun --oversubscribe -np 4 "$PIPENET" train tiny.json --data ctr/train.h5 --eval= \
+    --steps 1 --threads 1 --snapshot-dir ""
+model cols | sed 's/, "stage": [01]//' >cols.json
+expect 1 "layers\[0\].*shard.*\"cols\"" "$PIPENET" train cols.json --data ctr/train.h5 --steps 1 \
+    --snapshot-dir ""
+echo "ok: refusals"
+
+# a rank killed, or stopped, at step 5 of a sharded run: its rows never come, and the
+# job ends within the stall timeout + 10 s, naming it once (mpirun for a death, the
+# watchdog, waiting in the exchange, for a stall)
+leftovers() { pgrep -f "train shard1.json --data ctr/train.h5 --eval= --steps 50"; }
+for how in kill stop; do
+    PIPENET_FAULT=1:5:$how timeout 60 mpirun --oversubscribe -np 2 "$PIPENET" train shard1.json \
+        --data ctr/train.h5 --eval= --steps 50 --threads 1 --snapshot-dir "" --stall-timeout 5 \
+        >$how.out 2>$how.err
+    rc=$?
+    end=$(date +%s.%N)
+    for p in $(leftovers); do kill -CONT "$p"; kill -KILL "$p"; done 2>/dev/null
+    at=$(sed -n 's/^PIPENET_FAULT at [^:]*: //p' $how.err | head -n 1)
+    [ -n "$at" ] || { cat $how.err; fail "$how: the fault did not happen"; }
+    secs=$(echo "$end $at" | awk '{ printf "%d", $1 - $2 }')
+    [ $rc -ne 124 ] || fail "$how: the job hung"
+    [ $rc -ne 0 ] || fail "$how: exit status 0"
+    [ "$secs" -le 15 ] || fail "$how: the job took $secs s to end"
+    if [ $how = kill ]; then
+        n=$(grep -c "process rank 1 with PID .* exited on signal 9" $how.err)
+    else
+        n=$(grep -c "pipenet: error: rank 0 (stage 0, replica 0): layer '[a-z]*' forward: step 5: no progress for 5 s (--stall-timeout) waiting for the [a-z ]* of the 2 replicas of stage 0; no answer within 2 s (stopped, or busy outside MPI) from rank 1 (stage 0, replica 1)$" $how.err)
+    fi
+    [ "$n" -eq 1 ] || { cat $how.err; fail "$how: rank 1 named $n times"; }
+    [ "$(grep -c 'pipenet: error' $how.err)" -le 1 ] || { cat $how.err; fail "$how: more than one error"; }
+    echo "ok: rank 1 $([ $how = kill ] && echo killed || echo stopped) at step 5, the job ended in $secs s (exit $rc)"
+done
+echo "PASS: shard"
