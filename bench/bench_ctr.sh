@@ -1,6 +1,7 @@
 #!/bin/sh
 # Click-through training speed on the CPU: DeepFM (models/deepfm.json: 26 fields of
-# 16-wide embeddings, FM, a 3 x 400 relu DNN, the wide part; batch 1024, adam)
+# 16-wide embeddings, FM, a 3 x 400 relu DNN with dropout, the wide part; here at
+# batch 1024, adam)
 # in pipenet against the same model in PyTorch (bench/torch_ctr.py:
 # nn.EmbeddingBag(sum, sparse=True), SparseAdam for the tables, Adam for the rest),
 # on the same synthetic-ctr data, samples/s on 1 and 2 BLAS/intra-op threads.
@@ -13,8 +14,8 @@
 # passively (OMP_WAIT_POLICY), its fastest setting on this shared machine.
 #
 # Then the table-size check: pipenet DeepFM's step time with tables of 10^4 and 10^7
-# rows (the model's "rows" edited; 26000 columns hashed into 10^4 rows, or 10^7 rows
-# of which 26000 are ever touched), PyTorch beside it. Table gradients are
+# rows (the model's "rows" edited: 10^4 or 10^7 rows, of which the data's 2600
+# columns are ever touched), PyTorch beside it. Table gradients are
 # row-sparse (src/layers/row_grad.h), so the two should be within about 10%.
 #
 # usage: bench/bench_ctr.sh [PIPENET] [--rounds R] [--steps N] [--out DIR]
@@ -57,7 +58,7 @@ rate() {
 }
 # pn NAME MODEL THREADS: pipenet's median samples/s
 pn() {
-    "$PIPENET" train "$2" --data "$data" --eval= --steps "$STEPS" --threads "$3" \
+    "$PIPENET" train "$2" --data "$data" --eval= --steps "$STEPS" --threads "$3" --batch $BATCH \
         --log-every 1000 --snapshot-dir "$out/snap" --metrics "$out/$1.jsonl" >"$out/$1.log" 2>&1 ||
         { cat "$out/$1.log" >&2; return 1; }
     rm -rf "$out/snap"
@@ -85,13 +86,13 @@ done
 # the table-size check: the model with "rows" set for both tables
 : >"$out/rows.txt"
 for rows in 10000 10000000; do
-    sed "s/\"rows\": 26000/\"rows\": $rows/" models/deepfm.json >"$out/deepfm_$rows.json"
+    sed "s/\"rows\": 2600,/\"rows\": $rows,/" models/deepfm.json >"$out/deepfm_$rows.json"
     a=$(pn "pn_rows$rows" "$out/deepfm_$rows.json" 2) && b=$(torch "torch_rows$rows" 2 $rows) || exit 1
     echo "$rows $a $b" >>"$out/rows.txt"
 done
 
 {
-    echo "DeepFM (models/deepfm.json), batch $BATCH, synthetic-ctr 26 fields x 1000 ids;" \
+    echo "DeepFM (models/deepfm.json), batch $BATCH, synthetic-ctr 26 fields x 100 ids;" \
         "$ROUNDS alternating rounds; pipenet: median of steps $((WARM + 1))..$STEPS," \
         "torch: median of $((STEPS - WARM)) steps after $WARM; $(sed -n 's/.*\(torch=[^ ]*\).*/\1/p' "$out/torch_t1_r0.log")"
     echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -2,8 +2,8 @@
 """DeepFM in PyTorch on a pipenet CSR dataset file, for bench/bench_ctr.sh: the model
 of models/deepfm.json layer for layer (one shared table of field embeddings summed
 per sample and field, nn.EmbeddingBag(mode='sum', sparse=True); the FM term; a wide
-part, a one-column EmbeddingBag plus a bias; a DNN over the flattened embeddings;
-binary cross-entropy on the summed logit), SparseAdam for the two tables and Adam
+part, a one-column EmbeddingBag plus a bias; a DNN over the flattened embeddings,
+dropout after each hidden layer; binary cross-entropy on the summed logit), SparseAdam for the two tables and Adam
 for the rest. Batches are cut from the file's rows in order and prepared before the
 clock starts (the bags' offsets and weights), so the time is the step alone.
 
@@ -78,7 +78,7 @@ def batches(data, batch, rows):
 
 
 class DeepFM(nn.Module):
-    def __init__(self, rows, fields, k, hidden, layers):
+    def __init__(self, rows, fields, k, hidden, layers, dropout):
         super().__init__()
         self.fields, self.k = fields, k
         self.table = nn.EmbeddingBag(rows, k, mode="sum", sparse=True)
@@ -89,14 +89,14 @@ class DeepFM(nn.Module):
         dims = [fields * k] + [hidden] * layers
         mlp = []
         for a, b in zip(dims, dims[1:]):
-            mlp += [nn.Linear(a, b), nn.ReLU()]
+            mlp += [nn.Linear(a, b), nn.ReLU(), nn.Dropout(dropout)]
         mlp.append(nn.Linear(dims[-1], 1))
         self.mlp = nn.Sequential(*mlp)
         # pipenet's fc init (docs/layers.md): w uniform in +-sqrt(6/in) before a relu,
         # +-sqrt(6/(in+size)) otherwise; b zeros (torch's default differs)
         for i, m in enumerate(self.mlp):
             if isinstance(m, nn.Linear):
-                relu = i + 1 < len(self.mlp)
+                relu = isinstance(self.mlp[i + 1] if i + 1 < len(self.mlp) else None, nn.ReLU)
                 bound = (6.0 / (m.in_features if relu else m.in_features + m.out_features)) ** 0.5
                 nn.init.uniform_(m.weight, -bound, bound)
                 nn.init.zeros_(m.bias)
@@ -122,6 +122,7 @@ def main():
     ap.add_argument("--size", type=int, default=16, help="embedding width")
     ap.add_argument("--hidden", type=int, default=400)
     ap.add_argument("--layers", type=int, default=3)
+    ap.add_argument("--dropout", type=float, default=0.3, help="after each hidden layer")
     ap.add_argument("--lr", type=float, default=0.001)
     args = ap.parse_args()
 
@@ -134,7 +135,7 @@ def main():
     if len(data[4]) < need:
         sys.exit("%s: %d samples, %d needed" % (args.data, len(data[4]), need))
     work = batches(data, args.batch, rows)
-    model = DeepFM(rows, fields, args.size, args.hidden, args.layers)
+    model = DeepFM(rows, fields, args.size, args.hidden, args.layers, args.dropout)
     sparse = [model.table.weight, model.wide.weight]
     dense = [p for p in model.parameters() if all(p is not q for q in sparse)]
     opt_sparse = torch.optim.SparseAdam(sparse, lr=args.lr)
