@@ -174,6 +174,8 @@ START_TEST(packed_index_round_trips)
         ck_assert_int_eq(items[i].rows, p->rows);
         ck_assert_int_eq(items[i].cols, p->cols);
         ck_assert_uint_eq(items[i].offset, p->offset);
+        ck_assert_int_eq(items[i].table_rows, p->table_rows);
+        ck_assert(!items[i].sharded); /* one shard: nothing split */
     }
     pn_params_free_index(items, count);
     /* cut short anywhere, or with a bad magic: refused, nothing returned */

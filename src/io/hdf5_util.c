@@ -346,11 +346,45 @@ int pn_hdf5_write_checksummed(hid_t file, const char *fname, const char *name, i
     PN_TRY(create(file, fname, name, PN_HDF5_FLOAT32, rank, dims, chunk, true, false, &dset));
     int rc = 0;
     pn_hdf5_lock();
-    PN_HDF5_CHECK(rc, H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data),
-                  "%s: cannot write dataset '%s'", fname, name);
+    if (data)
+        PN_HDF5_CHECK(rc, H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data),
+                      "%s: cannot write dataset '%s'", fname, name);
     PN_HDF5_CHECK(rc, H5Dclose(dset), "%s: cannot write dataset '%s'", fname, name);
     pn_hdf5_unlock();
     return rc < 0 ? pn_hdf5_close_after(dset, fname, rc) : rc; /* after a failed write */
+}
+
+int pn_hdf5_write_strided(hid_t file, const char *fname, const char *name, hsize_t first,
+                          hsize_t step, hsize_t count, const float *data)
+{
+    if (count == 0) return 0;
+    int rc = 0;
+    pn_hdf5_lock();
+    hid_t dset = H5I_INVALID_HID, fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
+    hsize_t dims[H5S_MAX_RANK];
+    const char *what = "%s: cannot write rows of dataset '%s'";
+    PN_HDF5_CHECK(rc, dset = H5Dopen2(file, name, H5P_DEFAULT), what, fname, name);
+    PN_HDF5_CHECK(rc, fspace = H5Dget_space(dset), what, fname, name);
+    int rank = rc == 0 ? H5Sget_simple_extent_dims(fspace, dims, NULL) : -1;
+    if (rc == 0 && (rank != 2 || step < 1 || first + (count - 1) * step >= dims[0]))
+        rc = pn_error_set(PN_ERR_INTERNAL, "%s: dataset '%s': %llu rows from %llu every %llu do "
+                          "not fit its shape", fname, name, (unsigned long long)count,
+                          (unsigned long long)first, (unsigned long long)step);
+    if (rc == 0) {
+        hsize_t start[2] = {first, 0}, stride[2] = {step, 1}, blocks[2] = {count, 1},
+                block[2] = {1, dims[1]}, shape[2] = {count, dims[1]};
+        PN_HDF5_CHECK(rc, H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, stride, blocks,
+                                              block), what, fname, name);
+        PN_HDF5_CHECK(rc, mspace = H5Screate_simple(2, shape, NULL), what, fname, name);
+        PN_HDF5_CHECK(rc, H5Dwrite(dset, H5T_NATIVE_FLOAT, mspace, fspace, H5P_DEFAULT, data),
+                      what, fname, name);
+    }
+    if (mspace >= 0) H5Sclose(mspace);
+    if (fspace >= 0) H5Sclose(fspace);
+    if (dset >= 0 && H5Dclose(dset) < 0 && rc == 0)
+        rc = pn_hdf5_fail("H5Dclose", what, fname, name);
+    pn_hdf5_unlock();
+    return rc;
 }
 
 int pn_hdf5_close_after(hid_t id, const char *fname, int rc)

@@ -190,9 +190,16 @@ int pn_hdf5_write_dataset(hid_t file, const char *fname, const char *name, pn_hd
                           int rank, const hsize_t *dims, hsize_t chunk_rows, const void *data);
 
 /* Creates float32 dataset name [dims] in chunks of chunk[rank], each with HDF5's
- * fletcher32 checksum, and writes data (dense, native floats). */
+ * fletcher32 checksum, and writes data (dense, native floats); with data NULL it is
+ * left for pn_hdf5_write_strided to fill (a table that arrives in parts). */
 int pn_hdf5_write_checksummed(hid_t file, const char *fname, const char *name, int rank,
                               const hsize_t *dims, const hsize_t *chunk, const float *data);
+
+/* Writes rows first, first + step, ... (count of them, whole rows) of the 2-D float32
+ * dataset name from data (count rows, dense, native floats): one owner's rows of a
+ * table split by row id mod step. */
+int pn_hdf5_write_strided(hid_t file, const char *fname, const char *name, hsize_t first,
+                          hsize_t step, hsize_t count, const float *data);
 
 /* True when file has a link (dataset or group) at name; false when not, also when a
  * group on the way is missing. */

@@ -64,10 +64,16 @@ static int check_reads_back(const char *tmp, const char *path, const pn_train_st
 
 int pn_snapshot_write(const char *path, const pn_train_state *st, const char *format)
 {
+    return pn_snapshot_write_filled(path, st, format, NULL, NULL);
+}
+
+int pn_snapshot_write_filled(const char *path, const pn_train_state *st, const char *format,
+                             pn_snapshot_fill_fn fill, void *ctx)
+{
     char tmp[PATH_MAX + 32], dir[PATH_MAX];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid()) >= sizeof tmp)
         return pn_error_set(PN_ERR_INVALID, "path too long: %s", path);
-    int rc = pn_snapshot_file_write(tmp, st, format);
+    int rc = pn_snapshot_file_write_filled(tmp, st, format, fill, ctx);
     if (rc == 0) rc = check_reads_back(tmp, path, st, format);
     if (rc == 0) rc = sync_path(tmp, 0, "file");
     if (rc == 0 && rename(tmp, path) != 0)

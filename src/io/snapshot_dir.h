@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "io/snapshot_file.h"
 #include "io/train_state.h"
 
 /* What a run's files in its snapshot directory are called: snapshots (and their
@@ -21,6 +22,11 @@
  * too. On failure the temporary is removed and whatever path held before is
  * untouched. */
 int pn_snapshot_write(const char *path, const pn_train_state *st, const char *format);
+
+/* The same for a state with deferred parameters, which fill writes while the
+ * temporary file is open (io/snapshot_file.h). */
+int pn_snapshot_write_filled(const char *path, const pn_train_state *st, const char *format,
+                             pn_snapshot_fill_fn fill, void *ctx);
 
 /* Creates the snapshot directory dir and its missing parents (mkdir -p). */
 int pn_snapshot_dir_create(const char *dir);

@@ -164,21 +164,25 @@ void pn_params_shards(const pn_params *p, int *shards, int *shard)
 }
 
 /* Value offsets: every parameter's slice in declaration order, aligned, a sharded
- * one as long as this shard's rows. */
+ * one holding this shard's rows in the room of the largest shard's (shard 0's), so
+ * that every shard of a stage has one layout: a snapshot's load copies the first
+ * replica's arena image to the others before each takes its own rows. */
 static int lay_out_values(pn_params *p)
 {
     p->total = 0;
     for (int i = 0; i < p->count; i++) {
         pn_param *q = &p->items[i];
+        int room_rows = q->rows;
         if (q->sharded) {
             if (q->table_rows < p->shards)
                 return pn_error_set(PN_ERR_INVALID, "parameter '%s': a table of %d rows cannot "
                                     "be sharded across %d replicas (fewer rows than replicas)",
                                     q->name, q->table_rows, p->shards);
             q->rows = pn_shard_row_count(q->table_rows, p->shards, p->shard);
+            room_rows = pn_shard_row_count(q->table_rows, p->shards, 0);
         }
         q->offset = p->total;
-        size_t n = (size_t)q->rows * (size_t)q->cols;
+        size_t n = (size_t)room_rows * (size_t)q->cols;
         p->total += (n + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
     }
     return PN_OK;
@@ -350,8 +354,9 @@ pn_matrix pn_params_slot(const pn_params *p, int s, int index)
 }
 
 /* --- the packed index: "pnix", count, floats, then per parameter rows, cols, offset,
- * name length and the name's bytes, tie length (0: none) and the tie's bytes (native
- * byte order: the ranks of a job share it) */
+ * table rows and whether the table is split across shards, name length and the
+ * name's bytes, tie length (0: none) and the tie's bytes (native byte order: the
+ * ranks of a job share it) */
 
 enum { INDEX_MAGIC = 0x78696e70 };
 
@@ -365,7 +370,7 @@ int pn_params_pack_index(const pn_params *p, char **out, size_t *bytes)
 {
     size_t n = 2 * sizeof(uint32_t) + sizeof(uint64_t);
     for (int i = 0; i < p->count; i++)
-        n += 2 * sizeof(int32_t) + sizeof(uint64_t) + 2 * sizeof(uint32_t) +
+        n += 4 * sizeof(int32_t) + sizeof(uint64_t) + 2 * sizeof(uint32_t) +
              strlen(p->items[i].name) + (p->items[i].tie ? strlen(p->items[i].tie) : 0);
     char *buf = malloc(n), *at = buf;
     if (!buf) return pn_error_set(PN_ERR_NOMEM, "out of memory packing the arena's index");
@@ -377,10 +382,12 @@ int pn_params_pack_index(const pn_params *p, char **out, size_t *bytes)
     for (int i = 0; i < p->count; i++) {
         const pn_param *q = &p->items[i];
         int32_t shape[2] = {q->rows, q->cols};
+        int32_t table[2] = {q->table_rows, q->sharded && p->shards > 1};
         uint64_t offset = q->offset;
         uint32_t len = (uint32_t)strlen(q->name);
         put(&at, shape, sizeof shape);
         put(&at, &offset, sizeof offset);
+        put(&at, table, sizeof table);
         put(&at, &len, sizeof len);
         put(&at, q->name, len);
         uint32_t tie_len = q->tie ? (uint32_t)strlen(q->tie) : 0;
@@ -417,12 +424,14 @@ int pn_params_unpack_index(const char *in, size_t bytes, pn_param **params, int 
     if (!items) return pn_error_set(PN_ERR_NOMEM, "out of memory unpacking an arena index");
     int rc = PN_OK;
     for (uint32_t i = 0; rc == PN_OK && i < n; i++) {
-        int32_t shape[2];
+        int32_t shape[2], table[2];
         uint64_t offset;
         uint32_t len;
         if (!take(&at, end, shape, sizeof shape) || !take(&at, end, &offset, sizeof offset) ||
-            !take(&at, end, &len, sizeof len) || (size_t)(end - at) < len || shape[0] <= 0 ||
-            shape[1] <= 0 || offset + (uint64_t)shape[0] * (uint64_t)shape[1] > total) {
+            !take(&at, end, table, sizeof table) || !take(&at, end, &len, sizeof len) ||
+            (size_t)(end - at) < len || shape[0] <= 0 || shape[1] <= 0 ||
+            table[0] < shape[0] || (!table[1] && table[0] != shape[0]) ||
+            offset + (uint64_t)shape[0] * (uint64_t)shape[1] > total) {
             rc = pn_error_set(PN_ERR_INTERNAL, "malformed arena index at parameter %u", i);
             break;
         }
@@ -444,6 +453,8 @@ int pn_params_unpack_index(const char *in, size_t bytes, pn_param **params, int 
         items[i].rows = shape[0];
         items[i].cols = shape[1];
         items[i].offset = (size_t)offset;
+        items[i].table_rows = table[0];
+        items[i].sharded = table[1] != 0;
     }
     if (rc < 0) {
         pn_params_free_index(items, (int)n);

@@ -124,9 +124,11 @@ int pn_params_seal_row_grads(pn_params *p);
 void pn_params_reset_row_grads(pn_params *p);
 pn_matrix pn_params_slot(const pn_params *p, int slot, int index);
 
-/* The arena's index for another process: each parameter's name, shape, offset and
- * tie (the name it copies, or none), and the arena's size in floats, packed into *out (malloc'd, *bytes long). With
- * the arena's buffers it is all a snapshot needs of a stage. */
+/* The arena's index for another process: each parameter's name, shape, offset, tie
+ * (the name it copies, or none), table rows and whether it is split across shards
+ * (sharded with more than one shard: unpacked as .sharded), and the arena's size in
+ * floats, packed into *out (malloc'd, *bytes long). With the arena's buffers it is
+ * all a snapshot needs of a stage. */
 int pn_params_pack_index(const pn_params *p, char **out, size_t *bytes);
 
 /* Reads a packed index back: *params (*count entries, names and ties malloc'd; free them

@@ -8,7 +8,8 @@
  *  - the owner exchange of tables sharded by rows over a stage's replicas;
  *  - scalar sums and XORs over the world, a replica's pipe or a stage's replicas;
  *  - gathers and scatters of stages' arena images between rank 0 and the first
- *    replica (snapshots), and a broadcast from rank 0;
+ *    replica (snapshots), of every rank's part one rank at a time (traces, sharded
+ *    tables in snapshots), and a broadcast from rank 0;
  *  - status agreement, so every rank takes the same exit path after a failure;
  *  - a watchdog over every wait, so a stalled rank ends the job with a message.
  * The data plane (links, buckets, replica gathers, tied gradients) goes through a
@@ -319,5 +320,16 @@ typedef int (*pn_comm_take_fn)(void *ctx, int rank, const void *bytes, size_t n)
  * fails, rank 0 still receives the rest and returns that failure; the other ranks
  * return once theirs are sent. Collective over the job. */
 int pn_comm_gather_each(pn_comm *c, const void *mine, size_t n, pn_comm_take_fn take, void *ctx);
+
+/* Rank 0's bytes for one rank: *bytes (valid until the next call) and *n; returns a
+ * status. */
+typedef int (*pn_comm_give_fn)(void *ctx, int rank, const void **bytes, size_t *n);
+
+/* The reverse, one rank at a time: rank 0 asks give for each rank's part in rank
+ * order (its own first, copied into mine) and sends it; every other rank receives
+ * its part into mine, which must be n bytes (another size is an error there). After
+ * a give fails, the later ranks are told so (PN_ERR_PEER) instead of their part.
+ * Collective over the job. */
+int pn_comm_scatter_each(pn_comm *c, pn_comm_give_fn give, void *ctx, void *mine, size_t n);
 
 #endif

@@ -1,6 +1,7 @@
 /* The two collectives behind `pipenet train --trace` (comm.h): every rank's clock
- * against rank 0's, and the gather of every rank's events to rank 0 one rank at a
- * time, so that rank 0 never holds more than one rank's text besides its own. */
+ * against rank 0's, and the gather of every rank's bytes to rank 0 one rank at a
+ * time, so that rank 0 never holds more than one rank's part besides its own (the
+ * trace's events; also the rows of sharded tables a snapshot writes). */
 #include "mpi/comm_impl.h"
 
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 
 static const pn_wait_for CLOCKS = {"the comparison of clocks with rank 0 among", NULL, -1,
                                    PN_SCOPE_WORLD};
-static const pn_wait_for EVENTS = {"the gather of the trace to rank 0 from", NULL, -1,
+static const pn_wait_for EVENTS = {"the gather of every rank's part to rank 0 from", NULL, -1,
                                    PN_SCOPE_WORLD};
 
 enum { ROUNDS = 8 };
@@ -83,7 +84,7 @@ static int receive_from(pn_comm *c, int peer, int *taken, pn_comm_take_fn take, 
     PN_MPI_CHECK(MPI_Irecv(&n, 1, MPI_UNSIGNED_LONG, peer, c->image_tag, c->world, &r));
     PN_TRY(pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE, &EVENTS));
     char *buf = malloc(n ? n : 1);
-    if (!buf) return pn_error_set(PN_ERR_NOMEM, "out of memory for rank %d's trace", peer);
+    if (!buf) return pn_error_set(PN_ERR_NOMEM, "out of memory for rank %d's part", peer);
     int rc = PN_OK;
     for (unsigned long done = 0; rc == PN_OK && done < n; done += 1UL << 28) {
         int part = (int)(n - done < (1UL << 28) ? n - done : (1UL << 28));

@@ -1,5 +1,12 @@
 /* Snapshots over the rank grid (checkpoint.h): arena images gathered to rank 0 and
- * written as one file; one file read on rank 0 and scattered as arena images. */
+ * written as one file; one file read on rank 0 and scattered as arena images.
+ * Tables sharded by rows across a stage's replicas are not in the images (the first
+ * replica's image holds its own rows only): checkpoint_shards.c sends each owner's
+ * rows to rank 0 one rank at a time while the file is open, so the file holds every
+ * table whole as an unsharded run writes it, and no rank holds a sharded table
+ * whole while saving. A load reads the file whole on rank 0 (as for every snapshot
+ * today) and sends each owner only its rows. Writing from every rank in parallel
+ * (no file on rank 0 alone) is the next step. */
 #include "pipeline/checkpoint.h"
 
 #include <stdbool.h>
@@ -11,6 +18,7 @@
 #include "io/snapshot_dir.h"
 #include "io/snapshot_file.h"
 #include "io/snapshot_size.h"
+#include "pipeline/checkpoint_shards.h"
 
 /* --- arena images ------------------------------------------------------------------------ */
 
@@ -67,21 +75,6 @@ static int gather_indexes(pn_comm *c, const pn_params *params, char **own, char 
     return rc;
 }
 
-/* Snapshots hold whole tables; a table sharded across replicas has no writer yet. */
-static int refuse_sharded(const pn_params *p)
-{
-    int shards, shard;
-    pn_params_shards(p, &shards, &shard);
-    for (int i = 0; shards > 1 && i < pn_params_count(p); i++)
-        if (pn_params_get(p, i)->sharded)
-            return pn_error_set(PN_ERR_UNSUPPORTED, "parameter '%s' is sharded across %d "
-                                "replicas (\"shard\": \"rows\"), and snapshots of sharded tables "
-                                "are not written yet: train without a snapshot directory "
-                                "(--snapshot-dir \"\") or without \"shard\"",
-                                pn_params_get(p, i)->name, shards);
-    return PN_OK;
-}
-
 /* --- save ------------------------------------------------------------------------------- */
 
 /* Rank 0: adds one stage's arena image (index, then the image the state points into). */
@@ -92,10 +85,11 @@ static int adopt_stage(pn_train_state *st, const char *index, size_t bytes, cons
     int count;
     size_t floats;
     PN_TRY(pn_params_unpack_index(index, bytes, &items, &count, &floats));
-    int kept = 0; /* a tied copy is its table: the file holds the table only */
+    int kept = 0; /* a tied copy is its table: the file holds the table only; a split
+                   * table's rows arrive from their owners while the file is written */
     for (int i = 0; i < count; i++) {
         pn_param q = items[i];
-        if (q.tie) continue;
+        if (q.tie || q.sharded) continue;
         items[i] = items[kept];
         items[kept++] = q;
     }
@@ -103,6 +97,9 @@ static int adopt_stage(pn_train_state *st, const char *index, size_t bytes, cons
                  ? pn_train_state_adopt(st, items, kept, image, floats)
                  : pn_error_set(PN_ERR_INTERNAL, "stage %d sent %zu floats for an arena of %zu",
                                 stage, image_floats, floats);
+    for (int i = kept; rc == PN_OK && i < count; i++)
+        if (items[i].sharded)
+            rc = pn_train_state_defer(st, items[i].name, items[i].table_rows, items[i].cols);
     pn_params_free_index(items, count);
     return rc;
 }
@@ -147,11 +144,14 @@ static int assemble(const pn_params *params, pn_run_settings run, pn_progress_ma
     return rc;
 }
 
-static int write_on_root(pn_train_state *st, const char *dir, int keep, char *path, size_t cap)
+/* Rank 0; with shards (not NULL), the split tables' rows are received while the
+ * file is open. */
+static int write_on_root(pn_train_state *st, pn_shard_writer *shards, const char *dir, int keep,
+                         char *path, size_t cap)
 {
     PN_TRY(pn_snapshot_dir_create(dir));
     pn_snapshot_path(dir, st->step, path, cap);
-    PN_TRY(pn_snapshot_write(path, st, NULL));
+    PN_TRY(pn_snapshot_write_filled(path, st, NULL, shards ? pn_shards_write : NULL, shards));
     return pn_snapshot_prune(dir, keep, st->step);
 }
 
@@ -188,9 +188,9 @@ static int snapshot_bytes(int stages, const char *own, const char *indexes,
         rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
     for (int s = 0; rc == PN_OK && s < stages; s++)
         for (int i = 0; i < counts[s]; i++)
-            if (!items[s][i].tie)
-                arrays[contents.n_params++] =
-                    (pn_snapshot_array){items[s][i].name, items[s][i].rows, items[s][i].cols};
+            if (!items[s][i].tie) /* a split table: whole in the file */
+                arrays[contents.n_params++] = (pn_snapshot_array){
+                    items[s][i].name, items[s][i].table_rows, items[s][i].cols};
     contents.params = arrays;
     if (rc == PN_OK) rc = pn_snapshot_file_bytes(&contents, bytes);
     for (int s = 0; items && counts && s < stages; s++) pn_params_free_index(items[s], counts[s]);
@@ -207,9 +207,8 @@ int pn_checkpoint_check_room(pn_comm *c, const pn_params *params, int n_slots,
     const pn_grid *g = pn_comm_grid(c);
     size_t *index_bytes = NULL;
     char *own = NULL, *indexes = NULL;
-    int rc = refuse_sharded(params);
-    if (rc == PN_OK && g->rank == 0 &&
-        !(index_bytes = calloc((size_t)g->stages, sizeof *index_bytes)))
+    int rc = PN_OK;
+    if (g->rank == 0 && !(index_bytes = calloc((size_t)g->stages, sizeof *index_bytes)))
         rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
     rc = pn_comm_agree(c, rc);
     if (rc == PN_OK) rc = gather_indexes(c, params, &own, &indexes, index_bytes);
@@ -233,22 +232,39 @@ int pn_checkpoint_save(pn_comm *c, const pn_params *params, pn_run_settings run,
     size_t *index_bytes = NULL, *image_floats = NULL, floats = 0;
     char *own_index = NULL, *indexes = NULL;
     float *mine = NULL, *images = NULL;
-    int rc = PN_OK;
-    if (g->rank == 0 && (!(index_bytes = calloc((size_t)g->stages, sizeof *index_bytes)) ||
-                         !(image_floats = calloc((size_t)g->stages, sizeof *image_floats))))
+    bool split = false;
+    int rc = pn_shards_any(c, params, &split);
+    if (rc == PN_OK && g->rank == 0 &&
+        (!(index_bytes = calloc((size_t)g->stages, sizeof *index_bytes)) ||
+         !(image_floats = calloc((size_t)g->stages, sizeof *image_floats))))
         rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
     if (rc == PN_OK && g->replica == 0) rc = read_image(params, &mine, &floats);
     rc = pn_comm_agree(c, rc);
     if (rc == PN_OK) rc = gather_indexes(c, params, &own_index, &indexes, index_bytes);
     if (rc == PN_OK)
         rc = pn_comm_gather_stages(c, mine, floats, PN_COMM_FLOATS, (void **)&images, image_floats);
+    rc = pn_comm_agree(c, rc); /* the split tables' senders wait on rank 0's file */
+    pn_shard_layout layout = {0};
+    pn_shard_writer shards = {c, &layout, params, false, NULL};
     if (rc == PN_OK && g->rank == 0) {
         pn_train_state *st = NULL;
-        rc = assemble(params, run, mark, g->stages, own_index, indexes, index_bytes,
-                      mine, images, image_floats, &st); /* st takes mine and images */
+        if (split)
+            rc = pn_shard_layout_make(&layout, g, pn_params_n_slots(params), own_index, indexes,
+                                      index_bytes);
+        int rc2 = assemble(params, run, mark, g->stages, own_index, indexes, index_bytes, mine,
+                           images, image_floats, &st); /* st takes mine and images */
         mine = images = NULL;
-        if (rc == PN_OK) rc = write_on_root(st, dir, keep, written_path, cap);
+        if (rc == PN_OK) rc = rc2;
+        if (rc == PN_OK)
+            rc = write_on_root(st, split ? &shards : NULL, dir, keep, written_path, cap);
         pn_train_state_free(st);
+        if (split) {
+            int drained = pn_shards_drain(&shards); /* when the file failed before its fill */
+            if (rc == PN_OK) rc = drained;
+        }
+        pn_shard_layout_free(&layout);
+    } else if (rc == PN_OK && split) {
+        rc = pn_shards_send(c, params);
     }
     free(mine);
     free(images);
@@ -295,6 +311,7 @@ static int load_own(const pn_train_state *st, pn_params *params, const char *pat
     for (int i = 0; i < pn_params_count(params); i++) {
         const pn_param *p = pn_params_get(params, i);
         const pn_state_param *q;
+        if (pn_shards_split(params, p)) continue; /* its rows come with pn_shards_load */
         PN_TRY(lookup(st, path, p->tie ? p->tie : p->name, p->rows, p->cols, &q));
         pn_matrix value = pn_params_value(params, i);
         PN_TRY(pn_matrix_write(&value, q->value));
@@ -337,6 +354,7 @@ static int cut_images(const pn_train_state *st, int n_slots, const int *slot_of,
             const pn_param *p = &items[i];
             const pn_state_param *q;
             size_t n = (size_t)p->rows * (size_t)p->cols;
+            if (p->sharded) continue; /* its rows come with pn_shards_load */
             if ((rc = lookup(st, path, p->tie ? p->tie : p->name, p->rows, p->cols, &q)) < 0)
                 break;
             memcpy(image + p->offset, q->value, n * sizeof(float));
@@ -351,23 +369,21 @@ static int cut_images(const pn_train_state *st, int n_slots, const int *slot_of,
     return rc;
 }
 
-/* Rank 0: reads the file once, loads its own stage and cuts the others' images. */
+/* Rank 0: reads the file once (into *st, kept for the split tables' owners), loads
+ * its own stage and cuts the others' images. */
 static int read_on_root(pn_params *params, const char *path, int stages, const char *indexes,
                         const size_t *index_bytes, float **images, size_t *image_floats,
-                        long counters[3])
+                        pn_train_state **st, int *slot_of)
 {
-    pn_train_state *st = NULL;
-    int slot_of[PN_STATE_MAX_SLOTS], n_slots = pn_params_n_slots(params);
-    int rc = pn_snapshot_read(path, PN_FORMAT_SNAPSHOT, &st);
+    int n_slots = pn_params_n_slots(params);
+    int rc = pn_snapshot_read(path, PN_FORMAT_SNAPSHOT, st);
     if (rc == PN_OK && n_slots > PN_STATE_MAX_SLOTS)
         rc = pn_error_set(PN_ERR_UNSUPPORTED, "%d optimizer slots", n_slots);
-    if (rc == PN_OK) rc = match_slots(st, params, path, slot_of);
-    if (rc == PN_OK) rc = load_own(st, params, path, slot_of);
+    if (rc == PN_OK) rc = match_slots(*st, params, path, slot_of);
+    if (rc == PN_OK) rc = load_own(*st, params, path, slot_of);
     if (rc == PN_OK)
-        rc = cut_images(st, n_slots, slot_of, path, stages, indexes, index_bytes, images,
+        rc = cut_images(*st, n_slots, slot_of, path, stages, indexes, index_bytes, images,
                         image_floats);
-    if (rc == PN_OK) counters[0] = st->step, counters[1] = st->epoch, counters[2] = st->batch_index;
-    pn_train_state_free(st);
     return rc;
 }
 
@@ -399,9 +415,12 @@ int pn_checkpoint_load(pn_comm *c, pn_params *params, const char *path,
     char *own_index = NULL, *indexes = NULL;
     float *images = NULL, *mine = NULL;
     size_t floats = (size_t)image_arrays(params) * pn_params_size(params);
-    bool root = g->rank == 0, image_needed = !root || g->replicas > 1;
+    bool root = g->rank == 0, image_needed = !root || g->replicas > 1, split = false;
     long counters[3] = {0};
-    int rc = pn_comm_agree(c, refuse_sharded(params));
+    pn_train_state *st = NULL;
+    int slot_of[PN_STATE_MAX_SLOTS] = {0};
+    pn_shard_layout layout = {0};
+    int rc = pn_shards_any(c, params, &split);
     if (rc == PN_OK && root && (!(index_bytes = calloc((size_t)g->stages, sizeof *index_bytes)) ||
                  !(image_floats = calloc((size_t)g->stages, sizeof *image_floats))))
         rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
@@ -411,7 +430,12 @@ int pn_checkpoint_load(pn_comm *c, pn_params *params, const char *path,
     if (rc == PN_OK) rc = gather_indexes(c, params, &own_index, &indexes, index_bytes);
     if (rc == PN_OK && root) /* one reader for the whole job */
         rc = read_on_root(params, path, g->stages, indexes, index_bytes, &images, image_floats,
-                          counters);
+                          &st, slot_of);
+    if (rc == PN_OK && root) counters[0] = st->step, counters[1] = st->epoch,
+                             counters[2] = st->batch_index;
+    if (rc == PN_OK && root && split)
+        rc = pn_shard_layout_make(&layout, g, pn_params_n_slots(params), own_index, indexes,
+                                  index_bytes);
     rc = pn_comm_agree(c, rc); /* all take their part, or none */
     if (rc == PN_OK) rc = pn_comm_broadcast(c, counters, sizeof counters);
     if (rc == PN_OK)
@@ -421,7 +445,12 @@ int pn_checkpoint_load(pn_comm *c, pn_params *params, const char *path,
     if (rc == PN_OK) rc = pn_comm_broadcast_replicas(c, mine, floats, PN_COMM_FLOATS);
     if (rc == PN_OK && !root) rc = write_image(params, mine);
     rc = pn_comm_agree(c, rc);
+    /* last: the first replica's image just wrote its own rows over the split tables */
+    if (rc == PN_OK && split) rc = pn_comm_agree(c, pn_shards_load(c, params, st, slot_of,
+                                                                    &layout, path));
     if (rc == PN_OK) *mark = (pn_progress_mark){counters[0], counters[1], counters[2]};
+    pn_shard_layout_free(&layout);
+    pn_train_state_free(st);
     free(images);
     free(mine);
     free(own_index);

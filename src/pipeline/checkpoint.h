@@ -6,7 +6,9 @@
  * images into a pn_train_state without copying and writes one file for the whole
  * model. To load, rank 0 reads the file once, cuts it into each stage's image by
  * that stage's index (whatever layout wrote the file), and scatters the images;
- * every rank writes its image into its arena through the matrix API. */
+ * every rank writes its image into its arena through the matrix API. A table sharded
+ * by rows travels apart, owner by owner (checkpoint_shards.h), and is whole in the
+ * file: a snapshot does not depend on how its tables were sharded. */
 #ifndef PN_CHECKPOINT_H
 #define PN_CHECKPOINT_H
 

@@ -23,23 +23,31 @@ typedef struct difference {
     const json_t *snap, *file;
 } difference;
 
+/* Whether key is one of skip (NULL-terminated; NULL: none). */
+static bool skipped(const char *key, const char *const *skip)
+{
+    for (int i = 0; skip && skip[i]; i++)
+        if (!strcmp(key, skip[i])) return true;
+    return false;
+}
+
 /* Finds the first place at or under at where a (the snapshot's) and b (the model
- * file's) differ; numbers compare by value (1 and 1.0 are equal). skip: a key left
+ * file's) differ; numbers compare by value (1 and 1.0 are equal). skip: keys left
  * out of the comparison of a and b themselves (NULL: none). */
-static bool differ(const json_t *a, const json_t *b, const pn_json_at *at, const char *skip,
-                   difference *d)
+static bool differ(const json_t *a, const json_t *b, const pn_json_at *at,
+                   const char *const *skip, difference *d)
 {
     if (json_is_object(a) && json_is_object(b)) {
         const char *key;
         json_t *v;
         json_object_foreach ((json_t *)a, key, v) {
             pn_json_at in = pn_json_field(at, key);
-            if ((!skip || strcmp(key, skip)) && differ(v, json_object_get(b, key), &in, NULL, d))
+            if (!skipped(key, skip) && differ(v, json_object_get(b, key), &in, NULL, d))
                 return true;
         }
         json_object_foreach ((json_t *)b, key, v) {
             pn_json_at in = pn_json_field(at, key);
-            if ((!skip || strcmp(key, skip)) && !json_object_get(a, key))
+            if (!skipped(key, skip) && !json_object_get(a, key))
                 return differ(NULL, v, &in, NULL, d);
         }
         return false;
@@ -71,9 +79,11 @@ static const json_t *layer_named(const json_t *list, const char *name)
     return NULL;
 }
 
-/* Layers match by name, wherever they are in the list, and without their "stage". */
+/* Layers match by name, wherever they are in the list, and without their placement:
+ * "stage", and "shard" (a snapshot holds every table whole however it was sharded). */
 static bool layers_differ(const json_t *a, const json_t *b, const pn_json_at *at, difference *d)
 {
+    static const char *const placement[] = {"stage", "shard", NULL};
     if (!json_is_array(a) || !json_is_array(b)) return differ(a, b, at, NULL, d);
     for (int pass = 0; pass < 2; pass++) { /* the file's layers, then the snapshot's */
         const json_t *list = pass ? a : b, *other = pass ? b : a;
@@ -83,7 +93,7 @@ static bool layers_differ(const json_t *a, const json_t *b, const pn_json_at *at
             const json_t *match = name ? layer_named(other, name) : json_array_get(other, i);
             pn_json_at in = pn_json_item(at, i);
             if (name) pn_json_about(&in, "layer '%s'%s", name, pass ? " of the snapshot" : "");
-            if (pass == 0 && differ(match, layer, &in, "stage", d)) return true;
+            if (pass == 0 && differ(match, layer, &in, placement, d)) return true;
             if (pass == 1 && !match) return differ(layer, NULL, &in, NULL, d);
         }
     }
