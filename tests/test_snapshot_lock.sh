@@ -6,7 +6,9 @@
 #  2. the lock goes with the run: after a stop signal (exit 3), an error (exit 1)
 #     and a finished run (exit 0) the directory is free;
 #  3. a crashed run's lock (SIGKILL) does not block its resume, which takes it over
-#     naming the dead holder; so is a lock whose pid is now another process's;
+#     naming the dead holder; so is a lock whose pid is now another process's, and
+#     one whose holder has exited but is not yet reaped (a zombie: mpirun may
+#     return while an aborted rank is one, and a container's init reaps slowly);
 #  4. a lock from another host is refused (nothing can tell that its holder is
 #     gone) unless it is an earlier start of this batch job: a requeued Slurm job
 #     (SLURM_RESTART_COUNT higher), a rerun PBS job; a lock that names no holder is
@@ -97,7 +99,17 @@ expect 0 "taking over the lock of a run that is gone (pipenet pid $$ on host $ho
 # that same live process, named as it is: a run that holds the directory
 write_lock "$host" $$ "$(cut -d')' -f2 /proc/$$/stat | awk '{ print $20 }')" "" 0
 expect 1 "is in use by another run: pipenet pid $$ on host $host" train --steps 5 --snapshot-dir "$snaps"
-echo "ok: a crashed run's lock and a reused pid's are taken over, naming them; a live holder is not"
+# a holder that has exited but is not reaped: its parent (exec'd into sleep) never waits
+sh -c 'sleep 0.1 & echo $! >"$1"; exec sleep 30' sh "$tmp/zombie" &
+parent=$!
+sleep 1
+zombie=$(cat "$tmp/zombie")
+grep -q ') Z ' "/proc/$zombie/stat" || fail "no zombie to test with: $(cat "/proc/$zombie/stat" 2>&1)"
+write_lock "$host" "$zombie" "$(cut -d')' -f2 "/proc/$zombie/stat" | awk '{ print $20 }')" "" 0
+expect 0 "taking over the lock of a run that is gone (pipenet pid $zombie on host $host, .*): process $zombie has exited (not yet reaped)" \
+    train --steps 5 --snapshot-dir "$snaps"
+kill $parent 2>/dev/null
+echo "ok: a crashed run's lock, a reused pid's and an unreaped holder's are taken over, naming them; a live holder is not"
 
 # 4. another host: only the same batch job, started again, takes its lock over
 write_lock node-elsewhere 4242 777 "" 0

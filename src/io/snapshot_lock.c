@@ -85,6 +85,18 @@ static unsigned long long process_start(long pid)
     return strtoull(p + 1, NULL, 10);
 }
 
+/* Whether process pid has exited but is not yet reaped (state Z or X, field 3 of
+ * /proc/<pid>/stat): mpirun may return while an aborted rank is a zombie, and where
+ * the reaper is slow (a container's init) it stays one a while, holding its pid. */
+static bool exited(long pid)
+{
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    read_line(path, text, sizeof text);
+    const char *p = strrchr(text, ')');
+    return p && (p[1] == ' ') && (p[2] == 'Z' || p[2] == 'X');
+}
+
 static void describe_me(holder *me)
 {
     memset(me, 0, sizeof *me);
@@ -182,6 +194,8 @@ static bool holder_gone(const holder *h, const holder *me, char *why, size_t cap
         unsigned long long started = process_start(h->pid); /* 0: not ours to read */
         if (h->process_start && started && started != h->process_start)
             return snprintf(why, cap, "pid %ld is now another process", h->pid), true;
+        if (exited(h->pid))
+            return snprintf(why, cap, "process %ld has exited (not yet reaped)", h->pid), true;
         return false;
     }
     if (!h->job[0] || strcmp(h->job, me->job)) return false;
