@@ -8,7 +8,8 @@
 # for the last replica: its pulls answer the others without asking), and the
 # unsharded 2-replica run gives them too. A table of fewer rows than replicas and an
 # unknown "shard" are refused by name; a rank killed or stopped mid-run ends the job
-# within the stall timeout with one message naming it.
+# within the stall timeout with one message naming it, and after a kill the last
+# snapshot resumes to the straight run's hash.
 set -u
 . "$(dirname "$0")/script_fixture.sh"
 PIPENET=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
@@ -113,4 +114,32 @@ for how in kill stop; do
     [ "$(grep -c 'pipenet: error' $how.err)" -le 1 ] || { cat $how.err; fail "$how: more than one error"; }
     echo "ok: rank 1 $([ $how = kill ] && echo killed || echo stopped) at step 5, the job ended in $secs s (exit $rc)"
 done
+# killed at step 8 with snapshots every 3 steps: the step-6 snapshot (written while
+# both ranks lived, the sharded tables' rows from their owners) resumes to step 20
+# with the hash of a straight 20-step run
+run20() {
+    name=$1
+    shift
+    mpirun --oversubscribe -np 2 "$PIPENET" train shard1.json --data ctr/train.h5 --eval= \
+        --steps 20 --micro-batches 2 --threads 1 --deterministic --log-every 1000 \
+        --stall-timeout 5 "$@" >"$name.out" 2>&1
+}
+run20 straight --snapshot-dir straight || { cat straight.out; fail "straight: exit $?"; }
+PIPENET_FAULT=1:8:kill run20 killed --snapshot-dir snapk --snapshot-every 3 &&
+    { cat killed.out; fail "killed: exit status 0"; }
+[ -f snapk/snapshot-0000000006.h5 ] && [ ! -f snapk/snapshot-0000000009.h5 ] ||
+    { ls snapk; cat killed.out; fail "killed: not the step-6 snapshot last"; }
+# mpirun may return while the other rank is still being ended: wait for it, or it
+# still holds the directory's lock
+n=0
+while pgrep -f "train shard1.json .*--snapshot-dir snapk --snapshot-every" >/dev/null && [ $n -lt 40 ]; do
+    sleep 0.25
+    n=$((n + 1))
+done
+run20 resumed --snapshot-dir snapk --resume auto || { cat resumed.out killed.out; fail "resumed failed"; }
+grep -q "resum.*step 6" resumed.out || { cat resumed.out; fail "resumed: not from step 6"; }
+want=$(grep -o 'parameter hash after 20 steps: [0-9a-f]*' straight.out)
+got=$(grep -o 'parameter hash after 20 steps: [0-9a-f]*' resumed.out)
+[ -n "$want" ] && [ "$got" = "$want" ] || fail "resumed: '$got', straight: '$want'"
+echo "ok: killed at step 8, resumed from the step-6 snapshot: $got"
 echo "PASS: shard"
