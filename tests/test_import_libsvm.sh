@@ -48,7 +48,8 @@ f=$tmp/o/train.h5
 [ "$(attr "$f" features shape)" = "4 10 " ] || fail "shape: $(attr "$f" features shape)"
 "$PIPENET" inspect "$f" >"$tmp/inspect" || fail "inspect"
 for want in '/features/indptr  *int64  *\[5\]' '/features/indices  *int64  *\[5\]' \
-    '/features/values  *float32  *\[5\]' '/labels  *int32  *\[4\]'; do
+    '/features/values  *float32  *\[5\]' '/labels  *int32  *\[4\]' \
+    '^attributes of /features (a CSR group):$' '^  shape  *int64  *(4, 10)$'; do
     grep -q "$want" "$tmp/inspect" || fail "inspect lacks $want: $(cat "$tmp/inspect")"
 done
 grep -q 'fields' "$tmp/inspect" && fail "a libsvm file has fields"
@@ -67,7 +68,9 @@ f=$tmp/ffm/train.h5
 [ "$(vals "$f" features/indices)" = "3 7 0 " ] || fail "ffm indices"
 [ "$(vals "$f" features/fields)" = "0 2 1 " ] || fail "ffm fields: $(vals "$f" features/fields)"
 [ "$(attr "$f" features num_fields)" = "3 " ] || fail "num_fields: $(attr "$f" features num_fields)"
-"$PIPENET" inspect "$f" | grep -q '/features/fields  *int32  *\[3\]' || fail "fields not int32 [3]"
+"$PIPENET" inspect "$f" >"$tmp/inspect" || fail "inspect ffm"
+grep -q '/features/fields  *int32  *\[3\]' "$tmp/inspect" || fail "fields not int32 [3]"
+grep -q '^  num_fields  *int[0-9]*  *3$' "$tmp/inspect" || fail "inspect: no num_fields 3: $(cat "$tmp/inspect")"
 
 # each mistake: exit 1, file, line and column named, nothing left under --out
 bad() { # bad WANT LINE... [-- OPTIONS]: the lines as a file, refused saying WANT

@@ -183,10 +183,15 @@ static void format_dims(const hsize_t *dims, int rank, const char *prefix, char 
     if (len < cap) snprintf(buf + len, cap - len, "]");
 }
 
-/* What the dataset listing found: datasets, and those whose values are not all
- * there. */
+enum { MAX_CSR_GROUPS = 8 };
+
+/* What the dataset listing found: datasets, those whose values are not all there,
+ * and the groups that hold an `indptr` (CSR groups, whose attributes say their
+ * shape and fields). */
 typedef struct listed {
     int datasets, missing;
+    int n_groups;
+    char groups[MAX_CSR_GROUPS][256];
 } listed;
 
 /* One line of the dataset listing: type, shape, storage (chunks and checksum), and
@@ -212,6 +217,11 @@ static int print_dataset(void *ctx, const pn_hdf5_dataset_info *d)
     if (d->missing[0]) printf("  %-16s NOT ALL THERE: %s\n", "", d->missing);
     seen->datasets++;
     seen->missing += d->missing[0] != '\0';
+    size_t len = strlen(d->name);
+    if (len > 7 && !strcmp(d->name + len - 7, "/indptr") && len - 7 < sizeof seen->groups[0] &&
+        seen->n_groups < MAX_CSR_GROUPS)
+        snprintf(seen->groups[seen->n_groups++], sizeof seen->groups[0], "/%.*s",
+                 (int)(len - 7), d->name);
     return 0;
 }
 
@@ -238,6 +248,12 @@ static int inspect_dataset_file(hid_t file, const char *path, const char *format
     printf("attributes:\n");
     if (rc == 0) rc = pn_hdf5_list_attrs(file, path, print_attr, &n_attrs);
     if (rc == 0 && n_attrs == 0) printf("  (none)\n");
+    for (int g = 0; rc == 0 && g < seen.n_groups; g++) { /* a CSR group's shape and fields */
+        int n = 0;
+        printf("attributes of %s (a CSR group):\n", seen.groups[g]);
+        rc = pn_hdf5_list_object_attrs(file, path, seen.groups[g], print_attr, &n);
+        if (rc == 0 && n == 0) printf("  (none)\n");
+    }
     if (rc < 0) return pn_cli_fail(pn_error_message());
     if (seen.missing) {
         char message[PATH_MAX + 128];

@@ -235,15 +235,24 @@ static void describe_space(hid_t space, char *buf, size_t cap)
     if (len < cap) snprintf(buf + len, cap - len, "]");
 }
 
-/* The value of attribute attr of type t in one line: a number, a string's first
- * line (quoted, cut at 100 characters), or the shape of an array. */
+/* The value of attribute attr of type t in one line: a number, up to 8 integers
+ * "(a, b)", a string's first line (quoted, cut at 100 characters), or the shape of
+ * another array. */
 static void describe_value(hid_t attr, hid_t t, char *buf, size_t cap)
 {
     hid_t space = H5Aget_space(attr);
     hssize_t n = space < 0 ? -1 : H5Sget_simple_extent_npoints(space);
     H5T_class_t cls = H5Tget_class(t);
     snprintf(buf, cap, "(unreadable)");
-    if (n != 1) {
+    if (n > 1 && n <= 8 && cls == H5T_INTEGER) { /* a short list, as a CSR group's shape */
+        long long v[8];
+        if (H5Aread(attr, H5T_NATIVE_LLONG, v) >= 0) {
+            size_t len = (size_t)snprintf(buf, cap, "(");
+            for (hssize_t k = 0; k < n && len < cap; k++)
+                len += (size_t)snprintf(buf + len, cap - len, "%s%lld", k ? ", " : "", v[k]);
+            if (len < cap) snprintf(buf + len, cap - len, ")");
+        }
+    } else if (n != 1) {
         char shape[64] = "?";
         if (space >= 0) describe_space(space, shape, sizeof shape);
         snprintf(buf, cap, "%s values", shape);
@@ -295,13 +304,26 @@ static herr_t on_attr(hid_t loc, const char *name, const H5A_info_t *info, void 
 
 int pn_hdf5_list_attrs(hid_t file, const char *fname, pn_hdf5_attr_fn fn, void *ctx)
 {
+    return pn_hdf5_list_object_attrs(file, fname, "/", fn, ctx);
+}
+
+int pn_hdf5_list_object_attrs(hid_t file, const char *fname, const char *object,
+                              pn_hdf5_attr_fn fn, void *ctx)
+{
     attr_walk w = {fn, ctx, 0};
     hsize_t idx = 0;
     int rc = 0;
     pn_hdf5_lock();
-    PN_HDF5_CHECK(rc, H5Aiterate2(file, H5_INDEX_NAME, H5_ITER_INC, &idx, on_attr, &w),
-                  "%s: cannot list its attributes", fname);
-    if (w.rc != 0) rc = w.rc;
+    hid_t obj = H5Oopen(file, object, H5P_DEFAULT);
+    if (obj < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        rc = pn_error_set(PN_ERR_IO, "%s: cannot open '%s'", fname, object);
+    } else {
+        PN_HDF5_CHECK(rc, H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, on_attr, &w),
+                      "%s: cannot list the attributes of '%s'", fname, object);
+        H5Oclose(obj);
+    }
+    if (rc == 0 && w.rc != 0) rc = w.rc;
     pn_hdf5_unlock();
     return rc;
 }

@@ -157,6 +157,9 @@ int pn_hdf5_read_attr_uint(hid_t file, const char *fname, const char *name, uint
 typedef int (*pn_hdf5_attr_fn)(void *ctx, const char *name, const char *type,
                                const char *value);
 int pn_hdf5_list_attrs(hid_t file, const char *fname, pn_hdf5_attr_fn fn, void *ctx);
+/* The same for the attributes of object (a group or dataset path, "/" the root). */
+int pn_hdf5_list_object_attrs(hid_t file, const char *fname, const char *object,
+                              pn_hdf5_attr_fn fn, void *ctx);
 
 /* --- datasets ----------------------------------------------------------------------- */
 
