@@ -14,7 +14,8 @@
 # Runs alternate (replicated, sharded, each vocabulary in turn, round by round), so a
 # machine that gets busier slows both; a run's rate is the median of its per-step
 # samples/s (--metrics) after the first WARM steps, and the table's figure the median
-# over rounds. Bytes per step per rank: what the row-sparse exchanges hand MPI for
+# over rounds; "vs repl." is the median over rounds of the round's sharded /
+# replicated rate (two runs back to back: the fairest pairing on a shared machine). Bytes per step per rank: what the row-sparse exchanges hand MPI for
 # other ranks, counted in src/mpi (pn_comm_row_bytes_sent: ids, rows and counts; the
 # gathers' entries once per other replica, the owner exchange's its share for
 # others), averaged over the run's steps and ranks as `pipenet train` reports it; the
@@ -90,6 +91,10 @@ while [ $r -lt "$ROUNDS" ]; do
             grep -o 'parameter hash after [0-9]* steps: [0-9a-f]*' "$out/$n.log" \
                 >>"$out/$layout$vocab.hash"
         done
+        # this round's sharded / replicated: the two ran back to back, under one load
+        awk -v a="$(tail -1 "$out/sharded$vocab.rates")" \
+            -v b="$(tail -1 "$out/replicated$vocab.rates")" 'BEGIN { print a / b }' \
+            >>"$out/ratio$vocab"
     done
     r=$((r + 1))
 done
@@ -105,13 +110,20 @@ steps = {}
 for e in ev:
     if e["name"] == "step" and e.get("args", {}).get("step", 0) > warm:
         steps.setdefault(e["pid"], []).append((e["ts"], e["ts"] + e["dur"]))
-ex = {}
+ex, sparse, opt = {}, 0.0, 0.0
 for e in ev:
-    if e["name"].startswith(("owner exchange", "row-sparse")) and any(
-            a <= e["ts"] < b for a, b in steps.get(e["pid"], [])):
+    if not any(a <= e["ts"] < b for a, b in steps.get(e["pid"], [])): continue
+    if e["name"].startswith(("owner exchange", "row-sparse")):
         ex[e["pid"]] = ex.get(e["pid"], 0) + e["dur"]
+    # rank 0's forward of the two tables' layers (a sharded one's pull inside) and update
+    if e["pid"] == 0 and e["cat"] == "forward" and e["name"] in ("emb", "wide"):
+        sparse += e["dur"]
+    if e["pid"] == 0 and e["cat"] == "optimizer": opt += e["dur"]
+n = len(steps[0])
 print(" ".join("%.0f%%" % (100 * ex.get(p, 0) / sum(b - a for a, b in steps[p]))
-               for p in sorted(steps)))
+               for p in sorted(steps)),
+      "%.2f %.2f %.2f" % (sum(b - a for a, b in steps[0]) / n / 1e3, sparse / n / 1e3,
+                          opt / n / 1e3))
 PY
 }
 for vocab in 100 100000; do
@@ -120,9 +132,9 @@ for vocab in 100 100000; do
             run "trace_$layout$vocab" "$out/$layout$vocab.json" "$out/data$vocab/train.h5" \
                 --trace "$out/trace_$layout$vocab.json"; then
             share "$out/trace_$layout$vocab.json" >"$out/$layout$vocab.share" 2>/dev/null ||
-                echo "-" >"$out/$layout$vocab.share"
+                echo "- - - - -" >"$out/$layout$vocab.share"
         else
-            echo "-" >"$out/$layout$vocab.share"
+            echo "- - - - -" >"$out/$layout$vocab.share"
         fi
     done
 done
@@ -131,21 +143,26 @@ done
     echo "DeepFM, batch $BATCH, mpirun -np 2 (2 replicas, 1 thread each), synthetic-ctr" \
         "$FIELDS fields; $ROUNDS alternating rounds, median of steps $((WARM + 1))..$STEPS per run," \
         "median over runs; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-    printf '%-10s %-10s %12s %10s %18s %16s\n' "ids/field" layout "samples/s" "vs repl." \
-        "KiB/step/rank" "exchange % r0 r1"
+    printf '%-10s %-10s %10s %9s %14s   %-10s %8s %8s %8s\n' "ids/field" layout "samples/s" \
+        "vs repl." "KiB/step/rank" "exch r0 r1" "step ms" "tbl fwd" "update"
     for vocab in 100 100000; do
-        base=$(median <"$out/replicated$vocab.rates")
         for layout in replicated sharded; do
             v=$(median <"$out/$layout$vocab.rates")
-            printf '%-10s %-10s %12.0f %10.2f %18.1f %16s\n' $vocab $layout "$v" \
-                "$(awk -v a="$v" -v b="$base" 'BEGIN { print a / b }')" \
-                "$(median <"$out/$layout$vocab.kib")" "$(cat "$out/$layout$vocab.share")"
+            ratio=1
+            [ $layout = sharded ] && ratio=$(median <"$out/ratio$vocab")
+            set -- $(cat "$out/$layout$vocab.share")
+            printf '%-10s %-10s %10.0f %9.2f %14.1f   %-10s %8s %8s %8s\n' $vocab $layout "$v" \
+                "$ratio" "$(median <"$out/$layout$vocab.kib")" "$1 $2" "$3" "$4" "$5"
         done
         # sharding moves rows, not results: both train to one parameter hash
         [ "$(sort -u "$out/replicated$vocab.hash" "$out/sharded$vocab.hash" | wc -l)" -eq 1 ] &&
             echo "  $vocab ids/field: one parameter hash in every run of both layouts" ||
             echo "  $vocab ids/field: the parameter hashes differ (sharded against replicated)"
     done
+    echo "exch: the share of the traced run's steps $((WARM + 1))..$STEPS in row exchanges (ranks 0, 1);" \
+        "step ms, tbl fwd (the forward of emb and wide, a pull inside it when sharded)" \
+        "and update: rank 0's ms per step in that run"
+    echo "sharded / replicated by round: $(for v in 100 100000; do printf '%s ids: %s; ' $v "$(tr '\n' ' ' <"$out/ratio$v")"; done)"
     echo "rates by run: $(for f in "$out"/*.rates; do printf '%s: %s; ' "$(basename "$f" .rates)" "$(tr '\n' ' ' <"$f")"; done)"
 } | tee "$out/bench_shard.txt"
 echo "logs and results in $out"
