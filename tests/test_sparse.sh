@@ -51,6 +51,19 @@ go() {
 grep -q "emb/table on stage 0: 256 x 8, values 0.01 MiB + 2 optimizer slots 0.02 MiB; gradient per step 72 B per feature" plan.out &&
     grep -q "wide/W on stage 0: 1000 x 2" plan.out || { cat plan.out; fail "plan: no row-sparse tables"; }
 
+# a table sharded by rows over D=2 replicas: plan gives each rank's share beside the
+# whole table, and the measured memory per rank counts the shard (100001 x 8: 50001
+# rows on replica 0; + wide 1000 x 2 + deep 18 = 402026 floats, 1.53 MiB, slots
+# twice that) and no dense gradient for the row-sparse tables (deep's 18 floats)
+sed 's/"rows": 256, "size": 8/"rows": 100001, "size": 8, "shard": "rows"/' m1.json >ms.json
+"$PIPENET" plan ms.json --replicas 2 --measure --repeat 1 >plans.out 2>&1 ||
+    { cat plans.out; fail "plan sharded: exit $?"; }
+grep -q "sharded by rows over D=2 replicas: per rank 50001 or 50000 rows, values 1.53 MiB + slots 3.05 MiB" plans.out &&
+    grep -q "(unsharded: 100001 rows, values 3.05 MiB + slots 6.10 MiB on every rank)" plans.out &&
+    grep -Eq '^total( +[0-9.]+){5} +1\.53 +0\.00 +3\.07 ' plans.out ||
+    { cat plans.out; fail "plan: no shard per rank"; }
+[ "$(grep -c sharded plan.out)" -eq 0 ] || { cat plan.out; fail "plan: an unsharded table said sharded"; }
+
 go one m1.json --steps 40 --micro-batches 4 --snapshot-dir snap1
 losses=$(grep -o 'epoch [0-9]*: train loss [0-9.]*' one.out | awk '{print $5}')
 first=$(echo "$losses" | head -1) last=$(echo "$losses" | tail -1)

@@ -246,7 +246,8 @@ static int report(const pn_plan *plan, const pn_graph *g, const pn_schedule *sch
         json_decref(j);
     } else {
         pn_plan_print(plan, g, sched, o->replicas, mb, stdout);
-        pn_plan_print_row_sparse(plan, g, optimizer_slots(cfg->optimizer.kind), stdout);
+        pn_plan_print_row_sparse(plan, g, optimizer_slots(cfg->optimizer.kind), o->replicas,
+                                 stdout);
         if (t) pn_plan_print_prediction(&pr, plan, g, t, stdout);
     }
     if (rc == PN_OK && t && o->save[0]) rc = pn_plan_times_save(t, g, o->save);

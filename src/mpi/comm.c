@@ -427,9 +427,13 @@ int pn_comm_gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all)
 int pn_comm_replica_counts(pn_comm *c, int n, int *counts)
 {
     MPI_Request r;
+    c->row_bytes_sent += (double)sizeof(int) * (c->grid.replicas - 1);
+    double t0 = PN_TRACE_T0(); /* like the gather's: where the replicas wait for each other */
     PN_MPI_CHECK(MPI_Iallgather(&n, 1, MPI_INT, counts, 1, MPI_INT, c->replicas, &r));
-    return pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE,
-                        &(pn_wait_for){"the row-sparse counts of", NULL, -1, PN_SCOPE_REPLICAS});
+    int rc = pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE,
+                          &(pn_wait_for){"the row-sparse counts of", NULL, -1, PN_SCOPE_REPLICAS});
+    PN_TRACE("row-sparse counts", "allreduce", NULL, -1, -1, t0);
+    return rc;
 }
 
 int pn_comm_gather_rows(pn_comm *c, const int *counts, const int *ids, const pn_matrix *rows,
@@ -450,6 +454,9 @@ int pn_comm_gather_rows(pn_comm *c, const int *counts, const int *ids, const pn_
         fcounts[r] = counts[r] * width;
         fat[r] = k * width;
     }
+    /* every other replica receives this rank's entries */
+    c->row_bytes_sent += (double)counts[me] * (sizeof(int) + (double)width * sizeof(float)) *
+                         (d - 1);
     double t0 = PN_TRACE_T0();
     MPI_Request req[2];
     int rc = MPI_Iallgatherv(ids, counts[me], MPI_INT, all_ids, counts, at, MPI_INT, c->replicas,
@@ -480,4 +487,9 @@ int pn_comm_pipe_exchange(pn_comm *c, int n_send, const pn_matrix *send, const i
     int rc = c->transport->pipe_exchange(c, n_send, send, to, n_recv, recv, from);
     PN_TRACE("tied gradient exchange", "comm", NULL, -1, -1, t0);
     return rc;
+}
+
+double pn_comm_row_bytes_sent(const pn_comm *c)
+{
+    return c->row_bytes_sent;
 }

@@ -236,6 +236,14 @@ int pn_comm_replica_counts(pn_comm *c, int n, int *counts);
 int pn_comm_gather_rows(pn_comm *c, const int *counts, const int *ids, const pn_matrix *rows,
                         int *all_ids, pn_matrix *all_rows);
 
+/* Bytes this rank has handed MPI for other ranks in the row-sparse exchanges since
+ * pn_comm_create: the gathers of row gradients (its entries, ids and rows, once per
+ * other replica) and their counts, and the owner exchange (what it sends to the other
+ * replicas, its own share excluded) and its counts. The payload the algorithm must
+ * deliver, not what a given MPI's collective puts on the wire; a figure to compare
+ * unsharded with sharded tables by (bench/bench_shard.sh). */
+double pn_comm_row_bytes_sent(const pn_comm *c);
+
 /* --- tables sharded by rows over the stage's replicas (the owner exchange) ----------------- */
 
 /* Row id of a sharded table lives on replica id mod D (its local row id / D). A

@@ -59,6 +59,7 @@ struct pn_comm {
     int *owner_at;      /* pn_comm_owner_exchange's counts and displacements (ids sent,
                            ids received, floats sent and received), 6 x replicas: made
                            once, like gather_at */
+    double row_bytes_sent; /* pn_comm_row_bytes_sent: the row-sparse exchanges' bytes */
 };
 
 /* What a wait is for, named in the message when it stalls. */

@@ -12,9 +12,15 @@
 int pn_comm_owner_counts(pn_comm *c, const int *send_counts, int *recv_counts)
 {
     MPI_Request r;
+    c->row_bytes_sent += (double)sizeof(int) * (c->grid.replicas - 1);
+    /* traced: the counts wait for the slowest replica, so this is where the
+     * exchange's synchronization shows in a timeline */
+    double t0 = PN_TRACE_T0();
     PN_MPI_CHECK(MPI_Ialltoall(send_counts, 1, MPI_INT, recv_counts, 1, MPI_INT, c->replicas, &r));
-    return pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE,
-                        &(pn_wait_for){"the owner counts of", NULL, -1, PN_SCOPE_REPLICAS});
+    int rc = pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE,
+                          &(pn_wait_for){"the owner counts of", NULL, -1, PN_SCOPE_REPLICAS});
+    PN_TRACE("owner exchange: counts", "comm", NULL, -1, -1, t0);
+    return rc;
 }
 
 /* counts[0 .. d) (none negative) -> their sum into *total; displacements of the
@@ -76,6 +82,10 @@ int pn_comm_owner_exchange(pn_comm *c, const int *send_counts, const int *ids,
                      : !ids ? "the table rows of" : "the row gradients of";
     const char *event = !rows ? "owner exchange: ids"
                         : !ids ? "owner exchange: rows" : "owner exchange: ids and rows";
+    /* what leaves this rank: its share for itself stays in memory */
+    size_t entry = (ids ? sizeof(int) : 0) + (rows ? (size_t)width * sizeof(float) : 0);
+    for (int r = 0; r < d; r++)
+        if (r != c->grid.replica) c->row_bytes_sent += (double)send_counts[r] * (double)entry;
     double t0 = PN_TRACE_T0();
     MPI_Request req[2];
     int n = 0, rc = MPI_SUCCESS;

@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "base/names.h"
+#include "layers/params.h"
 
 /* The partitioner's time model, per sample: a device that runs a layer's forward and
  * backward FLOPs at 50 GFLOP/s and moves its activation bytes at 10 GB/s. Only the
@@ -33,6 +34,31 @@ static long layer_params(const pn_layer *l)
     for (int p = 0; p < l->n_params; p++)
         n += (long)l->param_decls[p].rows * l->param_decls[p].cols;
     return n;
+}
+
+/* Floats a rank of stage holds of parameter decl d when its stage has `replicas`
+ * replicas: a table sharded by rows keeps its largest shard's (shard 0: ceil of
+ * rows / D, params.h), any other parameter all of it. */
+static long decl_held(const pn_param_decl *d, int replicas)
+{
+    int rows = d->sharded && d->row_sparse ? pn_shard_row_count(d->rows, replicas, 0) : d->rows;
+    return (long)rows * d->cols;
+}
+
+void pn_plan_stage_held(const pn_plan *p, const pn_graph *g, int stage, int replicas,
+                        long *values, long *grads)
+{
+    *values = *grads = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (p->stage_of[i] != stage) continue;
+        const pn_layer *l = g->nodes[i].layer;
+        for (int k = 0; k < l->n_params; k++) {
+            const pn_param_decl *d = &l->param_decls[k];
+            *values += decl_held(d, replicas);
+            /* a row-sparse table's gradient is the rows a step touches, not a dense slice */
+            if (!d->row_sparse) *grads += (long)d->rows * d->cols;
+        }
+    }
 }
 
 static double layer_time(const pn_layer *l)

@@ -63,6 +63,13 @@ void pn_plan_free(pn_plan *p);
 /* The costs of stage's chunks added up (its one chunk's without virtual stages). */
 pn_stage_cost pn_plan_stage_cost(const pn_plan *p, int stage);
 
+/* What one rank of stage holds with `replicas` replicas, in floats: *values, its
+ * parameters' values (a table with "shard": "rows" only its largest shard's rows;
+ * each optimizer slot as much again), *grads, its dense gradient buffer (a
+ * row-sparse table's gradient is the rows a step touches, none of it). */
+void pn_plan_stage_held(const pn_plan *p, const pn_graph *g, int stage, int replicas,
+                        long *values, long *grads);
+
 /* Estimated seconds per sample of a stage with cost c: the measure the partitioner
  * balances (its FLOPs and activation bytes at fixed device rates). */
 double pn_plan_stage_time(const pn_stage_cost *c);
@@ -87,8 +94,11 @@ double pn_plan_activation_bytes(const pn_plan *p, const pn_schedule *s, int stag
  * parameter's), and what its gradient takes per step instead of a table-sized
  * buffer: an id and a row per feature of the step's global batch (the rows a step
  * touches are at most its features), twice (the entries and their merged sums).
- * Prints nothing for a model without one. */
-void pn_plan_print_row_sparse(const pn_plan *p, const pn_graph *g, int slots, FILE *out);
+ * A table with "shard": "rows" also gets each rank's share over `replicas`
+ * replicas (rows, values and slots) beside the unsharded figure. Prints nothing for
+ * a model without one. */
+void pn_plan_print_row_sparse(const pn_plan *p, const pn_graph *g, int slots, int replicas,
+                              FILE *out);
 
 void pn_plan_print(const pn_plan *p, const pn_graph *g, const pn_schedule *s, int replicas,
                    int micro_batch, FILE *out);

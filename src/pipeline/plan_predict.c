@@ -86,6 +86,11 @@ int pn_plan_predict(pn_plan_prediction *out, const pn_plan *p, const pn_graph *g
         pn_stage_prediction *sp = &pr.stage[st];
         pn_stage_cost cost = pn_plan_stage_cost(p, st);
         const pn_stage_cost *c = &cost;
+        /* memory per rank: a sharded table's shard (its largest), no dense gradient
+         * for row-sparse tables; the optimizer's time and the all-reduce as before,
+         * by every parameter of the stage */
+        long held, dense;
+        pn_plan_stage_held(p, g, st, replicas, &held, &dense);
         double params = (double)c->params, bytes = 4.0 * params;
         /* values, then gradients; a chunk's sends are its own messages */
         sp->link_s = 0.0;
@@ -96,8 +101,9 @@ int pn_plan_predict(pn_plan_prediction *out, const pn_plan *p, const pn_graph *g
             sp->allreduce_s = 2.0 * (d - 1.0) * link_time(t, bytes / d);
             if (sp->allreduce_s > allreduce_s) allreduce_s = sp->allreduce_s;
         }
-        sp->param_bytes = sp->grad_bytes = bytes;
-        sp->slot_bytes = bytes * slots;
+        sp->param_bytes = 4.0 * (double)held;
+        sp->grad_bytes = 4.0 * (double)dense;
+        sp->slot_bytes = sp->param_bytes * slots;
         sp->activation_bytes = pn_plan_activation_bytes(p, s, st, micro_batch, false);
         double fb = sp->forward_s + sp->backward_s;
         if (st == 0 || fb > pr.slot_s) pr.slot_s = fb, pr.slowest = st;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/names.h"
+#include "layers/params.h"
 
 /* Width of the layers column before names are abbreviated to "first..last (n)". */
 enum { LAYERS_COL = 26 };
@@ -155,7 +156,28 @@ void pn_plan_print(const pn_plan *p, const pn_graph *g, const pn_schedule *s, in
                 p->stages, p->virtual_stages);
 }
 
-void pn_plan_print_row_sparse(const pn_plan *p, const pn_graph *g, int slots, FILE *out)
+/* A sharded table's share per rank: D ranks hold ceil or floor of rows / D rows each
+ * (replica r the ids r mod D), beside the whole table every rank holds unsharded. */
+static void print_shard(const pn_param_decl *d, int replicas, int slots, FILE *out)
+{
+    double mib = 1024.0 * 1024.0, row = (double)d->cols * sizeof(float);
+    int most = pn_shard_row_count(d->rows, replicas, 0);
+    int least = pn_shard_row_count(d->rows, replicas, replicas - 1);
+    char held[64];
+    if (most == least)
+        snprintf(held, sizeof held, "%d rows", most);
+    else
+        snprintf(held, sizeof held, "%d or %d rows", most, least);
+    fprintf(out,
+            "    sharded by rows over D=%d replica%s: per rank %s, values %.2f MiB + "
+            "slots %.2f MiB\n    (unsharded: %d rows, values %.2f MiB + slots %.2f MiB on "
+            "every rank)\n",
+            replicas, replicas == 1 ? "" : "s", held, most * row / mib, slots * most * row / mib,
+            d->rows, d->rows * row / mib, slots * d->rows * row / mib);
+}
+
+void pn_plan_print_row_sparse(const pn_plan *p, const pn_graph *g, int slots, int replicas,
+                              FILE *out)
 {
     double mib = 1024.0 * 1024.0;
     bool any = false;
@@ -176,6 +198,7 @@ void pn_plan_print_row_sparse(const pn_plan *p, const pn_graph *g, int slots, FI
                     l->name, d->suffix, p->stage_of[i], d->rows, d->cols, values / mib, slots,
                     slots == 1 ? "" : "s", slots * values / mib,
                     2 * (sizeof(int) + (size_t)d->cols * sizeof(float)));
+            if (d->sharded) print_shard(d, replicas, slots, out);
         }
     }
 }

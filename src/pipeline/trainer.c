@@ -388,6 +388,29 @@ static int report_memory(trainer *t)
     return rc;
 }
 
+/* What the row-sparse exchanges moved (pn_comm_row_bytes_sent): per step, the mean
+ * and the largest of the ranks'; nothing when none moved (one replica, or no table).
+ * Said because it is what sharding a table trades its memory for. */
+static int report_row_traffic(trainer *t, long steps)
+{
+    int n = t->grid->size;
+    double *v = calloc((size_t)n, sizeof *v), kib = 1024.0, sum = 0.0, most = 0.0;
+    if (!v) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    v[t->grid->rank] = pn_comm_row_bytes_sent(t->comm);
+    int rc = pn_comm_sum(t->comm, PN_SCOPE_WORLD, v, n);
+    for (int r = 0; r < n; r++) {
+        sum += v[r];
+        if (v[r] > most) most = v[r];
+    }
+    if (rc == PN_OK && is_root(t) && sum > 0.0 && steps > 0)
+        pn_progress_print(&t->progress,
+                          "row-sparse exchange: %.1f KiB sent per step per rank (mean of %d "
+                          "ranks; the most %.1f KiB)",
+                          sum / n / steps / kib, n, most / steps / kib);
+    free(v);
+    return rc;
+}
+
 /* After the last step: the final snapshot, the parameter hash, the result. */
 static int finish(trainer *t, long step, pn_progress_mark next, double start, pn_train_result *r)
 {
@@ -396,6 +419,7 @@ static int finish(trainer *t, long step, pn_progress_mark next, double start, pn
         PN_TRY(snapshot(t, next));
     if (is_root(t)) pn_progress_finish(&t->progress);
     PN_TRY(report_memory(t));
+    PN_TRY(report_row_traffic(t, step - t->start.step));
     PN_TRY(pn_global_param_hash(t->sums, &r->param_hash));
     if (is_root(t) && !(r->stopped_by_signal && step == t->start.step)) /* trained */
         pn_progress_print(&t->progress, "parameter hash after %ld steps: %016llx", step,
