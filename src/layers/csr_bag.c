@@ -2,11 +2,11 @@
 #include "layers/csr_bag.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
 #include "base/hash.h"
+#include "base/key_sort.h"
 #include "math/ops.h"
 
 int pn_bag_row(const pn_bag_rule *r, int64_t columns, int64_t col, int f)
@@ -83,27 +83,21 @@ int pn_bag_forward(pn_bag_plan *p, const pn_matrix *table, pn_matrix *out)
     return pn_scatter_add_rows(&work, p->bag.data, out);
 }
 
-static int compare_ints(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 /* The planned features' distinct rows, increasing, and each feature's place among
- * them, on the host and (the places) on dev. */
+ * them, on the host and (the places) on dev: one stable key sort, no search. */
 static int plan_distinct(pn_bag_plan *p, pn_device dev)
 {
     size_t nnz = (size_t)p->nnz;
-    PN_TRY(grow(&p->distinct, pn_device_host(), 2 * nnz * sizeof(int)));
+    PN_TRY(grow(&p->distinct, pn_device_host(), 4 * nnz * sizeof(int)));
     const int *rows = p->host.data;
-    int *ids = p->distinct.data, *place = ids + nnz, n = 0;
-    memcpy(ids, rows, nnz * sizeof(int));
-    qsort(ids, nnz, sizeof(int), compare_ints);
-    for (size_t j = 0; j < nnz; j++)
-        if (n == 0 || ids[n - 1] != ids[j]) ids[n++] = ids[j];
-    for (size_t j = 0; j < nnz; j++)
-        place[j] = (int)((const int *)bsearch(&rows[j], ids, (size_t)n, sizeof(int),
-                                              compare_ints) - ids);
+    int *ids = p->distinct.data, *place = ids + nnz, *order = place + nnz, *tmp = order + nnz;
+    int n = 0;
+    pn_key_sort(rows, (int)nnz, order, tmp);
+    for (size_t k = 0; k < nnz; k++) {
+        int row = rows[order[k]];
+        if (n == 0 || ids[n - 1] != row) ids[n++] = row;
+        place[order[k]] = n - 1;
+    }
     p->n_distinct = n;
     PN_TRY(grow(&p->places, dev, nnz * sizeof(int)));
     return pn_buffer_write(&p->places, 0, place, nnz * sizeof(int));

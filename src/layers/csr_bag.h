@@ -36,7 +36,8 @@ typedef struct pn_bag_plan {
     /* a sharded table: the batch's distinct rows, pulled from their owners */
     int n_distinct;
     pn_buffer distinct;           /* host: the distinct rows, increasing, then each
-                                   * feature's place among them [nnz] */
+                                   * feature's place among them [nnz], then the
+                                   * sort's scratch [2 nnz] */
     pn_buffer places, pulled;     /* on the device: the places, the pulled rows */
 } pn_bag_plan;
 

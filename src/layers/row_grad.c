@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/key_sort.h"
 #include "math/ops.h"
 
 void pn_row_grad_init(pn_row_grad *g, int table_rows, int width, pn_device dev)
@@ -125,29 +126,6 @@ void pn_row_grad_adopt(pn_row_grad *g, int n)
     g->n = g->sealed = n; /* gathered partials */
 }
 
-/* g->order = the indices of the m ids by id, equal ids in append order: a radix sort
- * of 11 bits a pass (stable), each pass O(entries), as many passes as the largest id
- * present has bits / 11, whatever the table's size (qsort took 40% of a small
- * model's step). */
-static void sort_by_id(pn_row_grad *g, const int *ids, int m)
-{
-    enum { BITS = 11, BUCKETS = 1 << BITS };
-    int *from = g->order, *to = g->tmp, top = 0;
-    for (int k = 0; k < m; k++) {
-        from[k] = k;
-        if (ids[k] > top) top = ids[k];
-    }
-    for (int shift = 0; shift < 31 && (top >> shift) > 0; shift += BITS) {
-        int at[BUCKETS + 1] = {0};
-        for (int k = 0; k < m; k++) at[((ids[from[k]] >> shift) & (BUCKETS - 1)) + 1]++;
-        for (int b = 0; b < BUCKETS; b++) at[b + 1] += at[b];
-        for (int k = 0; k < m; k++) to[at[(ids[from[k]] >> shift) & (BUCKETS - 1)]++] = from[k];
-        int *t = from;
-        from = to, to = t;
-    }
-    if (from != g->order) memcpy(g->order, from, (size_t)m * sizeof *from);
-}
-
 /* The one merge that pn_row_grad_seal and pn_row_grad_merge share: entries [first, n)
  * summed by id into sums [0, *unique) (each id's entries added in append order, onto
  * zeros), their unique ids in increasing order into ids [first, first + *unique). */
@@ -156,7 +134,7 @@ static int sum_entries(pn_row_grad *g, int first, int *unique)
     int m = g->n - first, u = 0, *ids = g->ids + first;
     *unique = 0;
     if (m == 0) return PN_OK;
-    sort_by_id(g, ids, m);
+    pn_key_sort(ids, m, g->order, g->tmp); /* by id, equal ids in append order */
     /* each run of one id in sorted order is one unique row */
     for (int k = 0; k < m; k++) {
         int e = g->order[k];
