@@ -93,7 +93,7 @@ EOF
 # hosts_mpirun ARG...: mpirun on host 0 over the hostfile, with the agent, both of Open
 # MPI's networks (its daemons' out-of-band one and the TCP BTL) on the bed's subnet
 hosts_mpirun() {
-    hosts_in 0 timeout "$hosts_timeout" mpirun --oversubscribe --hostfile "$hostfile" \
+    hosts_in 0 timeout --foreground -k 10 "$hosts_timeout" mpirun --oversubscribe --hostfile "$hostfile" \
         --mca plm_rsh_agent "$hosts_dir/rsh" \
         --mca oob_tcp_if_include "$hosts_net.0/24" --mca btl_tcp_if_include "$hosts_net.0/24" \
         "$@"
@@ -111,9 +111,9 @@ hosts_down() {
             done 2>/dev/null
         fi
         ip link del "pn$$h$i" 2>/dev/null
+        [ -z "$hp" ] || wait "$hp" 2>/dev/null # reap the holder
         i=$((i + 1))
     done
     hosts_n=0
     ip link del "$hosts_bridge" 2>/dev/null
-    wait 2>/dev/null
 }
