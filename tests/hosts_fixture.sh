@@ -52,6 +52,9 @@ hosts_up() {
         command -v $t >/dev/null 2>&1 || { echo "SKIP: no $t"; exit 77; }
     done
     mkdir -p "$hosts_dir" || fail "mkdir $hosts_dir"
+    # root in a container may lack the capabilities for new namespaces
+    unshare --uts --net true 2>"$hosts_dir/err" ||
+        { echo "SKIP: cannot make namespaces: $(cat "$hosts_dir/err")"; exit 77; }
     # a bridge the test can make is the sign that it may make the rest
     ip link add "$hosts_bridge" type bridge 2>"$hosts_dir/err" ||
         { echo "SKIP: cannot make a bridge: $(cat "$hosts_dir/err")"; exit 77; }
