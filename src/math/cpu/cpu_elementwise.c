@@ -137,14 +137,20 @@ PN_VECTOR_CLONES int pn_cpu_act_backward(pn_act act, const pn_matrix *x, const p
 int pn_cpu_dropout_forward(const pn_matrix *x, float rate, uint64_t key, long row0,
                            pn_matrix *mask, pn_matrix *y)
 {
+    enum { SPAN = 512 }; /* columns whose hashes are made once for all rows */
     float keep_scale = pn_dropout_keep_scale(rate);
-    for (int i = 0; i < y->rows; i++) {
-        uint64_t row_key = pn_dropout_row_key(key, row0 + i);
-        const float *xr = pn_cpu_row(x, i);
-        float *mr = pn_cpu_row(mask, i), *yr = pn_cpu_row(y, i);
-        for (int j = 0; j < y->cols; j++) {
-            mr[j] = pn_dropout_mask(row_key, j, rate, keep_scale);
-            yr[j] = xr[j] * mr[j];
+    uint64_t col_hash[SPAN];
+    for (int c0 = 0; c0 < y->cols; c0 += SPAN) {
+        int n = y->cols - c0 < SPAN ? y->cols - c0 : SPAN;
+        for (int j = 0; j < n; j++) col_hash[j] = pn_dropout_col_hash(c0 + j);
+        for (int i = 0; i < y->rows; i++) {
+            uint64_t row_key = pn_dropout_row_key(key, row0 + i);
+            const float *xr = pn_cpu_row(x, i) + c0;
+            float *mr = pn_cpu_row(mask, i) + c0, *yr = pn_cpu_row(y, i) + c0;
+            for (int j = 0; j < n; j++) {
+                mr[j] = pn_dropout_mask_at(row_key, col_hash[j], rate, keep_scale);
+                yr[j] = xr[j] * mr[j];
+            }
         }
     }
     return PN_OK;
