@@ -21,9 +21,9 @@
 # others), averaged over the run's steps and ranks as `pipenet train` reports it; the
 # dense parameters' all-reduce (the same in both) is not in it. With a python3, one
 # more run of each with --trace gives the share of step time spent in the row
-# exchanges (counts, ids, rows; waits for the other replica included): none of them
-# overlaps compute today (the pull blocks its layer's forward, the push and the
-# gather run at the step's end before the update).
+# exchanges (counts, ids, rows; waits for the other replica included): the pull
+# blocks its layer's forward; the push starts when the step's passes end and moves
+# while the dense gradients' all-reduce and sums finish.
 #
 # usage: bench/bench_shard.sh [PIPENET] [--rounds R] [--steps N] [--out DIR]
 # Results: DIR/bench_shard.txt (default a temporary folder) and each run's log.

@@ -274,6 +274,16 @@ int pn_comm_owner_exchange(pn_comm *c, const int *send_counts, const int *ids,
                            const pn_matrix *rows, const int *recv_counts, int *recv_ids,
                            pn_matrix *recv_rows);
 
+/* The same in two halves, so that other work runs while it moves (a push while the
+ * dense gradients are summed): _start posts it in slot (0 .. PN_OWNER_SLOTS-1, one
+ * exchange a slot), _finish waits for it. Every buffer must stay as it is until
+ * _finish returns; every replica starts and finishes its exchanges in one order. */
+enum { PN_OWNER_SLOTS = 8 };
+int pn_comm_owner_exchange_start(pn_comm *c, int slot, const int *send_counts, const int *ids,
+                                 const pn_matrix *rows, const int *recv_counts, int *recv_ids,
+                                 pn_matrix *recv_rows);
+int pn_comm_owner_exchange_finish(pn_comm *c, int slot);
+
 /* --- tied parameters' gradients between the stages of a replica ------------------------- */
 
 /* Sends each send[i] to stage to[i] and receives each recv[j] (its shape set by the

@@ -40,6 +40,17 @@ typedef struct pn_transport {
     void (*abort)(pn_comm *c);
 } pn_transport;
 
+/* An owner exchange in flight (comm_owner.c): its requests, what its wait is named,
+ * and its counts and displacements (ids sent, ids received, floats sent and
+ * received), 6 x replicas, which MPI reads until it completes. */
+typedef struct pn_owner_pending {
+    MPI_Request req[2];
+    int n;               /* requests started; 0: none in flight */
+    const char *op, *event;
+    double t0;
+    int *at;
+} pn_owner_pending;
+
 struct pn_comm {
     pn_grid grid;
     MPI_Comm world;    /* a duplicate of the job's communicator, errors returned */
@@ -56,9 +67,9 @@ struct pn_comm {
     bool lower_stalled; /* a lower rank timed out and reports the stall */
     int *gather_at;     /* pn_comm_gather_rows' displacements and counts, 3 x replicas:
                            made once, so that a step allocates nothing */
-    int *owner_at;      /* pn_comm_owner_exchange's counts and displacements (ids sent,
-                           ids received, floats sent and received), 6 x replicas: made
-                           once, like gather_at */
+    pn_owner_pending *owner; /* [PN_OWNER_SLOTS + 1] owner exchanges in flight: the
+                           slots pn_comm_owner_exchange_start names, then the
+                           blocking call's own; their displacements made once */
     double row_bytes_sent; /* pn_comm_row_bytes_sent: the row-sparse exchanges' bytes */
 };
 

@@ -48,11 +48,14 @@ static bool host_dense(const pn_matrix *m)
     return m->device.kind == PN_DEVICE_HOST && pn_matrix_dense(*m);
 }
 
-int pn_comm_owner_exchange(pn_comm *c, const int *send_counts, const int *ids,
-                           const pn_matrix *rows, const int *recv_counts, int *recv_ids,
-                           pn_matrix *recv_rows)
+/* Posts an exchange in pending slot p (its requests and displacements). */
+static int start(pn_comm *c, pn_owner_pending *p, const int *send_counts, const int *ids,
+                 const pn_matrix *rows, const int *recv_counts, int *recv_ids,
+                 pn_matrix *recv_rows)
 {
     int d = c->grid.replicas;
+    if (p->n)
+        return pn_error_set(PN_ERR_INTERNAL, "owner exchange: a slot started twice");
     if (!ids != !recv_ids || !rows != !recv_rows || (!ids && !rows))
         return pn_error_set(PN_ERR_INTERNAL,
                             "owner exchange: ids %s/%s, rows %s/%s (sent/received)",
@@ -65,7 +68,7 @@ int pn_comm_owner_exchange(pn_comm *c, const int *send_counts, const int *ids,
                             host_dense(recv_rows) ? "host" : "not dense host");
     int width = rows ? rows->cols : 1;
     /* the ids' displacements sent and received, then the floats' counts and displacements */
-    int *sat = c->owner_at, *rat = sat + d, *sf = sat + 2 * d, *sfat = sat + 3 * d,
+    int *sat = p->at, *rat = sat + d, *sf = sat + 2 * d, *sfat = sat + 3 * d,
         *rf = sat + 4 * d, *rfat = sat + 5 * d;
     long sent, received;
     if (!lay_out(send_counts, d, width, &sent, sat, sf, sfat) ||
@@ -78,34 +81,66 @@ int pn_comm_owner_exchange(pn_comm *c, const int *send_counts, const int *ids,
                             "for %ld received", rows->rows, sent, recv_rows->rows, received);
     /* what the wait names (watch.c: "<op> the D replicas of stage s"), by what travels:
      * a pull's request (ids), its reply (rows) or a push (ids and their gradient rows) */
-    const char *op = !rows ? "the requested row ids of"
-                     : !ids ? "the table rows of" : "the row gradients of";
-    const char *event = !rows ? "owner exchange: ids"
-                        : !ids ? "owner exchange: rows" : "owner exchange: ids and rows";
+    p->op = !rows ? "the requested row ids of" : !ids ? "the table rows of" : "the row gradients of";
+    p->event = !rows ? "owner exchange: ids"
+               : !ids ? "owner exchange: rows" : "owner exchange: ids and rows";
     /* what leaves this rank: its share for itself stays in memory */
     size_t entry = (ids ? sizeof(int) : 0) + (rows ? (size_t)width * sizeof(float) : 0);
     for (int r = 0; r < d; r++)
         if (r != c->grid.replica) c->row_bytes_sent += (double)send_counts[r] * (double)entry;
-    double t0 = PN_TRACE_T0();
-    MPI_Request req[2];
-    int n = 0, rc = MPI_SUCCESS;
+    p->t0 = PN_TRACE_T0();
+    int rc = MPI_SUCCESS;
     if (ids) {
         rc = MPI_Ialltoallv(ids, send_counts, sat, MPI_INT, recv_ids, recv_counts, rat, MPI_INT,
-                            c->replicas, &req[n]);
-        if (rc == MPI_SUCCESS) n++;
+                            c->replicas, &p->req[p->n]);
+        if (rc == MPI_SUCCESS) p->n++;
     }
     if (rc == MPI_SUCCESS && rows) {
         rc = MPI_Ialltoallv(rows->data, sf, sfat, MPI_FLOAT, recv_rows->data, rf, rfat, MPI_FLOAT,
-                            c->replicas, &req[n]);
-        if (rc == MPI_SUCCESS) n++;
+                            c->replicas, &p->req[p->n]);
+        if (rc == MPI_SUCCESS) p->n++;
     }
-    /* what was started is waited for even after a failure to start the rest, so that
-     * nothing writes into the caller's buffers once this returns */
-    int out = n > 0 ? pn_comm_wait(c, n, req, MPI_STATUSES_IGNORE,
-                                   &(pn_wait_for){op, NULL, -1, PN_SCOPE_REPLICAS})
-                    : PN_OK;
-    if (rc != MPI_SUCCESS && out == PN_OK)
-        out = pn_mpi_fail(rc, "MPI_Ialltoallv", __FILE__, __LINE__);
-    PN_TRACE(event, "comm", NULL, -1, -1, t0);
-    return out;
+    return rc == MPI_SUCCESS ? PN_OK : pn_mpi_fail(rc, "MPI_Ialltoallv", __FILE__, __LINE__);
+}
+
+/* Waits for what slot p started: also after a failure to start part of it, so that
+ * nothing writes into the caller's buffers once this returns. */
+static int finish(pn_comm *c, pn_owner_pending *p)
+{
+    int n = p->n;
+    p->n = 0;
+    int rc = n > 0 ? pn_comm_wait(c, n, p->req, MPI_STATUSES_IGNORE,
+                                  &(pn_wait_for){p->op, NULL, -1, PN_SCOPE_REPLICAS})
+                   : PN_OK;
+    PN_TRACE(p->event, "comm", NULL, -1, -1, p->t0);
+    return rc;
+}
+
+int pn_comm_owner_exchange(pn_comm *c, const int *send_counts, const int *ids,
+                           const pn_matrix *rows, const int *recv_counts, int *recv_ids,
+                           pn_matrix *recv_rows)
+{
+    pn_owner_pending *p = &c->owner[PN_OWNER_SLOTS];
+    int rc = start(c, p, send_counts, ids, rows, recv_counts, recv_ids, recv_rows);
+    int done = finish(c, p);
+    return rc < 0 ? rc : done;
+}
+
+int pn_comm_owner_exchange_start(pn_comm *c, int slot, const int *send_counts, const int *ids,
+                                 const pn_matrix *rows, const int *recv_counts, int *recv_ids,
+                                 pn_matrix *recv_rows)
+{
+    if (slot < 0 || slot >= PN_OWNER_SLOTS)
+        return pn_error_set(PN_ERR_INTERNAL, "owner exchange slot %d of %d", slot, PN_OWNER_SLOTS);
+    pn_owner_pending *p = &c->owner[slot];
+    int rc = start(c, p, send_counts, ids, rows, recv_counts, recv_ids, recv_rows);
+    if (rc < 0) (void)finish(c, p); /* what started is waited for before the error returns */
+    return rc;
+}
+
+int pn_comm_owner_exchange_finish(pn_comm *c, int slot)
+{
+    if (slot < 0 || slot >= PN_OWNER_SLOTS)
+        return pn_error_set(PN_ERR_INTERNAL, "owner exchange slot %d of %d", slot, PN_OWNER_SLOTS);
+    return finish(c, &c->owner[slot]);
 }

@@ -5,11 +5,12 @@
  * ranges would put the hot rows, and the traffic, on replica 0.
  *  - pull (a forward of a layer over a sharded table, pn_row_puller): the batch's
  *    distinct ids go to their owners, each owner answers with its rows;
- *  - push (the step's end): the row gradients go to their owners, one entry per
- *    (micro-batch, distinct id) as the micro-batches sealed them; an owner receives
- *    them by source replica in replica order, which is the global micro-batch
- *    order, so one merge sums each row's entries in the order the unsharded run
- *    does, and updates its own rows.
+ *  - push (posted when the step's passes end, waited for once the dense gradients
+ *    are summed, so it moves meanwhile): the row gradients go to their owners, one
+ *    entry per (micro-batch, distinct id) as the micro-batches sealed them; an owner
+ *    receives them by source replica in replica order, which is the global
+ *    micro-batch order, so one merge sums each row's entries in the order the
+ *    unsharded run does, and updates its own rows.
  * Both are all-to-all exchanges among the stage's replicas (pn_comm_owner_*), of
  * distinct ids, never of every occurrence. */
 #ifndef PN_SHARD_ROWS_H
@@ -27,9 +28,13 @@ void pn_shard_rows_free(pn_shard_rows *x);
 /* The puller layers of this stage pull through (pn_pass.puller). */
 const pn_row_puller *pn_shard_rows_puller(pn_shard_rows *x);
 
-/* Sends row-sparse gradient rg of sharded parameter `param` of arena to the rows'
- * owners and leaves in rg, merged, this replica's rows' sums with local ids (id / D),
- * for the optimizer's update of its rows. */
-int pn_shard_rows_push(pn_shard_rows *x, pn_params *arena, int param, pn_row_grad *rg);
+/* Starts sending row-sparse gradient rg of a sharded table to its rows' owners, in
+ * slot (0 .. PN_OWNER_SLOTS-1, one push a slot): the step's other work (the dense
+ * gradients' sums) runs while it moves. rg must not change until the finish. */
+int pn_shard_rows_push_start(pn_shard_rows *x, int slot, pn_row_grad *rg);
+
+/* Waits for slot's push and leaves in rg, merged, this replica's rows' sums with local
+ * ids (id / D), for the optimizer's update of its rows. */
+int pn_shard_rows_push_finish(pn_shard_rows *x, int slot, pn_row_grad *rg);
 
 #endif

@@ -333,21 +333,59 @@ static int deterministic_sum(pn_stage *s)
     return pn_grad_tree_sum_blocks(&all, &grads);
 }
 
+/* Whether parameter i's gradient goes to its rows' owners (a table sharded across
+ * more than one replica), the first PN_OWNER_SLOTS of them started early: the slot
+ * of its push, -1 for none. */
+static int push_slot(const pn_stage *s, int i)
+{
+    if (!s->shard_rows || !pn_params_get(s->params, i)->sharded) return -1;
+    int slot = 0;
+    for (int k = 0; k < i; k++) slot += pn_params_get(s->params, k)->sharded;
+    return slot;
+}
+
+static int check_sealed(const pn_row_grad *rg, int i)
+{
+    return rg->sealed == rg->n /* a partial per micro-batch, or layouts would differ */
+               ? PN_OK
+               : pn_error_set(PN_ERR_INTERNAL, "row-sparse gradient %d: %d entries not sealed "
+                              "by a micro-batch", i, rg->n - rg->sealed);
+}
+
+/* Starts the pushes of the sharded tables' gradients, final once the step's passes
+ * are done, so that they move while the dense gradients' all-reduce and sums finish
+ * (sum_row_grads waits for them). */
+static int start_row_pushes(pn_stage *s)
+{
+    for (int i = 0; i < pn_params_count(s->params); i++) {
+        pn_row_grad *rg = pn_params_row_grad(s->params, i);
+        int slot = push_slot(s, i);
+        if (!rg || slot < 0 || slot >= PN_OWNER_SLOTS) continue;
+        PN_TRY(check_sealed(rg, i));
+        PN_TRY(pn_shard_rows_push_start(s->shard_rows, slot, rg));
+    }
+    return PN_OK;
+}
+
 /* Each row-sparse gradient: every replica's partials (one entry per micro-batch and
  * id, sealed after each backward) in replica order, each replica's in micro-batch
  * order: the global micro-batch order; then one merge that adds each row's partials
- * in that order: the additions of one process, on every layout. */
+ * in that order: the additions of one process, on every layout. A sharded table's
+ * partials go to their owners instead, received in the same order. */
 static int sum_row_grads(pn_stage *s)
 {
     int d = s->grid->replicas;
     for (int i = 0; i < pn_params_count(s->params); i++) {
         pn_row_grad *rg = pn_params_row_grad(s->params, i);
         if (!rg) continue;
-        if (rg->sealed != rg->n) /* a partial per micro-batch, or layouts would differ */
-            return pn_error_set(PN_ERR_INTERNAL, "row-sparse gradient %d: %d entries not "
-                                "sealed by a micro-batch", i, rg->n - rg->sealed);
-        if (d > 1 && pn_params_get(s->params, i)->sharded) { /* to the rows' owners */
-            PN_TRY(pn_shard_rows_push(s->shard_rows, s->params, i, rg));
+        PN_TRY(check_sealed(rg, i));
+        int slot = push_slot(s, i);
+        if (slot >= PN_OWNER_SLOTS) { /* past the slots started early: now, one at a time */
+            PN_TRY(pn_shard_rows_push_start(s->shard_rows, 0, rg));
+            slot = 0;
+        }
+        if (slot >= 0) {
+            PN_TRY(pn_shard_rows_push_finish(s->shard_rows, slot, rg));
             continue;
         }
         if (d > 1) {
@@ -413,6 +451,7 @@ int pn_stage_step(pn_stage *s, const pn_batch *b, long step)
         else /* every schedule runs a chunk's backwards in micro-batch order */
             PN_TRY(backward_micro(s, ch, b, step, a.micro, a.micro == s->micro - 1));
     }
+    PN_TRY(start_row_pushes(s));
     PN_TRY(wait_sends(s));
     PN_TRY(pn_comm_buckets_wait(s->cfg.comm));
     if (s->cfg.deterministic) PN_TRY(deterministic_sum(s));
