@@ -88,6 +88,22 @@ expect 1 "layers\[0\].*shard.*\"cols\"" "$PIPENET" train cols.json --data ctr/tr
     --snapshot-dir ""
 echo "ok: refusals"
 
+# a sharded table no step touches (a rare sparse input: these 64 samples have no
+# feature at all): every replica's first push brings and sends nothing, and trains
+for i in $(seq 1 64); do echo "$((i % 2))"; done >empty.svm
+"$PIPENET" import libsvm empty.svm --columns 40 --out empty >import_empty.out 2>&1 ||
+    { cat import_empty.out; fail "import empty.svm"; }
+cat >untouched.json <<'JSON'
+{"name": "untouched", "inputs": {"x": {"dataset": "features", "sparse": true, "columns": 40},
+                                 "y": {"dataset": "labels", "ids": true}},
+ "layers": [{"name": "w", "type": "sparse_fc", "input": "x", "rows": 40, "shard": "rows"},
+            {"name": "loss", "type": "sigmoid_xent", "input": ["w", "y"]}],
+ "train": {"batch": 16, "seed": 1, "optimizer": {"type": "adam", "lr": 0.01}}}
+JSON
+expect 0 "parameter hash after 3 steps" mpirun --oversubscribe -np 2 "$PIPENET" train \
+    untouched.json --data empty/train.h5 --eval= --steps 3 --threads 1 --snapshot-dir ""
+echo "ok: a sharded table no step touches trains"
+
 # a rank killed, or stopped, at step 5 of a sharded run: its rows never come, and the
 # job ends within the stall timeout + 10 s, naming it once (mpirun for a death, the
 # watchdog, waiting in the exchange, for a stall)

@@ -64,8 +64,9 @@ int pn_params_tie(pn_params *p, int index, const char *source);
 int pn_params_set_row_sparse(pn_params *p, int index);
 
 /* Marks row-sparse parameter index sharded (before finalize): the arena keeps only
- * its rows id with id mod shards = shard (pn_params_set_shards); global row id is
- * local row id / shards. A forward-only arena (no row-sparse gradients) ignores it. */
+ * its rows id with id mod shards = shard (pn_params_set_shards), global row id at
+ * local row id / shards (local row k is global row k x shards + shard). A
+ * forward-only arena (no row-sparse gradients) ignores it. */
 int pn_params_set_sharded(pn_params *p, int index);
 
 /* This arena is shard `shard` of `shards` (a stage's replica group; before finalize;
@@ -76,7 +77,8 @@ void pn_params_shards(const pn_params *p, int *shards, int *shard);
 /* The rows shard `shard` of `shards` holds of a table of table_rows rows. */
 static inline int pn_shard_row_count(int table_rows, int shards, int shard)
 {
-    return table_rows > shard ? (table_rows - shard + shards - 1) / shards : 0;
+    /* in long: a table near INT_MAX rows is what sharding is for */
+    return table_rows > shard ? (int)(((long)table_rows - shard + shards - 1) / shards) : 0;
 }
 
 /* Allocates values and gradients (zeroed); no declarations after this. */

@@ -111,7 +111,9 @@ int pn_row_grad_incoming(pn_row_grad *g, int n, int **ids, pn_matrix *rows)
 {
     if (g->merged)
         return pn_error_set(PN_ERR_INTERNAL, "row-sparse gradient gathered after its merge");
-    PN_TRY(pn_row_grad_reserve(g, n));
+    /* room for one at least: an exchange that brings nothing still passes buffers
+     * (a table no step has touched yet has none) */
+    PN_TRY(pn_row_grad_reserve(g, n > 0 ? n : 1));
     *ids = g->slot;
     *rows = pn_matrix_on(&g->sums, n, g->width);
     return PN_OK;

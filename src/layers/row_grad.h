@@ -58,8 +58,8 @@ int pn_row_grad_append(pn_row_grad *g, const int *ids, const pn_matrix *rows);
 pn_matrix pn_row_grad_entries(const pn_row_grad *g);
 
 /* Room for n entries and where a gather may write them (*ids, *rows [n, width]: the
- * merge's scratch); pn_row_grad_adopt(g, n) then makes them the entries (partials,
- * all sealed). */
+ * merge's scratch, never NULL, n = 0 included); pn_row_grad_adopt(g, n) then makes
+ * them the entries (partials, all sealed). */
 int pn_row_grad_incoming(pn_row_grad *g, int n, int **ids, pn_matrix *rows);
 void pn_row_grad_adopt(pn_row_grad *g, int n);
 

@@ -246,7 +246,7 @@ double pn_comm_row_bytes_sent(const pn_comm *c);
 
 /* --- tables sharded by rows over the stage's replicas (the owner exchange) ----------------- */
 
-/* Row id of a sharded table lives on replica id mod D (its local row id / D). A
+/* Row id of a sharded table lives on replica id mod D, as its local row id / D. A
  * forward pass sends the unique ids a micro-batch touches to their owners and gets
  * the rows back (a pull: ids, then rows the other way); backward sends (id, gradient
  * row) partials to the owners (a push). Both are all-to-alls within the replica

@@ -112,7 +112,7 @@ static int finish(pn_comm *c, pn_owner_pending *p)
     int rc = n > 0 ? pn_comm_wait(c, n, p->req, MPI_STATUSES_IGNORE,
                                   &(pn_wait_for){p->op, NULL, -1, PN_SCOPE_REPLICAS})
                    : PN_OK;
-    PN_TRACE(p->event, "comm", NULL, -1, -1, p->t0);
+    if (n > 0) PN_TRACE(p->event, "comm", NULL, -1, -1, p->t0);
     return rc;
 }
 

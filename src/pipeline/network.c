@@ -185,14 +185,16 @@ static void inherit_lengths(pn_arg *out, pn_arg *const *in, int n_in)
         if (in[k]->lengths && in[k]->shape.seq == out->shape.seq) out->lengths = in[k]->lengths;
 }
 
-int *pn_network_pulls(pn_network *net, int *n)
+int pn_network_pulls(pn_network *net, const int **pulls, int *n)
 {
     int shards, shard;
     pn_params_shards(net->params, &shards, &shard);
     if (!net->pulls_known && shards > 1) {
         int cap = net->n * PN_LAYER_MAX_PARAMS;
-        net->pulls = malloc((size_t)(cap ? cap : 1) * sizeof *net->pulls);
-        for (int i = 0; net->pulls && i < net->n; i++) {
+        /* a replica that lost its list would pull less than the others: an error */
+        if (!(net->pulls = malloc((size_t)(cap ? cap : 1) * sizeof *net->pulls)))
+            return pn_error_set(PN_ERR_NOMEM, "out of memory listing the sharded tables");
+        for (int i = 0; i < net->n; i++) {
             const pn_layer_inst *x = &net->inst[net->nodes[i].node];
             if (!net->nodes[i].computed) continue;
             for (int j = 0; j < x->layer->n_params; j++)
@@ -202,7 +204,8 @@ int *pn_network_pulls(pn_network *net, int *n)
     }
     net->pulls_known = true;
     *n = net->n_pulls;
-    return net->pulls;
+    *pulls = net->pulls;
+    return PN_OK;
 }
 
 int pn_network_forward(pn_network *net, const pn_pass *pass)

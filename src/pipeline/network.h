@@ -66,7 +66,7 @@ int pn_network_forward(pn_network *net, const pn_pass *pass);
 
 /* The arena's handles of the sharded tables a forward pulls (pn_row_puller), in the
  * order it pulls them, *n of them (none where the arena is one shard). */
-int *pn_network_pulls(pn_network *net, int *n);
+int pn_network_pulls(pn_network *net, const int **pulls, int *n);
 
 /* Generation, one position at a time: runs the member layers at position pos of n
  * sequences (n <= the planned batch), one row each (pn_layer_step), after setting

@@ -209,6 +209,11 @@ int pn_shard_rows_push_start(pn_shard_rows *x, int slot, pn_row_grad *rg)
                                         l->recv_counts, ids, &rows);
 }
 
+void pn_shard_rows_abandon(pn_shard_rows *x)
+{
+    for (int k = 0; k < PN_OWNER_SLOTS; k++) (void)pn_comm_owner_exchange_finish(x->comm, k);
+}
+
 int pn_shard_rows_push_finish(pn_shard_rows *x, int slot, pn_row_grad *rg)
 {
     PN_TRY(push_slot(slot));

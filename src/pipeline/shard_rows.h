@@ -1,6 +1,6 @@
 /* Tables sharded by rows across a stage's replicas (Angel's parameter server done with
  * MPI collectives, as DLRM and TorchRec shard theirs): replica r of D owns the rows
- * id with id mod D = r, as local row id / D. Rows go round-robin rather than in
+ * id with id mod D = r, at local row id / D. Rows go round-robin rather than in
  * contiguous ranges because hot ids are small ones (Zipf ranks, hashed or not), so
  * ranges would put the hot rows, and the traffic, on replica 0.
  *  - pull (a forward of a layer over a sharded table, pn_row_puller): the batch's
@@ -32,6 +32,10 @@ const pn_row_puller *pn_shard_rows_puller(pn_shard_rows *x);
  * slot (0 .. PN_OWNER_SLOTS-1, one push a slot): the step's other work (the dense
  * gradients' sums) runs while it moves. rg must not change until the finish. */
 int pn_shard_rows_push_start(pn_shard_rows *x, int slot, pn_row_grad *rg);
+
+/* Waits for every push still in flight, their results dropped: what an error path
+ * does before the buffers MPI writes into are freed. */
+void pn_shard_rows_abandon(pn_shard_rows *x);
 
 /* Waits for slot's push and leaves in rg, merged, this replica's rows' sums with local
  * ids (id / D), for the optimizer's update of its rows. */

@@ -451,11 +451,15 @@ int pn_stage_step(pn_stage *s, const pn_batch *b, long step)
         else /* every schedule runs a chunk's backwards in micro-batch order */
             PN_TRY(backward_micro(s, ch, b, step, a.micro, a.micro == s->micro - 1));
     }
-    PN_TRY(start_row_pushes(s));
-    PN_TRY(wait_sends(s));
-    PN_TRY(pn_comm_buckets_wait(s->cfg.comm));
-    if (s->cfg.deterministic) PN_TRY(deterministic_sum(s));
-    PN_TRY(sum_row_grads(s));
+    int rc = start_row_pushes(s);
+    if (rc == PN_OK) rc = wait_sends(s);
+    if (rc == PN_OK) rc = pn_comm_buckets_wait(s->cfg.comm);
+    if (rc == PN_OK && s->cfg.deterministic) rc = deterministic_sum(s);
+    if (rc == PN_OK) rc = sum_row_grads(s);
+    if (rc < 0) { /* no push left in flight to write into what the error path frees */
+        if (s->shard_rows) pn_shard_rows_abandon(s->shard_rows);
+        return rc;
+    }
     return pn_ties_sum_grads(s->ties); /* a tied table's uses, in every layout alike */
 }
 
@@ -467,7 +471,9 @@ static int idle_pulls(pn_stage *s, int pieces)
     const pn_row_puller *p = puller(s);
     for (int k = 0; k < pieces; k++)
         for (int v = 0; v < s->n_chunks; v++) {
-            int n, *params = pn_network_pulls(s->chunks[v].nets[0], &n);
+            const int *params;
+            int n;
+            PN_TRY(pn_network_pulls(s->chunks[v].nets[0], &params, &n));
             for (int i = 0; i < n; i++) PN_TRY(p->pull(p->ctx, s->params, params[i], NULL, 0, NULL));
         }
     return PN_OK;

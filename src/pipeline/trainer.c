@@ -390,7 +390,8 @@ static int report_memory(trainer *t)
 
 /* What the row-sparse exchanges moved (pn_comm_row_bytes_sent): per step, the mean
  * and the largest of the ranks'; nothing when none moved (one replica, or no table).
- * Said because it is what sharding a table trades its memory for. */
+ * Said because it is what sharding a table trades its memory for. Evaluations'
+ * pulls are in the sum too, spread over the steps (the line says so). */
 static int report_row_traffic(trainer *t, long steps)
 {
     int n = t->grid->size;
@@ -405,7 +406,7 @@ static int report_row_traffic(trainer *t, long steps)
     if (rc == PN_OK && is_root(t) && sum > 0.0 && steps > 0)
         pn_progress_print(&t->progress,
                           "row-sparse exchange: %.1f KiB sent per step per rank (mean of %d "
-                          "ranks; the most %.1f KiB)",
+                          "ranks; the most %.1f KiB; evaluations' pulls included)",
                           sum / n / steps / kib, n, most / steps / kib);
     free(v);
     return rc;
