@@ -81,12 +81,17 @@ gone() {
     done
     took=$(awk -v t="$2" '{ printf "%.1f", $1 - t }' "$tmp/$1.end")
 }
-# wait_snapshot STEP: until the run has written the snapshot of STEP (it is renamed
-# into place when complete)
+# wait_snapshot NAME STEP: until the run of start NAME has written the snapshot of
+# STEP (it is renamed into place when complete)
 wait_snapshot() {
-    f=$snaps/snapshot-$(printf %010d "$1").h5
-    for _ in $(seq 1 600); do [ -f "$f" ] && return 0; sleep 0.1; done
-    fail "no snapshot of step $1 within 60 s"
+    f=$snaps/snapshot-$(printf %010d "$2").h5
+    for _ in $(seq 1 600); do
+        [ -f "$f" ] && return 0
+        [ -f "$tmp/$1.end" ] && { cat "$tmp/$1.out"; fail "$1: ended before the snapshot of step $2"; }
+        sleep 0.1
+    done
+    cat "$tmp/$1.out"
+    fail "$1: no snapshot of step $2 within 60 s"
 }
 
 # the reference: one process, micro-batches of 4 samples, 30 steps
@@ -109,7 +114,7 @@ echo "ok: 30 steps of 2 x 2 in $plain_s s, $slow_s s with host 1's link at 2 Mbi
 # a: host 1's link cut after the snapshot of step 10
 start cut 4 --stages 2 --micro-batches 2 --steps 1000 --stall-timeout $stall \
     --snapshot-dir "$snaps" --snapshot-every 10
-wait_snapshot 10
+wait_snapshot cut 10
 t=$(now)
 hosts_link_down 1
 gone cut "$t"
@@ -146,7 +151,7 @@ hosts_link_up 1
 rm -rf "$snaps"
 start killed 4 --stages 2 --micro-batches 2 --steps 1000 --stall-timeout $stall \
     --snapshot-dir "$snaps" --snapshot-every 10
-wait_snapshot 10
+wait_snapshot killed 10
 t=$(now)
 hosts_kill 1
 gone killed "$t"
