@@ -67,7 +67,18 @@ hosts_procs() {
 # the link of host I on the bridge (this namespace's end of its veth)
 hosts_veth() { echo "pn$$h$1"; }
 hosts_link_down() { ip link set "$(hosts_veth "$1")" down || fail "link of pn-host$1 down"; }
-hosts_link_up() { ip link set "$(hosts_veth "$1")" up || fail "link of pn-host$1 up"; }
+# hosts_link_up I: the link back up, and usable: its carrier up (a veth takes a moment)
+# and no host left with the failed address resolutions of the cut (a connection
+# that Open MPI tries then fails: "unable to complete a TCP connection")
+hosts_link_up() {
+    ip link set "$(hosts_veth "$1")" up || fail "link of pn-host$1 up"
+    for _ in $(seq 1 50); do
+        [ "$(cat "/sys/class/net/$(hosts_veth "$1")/operstate")" = up ] && break
+        sleep 0.1
+    done
+    j=0
+    while [ $j -lt "$hosts_n" ]; do hosts_in $j ip neigh flush dev eth0; j=$((j + 1)); done
+}
 # the bucket holds a burst of 32 kbit and queues at most 400 ms, then drops: TCP sees
 # a slow, lossy link, as a congested one is (netem is not in every kernel; tbf is)
 hosts_throttle() {
