@@ -124,4 +124,5 @@ took=$(awk -v t="$t" '{ printf "%.1f", $1 - t }' "$tmp/cut.end")
     grep -q "^pipenet: error: rank [01] .*no answer within 2 s (stopped, or busy outside MPI) from rank 2 (stage 0, replica 1) on host pn-host1, rank 3 (stage 1, replica 1) on host pn-host1$" "$tmp/cut.out" ||
     { cat "$tmp/cut.out"; fail "cut: not one error line naming ranks 2 and 3 on pn-host1"; }
 echo "ok: host 1's link cut under srun: every rank ended $ranks_s s after the cut, srun $took s after (exit $(cat "$tmp/cut.rc")): $(grep 'pipenet: error' "$tmp/cut.out")"
+echo "    srun said: $(grep '^srun: ' "$tmp/cut.out" | tr '\n' ' ')"
 echo "PASS: hosts slurm"
