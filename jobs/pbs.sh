@@ -190,8 +190,13 @@ opts=()
 ls "$snapdir"/snapshot-*.h5 >/dev/null 2>&1 && opts+=(--resume auto)
 args=("$@") # for the next job
 # shellcheck disable=SC2086 # MPIRUN is a list of words
+# The keepalive finds a node cut off (a link down, a frozen node) within 6-11 s while
+# nothing is pending to it, and mpirun then ends the job; Open MPI's default (300 s,
+# then 9 probes 20 s apart) would leave it hanging 8 minutes (docs/running.md, "What
+# happens when a node is lost").
 set -- $mpirun -np "$ranks" --hostfile "$nodefile" --bind-to none -x OPENBLAS_NUM_THREADS \
-    --mca odls_base_sigkill_timeout "$grace" "$pipenet" train "$model" --stages "$stages" \
+    --mca odls_base_sigkill_timeout "$grace" --mca oob_tcp_keepalive_time 5 \
+    --mca oob_tcp_keepalive_intvl 2 --mca oob_tcp_keepalive_probes 3 "$pipenet" train "$model" --stages "$stages" \
     ${opts[@]+"${opts[@]}"} ${train_args[@]+"${train_args[@]}"} "$@"
 
 echo "pipenet: job ${PBS_JOBID:-?}${PIPENET_CHAIN:+ (job $PIPENET_CHAIN of a chain)}: $ranks" \

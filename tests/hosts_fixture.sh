@@ -17,6 +17,15 @@
 #   hosts_mpirun ARG... mpirun ARG... across them (output as mpirun's), ended after
 #                       $hosts_timeout (120) s
 #   hosts_in I CMD...   CMD in host I's namespaces
+#   hosts_link_down I   cuts host I off the network (its link on the bridge down), as
+#                       a pulled cable or a dead switch port: its processes live on
+#   hosts_link_up I     puts the link back
+#   hosts_throttle I RATE  a token bucket (tc tbf) of RATE (tc's units: 2mbit) on the
+#                       traffic to host I; hosts_unthrottle I removes it
+#   hosts_kill I        SIGKILL to every process of host I but its holder (ranks,
+#                       orted), as a node that dies; its network stays, so its kernel
+#                       closes the connections, as a crashed node's does not
+#   hosts_procs I       the pids of those processes
 #   hosts_down          removes everything hosts_up made (also at exit, on failure)
 #
 # Nothing leaves the test bed: the addresses are on the bridge and in the hosts'
@@ -43,6 +52,42 @@ hosts_pid() { cat "$hosts_dir/pn-host$1.pid"; }
 hosts_in() {
     hp=$(hosts_pid "$1"); shift
     nsenter -t "$hp" --uts --net -- "$@"
+}
+
+# hosts_procs I: the pids in host I's network namespace, its holder left out
+hosts_procs() {
+    hp=$(hosts_pid "$1")
+    ns=$(readlink "/proc/$hp/ns/net" 2>/dev/null) || return 0
+    for p in /proc/[0-9]*; do
+        [ "${p#/proc/}" != "$hp" ] && [ "$(readlink "$p/ns/net" 2>/dev/null)" = "$ns" ] &&
+            echo "${p#/proc/}"
+    done
+}
+
+# the link of host I on the bridge (this namespace's end of its veth)
+hosts_veth() { echo "pn$$h$1"; }
+hosts_link_down() { ip link set "$(hosts_veth "$1")" down || fail "link of pn-host$1 down"; }
+# hosts_link_up I: the link back up, and usable: its carrier up (a veth takes a moment)
+# and no host left with the failed address resolutions of the cut (a connection
+# that Open MPI tries then fails: "unable to complete a TCP connection")
+hosts_link_up() {
+    ip link set "$(hosts_veth "$1")" up || fail "link of pn-host$1 up"
+    for _ in $(seq 1 50); do
+        [ "$(cat "/sys/class/net/$(hosts_veth "$1")/operstate")" = up ] && break
+        sleep 0.1
+    done
+    j=0
+    while [ $j -lt "$hosts_n" ]; do hosts_in $j ip neigh flush dev eth0; j=$((j + 1)); done
+}
+# the bucket holds a burst of 32 kbit and queues at most 400 ms, then drops: TCP sees
+# a slow, lossy link, as a congested one is (netem is not in every kernel; tbf is)
+hosts_throttle() {
+    tc qdisc add dev "$(hosts_veth "$1")" root tbf rate "$2" burst 32kbit latency 400ms ||
+        fail "throttle of pn-host$1"
+}
+hosts_unthrottle() { tc qdisc del dev "$(hosts_veth "$1")" root || fail "unthrottle of pn-host$1"; }
+hosts_kill() {
+    for p in $(hosts_procs "$1"); do kill -KILL "$p"; done 2>/dev/null
 }
 
 hosts_up() {

@@ -124,7 +124,7 @@ for how in kill stop; do
     if [ $how = kill ]; then
         n=$(grep -c "process rank 1 with PID .* exited on signal 9" $how.err)
     else
-        n=$(grep -c "pipenet: error: rank 0 (stage 0, replica 0): layer '[a-z]*' forward: step 5: no progress for 5 s (--stall-timeout) waiting for the [a-z ]* of the 2 replicas of stage 0; no answer within 2 s (stopped, or busy outside MPI) from rank 1 (stage 0, replica 1)$" $how.err)
+        n=$(grep -c "pipenet: error: rank 0 (stage 0, replica 0): layer '[a-z]*' forward: step 5: no progress for 5 s (--stall-timeout) waiting for the [a-z ]* of the 2 replicas of stage 0; no answer within 2 s (stopped, or busy outside MPI) from rank 1 (stage 0, replica 1) on host [^ ]*$" $how.err)
     fi
     [ "$n" -eq 1 ] || { cat $how.err; fail "$how: rank 1 named $n times"; }
     [ "$(grep -c 'pipenet: error' $how.err)" -le 1 ] || { cat $how.err; fail "$how: more than one error"; }

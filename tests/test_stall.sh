@@ -38,7 +38,7 @@ secs=$(echo "$end $at" | awk '{ printf "%d", $1 - $2 }')
 [ $rc -ne 0 ] || fail "exit status 0"
 [ $secs -le 40 ] || fail "the job took $secs s to end after the stall"
 reporter='pipenet: error: rank [0-2] (stage [01], replica [01]): step 5'
-n=$(grep -c "$reporter: no progress for 5 s (--stall-timeout) waiting for .*; no answer within 2 s (stopped, or busy outside MPI) from rank 3 (stage 1, replica 1)$" "$tmp/err")
+n=$(grep -c "$reporter: no progress for 5 s (--stall-timeout) waiting for .*; no answer within 2 s (stopped, or busy outside MPI) from rank 3 (stage 1, replica 1) on host [^ ]*$" "$tmp/err")
 [ "$n" -eq 1 ] || { cat "$tmp/err"; fail "the stalled rank is named $n times"; }
 [ "$(grep -c 'pipenet: error' "$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "more than one error line"; }
 sleep 1

@@ -76,6 +76,15 @@ int pn_comm_create(pn_comm **out, pn_job *job, int stages)
     }
     MPI_Comm_free(&node);
     if (rc != MPI_SUCCESS) return pn_mpi_fail(rc, call, __FILE__, __LINE__);
+    /* Every rank's host, now while all answer: after a node is lost, nobody can ask it. */
+    if (!(c->hosts = calloc((size_t)size, PN_HOST_CAP)))
+        return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    char name[MPI_MAX_PROCESSOR_NAME] = "", mine[PN_HOST_CAP] = "";
+    int len = 0;
+    PN_MPI_CHECK(MPI_Get_processor_name(name, &len));
+    snprintf(mine, sizeof mine, "%s", name); /* a longer name is cut, still telling */
+    PN_MPI_CHECK(MPI_Allgather(mine, PN_HOST_CAP, MPI_CHAR, c->hosts, PN_HOST_CAP, MPI_CHAR,
+                               c->world));
     return PN_OK;
 }
 
@@ -89,6 +98,7 @@ void pn_comm_free(pn_comm *c)
     free(c->gather_at);
     for (int k = 0; c->owner && k <= PN_OWNER_SLOTS; k++) free(c->owner[k].at);
     free(c->owner);
+    free(c->hosts);
     free(c);
 }
 

@@ -121,10 +121,10 @@ int pn_comm_agree_root(pn_comm *c, int rc, const char *what);
 /* From now on, a wait of this rank in the seam that lasts longer than seconds (0:
  * never, the default: waits are MPI's own) asks every rank whether it still answers;
  * unless it completes meanwhile, it fails with PN_ERR_STALL, normally on one rank
- * only: the lowest that timed out (the others wait up to 10 s for its abort, then
+ * only: the lowest that timed out (the others wait up to 5 s for its abort, then
  * report too), its message naming what it waited for and the ranks that did not
- * answer, after the work fmt describes ("step 12"). Time in which this process did
- * not run (a suspended job) does not count. The caller then ends the job
+ * answer (each with its host), after the work fmt describes ("step 12"). Time in
+ * which this process did not run (a suspended job) does not count. The caller then ends the job
  * (pn_job_abort) without freeing what the abandoned wait may still write into. */
 void pn_comm_watch(pn_comm *c, double seconds, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -15,6 +15,10 @@
 
 #include "mpi/comm.h"
 
+/* Bytes kept of a host's name (with its NUL): enough for cluster node names, and
+ * small enough to gather every rank's at start. */
+enum { PN_HOST_CAP = 64 };
+
 typedef struct pn_transport {
     const char *name;
     int (*link_create)(pn_comm *c, const pn_link_spec *spec, pn_link **out);
@@ -58,6 +62,9 @@ struct pn_comm {
     MPI_Comm replicas; /* this stage's replicas, rank = replica */
     MPI_Comm watch;    /* the watchdog's census after a stall (watch.c), apart from data */
     int node;          /* the lowest world rank on this rank's node: names the node */
+    char *hosts;       /* every rank's host name (MPI_Get_processor_name), PN_HOST_CAP
+                          bytes a rank: gathered once at creation, so that a stall's
+                          message can name the host of a rank that no longer answers */
     int image_tag;     /* arena images on pipe: MPI_TAG_UB, above every link's tag */
     int tie_tag;       /* tied gradients on pipe: image_tag - 1, also above the links' */
     const pn_transport *transport;

@@ -1,7 +1,9 @@
 /* The job of a program run: MPI's start, end and abort, and a communicator's ranks. */
 #include "mpi/job_mpi.h"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "mpi/mpi_check.h"
@@ -45,8 +47,18 @@ void pn_job_finalize(pn_job *world)
     MPI_Finalize();
 }
 
+/* How long MPI_Abort may take before this process ends itself: a working abort
+ * ends the job within 1-3 s, the launcher killing this rank as well. */
+enum { ABORT_GRACE_S = 3 };
+
 void pn_job_abort(pn_job *job, int code)
 {
+    /* MPI_Abort asks the launcher to end the job. A rank cut off from it (a link down
+     * between hosts) was measured stuck in it under srun (PMIx's abort waits on srun,
+     * out of reach, for good), so an alarm, whose default action ends the process,
+     * ends this rank anyway. */
+    signal(SIGALRM, SIG_DFL);
+    alarm(ABORT_GRACE_S);
     MPI_Abort(job ? job->comm : MPI_COMM_WORLD, code);
     exit(code); /* MPI_Abort does not return; this keeps the promise if it did */
 }

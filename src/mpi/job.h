@@ -16,7 +16,8 @@ int pn_job_init(int *argc, char ***argv, pn_job **world);
 void pn_job_finalize(pn_job *world);
 
 /* Ends every rank of the job now, with exit status code (after a failure on this
- * rank that its peers may be waiting on). Does not return. */
+ * rank that its peers may be waiting on). Does not return: where the launcher is out
+ * of reach, this rank ends itself 3 s later (SIGALRM). */
 void pn_job_abort(pn_job *job, int code) __attribute__((noreturn));
 
 /* Collective over the job: rank 0's status rc for every rank. Rank 0 and a rank

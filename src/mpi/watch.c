@@ -37,8 +37,12 @@ static const double SUSPENDED_S = 1.0;
  * and it waits again, well within a quarter of the bound (20 step times by default). */
 static const double CENSUS_MIN_S = 2.0;
 /* How long a rank that is not the reporter waits for the reporter's abort before it
- * reports itself (the reporter could not). */
-static const double DEFER_S = 10.0;
+ * reports itself (the reporter could not). An abort that works ends the job within
+ * 1-3 s; one that cannot (the reporter cut off from mpirun with this rank, on a host
+ * whose link is down) leaves this rank to end itself, and 10 s here measured 17 s from
+ * a cut to the last rank's end with --stall-timeout 5: 5 s keeps it within the
+ * bound + 10 s (tests/test_host_faults.sh). */
+static const double DEFER_S = 5.0;
 
 void pn_comm_watch(pn_comm *c, double seconds, const char *fmt, ...)
 {
@@ -82,10 +86,14 @@ static void census(pn_comm *c, bool *heard)
         }
 }
 
-static int rank_text(const pn_grid *g, int rank, char *out, size_t cap)
+/* A rank as the messages name it, with its host: across hosts, the host is what an
+ * operator looks at first (a node lost, a link down). */
+static int rank_text(const pn_comm *c, int rank, char *out, size_t cap)
 {
-    return snprintf(out, cap, "rank %d (stage %d, replica %d)", rank, rank % g->stages,
-                    rank / g->stages);
+    const pn_grid *g = &c->grid;
+    return snprintf(out, cap, "rank %d (stage %d, replica %d) on host %s", rank,
+                    rank % g->stages, rank / g->stages,
+                    c->hosts ? c->hosts + (size_t)rank * PN_HOST_CAP : "?");
 }
 
 static void describe(const pn_comm *c, const pn_wait_for *w, char *out, size_t cap)
@@ -93,8 +101,8 @@ static void describe(const pn_comm *c, const pn_wait_for *w, char *out, size_t c
     const pn_grid *g = &c->grid;
     if (w->link) {
         const pn_link_spec *sp = &w->link->spec;
-        char peer[64], micro[32] = "";
-        rank_text(g, pn_grid_rank_of(g, g->replica, sp->peer), peer, sizeof peer);
+        char peer[128], micro[32] = "";
+        rank_text(c, pn_grid_rank_of(g, g->replica, sp->peer), peer, sizeof peer);
         if (w->micro >= 0) snprintf(micro, sizeof micro, " for micro-batch %d", w->micro);
         snprintf(out, cap, "%s the %s of '%s'%s %s %s", w->op,
                  sp->kind == PN_LINK_GRAD ? "gradient" : "activations", sp->name, micro,
@@ -141,7 +149,7 @@ static int stalled(pn_comm *c, const pn_poll *p, const pn_wait_for *w)
         census(c, NULL);
         nap(NAP_S);
     }
-    char what[256], silent[512] = "";
+    char what[320], silent[1024] = "";
     describe(c, w, what, sizeof what);
     size_t at = 0;
     for (int r = 0, named = 0; heard && r < g->size && at < sizeof silent; r++) {
@@ -151,7 +159,7 @@ static int stalled(pn_comm *c, const pn_poll *p, const pn_wait_for *w)
             break;
         }
         at += (size_t)snprintf(silent + at, sizeof silent - at, named > 1 ? ", " : "");
-        if (at < sizeof silent) at += (size_t)rank_text(g, r, silent + at, sizeof silent - at);
+        if (at < sizeof silent) at += (size_t)rank_text(c, r, silent + at, sizeof silent - at);
     }
     char outcome[96];
     if (!heard)
