@@ -48,8 +48,10 @@ void pn_job_finalize(pn_job *world)
 }
 
 /* How long MPI_Abort may take before this process ends itself: a working abort
- * ends the job within 1-3 s, the launcher killing this rank as well. */
-enum { ABORT_GRACE_S = 3 };
+ * ends the job within 1-3 s, the launcher killing this rank as well, and a rank the
+ * alarm ends first changes nothing; 2 s keeps a cut-off rank under srun within the
+ * stall timeout + 10 s (docs/running.md, measured 14.3 s with a stall of 5). */
+enum { ABORT_GRACE_S = 2 };
 
 void pn_job_abort(pn_job *job, int code)
 {
