@@ -137,6 +137,17 @@ static int place_devices(trainer *t, pn_job *job)
     return pn_comm_agree(t->comm, rc);
 }
 
+/* A cosine schedule's warm-up must leave steps to decay over. */
+static int check_warmup(const trainer *t, long total_steps)
+{
+    const pn_optimizer_config *o = &t->cfg.optimizer;
+    if (o->schedule != PN_LR_COSINE || o->total_steps != 0 || total_steps > o->warmup_steps)
+        return PN_OK;
+    return pn_error_set(PN_ERR_INVALID, "%s: the cosine schedule's warmup_steps (%ld) leave "
+                        "nothing of a run of %ld steps: give more --steps or epochs, or fewer "
+                        "warmup_steps", t->graph->file, o->warmup_steps, total_steps);
+}
+
 int pn_trainer_setup(trainer *t, pn_job *job)
 {
     const pn_graph *g = t->graph;
@@ -145,6 +156,8 @@ int pn_trainer_setup(trainer *t, pn_job *job)
         return pn_error_set(PN_ERR_INVALID, "%s: layers: training needs exactly one loss layer "
                                             "(softmax_xent or mse), found %d",
                             g->file, pn_graph_loss_count(g));
+    if (cfg->steps > 0) /* known now: refused before any memory is taken (--steps) */
+        PN_TRY(check_warmup(t, cfg->steps));
     PN_TRY(place(t));
     PN_TRY(pn_comm_create(&t->comm, job, t->plan->stages));
     t->grid = pn_comm_grid(t->comm);
@@ -183,14 +196,9 @@ int pn_trainer_setup(trainer *t, pn_job *job)
     t->total_steps = cfg->steps > 0 ? cfg->steps : (long)cfg->epochs * per_epoch;
     t->tokens = pn_graph_tokens_per_sample(g);
     t->opt_cfg = cfg->optimizer;
-    if (t->opt_cfg.schedule == PN_LR_COSINE && t->opt_cfg.total_steps == 0) {
+    PN_TRY(check_warmup(t, t->total_steps)); /* else "total_steps", never written */
+    if (t->opt_cfg.schedule == PN_LR_COSINE && t->opt_cfg.total_steps == 0)
         t->opt_cfg.total_steps = t->total_steps;
-        if (t->total_steps <= t->opt_cfg.warmup_steps) /* else "total_steps", never written */
-            return pn_error_set(PN_ERR_INVALID, "%s: the cosine schedule's warmup_steps (%ld) "
-                                "leave nothing of a run of %ld steps: give more --steps or "
-                                "epochs, or fewer warmup_steps", g->file,
-                                t->opt_cfg.warmup_steps, t->total_steps);
-    }
     PN_TRY(pn_optimizer_create(&t->opt, &t->opt_cfg, pn_stage_params(t->stage)));
     PN_TRY(pn_global_sums_create(&t->sums, g, pn_stage_params(t->stage), t->comm));
     if (cfg->metrics[0] && is_root(t))
