@@ -106,19 +106,15 @@ static int plan_distinct(pn_bag_plan *p, pn_device dev)
 int pn_bag_forward_param(pn_bag_plan *p, const pn_layer_inst *x, int param,
                          const pn_pass *pass, pn_matrix *out)
 {
-    const pn_param *q = pn_params_get(x->params, x->param_index[param]);
-    int shards, shard;
-    pn_params_shards(x->params, &shards, &shard);
-    if (!q->sharded || shards == 1) {
+    if (!pn_params_split(x->params, pn_params_get(x->params, x->param_index[param]))) {
         pn_matrix table = pn_layer_param(x, param);
         return pn_bag_forward(p, &table, out);
     }
     /* every replica pulls, an empty batch too: the exchange is collective */
     PN_TRY(plan_distinct(p, out->device));
     pn_matrix rows;
-    bool pulled;
-    PN_TRY(pn_layer_param_rows(x, param, pass, p->distinct.data, p->n_distinct, &p->pulled,
-                               &rows, &pulled));
+    PN_TRY(pn_layer_pull_rows(x, param, pass, p->distinct.data, p->n_distinct, &p->pulled,
+                              &rows));
     PN_TRY(pn_fill(out, 0.0f));
     if (p->nnz == 0) return PN_OK;
     pn_matrix work;

@@ -161,20 +161,13 @@ void pn_layer_shard_last_param(pn_layer *l)
     if (l->n_params > 0) l->param_decls[l->n_params - 1].sharded = true;
 }
 
-int pn_layer_param_rows(const pn_layer_inst *x, int i, const pn_pass *pass, const int *ids,
-                        int n, pn_buffer *scratch, pn_matrix *out, bool *pulled)
+int pn_layer_pull_rows(const pn_layer_inst *x, int i, const pn_pass *pass, const int *ids,
+                       int n, pn_buffer *scratch, pn_matrix *out)
 {
     const pn_param *q = pn_params_get(x->params, x->param_index[i]);
-    int shards, shard;
-    pn_params_shards(x->params, &shards, &shard);
-    *pulled = q->sharded && shards > 1;
-    if (!*pulled) {
-        *out = pn_layer_param(x, i);
-        return PN_OK;
-    }
-    if (!pass->puller)
-        return pn_error_set(PN_ERR_INTERNAL, "layer '%s': a sharded table without a puller",
-                            x->layer->name);
+    if (!pn_params_split(x->params, q) || !pass->puller)
+        return pn_error_set(PN_ERR_INTERNAL, "layer '%s': a pull from %s", x->layer->name,
+                            pass->puller ? "a table that is not split" : "no puller");
     PN_TRY(pn_layer_scratch(scratch, pn_params_device(x->params), n, q->cols, out));
     return pass->puller->pull(pass->puller->ctx, x->params, x->param_index[i], ids, n, out);
 }

@@ -267,11 +267,10 @@ void pn_layer_add_row_sparse_param(pn_layer *l, const char *suffix, int rows, in
  * replicas of its stage (pn_params_set_sharded). */
 void pn_layer_shard_last_param(pn_layer *l);
 
-/* Parameter i's rows as a matrix a bag can gather from: its value in the arena or,
- * sharded across replicas, the rows ids[0..n) fetched through pass->puller into
- * *scratch (then *out's row k is id ids[k]); *pulled says which. */
-int pn_layer_param_rows(const pn_layer_inst *x, int i, const pn_pass *pass, const int *ids,
-                        int n, pn_buffer *scratch, pn_matrix *out, bool *pulled);
+/* Parameter i, a table split across the stage's replicas (pn_params_split): its rows
+ * ids[0..n) fetched through pass->puller into *scratch, *out's row k being id ids[k]. */
+int pn_layer_pull_rows(const pn_layer_inst *x, int i, const pn_pass *pass, const int *ids,
+                       int n, pn_buffer *scratch, pn_matrix *out);
 
 /* Adds a tied parameter request: l's copy, named "<l>/<suffix>", of parameter
  * "<tie_layer>/<tie_suffix>" of rows x cols (both strings must outlive l). */

@@ -163,6 +163,8 @@ void pn_params_shards(const pn_params *p, int *shards, int *shard)
     *shard = p->shard;
 }
 
+bool pn_params_split(const pn_params *p, const pn_param *q) { return q->sharded && p->shards > 1; }
+
 /* Value offsets: every parameter's slice in declaration order, aligned, a sharded
  * one holding this shard's rows in the room of the largest shard's (shard 0's), so
  * that every shard of a stage has one layout: a snapshot's load copies the first
@@ -382,7 +384,7 @@ int pn_params_pack_index(const pn_params *p, char **out, size_t *bytes)
     for (int i = 0; i < p->count; i++) {
         const pn_param *q = &p->items[i];
         int32_t shape[2] = {q->rows, q->cols};
-        int32_t table[2] = {q->table_rows, q->sharded && p->shards > 1};
+        int32_t table[2] = {q->table_rows, pn_params_split(p, q)};
         uint64_t offset = q->offset;
         uint32_t len = (uint32_t)strlen(q->name);
         put(&at, shape, sizeof shape);

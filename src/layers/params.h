@@ -74,6 +74,10 @@ int pn_params_set_sharded(pn_params *p, int index);
 int pn_params_set_shards(pn_params *p, int shards, int shard);
 void pn_params_shards(const pn_params *p, int *shards, int *shard);
 
+/* Whether parameter q (of this arena, or of an index unpacked from one) has its rows
+ * split across more than one shard: what pulls, pushes and snapshots by owner. */
+bool pn_params_split(const pn_params *p, const pn_param *q);
+
 /* The rows shard `shard` of `shards` holds of a table of table_rows rows. */
 static inline int pn_shard_row_count(int table_rows, int shards, int shard)
 {

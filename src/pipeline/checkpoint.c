@@ -311,7 +311,7 @@ static int load_own(const pn_train_state *st, pn_params *params, const char *pat
     for (int i = 0; i < pn_params_count(params); i++) {
         const pn_param *p = pn_params_get(params, i);
         const pn_state_param *q;
-        if (pn_shards_split(params, p)) continue; /* its rows come with pn_shards_load */
+        if (pn_params_split(params, p)) continue; /* its rows come with pn_shards_load */
         PN_TRY(lookup(st, path, p->tie ? p->tie : p->name, p->rows, p->cols, &q));
         pn_matrix value = pn_params_value(params, i);
         PN_TRY(pn_matrix_write(&value, q->value));

@@ -7,18 +7,11 @@
 
 #include "base/error.h"
 
-bool pn_shards_split(const pn_params *p, const pn_param *q)
-{
-    int shards, shard;
-    pn_params_shards(p, &shards, &shard);
-    return q->sharded && shards > 1;
-}
-
 int pn_shards_any(pn_comm *c, const pn_params *p, bool *any)
 {
     bool mine = false;
     for (int i = 0; i < pn_params_count(p); i++)
-        mine = mine || pn_shards_split(p, pn_params_get(p, i));
+        mine = mine || pn_params_split(p, pn_params_get(p, i));
     return pn_comm_any(c, mine, any);
 }
 
@@ -29,7 +22,7 @@ static size_t part_floats(const pn_params *p)
     size_t n = 0, arrays = 1 + (size_t)pn_params_n_slots(p);
     for (int i = 0; i < pn_params_count(p); i++) {
         const pn_param *q = pn_params_get(p, i);
-        if (pn_shards_split(p, q)) n += arrays * (size_t)q->rows * (size_t)q->cols;
+        if (pn_params_split(p, q)) n += arrays * (size_t)q->rows * (size_t)q->cols;
     }
     return n;
 }
@@ -40,7 +33,7 @@ static int move_part(pn_params *p, float *part, bool write)
     float *at = part;
     for (int i = 0; i < pn_params_count(p); i++) {
         const pn_param *q = pn_params_get(p, i);
-        if (!pn_shards_split(p, q)) continue;
+        if (!pn_params_split(p, q)) continue;
         for (int a = -1; a < pn_params_n_slots(p); a++) {
             pn_matrix m = a < 0 ? pn_params_value(p, i) : pn_params_slot(p, a, i);
             PN_TRY(write ? pn_matrix_write(&m, at) : pn_matrix_read(&m, at));

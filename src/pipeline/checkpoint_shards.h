@@ -18,9 +18,6 @@
 #include "layers/params.h"
 #include "mpi/comm.h"
 
-/* Whether parameter q of an arena (or of an unpacked index) is split. */
-bool pn_shards_split(const pn_params *p, const pn_param *q);
-
 /* Whether any stage of the job has a split table (collective: one answer for all). */
 int pn_shards_any(pn_comm *c, const pn_params *p, bool *any);
 

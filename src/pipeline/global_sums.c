@@ -28,9 +28,7 @@ struct pn_global_sums {
 /* Whether entry k is a table sharded across more than one replica. */
 static bool is_sharded(const pn_global_sums *gs, int k)
 {
-    int shards, shard;
-    pn_params_shards(gs->arena, &shards, &shard);
-    return gs->local[k] >= 0 && shards > 1 && pn_params_get(gs->arena, gs->local[k])->sharded;
+    return gs->local[k] >= 0 && pn_params_split(gs->arena, pn_params_get(gs->arena, gs->local[k]));
 }
 
 int pn_global_sums_create(pn_global_sums **out, const pn_graph *g, const pn_params *arena,

@@ -187,9 +187,7 @@ static void inherit_lengths(pn_arg *out, pn_arg *const *in, int n_in)
 
 int pn_network_pulls(pn_network *net, const int **pulls, int *n)
 {
-    int shards, shard;
-    pn_params_shards(net->params, &shards, &shard);
-    if (!net->pulls_known && shards > 1) {
+    if (!net->pulls_known) {
         int cap = net->n * PN_LAYER_MAX_PARAMS;
         /* a replica that lost its list would pull less than the others: an error */
         if (!(net->pulls = malloc((size_t)(cap ? cap : 1) * sizeof *net->pulls)))
@@ -198,7 +196,7 @@ int pn_network_pulls(pn_network *net, const int **pulls, int *n)
             const pn_layer_inst *x = &net->inst[net->nodes[i].node];
             if (!net->nodes[i].computed) continue;
             for (int j = 0; j < x->layer->n_params; j++)
-                if (pn_params_get(net->params, x->param_index[j])->sharded)
+                if (pn_params_split(net->params, pn_params_get(net->params, x->param_index[j])))
                     net->pulls[net->n_pulls++] = x->param_index[j];
         }
     }

@@ -338,9 +338,9 @@ static int deterministic_sum(pn_stage *s)
  * of its push, -1 for none. */
 static int push_slot(const pn_stage *s, int i)
 {
-    if (!s->shard_rows || !pn_params_get(s->params, i)->sharded) return -1;
+    if (!s->shard_rows || !pn_params_split(s->params, pn_params_get(s->params, i))) return -1;
     int slot = 0;
-    for (int k = 0; k < i; k++) slot += pn_params_get(s->params, k)->sharded;
+    for (int k = 0; k < i; k++) slot += pn_params_split(s->params, pn_params_get(s->params, k));
     return slot;
 }
 

@@ -326,8 +326,8 @@ int pn_stage_setup(pn_stage *s)
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
     bool sharded = false;
     for (int i = 0; i < pn_params_count(s->params); i++)
-        sharded |= pn_params_get(s->params, i)->sharded;
-    if (sharded && s->grid->replicas > 1)
+        sharded |= pn_params_split(s->params, pn_params_get(s->params, i));
+    if (sharded)
         PN_TRY(pn_shard_rows_create(&s->shard_rows, s->cfg.comm));
     if (!s->cfg.deterministic) return PN_OK;
     for (int k = 0; k < v; k++) {
