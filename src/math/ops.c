@@ -268,10 +268,11 @@ int pn_seq_max_backward(const pn_matrix *dy, const int *arg, pn_matrix *dx)
     DISPATCH("seq_max_backward", dx->device, seq_max_backward, dy, arg, dx);
 }
 
-int pn_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
-                        pn_matrix *slot1, pn_matrix *slot2)
+/* What both optimizer updates check of their rule: a known one, given the slots it
+ * takes, Adam's bias corrections positive. */
+static int check_rule(const char *op, const pn_update_hparams *hp, const pn_matrix *slot1,
+                      const pn_matrix *slot2)
 {
-    static const char *const op = "optimizer_update";
     if (hp->rule < PN_UPDATE_SGD || hp->rule > PN_UPDATE_ADAM)
         return pn_error_set(PN_ERR_INTERNAL, "%s: bad rule %d", op, (int)hp->rule);
     bool wants1 = hp->rule != PN_UPDATE_SGD, wants2 = hp->rule == PN_UPDATE_ADAM;
@@ -280,6 +281,14 @@ int pn_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
                             wants1 + wants2);
     if (wants2 && !(hp->bias1 > 0.0f && hp->bias2 > 0.0f))
         return pn_error_set(PN_ERR_INTERNAL, "%s: bias corrections must be > 0", op);
+    return PN_OK;
+}
+
+int pn_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
+                        pn_matrix *slot1, pn_matrix *slot2)
+{
+    static const char *const op = "optimizer_update";
+    PN_TRY(check_rule(op, hp, slot1, slot2));
     SAME_SHAPE(op, w, g);
     if (slot1) SAME_SHAPE(op, w, slot1);
     if (slot2) SAME_SHAPE(op, w, slot2);
@@ -291,14 +300,7 @@ int pn_optimizer_update_rows(const pn_update_hparams *hp, pn_matrix *w, const in
                              pn_matrix *g, pn_matrix *slot1, pn_matrix *slot2)
 {
     static const char *const op = "optimizer_update_rows";
-    if (hp->rule < PN_UPDATE_SGD || hp->rule > PN_UPDATE_ADAM)
-        return pn_error_set(PN_ERR_INTERNAL, "%s: bad rule %d", op, (int)hp->rule);
-    bool wants1 = hp->rule != PN_UPDATE_SGD, wants2 = hp->rule == PN_UPDATE_ADAM;
-    if (!slot1 != !wants1 || !slot2 != !wants2)
-        return pn_error_set(PN_ERR_INTERNAL, "%s: rule %d takes %d slot(s)", op, (int)hp->rule,
-                            wants1 + wants2);
-    if (wants2 && !(hp->bias1 > 0.0f && hp->bias2 > 0.0f))
-        return pn_error_set(PN_ERR_INTERNAL, "%s: bias corrections must be > 0", op);
+    PN_TRY(check_rule(op, hp, slot1, slot2));
     if (g->cols != w->cols) return shape_error(op, g, w);
     if (slot1) SAME_SHAPE(op, w, slot1);
     if (slot2) SAME_SHAPE(op, w, slot2);
