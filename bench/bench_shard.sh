@@ -42,11 +42,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ "$STEPS" -gt "$WARM" ] || { echo "bench_shard: --steps must exceed $WARM" >&2; exit 2; }
-command -v "${MPIRUN:-mpirun}" >/dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
-MPIRUN=${MPIRUN:-mpirun}
-out=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/pn_bench_shard.XXXXXX")}
-mkdir -p "$out" || exit 1
+. bench/mpi_fixture.sh
+bench_mpi bench_shard
 BATCH=1024 FIELDS=26
 
 # data and the two models for each vocabulary (ids a field)

@@ -48,14 +48,8 @@ while [ $# -gt 0 ]; do
     *) echo "bench_snapshot: unknown option $1" >&2; exit 2 ;;
     esac
 done
-command -v "${MPIRUN:-mpirun}" >/dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
-[ -x /usr/bin/time ] || { echo "SKIP: no /usr/bin/time (GNU time, for the peak RSS)"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
-MPIRUN=${MPIRUN:-mpirun}
-PIPENET=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
-out=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/pn_bench_snapshot.XXXXXX")}
-mkdir -p "$out" || exit 1
-out=$(cd "$out" && pwd)
+. bench/mpi_fixture.sh
+bench_mpi bench_snapshot peak-rss
 
 # the data: any text, 1024-byte samples (the model's seq); a few hundred suffice
 if [ -d /usr/share/common-licenses ]; then
