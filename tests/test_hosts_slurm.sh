@@ -8,8 +8,8 @@
 #  - srun -N 2 -n 4 --mpi=pmix puts ranks 0, 1 on pn-host0 and 2, 3 on pn-host1;
 #  - 2 replicas x 2 stages train to the --deterministic hash of 1 process;
 #  - host 1's link cut mid-run (--stall-timeout 5): pipenet's one error line names
-#    ranks 2 and 3 on pn-host1, every rank on both hosts ends within 5 + 15 s of the
-#    cut (those cut off from srun through pn_job_abort's alarm: PMIx's abort waits on
+#    ranks 2 and 3 on pn-host1, every rank on both hosts ends within 5 + 25 s of the
+#    cut (measured 14.3 s; the margin is for a loaded machine; those cut off from srun through pn_job_abort's alarm: PMIx's abort waits on
 #    srun for good), and srun ends (Slurm's KillWait, 5 s here, after the abort).
 # Skips (77) unless root with ip, unshare, nsenter, munge and Slurm's daemons.
 set -u
@@ -113,7 +113,7 @@ for _ in $(seq 1 600); do [ -f "$tmp/snaps/snapshot-0000000010.h5" ] || [ -f "$t
 t=$(now)
 hosts_link_down 1
 while [ "$(ranks_left)" -gt 0 ]; do
-    [ "$(since "$t" | cut -d. -f1)" -lt 20 ] || { cat "$tmp/cut.out"; fail "cut: ranks still run $(since "$t") s after the cut"; }
+    [ "$(since "$t" | cut -d. -f1)" -lt 30 ] || { cat "$tmp/cut.out"; fail "cut: ranks still run $(since "$t") s after the cut"; }
     sleep 0.2
 done
 ranks_s=$(since "$t")

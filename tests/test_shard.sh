@@ -8,7 +8,7 @@
 # for the last replica: its pulls answer the others without asking), and the
 # unsharded 2-replica run gives them too. A table of fewer rows than replicas and an
 # unknown "shard" are refused by name; a rank killed or stopped mid-run ends the job
-# within the stall timeout with one message naming it, and after a kill the last
+# (soon after the stall timeout) with one message naming it, and after a kill the last
 # snapshot resumes to the straight run's hash.
 set -u
 . "$(dirname "$0")/script_fixture.sh"
@@ -105,8 +105,9 @@ expect 0 "parameter hash after 3 steps" mpirun --oversubscribe -np 2 "$PIPENET" 
 echo "ok: a sharded table no step touches trains"
 
 # a rank killed, or stopped, at step 5 of a sharded run: its rows never come, and the
-# job ends within the stall timeout + 10 s, naming it once (mpirun for a death, the
-# watchdog, waiting in the exchange, for a stall)
+# job ends (measured 2 s and 7-8 s; bounded at 40 s, as test_stall.sh, for a loaded
+# machine), naming it once (mpirun for a death, the watchdog, waiting in the
+# exchange, for a stall)
 leftovers() { pgrep -f "train shard1.json --data ctr/train.h5 --eval= --steps 50"; }
 for how in kill stop; do
     PIPENET_FAULT=1:5:$how timeout 60 mpirun --oversubscribe -np 2 "$PIPENET" train shard1.json \
@@ -120,7 +121,7 @@ for how in kill stop; do
     secs=$(echo "$end $at" | awk '{ printf "%d", $1 - $2 }')
     [ $rc -ne 124 ] || fail "$how: the job hung"
     [ $rc -ne 0 ] || fail "$how: exit status 0"
-    [ "$secs" -le 15 ] || fail "$how: the job took $secs s to end"
+    [ "$secs" -le 40 ] || fail "$how: the job took $secs s to end"
     if [ $how = kill ]; then
         n=$(grep -c "process rank 1 with PID .* exited on signal 9" $how.err)
     else
