@@ -97,6 +97,13 @@ hosts_up() {
         command -v $t >/dev/null 2>&1 || { echo "SKIP: no $t"; exit 77; }
     done
     mkdir -p "$hosts_dir" || fail "mkdir $hosts_dir"
+    # one multi-host test at a time (make -j check runs tests side by side): each
+    # starts a cluster's worth of ranks and daemons on the same cores, and two at
+    # once slowed a fault test's ranks past its bound; the lock goes with the test
+    if command -v flock >/dev/null 2>&1; then
+        exec 9>"${TMPDIR:-/tmp}/pipenet-hosts.lock"
+        flock -w 900 9 || fail "another multi-host test held the test bed for 15 min"
+    fi
     # root in a container may lack the capabilities for new namespaces
     unshare --uts --net true 2>"$hosts_dir/err" ||
         { echo "SKIP: cannot make namespaces: $(cat "$hosts_dir/err")"; exit 77; }
