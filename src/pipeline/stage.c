@@ -442,22 +442,29 @@ int pn_stage_step(pn_stage *s, const pn_batch *b, long step)
         s->chunks[v].held = -1;
         pn_grad_tree_reset(&s->chunks[v].tree);
     }
-    for (int i = 0; i < n; i++) {
+    int rc = PN_OK;
+    for (int i = 0; i < n && rc == PN_OK; i++) {
         pn_action a = s->cfg.sched->actions[stage][i];
         stage_chunk *ch = &s->chunks[a.chunk];
-        if (a.pass == PN_PASS_FORWARD)
-            PN_TRY(forward_micro(s, ch, b, step, a.micro, a.micro * s->cfg.micro_rows,
-                                 s->cfg.micro_rows, true));
-        else /* every schedule runs a chunk's backwards in micro-batch order */
-            PN_TRY(backward_micro(s, ch, b, step, a.micro, a.micro == s->micro - 1));
+        rc = pn_stage_ahead_seam(s, b, step, i); /* later forwards' pulls move on */
+        if (rc == PN_OK && a.pass == PN_PASS_FORWARD) {
+            rc = pn_stage_ahead_take(s, i);
+            if (rc == PN_OK)
+                rc = forward_micro(s, ch, b, step, a.micro, a.micro * s->cfg.micro_rows,
+                                   s->cfg.micro_rows, true);
+            if (rc == PN_OK) rc = pn_stage_ahead_done(s);
+        } else if (rc == PN_OK) { /* every schedule runs a chunk's backwards in micro-batch order */
+            rc = backward_micro(s, ch, b, step, a.micro, a.micro == s->micro - 1);
+        }
     }
-    int rc = start_row_pushes(s);
+    if (rc == PN_OK) rc = start_row_pushes(s);
     if (rc == PN_OK) rc = wait_sends(s);
     if (rc == PN_OK) rc = pn_comm_buckets_wait(s->cfg.comm);
     if (rc == PN_OK && s->cfg.deterministic) rc = deterministic_sum(s);
     if (rc == PN_OK) rc = sum_row_grads(s);
-    if (rc < 0) { /* no push left in flight to write into what the error path frees */
-        if (s->shard_rows) pn_shard_rows_abandon(s->shard_rows);
+    if (rc < 0) { /* no push or pull left in flight to write into what the error path
+                     frees; after a stall the job ends, freeing nothing (trainer.c) */
+        if (s->shard_rows && rc != PN_ERR_STALL) pn_shard_rows_abandon(s->shard_rows);
         return rc;
     }
     return pn_ties_sum_grads(s->ties); /* a tied table's uses, in every layout alike */

@@ -363,5 +363,6 @@ void pn_stage_teardown(pn_stage *s)
     pn_buffer_release(&s->replica_sums);
     free(s->row_counts);
     pn_shard_rows_free(s->shard_rows);
+    pn_buffer_release(&s->ahead_work);
     pn_ties_free(s->ties);
 }
