@@ -9,9 +9,9 @@
 #include "base/trace.h"
 #include "mpi/mpi_check.h"
 
-/* Posts the counts' all-to-all in pending slot p. The traced event runs from the
- * post to the finish: the counts wait for the slowest replica, so this is where the
- * exchange's synchronization shows in a timeline. */
+/* Posts the counts' all-to-all in pending slot p. The counts wait for the slowest
+ * replica, so their event is where the exchange's synchronization shows in a
+ * timeline (finish). */
 static int start_counts(pn_comm *c, pn_owner_pending *p, const int *send_counts,
                         int *recv_counts)
 {
@@ -119,12 +119,16 @@ static int start(pn_comm *c, pn_owner_pending *p, const int *send_counts, const 
  * nothing writes into the caller's buffers once this returns. */
 static int finish(pn_comm *c, pn_owner_pending *p)
 {
+    /* traced: what this rank waits for an exchange, from its post for a blocking one,
+     * from the wait for one started early (a push, a pull ahead), whose flight is the
+     * work between, not time lost */
+    double t0 = p == &c->owner[PN_OWNER_ALL] ? p->t0 : PN_TRACE_T0();
     int n = p->n;
     p->n = 0;
     int rc = n > 0 ? pn_comm_wait(c, n, p->req, MPI_STATUSES_IGNORE,
                                   &(pn_wait_for){p->op, NULL, -1, PN_SCOPE_REPLICAS})
                    : PN_OK;
-    if (n > 0) PN_TRACE(p->event, "comm", NULL, -1, -1, p->t0);
+    if (n > 0) PN_TRACE(p->event, "comm", NULL, -1, -1, t0);
     return rc;
 }
 

@@ -250,6 +250,7 @@ int pn_shard_rows_ahead_send(pn_shard_rows *x, int e)
 {
     ahead *a = NULL;
     PN_TRY(entry(x, e, AHEAD_ASKED, &a));
+    double t0 = PN_TRACE_T0();
     lanes *l = &a->l;
     PN_TRY(pn_comm_owner_exchange_finish(x->comm, ahead_slot(e)));
     PN_TRY(room_for_asked(x, l, &a->ids_in));
@@ -257,6 +258,7 @@ int pn_shard_rows_ahead_send(pn_shard_rows *x, int e)
                                         l->ids_out.data, NULL, l->recv_counts,
                                         a->ids_in.data, NULL));
     a->phase = AHEAD_SENT;
+    PN_TRACE("pull ahead: send", "comm", NULL, a->step, a->micro, t0);
     return PN_OK;
 }
 
