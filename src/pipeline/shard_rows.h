@@ -4,7 +4,9 @@
  * contiguous ranges because hot ids are small ones (Zipf ranks, hashed or not), so
  * ranges would put the hot rows, and the traffic, on replica 0.
  *  - pull (a forward of a layer over a sharded table, pn_row_puller): the batch's
- *    distinct ids go to their owners, each owner answers with its rows;
+ *    distinct ids go to their owners, each owner answers with its rows; in training
+ *    the stage posts it passes ahead (pn_shard_rows_ahead_*, stage_ahead.c) and the
+ *    forward takes the rows;
  *  - push (posted when the step's passes end, waited for once the dense gradients
  *    are summed, so it moves meanwhile): the row gradients go to their owners, one
  *    entry per (micro-batch, distinct id) as the micro-batches sealed them; an owner
