@@ -124,7 +124,8 @@ sharded() {
     (unset OPENBLAS_NUM_THREADS
      "$@" "$PIPENET" train "$tmp/shard/$model" --data "$tmp/shard/ctr/train.h5" --eval= \
          --steps 30 --micro-batches "$micro" --threads 1 --log-every 1000 --deterministic \
-         --snapshot-dir "") >"$tmp/$name.out" 2>&1 || { cat "$tmp/$name.out"; fail "$name: exit $?"; }
+         --snapshot-dir "") >"$tmp/$name.out" 2>&1 ||
+        { rc=$?; cat "$tmp/$name.out"; fail "$name: exit $rc"; }
     grep -o 'parameter hash after 30 steps: [0-9a-f]*' "$tmp/$name.out" >"$tmp/$name.hash" ||
         { cat "$tmp/$name.out"; fail "$name: no hash"; }
 }

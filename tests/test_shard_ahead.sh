@@ -21,7 +21,7 @@ cd "$tmp" || exit 1
 steps=4
 timeout 300 mpirun --oversubscribe -np 2 "$PIPENET" train shard1.json --data ctr/train.h5 \
     --eval= --steps $steps --micro-batches 4 --threads 1 --snapshot-dir "" \
-    --trace ahead.json >ahead.out 2>&1 || { cat ahead.out; fail "traced run: exit $?"; }
+    --trace ahead.json >ahead.out 2>&1 || { rc=$?; cat ahead.out; fail "traced run: exit $rc"; }
 python3 - ahead.json $steps <<'PY' || fail "the trace shows no pull ahead"
 import json, sys
 steps = int(sys.argv[2])
@@ -69,7 +69,8 @@ det() {
     if [ "${1:-}" = mpirun ]; then launch="mpirun --oversubscribe -np $2"; shift 2; fi
     timeout 300 $launch "$PIPENET" train "$model" --data ctr/train.h5 --eval ctr/test.h5 \
         --steps 30 --micro-batches "$micro" --threads 1 --log-every 1000 --deterministic \
-        --snapshot-dir "" "$@" >"$name.out" 2>&1 || { cat "$name.out"; fail "$name: exit $?"; }
+        --snapshot-dir "" "$@" >"$name.out" 2>&1 ||
+        { rc=$?; cat "$name.out"; fail "$name: exit $rc"; }
     grep -o 'parameter hash after 30 steps: [0-9a-f]*' "$name.out" >"$name.hash" ||
         { cat "$name.out"; fail "$name: no hash"; }
 }
