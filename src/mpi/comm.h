@@ -275,11 +275,11 @@ int pn_comm_owner_exchange(pn_comm *c, const int *send_counts, const int *ids,
                            pn_matrix *recv_rows);
 
 /* The same in two halves, so that other work runs while it moves (a push while the
- * dense gradients are summed): _start posts it in slot (0 .. PN_OWNER_SLOTS-1, one
- * exchange a slot), _finish waits for it. Every buffer must stay as it is until
- * _finish returns; every replica starts and finishes its exchanges in one order. */
-/* Slots: PN_OWNER_SLOTS for the pushes, then PN_OWNER_AHEAD_SLOTS for the pulls
- * posted ahead of their forward (pipeline/pull_ahead.h); PN_OWNER_ALL in all. */
+ * dense gradients are summed, a pull ahead of its forward): _start posts it in slot
+ * (0 .. PN_OWNER_ALL-1, one exchange a slot), _finish waits for it. Every buffer must
+ * stay as it is until _finish returns; every replica starts its exchanges in one
+ * order. Slots: PN_OWNER_SLOTS for the pushes, then PN_OWNER_AHEAD_SLOTS for the
+ * pulls posted ahead of their forward (pipeline/stage_ahead.c). */
 enum { PN_OWNER_SLOTS = 8, PN_OWNER_AHEAD_SLOTS = 24,
        PN_OWNER_ALL = PN_OWNER_SLOTS + PN_OWNER_AHEAD_SLOTS };
 int pn_comm_owner_exchange_start(pn_comm *c, int slot, const int *send_counts, const int *ids,
