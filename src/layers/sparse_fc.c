@@ -79,7 +79,7 @@ static void sparse_fc_note(const pn_layer *l, char *buf, size_t cap)
 }
 
 static int sparse_fc_pull_ids(const pn_layer *l, const pn_csr *in, int first, int rows,
-                       pn_buffer *work, const int **ids, int *n)
+                              pn_buffer *work, const int **ids, int *n)
 {
     pn_bag_rule r = rule_of(l);
     return pn_bag_distinct_rows(&r, l->in_shapes[0].columns, in, first, rows, work, ids, n);
