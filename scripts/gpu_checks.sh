@@ -22,9 +22,9 @@
 # nothing failed.
 #
 # Usage: scripts/gpu_checks.sh BUNDLE_DIR OUTDIR [tests|bench|all]   (default all)
-# Ran on one NVIDIA H200 on 2026-11-25 (every step PASS); the tests run on the CUDA stand-in in CI
-# (scripts/test_cuda_sim.sh), the NCCL ones too (they need several GPUs and mpirun,
-# which a device call here has not: docs/running.md, Transports).
+# Ran on one NVIDIA H200 on 2026-11-25 and 2026-11-26 (every step PASS); the tests run on
+# the CUDA stand-in in CI (scripts/test_cuda_sim.sh), the NCCL ones too (they need
+# several GPUs, which a device call here has not: docs/running.md, Transports).
 set -u
 [ $# -ge 2 ] || { echo "usage: $0 BUNDLE_DIR OUTDIR [tests|bench|all]" >&2; exit 2; }
 bundle=$(cd "$1" && pwd) || exit 2
