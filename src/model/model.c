@@ -46,8 +46,7 @@ struct pn_model {
 
 const char *pn_model_error(void) { return pn_error_message(); }
 
-/* The node feeding the first loss layer, else the last node nothing consumes. */
-static int default_output(const pn_graph *g)
+int pn_model_default_output_of(const pn_graph *g)
 {
     for (int i = 0; i < g->n_nodes; i++)
         if (g->nodes[i].layer->type->is_loss) return g->nodes[i].inputs[0];
@@ -108,7 +107,7 @@ static int setup(pn_model *m, const pn_train_state *st, const char *path)
             m->input_nodes[m->n_inputs++] = i;
         }
     }
-    m->output_node = default_output(g);
+    m->output_node = pn_model_default_output_of(g);
     /* a network over every node declares every parameter; forwards replace it by
      * one over the nodes they need (select_members, prepare) */
     pn_network_options o = {.device = m->device, .forward_only = true};
@@ -485,18 +484,19 @@ int pn_model_forward_lengths(pn_model *m, int batch, const void *const *inputs,
     return PN_OK;
 }
 
-/* What the loss layers counted since the last reset, summed into *sum, and the kind
- * they share: PN_LOSS_OTHER when the layers that counted rows differ in kind, or
- * none did (one accuracy, RMSE or AUC over rows of different losses would mean
+/* What the loss layers counted (per_node, [g->n_nodes]), summed into *sum, and the
+ * kind they share: PN_LOSS_OTHER when the layers that counted rows differ in kind,
+ * or none did (one accuracy, RMSE or AUC over rows of different losses would mean
  * nothing). */
-static pn_loss_kind counted(const pn_model *m, pn_layer_stats *sum)
+static pn_loss_kind counted(const pn_graph *g, const pn_layer_stats *per_node,
+                            pn_layer_stats *sum)
 {
     *sum = (pn_layer_stats){0};
     pn_loss_kind kind = PN_LOSS_OTHER;
-    for (int i = 0; m && i < m->graph->n_nodes; i++) {
-        const pn_layer_stats *s = &m->loss[i];
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pn_layer_stats *s = &per_node[i];
         if (s->rows == 0) continue;
-        pn_loss_kind k = m->graph->nodes[i].layer->type->loss_kind;
+        pn_loss_kind k = g->nodes[i].layer->type->loss_kind;
         kind = sum->rows == 0 || k == kind ? k : PN_LOSS_OTHER; /* OTHER stays OTHER */
         sum->loss_sum += s->loss_sum;
         sum->correct += s->correct;
@@ -505,36 +505,51 @@ static pn_loss_kind counted(const pn_model *m, pn_layer_stats *sum)
     return kind;
 }
 
+void pn_loss_summarize(const pn_graph *g, const pn_layer_stats *per_node, const pn_auc *auc,
+                       pn_loss_summary *out)
+{
+    pn_layer_stats s;
+    pn_loss_kind kind = counted(g, per_node, &s);
+    bool any = s.rows > 0;
+    *out = (pn_loss_summary){
+        .rows = (long)s.rows,
+        .mean_loss = any ? s.loss_sum / s.rows : NAN,
+        .accuracy = any && kind == PN_LOSS_CLASSIFICATION ? s.correct / s.rows : NAN,
+        .rmse = any && kind == PN_LOSS_SQUARED_ERROR ? sqrt(s.loss_sum / s.rows) : NAN,
+        .auc = any && kind == PN_LOSS_BINARY && auc ? pn_auc_value(auc) : NAN};
+}
+
+/* The model's summary (an empty one without a model). */
+static pn_loss_summary summary(const pn_model *m)
+{
+    pn_loss_summary out = {0, NAN, NAN, NAN, NAN};
+    if (m) pn_loss_summarize(m->graph, m->loss, m->auc, &out);
+    return out;
+}
+
 long pn_model_loss(const pn_model *m, double *mean_loss, double *accuracy)
 {
-    pn_layer_stats s;
-    bool classify = counted(m, &s) == PN_LOSS_CLASSIFICATION;
-    if (mean_loss) *mean_loss = s.rows > 0 ? s.loss_sum / s.rows : NAN;
-    if (accuracy) *accuracy = s.rows > 0 && classify ? s.correct / s.rows : NAN;
-    return (long)s.rows;
+    pn_loss_summary s = summary(m);
+    if (mean_loss) *mean_loss = s.mean_loss;
+    if (accuracy) *accuracy = s.accuracy;
+    return s.rows;
 }
 
-double pn_model_rmse(const pn_model *m)
-{
-    pn_layer_stats s;
-    bool squared = counted(m, &s) == PN_LOSS_SQUARED_ERROR;
-    return s.rows > 0 && squared ? sqrt(s.loss_sum / s.rows) : NAN;
-}
+double pn_model_rmse(const pn_model *m) { return summary(m).rmse; }
 
-double pn_model_auc(const pn_model *m)
+double pn_model_auc(const pn_model *m) { return summary(m).auc; }
+
+int pn_model_classifies_node(const pn_graph *g, int node)
 {
-    pn_layer_stats s;
-    bool binary = counted(m, &s) == PN_LOSS_BINARY;
-    return s.rows > 0 && binary ? pn_auc_value(m->auc) : NAN;
+    int loss = pn_graph_loss_of(g, node);
+    pn_loss_kind kind = loss >= 0 ? g->nodes[loss].layer->type->loss_kind : PN_LOSS_OTHER;
+    return kind == PN_LOSS_CLASSIFICATION ? 1 : kind == PN_LOSS_BINARY ? 2 : 0;
 }
 
 int pn_model_classifies(const pn_model *m, const char *output)
 {
     int node = m ? output_index(m, output) : -1;
-    if (node < 0) return -1;
-    int loss = pn_graph_loss_of(m->graph, node);
-    pn_loss_kind kind = loss >= 0 ? m->graph->nodes[loss].layer->type->loss_kind : PN_LOSS_OTHER;
-    return kind == PN_LOSS_CLASSIFICATION ? 1 : kind == PN_LOSS_BINARY ? 2 : 0;
+    return node < 0 ? -1 : pn_model_classifies_node(m->graph, node);
 }
 
 void pn_model_reset_loss(pn_model *m)

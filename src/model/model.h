@@ -32,4 +32,24 @@ int pn_model_output_node(const pn_model *m);
 pn_device pn_model_device_of(const pn_model *m);
 int pn_model_select_device(const pn_model *m);
 
+/* The default output of a graph: the node feeding the first loss layer, else the
+ * last node nothing consumes (pn_model_output_name's). */
+int pn_model_default_output_of(const pn_graph *g);
+
+/* What node's values are (pn_model_classifies): 1 a classification's logits, 2 a
+ * binary classifier's logit, else 0. */
+int pn_model_classifies_node(const pn_graph *g, int node);
+
+/* What loss layers counted, in the numbers `infer` prints: rows, their mean loss and,
+ * by the kind the counting layers share (else NaN), the accuracy, RMSE or AUC. */
+typedef struct pn_loss_summary {
+    long rows;
+    double mean_loss, accuracy, rmse, auc;
+} pn_loss_summary;
+
+/* The summary of per_node ([g->n_nodes]: each loss layer's statistics) and the
+ * binary losses' histogram (may be NULL). The same for one process and for stages. */
+void pn_loss_summarize(const pn_graph *g, const pn_layer_stats *per_node, const pn_auc *auc,
+                       pn_loss_summary *out);
+
 #endif
