@@ -28,6 +28,8 @@ static void usage(FILE *out)
             "when the window is full, it is cut to its newest T/2 bytes and generation\n"
             "goes on. stderr gets the time taken and the continuation's log-probability.\n"
             "MODEL.h5 may also be a snapshot directory: its newest snapshot that verifies.\n"
+            "Runs in one process: under mpirun or srun it refuses (generation across\n"
+            "pipeline stages is not supported; `pipenet infer` runs across stages).\n"
             "\n"
             "options:\n"
             "  --prompt TEXT      the text to continue (at least one byte; required)\n"
@@ -165,6 +167,14 @@ int pn_cmd_generate(int argc, char **argv)
         return 0;
     }
     if (parsed < 0) return PN_EXIT_USAGE;
+    long ranks = pn_cli_launcher_ranks();
+    if (ranks > 1) { /* else each rank would print its own copy of the text */
+        char msg[200];
+        snprintf(msg, sizeof msg, "generate runs in one process, but was started as one of %ld "
+                 "ranks: generation across pipeline stages is not supported (run it without "
+                 "mpirun/srun)", ranks);
+        return pn_cli_fail(msg);
+    }
     if (generate(&o) < 0) return pn_cli_fail(pn_model_error());
     return 0;
 }

@@ -82,17 +82,6 @@ static int parse_options(int argc, char **argv, infer_options *o)
     return 0;
 }
 
-/* The number of ranks when started by mpirun or srun, else 1 (MPI is never called). */
-static long launcher_ranks(void)
-{
-    const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
-    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && atol(v) > 1) return atol(v);
-    }
-    return 1;
-}
-
 /* True when node output depends on graph node input. */
 static bool depends_on(const pn_graph *g, int output, int input)
 {
@@ -276,7 +265,7 @@ int pn_cmd_infer(int argc, char **argv)
         return 0;
     }
     if (parsed < 0) return PN_EXIT_USAGE;
-    if (launcher_ranks() > 1 || o.stages > 1) /* across stages, one rank each */
+    if (pn_cli_launcher_ranks() > 1 || o.stages > 1) /* across stages, one rank each */
         return infer_staged(&o);
     const pn_named_path inputs[] = {{o.model, "the model file"}, {o.data, "the data file"}};
     if (o.out && pn_path_check_output("--out", o.out, inputs, 2, false) < 0)
