@@ -4,14 +4,17 @@
 # loss and --out lines, for
 #  - a 4-layer MLP (P = 2, 3; batches of 7, so the last one is short; 2 batches in
 #    flight; --output of a layer on the first stage),
-#  - the tiny GPT of lm_fixture.sh, its logits tied to the embedding (P = 2, 4),
+#  - the tiny GPT of lm_fixture.sh, its logits tied to the embedding (P = 2, 4), and
+#    `pipenet generate` from it on 2 and 3 ranks: one process's bytes and
+#    log-probability, greedy, sampled and by beam search (--no-cache refused),
 #  - DeepFM (sparse inputs, an AUC line) on a small synthetic-ctr set (P = 2, 3);
 # refusals, each with its message and no hang: more stages than layers, --stages
 # other than the ranks, --stages without mpirun, a data file without the labels, an
 # input as --output; and memory: under one `ulimit -v` that one process cannot load
 # a model of ~540 MiB in (a clean error, exit 1), 4 ranks infer it, each reading and
-# holding only its stage (a rank that read the whole file would not fit). On a GPU (the CUDA stand-in: scripts/test_cuda_sim.sh) also the GPT on
-# `--device cuda` over 2 ranks against one process on cuda.
+# holding only its stage (a rank that read the whole file would not fit). On a GPU
+# (the CUDA stand-in: scripts/test_cuda_sim.sh) also the GPT on `--device cuda` over
+# 2 ranks against one process on cuda, infer and generate.
 # One BLAS thread everywhere: OpenBLAS splits some products among its threads in
 # another order, so one process alone differs in the last bit between 1 and 2 threads.
 set -u
@@ -96,16 +99,53 @@ refused 1 "has no float layer 'x' (a data input" 2 "$tmp/mlp.h5" --data "$tmp/d.
 # --- a GPT, its logits tied to the embedding ---------------------------------------
 times_table 300 >"$tmp/text.txt"
 "$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
-tiny_gpt 256 '{"batch": 16, "steps": 20, "seed": 4, "optimizer": {"type": "adam", "lr": 0.02}}' \
+tiny_gpt 256 '{"batch": 16, "steps": 60, "seed": 4, "optimizer": {"type": "adam", "lr": 0.02}}' \
     ', "tie": "embed"' >"$tmp/gpt.json"
 "$PIPENET" train "$tmp/gpt.json" --data "$tmp/lm/train.h5" --eval= --threads 1 \
-    --snapshot-dir "$tmp/gpt_snap" --snapshot-every 20 >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "train gpt"; }
+    --snapshot-dir "$tmp/gpt_snap" --snapshot-every 60 >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "train gpt"; }
 "$PIPENET" export "$tmp/gpt_snap" --out "$tmp/gpt.h5" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "export gpt"; }
 run gpt1 "$tmp/gpt.h5" --data "$tmp/lm/test.h5" --batch 4 --out "$tmp/gpt1.h5"
 staged gpt2 2 "$tmp/gpt.h5" --data "$tmp/lm/test.h5" --batch 4 --out "$tmp/gpt2.h5"
 same gpt2 gpt1
 staged gpt4 4 "$tmp/gpt.h5" --data "$tmp/lm/test.h5" --batch 4 --out "$tmp/gpt4.h5"
 same gpt4 gpt1
+
+# generate across stages: every rank steps its layers (their key/value caches) one
+# position at a time and chooses what one process chooses: the same bytes and
+# log-probability, greedy, sampled and by beam search, past the window of 16 (cut
+# and stepped again)
+gen() {
+    name=$1 np=$2; shift 2
+    if [ "$np" -eq 1 ]; then
+        timeout 300 "$PIPENET" generate "$tmp/gpt.h5" --prompt "3 times 4" --tokens 40 "$@"
+    else
+        mpi "$np" "$PIPENET" generate "$tmp/gpt.h5" --prompt "3 times 4" --tokens 40 "$@"
+    fi >"$tmp/$name.txt" 2>"$tmp/$name.err" || { cat "$tmp/$name.err"; fail "generate $name"; }
+    [ -s "$tmp/$name.txt" ] || fail "generate $name wrote nothing"
+    sed -n 's/.*\(log-prob .*\)/\1/p' "$tmp/$name.err" >"$tmp/$name.lp"
+}
+for how in "greedy --temperature 0" "sampled --seed 9 --temperature 0.8" "beam --beam 3"; do
+    # shellcheck disable=SC2086
+    set -- $how
+    kind=$1; shift
+    gen "${kind}1" 1 "$@"
+    for np in 2 3; do
+        gen "$kind$np" "$np" "$@"
+        cmp -s "$tmp/${kind}1.txt" "$tmp/$kind$np.txt" ||
+            fail "generate $kind on $np ranks: '$(cat "$tmp/$kind$np.txt")', one process '$(cat "$tmp/${kind}1.txt")'"
+        cmp -s "$tmp/${kind}1.lp" "$tmp/$kind$np.lp" && [ -s "$tmp/${kind}1.lp" ] ||
+            fail "generate $kind on $np ranks: $(cat "$tmp/$kind$np.lp"), one process $(cat "$tmp/${kind}1.lp")"
+    done
+    echo "ok: generate $kind on 2 and 3 ranks = one process ('$(cat "$tmp/${kind}1.txt")', $(cat "$tmp/${kind}1.lp"))"
+done
+refused_gen() {
+    mpi 2 "$PIPENET" generate "$tmp/gpt.h5" --prompt "3 times" --tokens 4 "$@" >"$tmp/refused.out" 2>&1
+    rc=$?
+    [ $rc -eq 1 ] || { cat "$tmp/refused.out"; fail "generate $*: exit $rc, not 1"; }
+}
+refused_gen --no-cache
+grep -q "no-cache runs the whole model's forward" "$tmp/refused.out" || { cat "$tmp/refused.out"; fail "--no-cache message"; }
+echo "ok: generate --no-cache across stages refused"
 
 # --- DeepFM: sparse inputs, the AUC ---------------------------------------------------
 "$PIPENET" import synthetic-ctr --out "$tmp/ctr" --samples 2000 --test-samples 500 --vocab 20 \
@@ -128,7 +168,13 @@ case $gpu in
     run gpu1 "$tmp/gpt.h5" --data "$tmp/lm/test.h5" --batch 4 --out "$tmp/gpu1.h5" --device cuda
     staged gpu2 2 "$tmp/gpt.h5" --data "$tmp/lm/test.h5" --batch 4 --out "$tmp/gpu2.h5" --device cuda
     grep -q "device cuda:0" "$tmp/gpu1.out" || { cat "$tmp/gpu1.out"; fail "gpu1 ran elsewhere"; }
-    same gpu2 gpu1 ;;
+    same gpu2 gpu1
+    gen gpugen1 1 --seed 9 --temperature 0.8 --device cuda
+    gen gpugen2 2 --seed 9 --temperature 0.8 --device cuda
+    grep -q "device cuda" "$tmp/gpugen2.err" || { cat "$tmp/gpugen2.err"; fail "gpugen2 ran elsewhere"; }
+    cmp -s "$tmp/gpugen1.txt" "$tmp/gpugen2.txt" && cmp -s "$tmp/gpugen1.lp" "$tmp/gpugen2.lp" ||
+        fail "generate on cuda, 2 ranks: $(cat "$tmp/gpugen2.lp"), one process $(cat "$tmp/gpugen1.lp")"
+    echo "ok: generate on cuda over 2 ranks = one process ($(cat "$tmp/gpugen1.lp"))" ;;
 esac
 
 # --- memory: a model that one process cannot load under a limit that 4 ranks run in ------

@@ -14,20 +14,6 @@
 #include "mpi/job.h"
 #include "pipeline/infer_stages.h"
 
-/* Ends the job after a failure: the rank that owns the error prints it once. When every
- * rank knows (together) all leave with status; otherwise peers may wait on this rank's
- * links, so it ends the job. */
-static int fail_job(pn_job *job, int rc, bool together, int status)
-{
-    if (rc != PN_ERR_PEER) {
-        pn_cli_fail(pn_error_message());
-        fflush(stderr);
-        if (pn_job_size(job) > 1 && !together) pn_job_abort(job, 1);
-    }
-    pn_job_finalize(job);
-    return status;
-}
-
 /* The layout and the --out path, checked on rank 0 before any work: a wrong command
  * line (exit 2) on every rank. */
 static int check_command(const infer_options *o, int size, int stages)
@@ -124,7 +110,7 @@ int infer_staged(const infer_options *given)
     if (rc == PN_OK) rc = run(x, job, &o, &together);
     if (rc < 0) {
         if (together) pn_infer_stages_free(x); /* else the job ends with what is in flight */
-        return fail_job(job, rc, together, PN_EXIT_ERROR);
+        return pn_cli_fail_job(job, rc, together, PN_EXIT_ERROR);
     }
     pn_infer_stages_free(x);
     pn_job_finalize(job);

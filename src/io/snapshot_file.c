@@ -386,7 +386,8 @@ static void keep_wanted(param_list *list, const pn_name_list *want)
     int kept = 0;
     for (int i = 0; i < list->n; i++) {
         bool wanted = false;
-        for (int k = 0; k < want->n && !wanted; k++) wanted = !strcmp(want->names[k], list->items[i].name);
+        for (int k = 0; k < want->n && !wanted; k++)
+            wanted = !strcmp(want->names[k], list->items[i].name);
         if (wanted)
             list->items[kept++] = list->items[i];
         else

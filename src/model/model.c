@@ -17,6 +17,7 @@
 #include "io/snapshot_dir.h"
 #include "io/snapshot_file.h"
 #include "layers/layer_types.h"
+#include "pipeline/infer_stages.h"
 #include "pipeline/network.h"
 
 /* Activation bytes one chunk of a forward may hold; larger batches run in chunks. */
@@ -40,6 +41,8 @@ struct pn_model {
     bool *want;          /* [n_nodes] the members a forward asks for */
     bool *avail;         /* [n_nodes] computable from the given inputs */
     int planned;         /* samples net is planned for */
+    bool *part;          /* [n_nodes] the nodes this process holds, or NULL: all */
+    pn_gen_hook hook;    /* generation over a part (step NULL: none) */
     pn_gen *gen;         /* generation in progress (model/generate.c), or NULL */
     void (*gen_free)(pn_gen *g);
 };
@@ -80,7 +83,8 @@ static int load_values(pn_model *m, const pn_train_state *st, const char *path)
     return PN_OK;
 }
 
-/* Everything after the graph: inputs, default output, the arena and its values. */
+/* Everything after the graph: inputs, default output, the arena and its values (of
+ * a part: read from the file at path, its own datasets only). */
 static int setup(pn_model *m, const pn_train_state *st, const char *path)
 {
     const pn_graph *g = m->graph;
@@ -110,14 +114,15 @@ static int setup(pn_model *m, const pn_train_state *st, const char *path)
     m->output_node = pn_model_default_output_of(g);
     /* a network over every node declares every parameter; forwards replace it by
      * one over the nodes they need (select_members, prepare) */
-    pn_network_options o = {.device = m->device, .forward_only = true};
+    pn_network_options o = {.member = m->part, .device = m->device, .forward_only = true};
     PN_TRY(pn_network_build(g, &o, &m->params, &m->net));
-    return load_values(m, st, path);
+    return m->part ? pn_infer_load_params(m->params, path) : load_values(m, st, path);
 }
 
-/* A model from st's config and values, its arena and networks on dev. */
+/* A model from st's config and values, its arena and networks on dev; with members,
+ * the part it marks. */
 static int model_from_state(pn_model **out, const pn_train_state *st, const char *path,
-                            pn_device dev)
+                            pn_device dev, pn_model_members_fn members, void *ctx)
 {
     *out = NULL;
     if (!st->config || !st->config[0])
@@ -139,6 +144,11 @@ static int model_from_state(pn_model **out, const pn_train_state *st, const char
         pn_device_name(dev, m->device_name, sizeof m->device_name);
     int rc = pn_graph_from_json(&m->graph, root, path);
     json_decref(root);
+    if (rc == PN_OK && members) {
+        m->part = calloc((size_t)m->graph->n_nodes, sizeof *m->part);
+        rc = m->part ? members(ctx, m->graph, m->part)
+                     : pn_error_set(PN_ERR_NOMEM, "%s: out of memory", path);
+    }
     if (rc == PN_OK) rc = setup(m, st, path);
     if (rc < 0) {
         pn_model_free(m);
@@ -150,7 +160,7 @@ static int model_from_state(pn_model **out, const pn_train_state *st, const char
 
 int pn_model_from_state(pn_model **out, const pn_train_state *st, const char *path)
 {
-    return model_from_state(out, st, path, pn_device_host());
+    return model_from_state(out, st, path, pn_device_host(), NULL, NULL);
 }
 
 /* The device a pn_model_load_on name asks for: a name of pn_device_requests (NULL:
@@ -192,10 +202,32 @@ int pn_model_load_on(pn_model **out, const char *path, const char *device)
     path = newest;
     pn_train_state *st;
     PN_TRY(pn_snapshot_read(path, NULL, &st));
-    int rc = model_from_state(out, st, path, dev);
+    int rc = model_from_state(out, st, path, dev, NULL, NULL);
     pn_train_state_free(st);
     return rc;
 }
+
+int pn_model_load_part(pn_model **out, const char *path, const char *device,
+                       pn_model_members_fn members, void *ctx)
+{
+    *out = NULL;
+    pn_device dev;
+    PN_TRY(device_of(device, &dev));
+    pn_train_state *st; /* the header: the config, no values */
+    PN_TRY(pn_snapshot_read_header(path, NULL, &st));
+    int rc = model_from_state(out, st, path, dev, members, ctx);
+    pn_train_state_free(st);
+    return rc;
+}
+
+const bool *pn_model_part(const pn_model *m) { return m->part; }
+
+void pn_model_set_gen_hook(pn_model *m, const pn_gen_hook *hook)
+{
+    m->hook = hook ? *hook : (pn_gen_hook){0};
+}
+
+const pn_gen_hook *pn_model_gen_hook(const pn_model *m) { return m->hook.step ? &m->hook : NULL; }
 
 void pn_model_free(pn_model *m)
 {
@@ -212,6 +244,7 @@ void pn_model_free(pn_model *m)
     free(m->avail);
     free(m->loss);
     free(m->auc);
+    free(m->part);
     free(m);
 }
 
@@ -463,6 +496,9 @@ int pn_model_forward_lengths(pn_model *m, int batch, const void *const *inputs,
     if (gn->layer->out_shape.ids)
         return pn_error_set(PN_ERR_INVALID, "%s: output '%s' holds ids, not floats", m->path,
                             gn->name);
+    if (m->part)
+        return pn_error_set(PN_ERR_INVALID, "%s: this process holds one stage of the model, "
+                            "which cannot run a whole forward", m->path);
     if (batch == 0) return PN_OK;
     PN_TRY(check_lengths(m, batch, lengths));
     PN_TRY(pn_model_select_device(m)); /* another model may have made its GPU current */

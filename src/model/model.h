@@ -7,6 +7,7 @@
 #include "io/train_state.h"
 #include "math/device.h"
 #include "pipeline/graph.h"
+#include "pipeline/network.h"
 #include "pipenet.h"
 
 /* A model from st's config and values, on the host; path names the file in messages. */
@@ -31,6 +32,28 @@ int pn_model_output_node(const pn_model *m);
  * every call that runs the model does first (models may live on different GPUs). */
 pn_device pn_model_device_of(const pn_model *m);
 int pn_model_select_device(const pn_model *m);
+
+/* A model of which this process holds part, one pipeline stage's layers
+ * (`pipenet generate` under mpirun): members(ctx, g, member) marks the graph nodes
+ * to hold (layers; their inputs from elsewhere are filled by the caller), and only
+ * their parameters are read from the file. Such a model generates through a hook
+ * (pn_model_set_gen_hook) and refuses pn_model_forward. */
+typedef int (*pn_model_members_fn)(void *ctx, const pn_graph *g, bool *member);
+int pn_model_load_part(pn_model **out, const char *path, const char *device,
+                       pn_model_members_fn members, void *ctx);
+
+/* The nodes a part holds ([graph nodes]), or NULL for a whole model. */
+const bool *pn_model_part(const pn_model *m);
+
+/* Generation over a part: step runs one position of n sequences through this
+ * process's part of the step network net and, when logits is not NULL, leaves the
+ * output's values of every sequence there on every process (pipeline/gen_stages.h). */
+typedef struct pn_gen_hook {
+    int (*step)(void *ctx, pn_network *net, int pos, int n, float *logits);
+    void *ctx;
+} pn_gen_hook;
+void pn_model_set_gen_hook(pn_model *m, const pn_gen_hook *hook);
+const pn_gen_hook *pn_model_gen_hook(const pn_model *m);
 
 /* The default output of a graph: the node feeding the first loss layer, else the
  * last node nothing consumes (pn_model_output_name's). */

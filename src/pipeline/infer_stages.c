@@ -98,11 +98,8 @@ static int place_device(pn_infer_stages *x, pn_job *job)
     return pn_comm_agree(x->comm, rc);
 }
 
-/* Writes the stage's parameters from the file: only their datasets are read (a tied
- * copy's from its table); a missing or misshapen one is refused, naming it. */
-static int load_params(pn_infer_stages *x)
+int pn_infer_load_params(pn_params *arena, const char *path)
 {
-    pn_params *arena = pn_stage_params(x->stage);
     int n = pn_params_count(arena);
     const char **names = calloc(n ? (size_t)n : 1, sizeof *names);
     if (!names) return pn_error_set(PN_ERR_NOMEM, "out of memory");
@@ -112,16 +109,16 @@ static int load_params(pn_infer_stages *x)
     }
     pn_name_list want = {names, n};
     pn_train_state *st = NULL;
-    int rc = pn_snapshot_read_values(x->path, NULL, &want, &st);
+    int rc = pn_snapshot_read_values(path, NULL, &want, &st);
     for (int k = 0; rc == PN_OK && k < n; k++) {
         const pn_param *p = pn_params_get(arena, k);
         const pn_state_param *sp = pn_train_state_find(st, names[k]);
         if (!sp)
             rc = pn_error_set(PN_ERR_INVALID, "%s: parameter '%s' (%dx%d) is missing from the "
-                              "file", x->path, names[k], p->rows, p->cols);
+                              "file", path, names[k], p->rows, p->cols);
         else if (sp->rows != p->rows || sp->cols != p->cols)
             rc = pn_error_set(PN_ERR_INVALID, "%s: parameter '%s' is %dx%d in the file, but the "
-                              "config declares %dx%d", x->path, names[k], sp->rows, sp->cols,
+                              "config declares %dx%d", path, names[k], sp->rows, sp->cols,
                               p->rows, p->cols);
         pn_matrix v = pn_params_value(arena, k);
         if (rc == PN_OK) rc = pn_matrix_write(&v, sp->value);
@@ -169,7 +166,7 @@ static int build_stage(pn_infer_stages *x)
                           .micro_rows = x->cfg.batch, .eval_rows = x->cfg.batch,
                           .forward_only = true};
     PN_TRY(pn_comm_agree(x->comm, pn_stage_create(&x->stage, &sc)));
-    PN_TRY(pn_comm_agree(x->comm, load_params(x)));
+    PN_TRY(pn_comm_agree(x->comm, pn_infer_load_params(pn_stage_params(x->stage), x->path)));
     PN_TRY(pn_comm_agree(x->comm, open_data(x)));
     bool binary = false;
     for (int i = 0; i < x->graph->n_nodes; i++)
@@ -200,7 +197,8 @@ int pn_infer_stages_open(pn_infer_stages **out, pn_job *job, const pn_infer_stag
     PN_TRY(pn_comm_agree(x->comm, pn_plan_build(&x->plan, x->graph, cfg->stages)));
     PN_TRY(place_device(x, job));
     const char *env = getenv("OPENBLAS_NUM_THREADS"); /* else the node's cores, shared */
-    long cores = sysconf(_SC_NPROCESSORS_ONLN) / (x->grid->local_ranks > 0 ? x->grid->local_ranks : 1);
+    int local = x->grid->local_ranks > 0 ? x->grid->local_ranks : 1;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN) / local;
     pn_math_set_threads(env && atoi(env) > 0 ? atoi(env) : cores > 0 ? (int)cores : 1);
     PN_TRY(build_stage(x));
     pn_comm_watch(x->comm, STALL_SECONDS, "inference");

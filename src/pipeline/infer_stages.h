@@ -13,6 +13,7 @@
 
 #include "layers/auc.h"
 #include "layers/layer.h"
+#include "layers/params.h"
 #include "mpi/job.h"
 #include "pipeline/graph.h"
 
@@ -58,5 +59,10 @@ int pn_infer_stages_run(pn_infer_stages *x, int out_node, pn_infer_out_fn fn, vo
  * layers count) and the binary losses' AUC histogram (when auc is not NULL), summed
  * over the ranks (each loss layer is counted by one rank). */
 int pn_infer_stages_losses(pn_infer_stages *x, pn_layer_stats *per_node, pn_auc *auc);
+
+/* Writes every parameter of arena from the model or snapshot file at path, reading
+ * only their datasets (a tied copy's from its table; no optimizer slots): what one
+ * stage of a split model loads. A missing or misshapen one is refused, naming it. */
+int pn_infer_load_params(pn_params *arena, const char *path);
 
 #endif
