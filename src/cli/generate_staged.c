@@ -13,6 +13,7 @@
 #include "mpi/comm.h"
 #include "mpi/job.h"
 #include "pipeline/gen_stages.h"
+#include "pipeline/infer_stages.h"
 #include "pipeline/plan.h"
 
 /* A wait on another stage longer than this ends the job (a lost or failed rank). */
@@ -33,21 +34,6 @@ static int members(void *ctx, const pn_graph *g, bool *member)
     return PN_OK;
 }
 
-/* This rank's device (a GPU: node-local rank mod visible GPUs) by name, then the
- * transport; agreed. */
-static int place_device(pn_comm *comm, pn_job *job, int request, char *name, int cap)
-{
-    int node_rank = 0, node_size = 1;
-    pn_device dev = pn_device_host();
-    int rc = pn_job_node_rank(job, &node_rank, &node_size);
-    if (rc == PN_OK) rc = pn_device_resolve((pn_device_request)request, node_rank, &dev);
-    if (rc == PN_OK) rc = pn_device_select(dev);
-    snprintf(name, (size_t)cap, "cpu");
-    if (rc == PN_OK && dev.kind != PN_DEVICE_HOST) pn_device_name(dev, name, cap);
-    PN_TRY(pn_comm_agree(comm, rc));
-    return pn_comm_agree(comm, pn_comm_use_transport(comm, PN_TRANSPORT_REQUEST_AUTO, dev));
-}
-
 /* Everything up to the first token; then the run. *together: whether a failure is
  * known to every rank. */
 static int run_staged(pn_job *job, staged *s, const char *model, int device, generate_run_fn run,
@@ -62,7 +48,10 @@ static int run_staged(pn_job *job, staged *s, const char *model, int device, gen
     int rc = grid->rank == 0 ? pn_snapshot_resolve(model, path, sizeof path) : PN_OK;
     PN_TRY(pn_comm_agree_root(s->comm, rc, "finding the model file"));
     PN_TRY(pn_comm_broadcast(s->comm, path, sizeof path));
-    PN_TRY(place_device(s->comm, job, device, dev, sizeof dev));
+    pn_device where;
+    PN_TRY(pn_infer_place_device(s->comm, job, device, &where));
+    snprintf(dev, sizeof dev, "cpu");
+    if (where.kind != PN_DEVICE_HOST) pn_device_name(where, dev, sizeof dev);
     pn_model *m = NULL;
     rc = pn_comm_agree(s->comm, pn_model_load_part(&m, path, dev, members, s));
     int window = rc == PN_OK ? pn_model_gen_window(m) : -1;

@@ -85,17 +85,16 @@ static int load_graph(pn_infer_stages *x)
     return rc;
 }
 
-/* Every rank's device (a GPU: node-local rank mod visible GPUs), then the transport. */
-static int place_device(pn_infer_stages *x, pn_job *job)
+int pn_infer_place_device(pn_comm *comm, pn_job *job, int request, pn_device *dev)
 {
     int node_rank = 0, node_size = 1;
+    *dev = pn_device_host();
     int rc = pn_job_node_rank(job, &node_rank, &node_size);
-    if (rc == PN_OK)
-        rc = pn_device_resolve((pn_device_request)x->cfg.device_request, node_rank, &x->device);
-    if (rc == PN_OK) rc = pn_device_select(x->device);
-    PN_TRY(pn_comm_agree(x->comm, rc));
-    rc = pn_comm_use_transport(x->comm, PN_TRANSPORT_REQUEST_AUTO, x->device);
-    return pn_comm_agree(x->comm, rc);
+    if (rc == PN_OK) rc = pn_device_resolve((pn_device_request)request, node_rank, dev);
+    if (rc == PN_OK) rc = pn_device_select(*dev);
+    PN_TRY(pn_comm_agree(comm, rc));
+    rc = pn_comm_use_transport(comm, PN_TRANSPORT_REQUEST_AUTO, *dev);
+    return pn_comm_agree(comm, rc);
 }
 
 int pn_infer_load_params(pn_params *arena, const char *path)
@@ -195,7 +194,7 @@ int pn_infer_stages_open(pn_infer_stages **out, pn_job *job, const pn_infer_stag
     PN_TRY(resolve_model(x));
     PN_TRY(pn_comm_agree(x->comm, load_graph(x)));
     PN_TRY(pn_comm_agree(x->comm, pn_plan_build(&x->plan, x->graph, cfg->stages)));
-    PN_TRY(place_device(x, job));
+    PN_TRY(pn_infer_place_device(x->comm, job, x->cfg.device_request, &x->device));
     const char *env = getenv("OPENBLAS_NUM_THREADS"); /* else the node's cores, shared */
     int local = x->grid->local_ranks > 0 ? x->grid->local_ranks : 1;
     long cores = sysconf(_SC_NPROCESSORS_ONLN) / local;

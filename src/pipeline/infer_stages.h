@@ -14,6 +14,7 @@
 #include "layers/auc.h"
 #include "layers/layer.h"
 #include "layers/params.h"
+#include "mpi/comm.h"
 #include "mpi/job.h"
 #include "pipeline/graph.h"
 
@@ -59,6 +60,11 @@ int pn_infer_stages_run(pn_infer_stages *x, int out_node, pn_infer_out_fn fn, vo
  * layers count) and the binary losses' AUC histogram (when auc is not NULL), summed
  * over the ranks (each loss layer is counted by one rank). */
 int pn_infer_stages_losses(pn_infer_stages *x, pn_layer_stats *per_node, pn_auc *auc);
+
+/* Collective: this rank's device for request (a GPU: node-local rank mod visible
+ * GPUs), made current, then the transport between the ranks (as training's auto
+ * chooses); agreed. Generation across stages places its ranks alike. */
+int pn_infer_place_device(pn_comm *comm, pn_job *job, int request, pn_device *dev);
 
 /* Writes every parameter of arena from the model or snapshot file at path, reading
  * only their datasets (a tied copy's from its table; no optimizer slots): what one
