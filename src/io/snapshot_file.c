@@ -379,12 +379,31 @@ static int read_floats(hid_t file, const char *fname, const char *name, const ch
     return rc < 0 ? rc : rc_close;
 }
 
-/* Reads every parameter (and slot) of the file into st: shapes first, then the data
- * into one block per array. */
-static int read_params(hid_t file, const char *fname, pn_train_state *st)
+/* Keeps the listed parameters that want names (all when want is NULL). */
+static void keep_wanted(param_list *list, const pn_name_list *want)
+{
+    if (!want) return;
+    int kept = 0;
+    for (int i = 0; i < list->n; i++) {
+        bool wanted = false;
+        for (int k = 0; k < want->n && !wanted; k++)
+            wanted = !strcmp(want->names[k], list->items[i].name);
+        if (wanted)
+            list->items[kept++] = list->items[i];
+        else
+            free(list->items[i].name);
+    }
+    list->n = kept;
+}
+
+/* Reads every parameter (and slot) of the file into st, or only the values of those
+ * want names: shapes first, then the data into one block per array. */
+static int read_params(hid_t file, const char *fname, const pn_name_list *want,
+                       pn_train_state *st)
 {
     param_list list = {.fname = fname};
     int rc = list_params(file, fname, &list), n_arrays = 1 + st->n_slot_names;
+    keep_wanted(&list, want);
     char path[NAME_CAP], purpose[NAME_CAP + 64];
     for (int i = 0; rc == 0 && i < list.n; i++) {
         pn_param *p = &list.items[i];
@@ -423,7 +442,7 @@ static int read_params(hid_t file, const char *fname, pn_train_state *st)
 /* Reads the open file into a new state *out: everything, or without params only
  * the root attributes. */
 static int read_file(hid_t file, const char *fname, const char *expect, bool params,
-                     pn_train_state **out)
+                     const pn_name_list *want, pn_train_state **out)
 {
     char format[32];
     PN_TRY(read_format(file, fname, expect, format, sizeof format));
@@ -443,24 +462,24 @@ static int read_file(hid_t file, const char *fname, const char *expect, bool par
         return pn_error_set(PN_ERR_IO, "%s: attribute 'config': checksum mismatch (its CRC-32 is "
                             "0x%08llx, attribute 'config_crc32' says 0x%08llx)", fname,
                             (unsigned long long)text_crc32(st->config), (unsigned long long)crc);
-    if (!optional) {
+    if (!optional && !want) { /* values only: no slots */
         char *slots;
         PN_TRY(pn_hdf5_read_attr_text(file, fname, "slots", &slots));
         int rc = parse_slots(fname, slots, st);
         free(slots);
         PN_TRY(rc);
     }
-    return params ? read_params(file, fname, st) : 0;
+    return params ? read_params(file, fname, want, st) : 0;
 }
 
 static int read_path(const char *path, const char *expect_format, bool params,
-                     pn_train_state **out)
+                     const pn_name_list *want, pn_train_state **out)
 {
     *out = NULL;
     hid_t file;
     PN_TRY(pn_hdf5_open_file(path, H5P_DEFAULT, &file));
     pn_train_state *st = NULL;
-    int rc = read_file(file, path, expect_format, params, &st);
+    int rc = read_file(file, path, expect_format, params, want, &st);
     int rc_close = pn_hdf5_close(file, path);
     if (rc == 0) rc = rc_close;
     if (rc < 0) {
@@ -473,10 +492,16 @@ static int read_path(const char *path, const char *expect_format, bool params,
 
 int pn_snapshot_read(const char *path, const char *expect_format, pn_train_state **out)
 {
-    return read_path(path, expect_format, true, out);
+    return read_path(path, expect_format, true, NULL, out);
 }
 
 int pn_snapshot_read_header(const char *path, const char *expect_format, pn_train_state **out)
 {
-    return read_path(path, expect_format, false, out);
+    return read_path(path, expect_format, false, NULL, out);
+}
+
+int pn_snapshot_read_values(const char *path, const char *expect_format,
+                            const pn_name_list *want, pn_train_state **out)
+{
+    return read_path(path, expect_format, true, want, out);
 }
