@@ -192,8 +192,9 @@ int pn_network_plan(pn_network *net, int max_batch)
         const pn_graph_node *gn = &net->graph->nodes[net->nodes[i].node];
         PN_TRY(pn_layer_check_batch(gn->layer, max_batch));
         const pn_buffer *value_on, *grad_on;
-        PN_TRY(planned_storage(net, net->nodes[i].node, max_batch, &value_on, &grad_on));
-        int rc = pn_arg_reserve_on(&net->args[net->nodes[i].node], net->device,
+        int rc = planned_storage(net, net->nodes[i].node, max_batch, &value_on, &grad_on);
+        if (rc == PN_OK)
+            rc = pn_arg_reserve_on(&net->args[net->nodes[i].node], net->device,
                                    gn->layer->out_shape, max_batch,
                                    gn->needs_grad && !net->forward_only, value_on, grad_on);
         const pn_json_at *at = &gn->layer->where;
