@@ -181,7 +181,8 @@ int pn_trainer_setup(trainer *t, pn_job *job)
     pn_stage_config sc = {.graph = g, .plan = t->plan, .sched = t->sched, .comm = t->comm,
                           .device = cfg->device, .seed = cfg->seed, .global_batch = cfg->batch,
                           .micro_rows = t->micro_rows, .eval_rows = t->replica_rows,
-                          .deterministic = cfg->deterministic, .recompute = cfg->recompute};
+                          .deterministic = cfg->deterministic, .recompute = cfg->recompute,
+                          .share_memory = cfg->share_memory};
     PN_TRY(pn_stage_create(&t->stage, &sc));
     if (!(t->config = json_dumps(g->root, JSON_INDENT(2) | JSON_PRESERVE_ORDER)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
