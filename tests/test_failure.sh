@@ -75,9 +75,56 @@ rc=$?
     { cat "$tmp/err"; fail "divergence: not reported exactly once"; }
 grep -q "MPI_ABORT" "$tmp/err" && fail "divergence: the job was aborted instead of stopping together"
 step=$(sed -n 's/.*step \([0-9]*\): the gradient.*/\1/p' "$tmp/err")
-last=$(ls "$tmp/div" | tail -n 1)
+last=$(ls "$tmp/div" | grep -v '\.part-' | tail -n 1)
 [ "$last" = "$(printf 'snapshot-%010d.h5' "$step")" ] || fail "divergence at step $step, newest snapshot $last"
 "$PIPENET" inspect "$tmp/div/$last" | grep -q "every checksum verified" || fail "divergence: $last does not verify"
 "$PIPENET" inspect "$tmp/div/$last" | grep -qi "nan" && fail "divergence: $last holds NaN"
 echo "ok: divergence at step $step stopped every rank before the update; $last kept"
+
+# faults while a snapshot of parts is written (docs/snapshots.md, "Saving"): in a
+# part's write (rank 1, after its first dataset), between the parts and the index
+# (rank 0), in the index (rank 0, its temporary written and checked, not renamed),
+# each as an error and as SIGKILL. The job ends; the snapshot of step 10 already
+# there is kept and verifies, nothing of step 20 is committed, an error leaves no
+# file of step 20 behind (a kill leaves parts or temporaries); the next run resumes
+# step 10 and, once it has saved, no part without its index and no temporary is left.
+snaprun() { # DIR STEPS [FAULT]: 2 stages, a snapshot every 10 steps into DIR
+    PIPENET_FAULT=${3:-} timeout 120 mpirun --oversubscribe -np 2 "$PIPENET" train \
+        "$here/models/fashion_mlp.json" --data "$tmp/fm/train.h5" --eval= --stages 2 \
+        --steps "$2" --batch 64 --threads 1 --log-every 1000 --snapshot-dir "$1" \
+        --snapshot-every 10 --resume auto >"$tmp/out" 2>"$tmp/err"
+}
+# only_committed DIR: every part has its index, and no temporary is there
+only_committed() {
+    for f in "$1"/snapshot-*; do
+        case $f in
+        *.tmp-*) fail "$f: a temporary left in $1: $(ls "$1")" ;;
+        *.part-*) [ -f "${f%%.part-*}.h5" ] || fail "$f: a part without its index: $(ls "$1")" ;;
+        esac
+    done
+}
+snaprun "$tmp/sbase" 10 || { cat "$tmp/err"; fail "snapshot faults: the first run"; }
+for fault in 1:part 1:part:kill 0:parts 0:parts:kill 0:index 0:index:kill; do
+    d=$tmp/sf-$(echo "$fault" | tr : -)
+    cp -r "$tmp/sbase" "$d"
+    snaprun "$d" 20 "$fault"
+    rc=$?
+    grep -q "PIPENET_FAULT at" "$tmp/err" || { cat "$tmp/err"; fail "$fault: no fault"; }
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$tmp/err"; fail "$fault: exit $rc"; }
+    [ -f "$d/snapshot-0000000020.h5" ] && fail "$fault: the snapshot of step 20 was committed"
+    "$PIPENET" inspect "$d/snapshot-0000000010.h5" | grep -q "every checksum verified" ||
+        fail "$fault: the snapshot of step 10 does not verify"
+    case $fault in
+    *kill) ls "$d" | grep -q 0000000020 || fail "$fault: the kill left nothing of step 20 to clean" ;;
+    *) ls "$d" | grep -q 0000000020 && fail "$fault: left $(ls "$d" | grep 0000000020)"
+       grep -q "snapshot at step 20 (the snapshots already in $d are kept)" "$tmp/err" ||
+           { cat "$tmp/err"; fail "$fault: no word of the failed snapshot"; } ;;
+    esac
+    snaprun "$d" 30 || { cat "$tmp/err"; fail "$fault: the run after it"; }
+    grep -q "resuming from $d/snapshot-0000000010.h5: step 10" "$tmp/err" "$tmp/out" ||
+        { cat "$tmp/out"; fail "$fault: the next run did not resume step 10"; }
+    only_committed "$d"
+    [ -f "$d/snapshot-0000000030.h5" ] || fail "$fault: no snapshot of step 30 after it"
+    echo "ok: snapshot fault $fault (exit $rc): step 10 kept, nothing left after the next save"
+done
 echo "PASS: failure"

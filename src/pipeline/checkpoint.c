@@ -302,26 +302,37 @@ int pn_checkpoint_save(pn_comm *c, const pn_params *params, pn_run_settings run,
         if (rc == PN_OK && !(index_bytes = calloc((size_t)g->stages, sizeof *index_bytes)))
             rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
     }
+    /* each phase's outcome agreed once: the rank that failed reports, the others stop */
     rc = pn_comm_agree(c, rc);
     if (rc == PN_OK && multi) rc = gather_indexes(c, params, &own_index, &indexes, index_bytes);
-    if (rc == PN_OK && writer) rc = make_header(params, run, mark, &header);
-    if (rc == PN_OK && writer)
-        rc = write_own_part(params, header, multi ? g->stage : -1, g->replica, g->replica == 0,
-                            dir, pid, g->rank, g->rank == 0 && !multi ? written_path : part_path,
-                            g->rank == 0 && !multi ? cap : sizeof part_path);
-    rc = pn_comm_agree(c, rc); /* every part in place, or none kept */
-    if (rc == PN_OK && multi && g->rank == 0)
-        rc = commit(g, pn_params_n_slots(params), own_index, indexes, index_bytes, header, dir,
-                    keep, written_path, cap);
-    if (multi) rc = pn_comm_agree(c, rc);
-    if (rc < 0 && multi && writer) /* a save that failed leaves no part behind */
-        pn_snapshot_drop_part(dir, mark.step, g->stage, g->replica, pid);
-    if (rc == PN_OK && g->rank == 0) rc = pn_snapshot_prune(dir, keep, mark.step);
+    if (rc == PN_OK) {
+        if (writer) rc = make_header(params, run, mark, &header);
+        if (rc == PN_OK && writer)
+            rc = write_own_part(params, header, multi ? g->stage : -1, g->replica,
+                                g->replica == 0, dir, pid, g->rank,
+                                g->rank == 0 && !multi ? written_path : part_path,
+                                g->rank == 0 && !multi ? cap : sizeof part_path);
+        rc = pn_comm_agree(c, rc); /* every part in place, or none kept */
+        if (rc < 0 && multi && writer) pn_snapshot_drop_part(dir, mark.step, g->stage, g->replica,
+                                                             pid);
+    }
+    if (rc == PN_OK && multi) {
+        if (g->rank == 0)
+            rc = commit(g, pn_params_n_slots(params), own_index, indexes, index_bytes, header,
+                        dir, keep, written_path, cap);
+        rc = pn_comm_agree(c, rc);
+        if (rc < 0 && writer) /* no index: the parts go too */
+            pn_snapshot_drop_part(dir, mark.step, g->stage, g->replica, pid);
+    }
+    if (rc == PN_OK) {
+        if (g->rank == 0) rc = pn_snapshot_prune(dir, keep, mark.step);
+        rc = pn_comm_agree(c, rc);
+    }
     pn_train_state_free(header);
     free(own_index);
     free(indexes);
     free(index_bytes);
-    return pn_comm_agree(c, rc);
+    return rc;
 }
 
 /* --- load ------------------------------------------------------------------------------- */
