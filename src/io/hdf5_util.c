@@ -354,18 +354,15 @@ int pn_hdf5_write_checksummed(hid_t file, const char *fname, const char *name, i
     return rc < 0 ? pn_hdf5_close_after(dset, fname, rc) : rc; /* after a failed write */
 }
 
-/* Rows first, first + step, ... (count) of 2-D dataset name, written from data or
- * read into it (count dense rows): one owner's rows of a table split by row id. */
-static int strided(hid_t file, const char *fname, const char *name, hsize_t first, hsize_t step,
-                   hsize_t count, float *data, bool write)
+int pn_hdf5_read_strided(hid_t file, const char *fname, const char *name, hsize_t first,
+                         hsize_t step, hsize_t count, float *out)
 {
     if (count == 0) return 0;
     int rc = 0;
     pn_hdf5_lock();
     hid_t dset = H5I_INVALID_HID, fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
     hsize_t dims[H5S_MAX_RANK];
-    const char *what = write ? "%s: cannot write rows of dataset '%s'"
-                             : "%s: cannot read rows of dataset '%s'";
+    const char *what = "%s: cannot read rows of dataset '%s'";
     PN_HDF5_CHECK(rc, dset = H5Dopen2(file, name, H5P_DEFAULT), what, fname, name);
     PN_HDF5_CHECK(rc, fspace = H5Dget_space(dset), what, fname, name);
     int rank = rc == 0 ? H5Sget_simple_extent_dims(fspace, dims, NULL) : -1;
@@ -379,12 +376,8 @@ static int strided(hid_t file, const char *fname, const char *name, hsize_t firs
         PN_HDF5_CHECK(rc, H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, stride, blocks,
                                               block), what, fname, name);
         PN_HDF5_CHECK(rc, mspace = H5Screate_simple(2, shape, NULL), what, fname, name);
-        if (write)
-            PN_HDF5_CHECK(rc, H5Dwrite(dset, H5T_NATIVE_FLOAT, mspace, fspace, H5P_DEFAULT,
-                                       data), what, fname, name);
-        else
-            PN_HDF5_CHECK(rc, H5Dread(dset, H5T_NATIVE_FLOAT, mspace, fspace, H5P_DEFAULT,
-                                      data), what, fname, name);
+        PN_HDF5_CHECK(rc, H5Dread(dset, H5T_NATIVE_FLOAT, mspace, fspace, H5P_DEFAULT, out),
+                      what, fname, name);
     }
     if (mspace >= 0) H5Sclose(mspace);
     if (fspace >= 0) H5Sclose(fspace);
@@ -392,18 +385,6 @@ static int strided(hid_t file, const char *fname, const char *name, hsize_t firs
         rc = pn_hdf5_fail("H5Dclose", what, fname, name);
     pn_hdf5_unlock();
     return rc;
-}
-
-int pn_hdf5_write_strided(hid_t file, const char *fname, const char *name, hsize_t first,
-                          hsize_t step, hsize_t count, const float *data)
-{
-    return strided(file, fname, name, first, step, count, (float *)data, true); /* reads it */
-}
-
-int pn_hdf5_read_strided(hid_t file, const char *fname, const char *name, hsize_t first,
-                         hsize_t step, hsize_t count, float *out)
-{
-    return strided(file, fname, name, first, step, count, out, false);
 }
 
 int pn_hdf5_close_after(hid_t id, const char *fname, int rc)

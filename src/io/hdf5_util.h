@@ -194,18 +194,13 @@ int pn_hdf5_write_dataset(hid_t file, const char *fname, const char *name, pn_hd
 
 /* Creates float32 dataset name [dims] in chunks of chunk[rank], each with HDF5's
  * fletcher32 checksum, and writes data (dense, native floats); with data NULL it is
- * left for pn_hdf5_write_strided to fill (a table that arrives in parts). */
+ * left unwritten. */
 int pn_hdf5_write_checksummed(hid_t file, const char *fname, const char *name, int rank,
                               const hsize_t *dims, const hsize_t *chunk, const float *data);
 
-/* Writes rows first, first + step, ... (count of them, whole rows) of the 2-D float32
- * dataset name from data (count rows, dense, native floats): one owner's rows of a
- * table split by row id mod step. */
-int pn_hdf5_write_strided(hid_t file, const char *fname, const char *name, hsize_t first,
-                          hsize_t step, hsize_t count, const float *data);
-
-/* The reverse: reads those rows of the 2-D float32 dataset name into out (count rows,
- * dense); a failure is a checksum mismatch or damaged data (HDF5's reason). */
+/* Reads rows first, first + step, ... (count of them, whole rows) of the 2-D float32
+ * dataset name into out (count rows, dense): one owner's rows of a table split by row
+ * id mod step; a failure is a checksum mismatch or damaged data (HDF5's reason). */
 int pn_hdf5_read_strided(hid_t file, const char *fname, const char *name, hsize_t first,
                          hsize_t step, hsize_t count, float *out);
 

@@ -63,10 +63,6 @@ static int check_reads_back(const char *tmp, const char *path, const pn_train_st
     return 0;
 }
 
-int pn_snapshot_write(const char *path, const pn_train_state *st, const char *format)
-{
-    return pn_snapshot_write_filled(path, st, format, NULL, NULL);
-}
 
 /* How one file of a snapshot is made under its temporary name, and checked there. */
 typedef struct durable_job {
@@ -74,8 +70,6 @@ typedef struct durable_job {
     int (*check)(const struct durable_job *job, const char *tmp);
     const char *path, *format;
     const pn_train_state *st;
-    pn_snapshot_fill_fn fill;
-    void *ctx;
     const pn_snapshot_part *part;
     int parts, n_params;
     const pn_snapshot_index_param *params;
@@ -110,7 +104,7 @@ static int sync_parent(const char *path)
 
 static int write_state(const durable_job *job, const char *tmp)
 {
-    return pn_snapshot_file_write_filled(tmp, job->st, job->format, job->fill, job->ctx);
+    return pn_snapshot_file_write(tmp, job->st, job->format);
 }
 
 static int check_state(const durable_job *job, const char *tmp)
@@ -118,10 +112,9 @@ static int check_state(const durable_job *job, const char *tmp)
     return check_reads_back(tmp, job->path, job->st, job->format);
 }
 
-int pn_snapshot_write_filled(const char *path, const pn_train_state *st, const char *format,
-                             pn_snapshot_fill_fn fill, void *ctx)
+int pn_snapshot_write(const char *path, const pn_train_state *st, const char *format)
 {
-    durable_job job = {write_state, check_state, path, format, st, fill, ctx, NULL, 0, 0, NULL, NULL, NULL};
+    durable_job job = {write_state, check_state, path, format, st, NULL, 0, 0, NULL, NULL, NULL};
     PN_TRY(write_durable(&job, (long)getpid()));
     return sync_parent(path);
 }
@@ -156,7 +149,7 @@ int pn_snapshot_write_part(const char *dir, const pn_snapshot_part *part, long p
         pn_snapshot_path(dir, part->header->step, path, cap);
     else
         pn_snapshot_part_path(dir, part->header->step, part->stage, part->replica, path, cap);
-    durable_job job = {write_part, check_part, path, NULL, NULL, NULL, NULL, part, 0, 0, NULL, NULL, NULL};
+    durable_job job = {write_part, check_part, path, NULL, NULL, part, 0, 0, NULL, NULL, NULL};
     PN_TRY(write_durable(&job, pid));
     return part->stage < 0 ? sync_parent(path) : 0; /* a part: the index's commit syncs */
 }
@@ -191,8 +184,8 @@ int pn_snapshot_commit_index(const char *dir, const pn_train_state *header, int 
 {
     pn_snapshot_path(dir, header->step, path, cap);
     PN_TRY(sync_path(dir, O_DIRECTORY, "directory")); /* the parts' renames first */
-    durable_job job = {write_index, check_index, path, NULL, header, NULL, NULL, NULL, parts,
-                       n, params, hook, hook_ctx};
+    durable_job job = {write_index, check_index, path, NULL, header, NULL, parts, n, params,
+                       hook, hook_ctx};
     PN_TRY(write_durable(&job, (long)getpid()));
     return sync_parent(path);
 }

@@ -24,11 +24,6 @@
  * untouched. */
 int pn_snapshot_write(const char *path, const pn_train_state *st, const char *format);
 
-/* The same for a state with deferred parameters, which fill writes while the
- * temporary file is open (io/snapshot_file.h). */
-int pn_snapshot_write_filled(const char *path, const pn_train_state *st, const char *format,
-                             pn_snapshot_fill_fn fill, void *ctx);
-
 /* A snapshot of several writers (io/snapshot_parts.h). Each writer calls
  * pn_snapshot_write_part: its part as dir/snapshot-<step>.part-SSS-RRR.h5 through
  * the temporary name "<path>.tmp-<pid>" (pid: rank 0's, so that rank 0's rule for

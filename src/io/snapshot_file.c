@@ -119,80 +119,23 @@ int pn_snapshot_check_state(const char *path, const pn_train_state *st, bool sna
     return 0;
 }
 
-struct pn_snapshot_sink {
-    hid_t file;
-    const char *fname;
-    const pn_train_state *st;
-    bool snapshot;
-    long *written; /* rows written: [param * (1 + slots) + 1 + slot] */
-};
-
-int pn_snapshot_fill_rows(pn_snapshot_sink *sink, const char *name, int slot, int first,
-                          int step, int count, const float *rows)
+/* Writes every parameter's datasets: its values, then (a snapshot) each slot. */
+static int write_params(hid_t file, const char *fname, const pn_train_state *st, bool snapshot)
 {
-    const pn_train_state *st = sink->st;
-    const pn_state_param *p = pn_train_state_find(st, name);
-    if (!p || p->value || slot < -1 || slot >= st->n_slot_names || p->rows < 2 || first < 0 ||
-        step < 1 || count < 0)
-        return pn_error_set(PN_ERR_INTERNAL, "%s: rows of '%s' (slot %d) that no deferred array "
-                            "takes", sink->fname, name, slot);
-    if (slot >= 0 && !sink->snapshot) return 0;
-    char dset[NAME_CAP];
-    if (slot < 0)
-        snprintf(dset, sizeof dset, "/params/%s", name);
-    else
-        snprintf(dset, sizeof dset, "/optimizer/%s/%s", name, st->slot_names[slot]);
-    PN_TRY(pn_hdf5_write_strided(sink->file, sink->fname, dset, (hsize_t)first, (hsize_t)step,
-                                 (hsize_t)count, rows));
-    sink->written[(p - st->params) * (1 + st->n_slot_names) + 1 + slot] += count;
-    return 0;
-}
-
-/* After the fill: every deferred array got all its rows (a part lost on the way
- * would otherwise leave rows HDF5 reads back as garbage under a valid checksum). */
-static int check_filled(const pn_snapshot_sink *sink)
-{
-    const pn_train_state *st = sink->st;
-    int arrays = sink->snapshot ? 1 + st->n_slot_names : 1;
-    for (int i = 0; i < st->n_params; i++)
-        for (int a = 0; !st->params[i].value && a < arrays; a++) {
-            long got = sink->written[i * (1 + st->n_slot_names) + a];
-            if (got != st->params[i].rows)
-                return pn_error_set(PN_ERR_INTERNAL, "%s: parameter '%s' (%s) got %ld of its %d "
-                                    "rows", sink->fname, st->params[i].name,
-                                    a ? st->slot_names[a - 1] : "values", got,
-                                    st->params[i].rows);
-        }
-    return 0;
-}
-
-/* Writes every parameter's datasets, the deferred ones empty, then fills those. */
-static int write_params(pn_snapshot_sink *sink, pn_snapshot_fill_fn fill, void *ctx)
-{
-    const pn_train_state *st = sink->st;
     char name[NAME_CAP];
-    bool deferred = false;
     for (int i = 0; i < st->n_params; i++) {
         const pn_state_param *p = &st->params[i];
-        deferred = deferred || !p->value;
         snprintf(name, sizeof name, "/params/%s", p->name);
-        PN_TRY(write_floats(sink->file, sink->fname, name, p->rows, p->cols, p->value));
-        for (int s = 0; sink->snapshot && s < st->n_slot_names; s++) {
+        PN_TRY(write_floats(file, fname, name, p->rows, p->cols, p->value));
+        for (int s = 0; snapshot && s < st->n_slot_names; s++) {
             snprintf(name, sizeof name, "/optimizer/%s/%s", p->name, st->slot_names[s]);
-            PN_TRY(write_floats(sink->file, sink->fname, name, p->rows, p->cols,
-                                p->value ? p->slots[s] : NULL));
+            PN_TRY(write_floats(file, fname, name, p->rows, p->cols, p->slots[s]));
         }
     }
-    if (!deferred) return 0;
-    if (!fill)
-        return pn_error_set(PN_ERR_INTERNAL, "%s: deferred parameters and nothing to fill them",
-                            sink->fname);
-    PN_TRY(fill(ctx, sink));
-    return check_filled(sink);
+    return 0;
 }
 
-int pn_snapshot_file_write_filled(const char *path, const pn_train_state *st,
-                                  const char *format, pn_snapshot_fill_fn fill, void *ctx)
+int pn_snapshot_file_write(const char *path, const pn_train_state *st, const char *format)
 {
     bool snapshot = !strcmp(format ? format : st->format, PN_FORMAT_SNAPSHOT);
     if (format && !known_format(format))
@@ -200,27 +143,14 @@ int pn_snapshot_file_write_filled(const char *path, const pn_train_state *st,
     PN_TRY(pn_snapshot_check_state(path, st, snapshot));
     uint64_t bytes;
     PN_TRY(pn_snapshot_state_bytes(st, snapshot, &bytes)); /* what the file will take */
-    pn_snapshot_sink sink = {H5I_INVALID_HID, path, st, snapshot, NULL};
-    if (!(sink.written = calloc((size_t)st->n_params * (1 + (size_t)st->n_slot_names) + 1,
-                                sizeof *sink.written)))
-        return pn_error_set(PN_ERR_NOMEM, "%s: out of memory", path);
-    int rc = pn_hdf5_create_file(path, true, &sink.file);
-    if (rc < 0) {
-        free(sink.written);
-        return rc;
-    }
-    rc = pn_hdf5_reserve(sink.file, path, bytes);
-    if (rc == 0) rc = pn_snapshot_write_header(sink.file, path, st, snapshot, PN_SNAPSHOT_VERSION, 0);
+    hid_t file;
+    PN_TRY(pn_hdf5_create_file(path, true, &file));
+    int rc = pn_hdf5_reserve(file, path, bytes);
+    if (rc == 0) rc = pn_snapshot_write_header(file, path, st, snapshot, PN_SNAPSHOT_VERSION, 0);
     /* the reader wants the group even when no parameter is in it */
-    if (rc == 0) rc = pn_hdf5_create_group(sink.file, path, "/params");
-    if (rc == 0) rc = write_params(&sink, fill, ctx);
-    free(sink.written);
-    return pn_hdf5_close_reserved(sink.file, path, rc);
-}
-
-int pn_snapshot_file_write(const char *path, const pn_train_state *st, const char *format)
-{
-    return pn_snapshot_file_write_filled(path, st, format, NULL, NULL);
+    if (rc == 0) rc = pn_hdf5_create_group(file, path, "/params");
+    if (rc == 0) rc = write_params(file, path, st, snapshot);
+    return pn_hdf5_close_reserved(file, path, rc);
 }
 
 /* --- reading ------------------------------------------------------------------------- */

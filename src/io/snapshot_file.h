@@ -28,22 +28,6 @@
  * PN_FORMAT_MODEL writes a snapshot state's values without its slots). */
 int pn_snapshot_file_write(const char *path, const pn_train_state *st, const char *format);
 
-/* A state's deferred parameters (pn_train_state_defer) arrive in parts while the file
- * is open: their datasets are created empty, then fill(ctx, sink) writes their rows
- * through pn_snapshot_fill_rows. Each array of each deferred parameter must get
- * exactly its rows' count of rows, or the file is not written. */
-typedef struct pn_snapshot_sink pn_snapshot_sink;
-typedef int (*pn_snapshot_fill_fn)(void *ctx, pn_snapshot_sink *sink);
-
-/* Writes rows first, first + step, ... (count rows, cols wide) of deferred parameter
- * name's values (slot -1) or of its optimizer slot `slot` (ignored in a model file). */
-int pn_snapshot_fill_rows(pn_snapshot_sink *sink, const char *name, int slot, int first,
-                          int step, int count, const float *rows);
-
-/* pn_snapshot_file_write for a state with deferred parameters (fill NULL: none). */
-int pn_snapshot_file_write_filled(const char *path, const pn_train_state *st,
-                                  const char *format, pn_snapshot_fill_fn fill, void *ctx);
-
 /* Reads and verifies a snapshot or model file. expect_format may be NULL (either). */
 int pn_snapshot_read(const char *path, const char *expect_format, pn_train_state **out);
 

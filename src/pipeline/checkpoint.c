@@ -264,7 +264,7 @@ static int index_fault(void *ctx) { return pn_fault_at(ctx, "index"); }
 /* Rank 0, once every part is in place: the index, committed, then keep-K. */
 static int commit(const pn_grid *g, int n_slots, const char *own, const char *indexes,
                   const size_t *index_bytes, const pn_train_state *header, const char *dir,
-                  int keep, char *path, size_t cap)
+                  char *path, size_t cap)
 {
     pn_shard_layout layout = {0};
     pn_snapshot_index_param *params = NULL;
@@ -319,7 +319,7 @@ int pn_checkpoint_save(pn_comm *c, const pn_params *params, pn_run_settings run,
     if (rc == PN_OK && multi) {
         if (g->rank == 0)
             rc = commit(g, pn_params_n_slots(params), own_index, indexes, index_bytes, header,
-                        dir, keep, written_path, cap);
+                        dir, written_path, cap);
         rc = pn_comm_agree(c, rc);
         if (rc < 0 && writer) /* no index: the parts go too */
             pn_snapshot_drop_part(dir, mark.step, g->stage, g->replica, pid);
