@@ -320,9 +320,21 @@ int pn_snapshot_read_floats(hid_t file, const char *fname, const char *name,
         *rows = (int)r;
         *cols = (int)c;
     }
-    if (rc == 0 && out) rc = pn_hdf5_read_all(dset, fname, name, PN_HDF5_FLOAT32, out);
+    if (rc == 0 && out) {
+        rc = pn_hdf5_read_all(dset, fname, name, PN_HDF5_FLOAT32, out);
+        if (rc < 0 && parts) rc = pn_snapshot_name_parts(dset, rc); /* a damaged part */
+    }
     int rc_close = pn_hdf5_close(dset, fname);
     return rc < 0 ? rc : rc_close;
+}
+
+int pn_snapshot_name_parts(hid_t dset, int rc)
+{
+    char sources[256], message[1024];
+    pn_hdf5_storage_sources(dset, sources, sizeof sources);
+    if (!sources[0]) return rc;
+    snprintf(message, sizeof message, "%s", pn_error_message());
+    return pn_error_set(rc, "%s (its values are in part %s)", message, sources);
 }
 
 static int read_floats(hid_t file, const char *fname, const char *name, const char *purpose,

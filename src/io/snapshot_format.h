@@ -44,4 +44,8 @@ int pn_snapshot_read_floats(hid_t file, const char *fname, const char *name,
                             const char *purpose, const char *parts, int *rows, int *cols,
                             float *out);
 
+/* After a failure (rc) on dataset dset of an index: the message names the parts the
+ * values come from (a damaged part is the one to look at). Returns rc. */
+int pn_snapshot_name_parts(hid_t dset, int rc);
+
 #endif

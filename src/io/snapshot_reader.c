@@ -84,6 +84,12 @@ int pn_snapshot_reader_rows(pn_snapshot_reader *r, const char *name, int slot, i
     PN_TRY(pn_snapshot_read_floats(r->file, r->path, dset, slot >= 0 ? purpose : NULL, parts,
                                    &rows, &cols, whole ? out : NULL));
     if (whole) return 0;
-    return pn_hdf5_read_strided(r->file, r->path, dset, (hsize_t)first, (hsize_t)step,
-                                (hsize_t)count, out);
+    int rc = pn_hdf5_read_strided(r->file, r->path, dset, (hsize_t)first, (hsize_t)step,
+                                  (hsize_t)count, out);
+    hid_t d;
+    if (rc < 0 && parts && pn_hdf5_open_dataset(r->file, r->path, dset, NULL, &d) == 0) {
+        rc = pn_snapshot_name_parts(d, rc);
+        pn_hdf5_close(d, r->path);
+    }
+    return rc;
 }
