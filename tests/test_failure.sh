@@ -87,12 +87,13 @@ echo "ok: divergence at step $step stopped every rank before the update; $last k
 # each as an error and as SIGKILL. The job ends; the snapshot of step 10 already
 # there is kept and verifies, nothing of step 20 is committed, an error leaves no
 # file of step 20 behind (a kill leaves parts or temporaries); the next run resumes
-# step 10 and, once it has saved, no part without its index and no temporary is left.
-snaprun() { # DIR STEPS [FAULT]: 2 stages, a snapshot every 10 steps into DIR
-    PIPENET_FAULT=${3:-} timeout 120 mpirun --oversubscribe -np 2 "$PIPENET" train \
+# step 10 and, once it has saved (steps 15 and 30), no part without its index and no
+# temporary is left.
+snaprun() { # DIR STEPS EVERY [FAULT]: 2 stages, a snapshot every EVERY steps into DIR
+    PIPENET_FAULT=${4:-} timeout 120 mpirun --oversubscribe -np 2 "$PIPENET" train \
         "$here/models/fashion_mlp.json" --data "$tmp/fm/train.h5" --eval= --stages 2 \
         --steps "$2" --batch 64 --threads 1 --log-every 1000 --snapshot-dir "$1" \
-        --snapshot-every 10 --resume auto >"$tmp/out" 2>"$tmp/err"
+        --snapshot-every "$3" --resume auto >"$tmp/out" 2>"$tmp/err"
 }
 # only_committed DIR: every part has its index, and no temporary is there
 only_committed() {
@@ -103,11 +104,11 @@ only_committed() {
         esac
     done
 }
-snaprun "$tmp/sbase" 10 || { cat "$tmp/err"; fail "snapshot faults: the first run"; }
+snaprun "$tmp/sbase" 10 10 || { cat "$tmp/err"; fail "snapshot faults: the first run"; }
 for fault in 1:part 1:part:kill 0:parts 0:parts:kill 0:index 0:index:kill; do
     d=$tmp/sf-$(echo "$fault" | tr : -)
     cp -r "$tmp/sbase" "$d"
-    snaprun "$d" 20 "$fault"
+    snaprun "$d" 20 10 "$fault"
     rc=$?
     grep -q "PIPENET_FAULT at" "$tmp/err" || { cat "$tmp/err"; fail "$fault: no fault"; }
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$tmp/err"; fail "$fault: exit $rc"; }
@@ -120,7 +121,8 @@ for fault in 1:part 1:part:kill 0:parts 0:parts:kill 0:index 0:index:kill; do
        grep -q "snapshot at step 20 (the snapshots already in $d are kept)" "$tmp/err" ||
            { cat "$tmp/err"; fail "$fault: no word of the failed snapshot"; } ;;
     esac
-    snaprun "$d" 30 || { cat "$tmp/err"; fail "$fault: the run after it"; }
+    # snapshots at 15 and 30: what a kill left of step 20 is not written over
+    snaprun "$d" 30 15 || { cat "$tmp/err"; fail "$fault: the run after it"; }
     grep -q "resuming from $d/snapshot-0000000010.h5: step 10" "$tmp/err" "$tmp/out" ||
         { cat "$tmp/out"; fail "$fault: the next run did not resume step 10"; }
     only_committed "$d"
