@@ -58,7 +58,18 @@ mpirun --oversubscribe -np 2 "$PIPENET" train "$here/models/fashion_mlp.json" --
 [ $? -ne 0 ] || fail "missing data: exit status 0"
 [ "$(grep -c "pipenet: error: rank 0 (stage 0, replica 0): cannot open '$tmp/none.h5'" "$tmp/err")" -eq 1 ] ||
     { cat "$tmp/err"; fail "missing data: not reported exactly once with rank and stage"; }
-echo "ok: a bad layout and a missing file are reported once before any work"
+# a snapshot directory that a writer of parts does not see (each rank its own working
+# directory, a relative --snapshot-dir: as a node-local path on each node would be)
+mkdir -p "$tmp/wa" "$tmp/wb"
+pn=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
+wd() { echo "-np 1 -wdir $tmp/$1 $pn train $here/models/fashion_mlp.json --stages 2 \
+    --data $tmp/fm/train.h5 --eval= --steps 4 --batch 64 --threads 1 --snapshot-dir snaps"; }
+timeout 60 mpirun --oversubscribe $(wd wa) : $(wd wb) >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] || { cat "$tmp/err"; fail "unseen snapshot directory: exit status not 1"; }
+[ "$(grep -c "pipenet: error: rank 0 (stage 0, replica 0): snapshot directory 'snaps': rank 1 failed to see it" "$tmp/err")" -eq 1 ] ||
+    { cat "$tmp/err"; fail "unseen snapshot directory: not reported exactly once"; }
+[ -z "$(ls "$tmp/wa/snaps")" ] || fail "unseen snapshot directory: trained into it: $(ls "$tmp/wa/snaps")"
+echo "ok: a bad layout, a missing file and a snapshot directory a writer does not see are reported once before any work"
 
 # divergence (sgd at lr 1e6): every rank stops at the first non-finite gradient,
 # before the update, one message naming the parameter, no abort; the snapshot of

@@ -37,24 +37,49 @@ static int gather_indexes(pn_comm *c, const pn_params *params, char **own, char 
 
 int pn_checkpoint_prepare(pn_comm *c, const char *dir, pn_snapshot_lock **lock)
 {
-    const pn_grid *g = pn_comm_grid(c);
-    char mark[64] = "";
     *lock = NULL;
     int rc = PN_OK;
-    if (g->rank == 0) { /* the rank that commits snapshots */
+    if (pn_comm_grid(c)->rank == 0) { /* the rank that commits snapshots */
         rc = pn_snapshot_dir_prepare(dir);
         if (rc == PN_OK) rc = pn_snapshot_lock_take(dir, lock);
-        if (rc == PN_OK && g->size > 1) rc = pn_snapshot_dir_mark(dir, mark, sizeof mark, true);
     }
-    PN_TRY(pn_comm_agree_root(c, rc, "prepare the snapshot directory"));
-    if (g->size == 1) return PN_OK;
-    /* every writer of a part must see rank 0's directory (not a node-local one) */
+    return pn_comm_agree_root(c, rc, "prepare the snapshot directory");
+}
+
+/* Whether this arena holds rows of a table split across its replicas. */
+static bool holds_split(const pn_params *p)
+{
+    for (int i = 0; i < pn_params_count(p); i++)
+        if (pn_params_split(p, pn_params_get(p, i))) return true;
+    return false;
+}
+
+/* Collective: every rank that writes parts (the first replica, and the split tables'
+ * owners) sees the directory rank 0 writes to: a marker file of rank 0's. */
+static int check_writers_see(pn_comm *c, const pn_params *params, const char *dir)
+{
+    const pn_grid *g = pn_comm_grid(c);
+    char mark[64] = "";
+    bool split = false;
+    int rc = pn_shards_any(c, params, &split);
+    if (rc < 0 || (g->stages == 1 && !split)) return rc; /* rank 0 alone writes */
+    if (g->rank == 0) rc = pn_snapshot_dir_mark(dir, mark, sizeof mark, true);
+    PN_TRY(pn_comm_agree_root(c, rc, "mark the snapshot directory"));
     rc = pn_comm_broadcast(c, mark, sizeof mark);
-    if (rc == PN_OK && g->replica == 0 && g->rank != 0)
+    if (rc == PN_OK && g->rank != 0 && (g->replica == 0 || holds_split(params)))
         rc = pn_snapshot_dir_mark(dir, mark, sizeof mark, false);
     rc = pn_comm_agree(c, rc);
     if (g->rank == 0) pn_snapshot_dir_unmark(dir, mark);
-    return rc;
+    /* rank 0 reports it (a set-up failure is agreed once more, and the lowest failing
+     * rank speaks): "rank N failed" is all it knows, and what it needs to say */
+    char who[128];
+    snprintf(who, sizeof who, "%s", pn_error_message()); /* "rank N failed" */
+    if (rc == PN_ERR_PEER && g->rank == 0)
+        return pn_error_set(PN_ERR_IO, "snapshot directory '%s': %s to see it: every rank that "
+                            "writes a part of a snapshot (the first replica's, and the owners "
+                            "of tables sharded by rows) must see the directory rank 0 writes "
+                            "to (a file system they share, not a node-local path)", dir, who);
+    return rc < 0 && g->rank != 0 ? pn_error_set(PN_ERR_PEER, "rank 0 reports it") : rc;
 }
 
 /* Rank 0: the bytes of a snapshot of the stages whose indexes it gathered (own is
@@ -112,18 +137,11 @@ int pn_checkpoint_check_room(pn_comm *c, const pn_params *params, int n_slots,
     free(own);
     free(indexes);
     free(index_bytes);
-    return pn_comm_agree(c, rc);
+    PN_TRY(pn_comm_agree(c, rc));
+    return check_writers_see(c, params, dir);
 }
 
 /* --- save ------------------------------------------------------------------------------- */
-
-/* Whether this arena holds rows of a table split across its replicas. */
-static bool holds_split(const pn_params *p)
-{
-    for (int i = 0; i < pn_params_count(p); i++)
-        if (pn_params_split(p, pn_params_get(p, i))) return true;
-    return false;
-}
 
 /* What this rank writes: its arena's parameters (all but tied copies) on the first
  * replica, its rows of the split tables on the others. */

@@ -36,16 +36,16 @@ typedef struct pn_run_settings {
 /* Collective: rank 0, the rank that commits snapshots, creates dir (and its
  * parents), checks that it can write there and takes dir's lock
  * (io/snapshot_lock.h) into *lock, for the run to hold until it ends (NULL on the
- * other ranks); the first replica's ranks, which write parts, check that they see
- * the same directory (a marker file of rank 0's). Every rank returns the same status,
- * so a directory that another run holds, or that a writer does not see, stops every
- * rank. A run calls it before it trains. */
+ * other ranks); every rank returns the same status, so a directory that another
+ * run holds stops every rank. A run calls it before it trains. */
 int pn_checkpoint_prepare(pn_comm *c, const char *dir, pn_snapshot_lock **lock);
 
 /* Collective: rank 0 checks that dir's file system has room for one snapshot of
  * the model: the first replica's stages' parameters (their indexes gathered), the
- * optimizer slots slot_names[n_slots] and the config text. Every rank returns the
- * same status. A run calls it before it trains, once its stage is built. */
+ * optimizer slots slot_names[n_slots] and the config text; then every rank that will
+ * write a part of it checks that it sees the directory rank 0 does (a marker file of
+ * rank 0's: not a node-local path). Every rank returns the same status. A run calls
+ * it before it trains, once its stage is built. */
 int pn_checkpoint_check_room(pn_comm *c, const pn_params *params, int n_slots,
                              const char *const *slot_names, const char *config,
                              const char *dir);
