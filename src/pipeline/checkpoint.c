@@ -279,7 +279,7 @@ static int index_params(const pn_shard_layout *l, pn_snapshot_index_param **out,
 
 static int index_fault(void *ctx) { return pn_fault_at(ctx, "index"); }
 
-/* Rank 0, once every part is in place: the index, committed, then keep-K. */
+/* Rank 0, once every part is in place: the index over them, committed. */
 static int commit(const pn_grid *g, int n_slots, const char *own, const char *indexes,
                   const size_t *index_bytes, const pn_train_state *header, const char *dir,
                   char *path, size_t cap)
