@@ -20,10 +20,12 @@
 # gathers' entries once per other replica, the owner exchange's its share for
 # others), averaged over the run's steps and ranks as `pipenet train` reports it; the
 # dense parameters' all-reduce (the same in both) is not in it. With a python3, one
-# more run of each with --trace gives the share of step time spent in the row
-# exchanges (counts, ids, rows; waits for the other replica included): the pull
-# blocks its layer's forward; the push starts when the step's passes end and moves
-# while the dense gradients' all-reduce and sums finish.
+# more run of each with --trace gives the share of step time spent waiting in the
+# row exchanges (counts, ids, rows; a wait for the other replica included; an
+# exchange started early counts from its wait): a forward's pulls are posted at the
+# seams of the passes before it (pull ahead) and its layer waits for what is left;
+# the push starts when the step's passes end and moves while the dense gradients'
+# all-reduce and sums finish.
 #
 # usage: bench/bench_shard.sh [PIPENET] [--rounds R] [--steps N] [--out DIR]
 # Results: DIR/bench_shard.txt (default a temporary folder) and each run's log.
@@ -107,11 +109,15 @@ steps = {}
 for e in ev:
     if e["name"] == "step" and e.get("args", {}).get("step", 0) > warm:
         steps.setdefault(e["pid"], []).append((e["ts"], e["ts"] + e["dur"]))
-ex, sparse, opt = {}, 0.0, 0.0
+ex, sparse, opt, seams = {}, 0.0, 0.0, 0.0
 for e in ev:
     if not any(a <= e["ts"] < b for a, b in steps.get(e["pid"], [])): continue
     if e["name"].startswith(("owner exchange", "row-sparse")):
         ex[e["pid"]] = ex.get(e["pid"], 0) + e["dur"]
+    # rank 0's parts of the pulls ahead run between passes (the take is in the forward)
+    if e["pid"] == 0 and e["name"] in ("pull ahead: ask", "pull ahead: send",
+                                       "pull ahead: answer"):
+        seams += e["dur"]
     # rank 0's forward of the two tables' layers (a sharded one's pull inside) and update
     if e["pid"] == 0 and e["cat"] == "forward" and e["name"] in ("emb", "wide"):
         sparse += e["dur"]
@@ -119,8 +125,8 @@ for e in ev:
 n = len(steps[0])
 print(" ".join("%.0f%%" % (100 * ex.get(p, 0) / sum(b - a for a, b in steps[p]))
                for p in sorted(steps)),
-      "%.2f %.2f %.2f" % (sum(b - a for a, b in steps[0]) / n / 1e3, sparse / n / 1e3,
-                          opt / n / 1e3))
+      "%.2f %.2f %.2f %.2f" % (sum(b - a for a, b in steps[0]) / n / 1e3, sparse / n / 1e3,
+                               opt / n / 1e3, seams / n / 1e3))
 PY
 }
 for vocab in 100 100000; do
@@ -129,9 +135,9 @@ for vocab in 100 100000; do
             run "trace_$layout$vocab" "$out/$layout$vocab.json" "$out/data$vocab/train.h5" \
                 --trace "$out/trace_$layout$vocab.json"; then
             share "$out/trace_$layout$vocab.json" >"$out/$layout$vocab.share" 2>/dev/null ||
-                echo "- - - - -" >"$out/$layout$vocab.share"
+                echo "- - - - - -" >"$out/$layout$vocab.share"
         else
-            echo "- - - - -" >"$out/$layout$vocab.share"
+            echo "- - - - - -" >"$out/$layout$vocab.share"
         fi
     done
 done
@@ -140,25 +146,26 @@ done
     echo "DeepFM, batch $BATCH, mpirun -np 2 (2 replicas, 1 thread each), synthetic-ctr" \
         "$FIELDS fields; $ROUNDS alternating rounds, median of steps $((WARM + 1))..$STEPS per run," \
         "median over runs; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-    printf '%-10s %-10s %10s %9s %14s   %-10s %8s %8s %8s\n' "ids/field" layout "samples/s" \
-        "vs repl." "KiB/step/rank" "exch r0 r1" "step ms" "tbl fwd" "update"
+    printf '%-10s %-10s %10s %9s %14s   %-10s %8s %8s %8s %8s\n' "ids/field" layout "samples/s" \
+        "vs repl." "KiB/step/rank" "exch r0 r1" "step ms" "tbl fwd" "update" "ahead"
     for vocab in 100 100000; do
         for layout in replicated sharded; do
             v=$(median <"$out/$layout$vocab.rates")
             ratio=1
             [ $layout = sharded ] && ratio=$(median <"$out/ratio$vocab")
             set -- $(cat "$out/$layout$vocab.share")
-            printf '%-10s %-10s %10.0f %9.2f %14.1f   %-10s %8s %8s %8s\n' $vocab $layout "$v" \
-                "$ratio" "$(median <"$out/$layout$vocab.kib")" "$1 $2" "$3" "$4" "$5"
+            printf '%-10s %-10s %10.0f %9.2f %14.1f   %-10s %8s %8s %8s %8s\n' $vocab $layout \
+                "$v" "$ratio" "$(median <"$out/$layout$vocab.kib")" "$1 $2" "$3" "$4" "$5" "$6"
         done
         # sharding moves rows, not results: both train to one parameter hash
         [ "$(sort -u "$out/replicated$vocab.hash" "$out/sharded$vocab.hash" | wc -l)" -eq 1 ] &&
             echo "  $vocab ids/field: one parameter hash in every run of both layouts" ||
             echo "  $vocab ids/field: the parameter hashes differ (sharded against replicated)"
     done
-    echo "exch: the share of the traced run's steps $((WARM + 1))..$STEPS in row exchanges (ranks 0, 1);" \
-        "step ms, tbl fwd (the forward of emb and wide, a pull inside it when sharded)" \
-        "and update: rank 0's ms per step in that run"
+    echo "exch: the share of the traced run's steps $((WARM + 1))..$STEPS waiting in row exchanges" \
+        "(ranks 0, 1); step ms, tbl fwd (the forward of emb and wide: a sharded one waits there" \
+        "for rows pulled ahead), update and ahead (the parts of the pulls ahead run between" \
+        "passes: waits, the owner's gather): rank 0's ms per step in that run"
     echo "sharded / replicated by round: $(for v in 100 100000; do printf '%s ids: %s; ' $v "$(tr '\n' ' ' <"$out/ratio$v")"; done)"
     echo "rates by run: $(for f in "$out"/*.rates; do printf '%s: %s; ' "$(basename "$f" .rates)" "$(tr '\n' ' ' <"$f")"; done)"
 } | tee "$out/bench_shard.txt"

@@ -8,7 +8,8 @@
 # ld-linux: the GPU machine has them), the CUDA driver (libcuda) and the CUDA
 # toolkit's (libcudart, libcublas, libcublasLt, libnccl: 600 MB, and there already).
 # Also Open MPI's plugins and their libraries, which MPI_Init loads at run time
-# (pipenet train; the test programs do not start MPI).
+# (pipenet train; the test programs do not start MPI), and Open MPI's mpirun with
+# PMIx's plugins, as gpu/mpirun: several ranks on the GPU machine's one node.
 #
 # Usage: scripts/gpu_bundle.sh OUT.tar.xz PROGRAM... [MODULE]
 # The module: MODULE when one of the arguments is a pipenet-cuda.so, else the one
@@ -70,6 +71,18 @@ if [ -n "$mpi_lib" ]; then
         cp -r "$plugins" "$stage/gpu/lib/openmpi3"
         take_libs "$stage"/gpu/lib/openmpi3/*.so
     fi
+    # mpirun (Open MPI's orterun), so that several ranks can start on the GPU machine
+    # (one node: mpirun forks them, no orted), with PMIx's plugins and the help texts
+    # of both (messages only)
+    orterun=$(command -v orterun || true)
+    if [ -n "$orterun" ]; then
+        cp "$(readlink -f "$orterun")" "$stage/gpu/bin/mpirun"
+        take_libs "$stage/gpu/bin/mpirun"
+        pmix=$(ldd "$stage"/gpu/lib/openmpi3/mca_pmix_ext*.so 2>/dev/null | awk '$1 ~ /^libpmix\.so/ {print $3; exit}')
+        pmix_dir=$(dirname "$(readlink -f "${pmix:-/nonexistent}")")
+        [ -d "$pmix_dir/pmix" ] && cp -r "$pmix_dir/pmix" "$stage/gpu/lib/pmix"
+        [ -d /usr/share/openmpi ] && mkdir -p "$stage/gpu/share" && cp -r /usr/share/openmpi "$stage/gpu/share/"
+    fi
 fi
 
 cat >"$stage/gpu/run" <<'RUN'
@@ -98,6 +111,24 @@ export OMPI_MCA_ess_singleton_isolated=1
 exec "$here/bin/$(basename "$p")" "$@"
 RUN
 chmod +x "$stage/gpu/run"
+if [ -x "$stage/gpu/bin/mpirun" ]; then
+    cat >"$stage/gpu/mpirun" <<'MPIRUN'
+#!/bin/sh
+# mpirun from this bundle (see scripts/gpu_bundle.sh): its libraries, Open MPI's and
+# PMIx's plugins and help texts from here; the transports of Debian's
+# openmpi-mca-params.conf (shared memory and TCP, no UCX or OFI), which the GPU
+# machine lacks. Start the bundle's programs with it: gpu/mpirun -np 2 gpu/pipenet ...
+here=$(cd "$(dirname "$0")" && pwd)
+export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export OPAL_PKGDATADIR=$here/share/openmpi
+export OMPI_MCA_mca_component_path=$here/lib/openmpi3
+export PMIX_MCA_mca_base_component_path=$here/lib/pmix
+export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_mtl=^ofi OMPI_MCA_osc=^ucx,pt2pt
+export OMPI_MCA_btl_base_warn_component_unused=0
+exec "$here/bin/mpirun" "$@"
+MPIRUN
+    chmod +x "$stage/gpu/mpirun"
+fi
 for p in "$@"; do # gpu/NAME: one command, for scripts that take a program's path
     name=$(basename "$p")
     [ "$name" = pipenet-cuda.so ] && continue

@@ -8,7 +8,10 @@
 #          test_cuda_infer.sh (infer and generate on cuda against the cpu),
 #          test_cuda_ctr.sh (the click-through model on cuda against the cpu; needs
 #          the bundle's h5_fixture), test_cuda_sparse.sh (a DeepFM over a CSR
-#          input, embedding_bag and sparse_fc, on cuda against the cpu; the same)
+#          input, embedding_bag and sparse_fc, on cuda against the cpu; the same;
+#          with the bundle's mpirun also 2 replicas, tables whole and sharded),
+#          test_cuda_ranks.sh (2 ranks on the one GPU: nccl refused, mpi's host
+#          staging across stages and replicas; needs the bundle's mpirun)
 #   bench: bench/bench_gpu.sh (pipenet against PyTorch, about 2-4 minutes)
 # Each step's output goes to OUTDIR/<step>.log, one line per step to
 # OUTDIR/summary.txt (PASS, FAIL with its exit status, SKIP, TIMEOUT); a failing
@@ -19,9 +22,9 @@
 # nothing failed.
 #
 # Usage: scripts/gpu_checks.sh BUNDLE_DIR OUTDIR [tests|bench|all]   (default all)
-# Ran on one NVIDIA H200 on 2026-11-25 (every step PASS); the tests run on the CUDA stand-in in CI
-# (scripts/test_cuda_sim.sh), the NCCL ones too (they need several GPUs and mpirun,
-# which a device call here has not: docs/running.md, Transports).
+# Ran on one NVIDIA H200 on 2026-11-25 and 2026-11-26 (every step PASS); the tests run on
+# the CUDA stand-in in CI (scripts/test_cuda_sim.sh), the NCCL ones too (they need
+# several GPUs, which a device call here has not: docs/running.md, Transports).
 set -u
 [ $# -ge 2 ] || { echo "usage: $0 BUNDLE_DIR OUTDIR [tests|bench|all]" >&2; exit 2; }
 bundle=$(cd "$1" && pwd) || exit 2
@@ -31,16 +34,18 @@ mkdir -p "$out" || exit 2
 out=$(cd "$out" && pwd)
 export PIPENET=$bundle/pipenet CK_FORK=no OPENBLAS_NUM_THREADS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# the bundle's mpirun (scripts/gpu_bundle.sh), for the tests that start several ranks
+[ -x "$bundle/mpirun" ] && export PATH="$bundle:$PATH"
 failed=0
 
 # Each step's time limit (s); the bench's is what is left of BUDGET_S.
 BUDGET_S=480
 T_SMI=10 T_BACKEND_OPS=60 T_CUDA=30 T_MODEL=30 T_TRAIN=60 T_SNAPSHOT=80 T_INFER=30 T_CTR=40
-T_SPARSE=40
-T_TESTS=$((T_SMI + T_BACKEND_OPS + T_CUDA + T_MODEL + T_TRAIN + T_SNAPSHOT + T_INFER + T_CTR + T_SPARSE))
+T_SPARSE=60 T_RANKS=60
+T_TESTS=$((T_SMI + T_BACKEND_OPS + T_CUDA + T_MODEL + T_TRAIN + T_SNAPSHOT + T_INFER + T_CTR + T_SPARSE + T_RANKS))
 tests="nvidia_smi $T_SMI, test_backend_ops $T_BACKEND_OPS, test_cuda $T_CUDA, test_model $T_MODEL"
 tests="$tests, test_cuda_train $T_TRAIN, test_cuda_snapshot $T_SNAPSHOT, test_cuda_infer $T_INFER"
-tests="$tests, test_cuda_ctr $T_CTR, test_cuda_sparse $T_SPARSE"
+tests="$tests, test_cuda_ctr $T_CTR, test_cuda_sparse $T_SPARSE, test_cuda_ranks $T_RANKS"
 case $part in
 tests) total=$T_TESTS limits=$tests ;;
 bench) T_BENCH=$BUDGET_S total=$BUDGET_S limits="bench_gpu $BUDGET_S" ;;
@@ -76,6 +81,7 @@ if [ "$part" = tests ] || [ "$part" = all ]; then
     # the bundle's h5_fixture writes its data (ctr_fixture.sh looks in TESTS_BUILDDIR)
     step test_cuda_ctr $T_CTR env TESTS_BUILDDIR="$bundle" sh tests/test_cuda_ctr.sh
     step test_cuda_sparse $T_SPARSE env TESTS_BUILDDIR="$bundle" sh tests/test_cuda_sparse.sh
+    step test_cuda_ranks $T_RANKS sh tests/test_cuda_ranks.sh
 fi
 if [ "$part" = bench ] || [ "$part" = all ]; then
     step bench_gpu "$T_BENCH" sh bench/bench_gpu.sh "$out/bench"

@@ -6,16 +6,19 @@
 # its own hostname pn-hostI, its own interface eth0 at 10.231.0.(I+1)/24, linked by a
 # veth pair to a bridge in this namespace. The mount namespace stays shared, so every
 # host sees the same files (binaries, data, snapshots): a shared filesystem. mpirun
-# runs in host 0's namespaces and starts Open MPI's daemon (orted) on the other hosts
-# through an rsh agent, a script that runs its command in that host's namespaces
-# (nsenter) as ssh would run it on a real host; the hosts reach each other only over
-# the bridge, so Open MPI sees separate nodes (names, addresses) on a network.
+# runs in host 0's namespaces (or $hosts_launch's) and starts Open MPI's daemon
+# (orted) on the other hosts through an rsh agent, a script that runs its command in
+# that host's namespaces (nsenter) as ssh would run it on a real host; the hosts
+# reach each other only over the bridge, so Open MPI sees separate nodes (names,
+# addresses) on a network.
 #
 #   hosts_up N [SLOTS]  makes hosts pn-host0 .. pn-host(N-1) with SLOTS (2) slots each,
 #                       $hostfile, and the agent; skips the test (77) where namespaces
 #                       cannot be made (not root, no ip/unshare/nsenter)
 #   hosts_mpirun ARG... mpirun ARG... across them (output as mpirun's), ended after
-#                       $hosts_timeout (120) s
+#                       $hosts_timeout (120) s; it runs on host $hosts_launch (0), so
+#                       on rank 0's host unless a test says otherwise, as in a batch
+#                       job (its script runs on the allocation's first node)
 #   hosts_in I CMD...   CMD in host I's namespaces
 #   hosts_link_down I   cuts host I off the network (its link on the bridge down), as
 #                       a pulled cable or a dead switch port: its processes live on
@@ -54,13 +57,16 @@ hosts_in() {
     nsenter -t "$hp" --uts --net -- "$@"
 }
 
-# hosts_procs I: the pids in host I's network namespace, its holder left out
+# hosts_procs I: the pids in host I's network namespace, its holder left out. test's
+# -ef (same device and inode: the namespace's) forks nothing: a readlink a process
+# took 0.4-2 s on a loaded machine, long enough for a run to pass its next snapshot
+# between a fault's start and its last kill
 hosts_procs() {
     hp=$(hosts_pid "$1")
-    ns=$(readlink "/proc/$hp/ns/net" 2>/dev/null) || return 0
-    for p in /proc/[0-9]*; do
-        [ "${p#/proc/}" != "$hp" ] && [ "$(readlink "$p/ns/net" 2>/dev/null)" = "$ns" ] &&
-            echo "${p#/proc/}"
+    [ -e "/proc/$hp/ns/net" ] || return 0
+    for p in /proc/[0-9]*/ns/net; do
+        [ "$p" != "/proc/$hp/ns/net" ] && [ "$p" -ef "/proc/$hp/ns/net" ] &&
+            { p=${p%/ns/net}; echo "${p#/proc/}"; }
     done
 }
 
@@ -145,10 +151,12 @@ EOF
     # (the bridge runs no STP, so its ports forward at once: nothing to wait for)
 }
 
-# hosts_mpirun ARG...: mpirun on host 0 over the hostfile, with the agent, both of Open
-# MPI's networks (its daemons' out-of-band one and the TCP BTL) on the bed's subnet
+# hosts_mpirun ARG...: mpirun on host $hosts_launch (0) over the hostfile, with the
+# agent, both of Open MPI's networks (its daemons' out-of-band one and the TCP BTL) on
+# the bed's subnet
+hosts_launch=0
 hosts_mpirun() {
-    hosts_in 0 timeout --foreground -k 10 "$hosts_timeout" mpirun --oversubscribe --hostfile "$hostfile" \
+    hosts_in "$hosts_launch" timeout --foreground -k 10 "$hosts_timeout" mpirun --oversubscribe --hostfile "$hostfile" \
         --mca plm_rsh_agent "$hosts_dir/rsh" \
         --mca oob_tcp_if_include "$hosts_net.0/24" --mca btl_tcp_if_include "$hosts_net.0/24" \
         "$@"
@@ -160,10 +168,9 @@ hosts_down() {
     i=0
     while [ $i -lt "$hosts_n" ]; do
         hp=$(hosts_pid $i 2>/dev/null)
-        if [ -n "$hp" ] && ns=$(readlink "/proc/$hp/ns/net" 2>/dev/null); then
-            for p in /proc/[0-9]*; do
-                [ "$(readlink "$p/ns/net" 2>/dev/null)" = "$ns" ] && kill -KILL "${p#/proc/}"
-            done 2>/dev/null
+        if [ -n "$hp" ]; then
+            for p in $(hosts_procs $i); do kill -KILL "$p"; done 2>/dev/null
+            kill -KILL "$hp" 2>/dev/null
         fi
         ip link del "pn$$h$i" 2>/dev/null
         [ -z "$hp" ] || wait "$hp" 2>/dev/null # reap the holder

@@ -7,7 +7,8 @@
  * exactly its rows, in its order. Then a push of (id, gradient row) partials: each
  * owner must receive them grouped by source in replica order, with their contents.
  * Both with rows 1 and 16 wide, with one replica sending nothing, and with every
- * replica sending nothing. Shapes and counts that cannot travel are refused before
+ * replica sending nothing; two pulls' requests in flight at once, in halves, as a
+ * stage's pulls ahead post them. Shapes and counts that cannot travel are refused before
  * anything is sent. Check suite, CK_FORK=no; every rank runs the same tests, and
  * each test's checks are agreed on over the job before asserting, so the ranks fail
  * together and their collectives stay in step.
@@ -307,6 +308,57 @@ static void refusals(int i)
     agree(c, &v, "refusals");
 }
 
+/* The requests of two pulls in flight at once, in halves (pn_comm_owner_counts_start,
+ * pn_comm_owner_exchange_start/_finish, what a stage's pulls ahead do): both posted
+ * before either is waited for, progressed in between, finished in the other order;
+ * each owner gets each pull's ids as the blocking pull gives them. A slot started
+ * twice, and one past the last, are refused. */
+static void ahead(int i)
+{
+    int width;
+    mode m;
+    pn_comm *c = pick(i, &width, &m);
+    const pn_grid *g = pn_comm_grid(c);
+    int d = g->replicas, me = g->replica;
+    char test[96];
+    snprintf(test, sizeof test, "two pulls in halves: D %d, %s", d, MODE_NAMES[m]);
+    verdict v = {""};
+    plan mine[2] = {make_plan(me, d, m), make_plan(me, d, (mode)((m + 1) % N_MODES))};
+    int recv[2][MAX_D] = {{0}}, asked[2][MAX_D * MAX_IDS], slot[2] = {PN_OWNER_SLOTS,
+                                                                     PN_OWNER_ALL - 1};
+    for (int p = 0; p < 2; p++)
+        must(pn_comm_owner_counts_start(c, slot[p], mine[p].counts, recv[p]), &v, "counts");
+    int rc = pn_comm_owner_counts_start(c, slot[0], mine[0].counts, recv[0]);
+    expect(&v, rc == PN_ERR_INTERNAL && strstr(pn_error_message(), "started twice"),
+           "a slot started twice: %d (%s)", rc, pn_error_message());
+    rc = pn_comm_owner_counts_start(c, PN_OWNER_ALL, mine[0].counts, recv[0]);
+    expect(&v, rc == PN_ERR_INTERNAL && strstr(pn_error_message(), "slot"),
+           "slot %d: %d (%s)", PN_OWNER_ALL, rc, pn_error_message());
+    must(pn_comm_owner_progress(c), &v, "progress");
+    for (int p = 1; p >= 0; p--) must(pn_comm_owner_exchange_finish(c, slot[p]), &v, "counts");
+    for (int p = 0; p < 2; p++)
+        must(pn_comm_owner_exchange_start(c, slot[p], mine[p].counts, mine[p].ids, NULL,
+                                          recv[p], asked[p], NULL), &v, "the request");
+    must(pn_comm_owner_progress(c), &v, "progress");
+    for (int p = 1; p >= 0; p--) must(pn_comm_owner_exchange_finish(c, slot[p]), &v, "request");
+    for (int p = 0; p < 2; p++)
+        for (int r = 0, at = 0; r < d; r++) {
+            plan theirs = make_plan(r, d, (mode)((m + p) % N_MODES));
+            int n;
+            const int *want = block(&theirs, me, &n);
+            expect(&v, recv[p][r] == n, "pull %d: replica %d sends %d, counted %d", p, r, n,
+                   recv[p][r]);
+            for (int k = 0; k < n && recv[p][r] == n; k++, at++)
+                expect(&v, asked[p][at] == want[k], "pull %d, request %d (from replica %d): "
+                       "id %d, sent %d", p, at, r, asked[p][at], want[k]);
+        }
+    (void)width;
+    agree(c, &v, test);
+}
+
+START_TEST(test_ahead) { ahead(_i); }
+END_TEST
+
 START_TEST(test_pull) { pull(_i); }
 END_TEST
 
@@ -371,6 +423,7 @@ int main(int argc, char **argv)
         int cases = n_layouts * N_WIDTHS * N_MODES;
         tcase_add_loop_test(tc, test_pull, 0, cases);
         tcase_add_loop_test(tc, test_push, 0, cases);
+        tcase_add_loop_test(tc, test_ahead, 0, cases);
         tcase_add_loop_test(tc, test_refusals, 0, n_layouts);
         suite_add_tcase(suite, tc);
         SRunner *runner = srunner_create(suite);

@@ -14,7 +14,9 @@
 #     after a snapshot leaves the snapshot and its lock naming host pn-host0; a
 #     process on another host (this namespace) is refused the directory, naming
 #     pn-host0, and the job on the hosts resumes (rank 0 on pn-host0 takes the lock
-#     over) to the same hash.
+#     over) to the same hash;
+#  e. tables sharded by rows over 2 replicas, one on each host (their rows over tcp),
+#     train to the parameter hash of one process.
 # Skips (77) where the namespaces cannot be made (not root, no ip).
 set -u
 . "$(dirname "$0")/script_fixture.sh"
@@ -110,4 +112,28 @@ grep -q "taking over the lock of a run that is gone (pipenet pid [0-9]* on host 
     grep -q "resuming from $snaps/snapshot-0000000004.h5" "$tmp/resumed.out" ||
     { cat "$tmp/resumed.out"; fail "resumed: no take-over of pn-host0's lock, or no resume from step 4"; }
 echo "ok: rank 0 on pn-host0 wrote the snapshot and the lock; another host is refused; resumed over the hosts to $ref"
+# e: tables sharded by rows over 2 replicas, one on each host: the pulls (ahead of
+# their forwards, pipeline/stage_ahead.c) and pushes cross the hosts over tcp, and
+# train to one process's hash (micro-batches of 8 samples in both)
+fixtures=$(cd "$(dirname "$0")" && pwd)
+mkdir "$tmp/shard" && (PIPENET=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
+    cd "$tmp/shard" && . "$fixtures/shard_fixture.sh") || fail "the sharded model and data"
+# sharded NAME MODEL MICRO [launcher...]: 30 --deterministic steps; NAME's hash in $tmp/NAME.hash
+sharded() {
+    name=$1 model=$2 micro=$3; shift 3
+    (unset OPENBLAS_NUM_THREADS
+     "$@" "$PIPENET" train "$tmp/shard/$model" --data "$tmp/shard/ctr/train.h5" --eval= \
+         --steps 30 --micro-batches "$micro" --threads 1 --log-every 1000 --deterministic \
+         --snapshot-dir "") >"$tmp/$name.out" 2>&1 ||
+        { rc=$?; cat "$tmp/$name.out"; fail "$name: exit $rc"; }
+    grep -o 'parameter hash after 30 steps: [0-9a-f]*' "$tmp/$name.out" >"$tmp/$name.hash" ||
+        { cat "$tmp/$name.out"; fail "$name: no hash"; }
+}
+sharded shard_one whole1.json 8 env
+sharded shard_hosts shard1.json 4 hosts_mpirun -np 2 --map-by node
+grep -q '^layout: 2 replica(s) x 1 stage(s), 4 micro-batches of 8' "$tmp/shard_hosts.out" ||
+    fail "shard_hosts: $(grep '^layout' "$tmp/shard_hosts.out")"
+[ "$(cat "$tmp/shard_hosts.hash")" = "$(cat "$tmp/shard_one.hash")" ] ||
+    fail "sharded over 2 hosts: $(cat "$tmp/shard_hosts.hash"), 1 process $(cat "$tmp/shard_one.hash")"
+echo "ok: a table sharded over 2 hosts (pulls ahead over tcp): $(cat "$tmp/shard_one.hash") as 1 process"
 echo "PASS: hosts"

@@ -13,34 +13,9 @@
 set -u
 . "$(dirname "$0")/script_fixture.sh"
 PIPENET=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
+fixtures=$(cd "$(dirname "$0")" && pwd)
 cd "$tmp" || exit 1
-
-"$PIPENET" import synthetic-ctr --out ctr --samples 3200 --test-samples 200 --vocab 20 \
-    --logit-scale 3 >import.out 2>&1 || { cat import.out; fail "import synthetic-ctr"; }
-# model SHARD [ROWS]: the DeepFM of 26 fields x 20 ids; SHARD "rows" or "none"
-model() {
-    cat <<JSON
-{"name": "deepfm_small",
- "inputs": {"x": {"dataset": "features", "sparse": true, "columns": 520, "fields": 26},
-            "y": {"dataset": "labels", "ids": true}},
- "layers": [
-  {"name": "emb", "type": "embedding_bag", "input": "x", "rows": ${2:-520}, "size": 8,
-   "shard": "$1", "stage": 0},
-  {"name": "wide", "type": "sparse_fc", "input": "x", "rows": 520, "size": 1, "shard": "$1",
-   "stage": 0},
-  {"name": "fm", "type": "fm", "input": "emb", "stage": 0},
-  {"name": "flat", "type": "flatten", "input": "emb", "stage": 0},
-  {"name": "d1", "type": "fc", "input": "flat", "size": 32, "act": "relu", "stage": 1},
-  {"name": "deep", "type": "fc", "input": "d1", "size": 1, "stage": 1},
-  {"name": "logit", "type": "add", "input": ["wide", "fm", "deep"], "stage": 1},
-  {"name": "loss", "type": "sigmoid_xent", "input": ["logit", "y"], "stage": 1}],
- "train": {"batch": 64, "seed": 3, "optimizer": {"type": "adam", "lr": 0.01, "beta1": 0}}}
-JSON
-}
-model rows >shard.json
-model none >whole.json
-sed 's/, "stage": [01]//' shard.json >shard1.json # one stage: no attributes
-sed 's/, "stage": [01]//' whole.json >whole1.json
+. "$fixtures/shard_fixture.sh"
 
 # go NAME MODEL MICRO [mpirun N] options...: a deterministic run of 200 steps at
 # micro-batches of 64 / (replicas x MICRO) = 16 samples; NAME.losses, NAME.hash
@@ -125,7 +100,7 @@ for how in kill stop; do
     if [ $how = kill ]; then
         n=$(grep -c "process rank 1 with PID .* exited on signal 9" $how.err)
     else
-        n=$(grep -c "pipenet: error: rank 0 (stage 0, replica 0): layer '[a-z]*' forward: step 5: no progress for 5 s (--stall-timeout) waiting for the [a-z ]* of the 2 replicas of stage 0; no answer within 2 s (stopped, or busy outside MPI) from rank 1 (stage 0, replica 1) on host [^ ]*$" $how.err)
+        n=$(grep -c "pipenet: error: rank 0 (stage 0, replica 0): layer '[a-z]*' \(forward\|pull ahead of micro-batch [0-9]*\): step 5: no progress for 5 s (--stall-timeout) waiting for the [a-z ]* of the 2 replicas of stage 0; no answer within 2 s (stopped, or busy outside MPI) from rank 1 (stage 0, replica 1) on host [^ ]*$" $how.err)
     fi
     [ "$n" -eq 1 ] || { cat $how.err; fail "$how: rank 1 named $n times"; }
     [ "$(grep -c 'pipenet: error' $how.err)" -le 1 ] || { cat $how.err; fail "$how: more than one error"; }

@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "cli/commands.h"
+#include "cli/generate_staged.h"
 #include "cli/options.h"
 #include "math/device.h"
 #include "pipenet.h"
@@ -28,6 +29,10 @@ static void usage(FILE *out)
             "when the window is full, it is cut to its newest T/2 bytes and generation\n"
             "goes on. stderr gets the time taken and the continuation's log-probability.\n"
             "MODEL.h5 may also be a snapshot directory: its newest snapshot that verifies.\n"
+            "Under mpirun (or srun) the model is split into P pipeline stages as training\n"
+            "splits it, one rank each: a rank reads only its stage's parameters, each\n"
+            "position's values go through the stages, and every rank chooses the same\n"
+            "bytes as one process (--no-cache is one process only); rank 0 prints.\n"
             "\n"
             "options:\n"
             "  --prompt TEXT      the text to continue (at least one byte; required)\n"
@@ -119,14 +124,14 @@ static int parse_options(int argc, char **argv, generate_options *o)
     return 0;
 }
 
-static int generate(const generate_options *o)
+/* Generates from m, whole or one stage's part (every rank of a split model runs this
+ * alike); print: this process writes the text and the summary line. */
+static int run_generation(void *ctx, pn_model *m, bool print)
 {
-    pn_model *m;
-    if (pn_model_load_on(&m, o->model, pn_device_request_name((pn_device_request)o->device)) < 0)
-        return -1;
+    const generate_options *o = ctx;
     int window = pn_model_gen_window(m), rc = window < 0 ? -1 : 0;
     int len = (int)strnlen(o->prompt, 1 << 30);
-    if (rc == 0 && len > window)
+    if (rc == 0 && len > window && print)
         fprintf(stderr, "pipenet: note: the prompt has %d bytes, more than the model's window "
                         "of %d: generating from its last %d\n", len, window, window);
     unsigned char *out = rc == 0 ? malloc((size_t)o->tokens) : NULL;
@@ -137,9 +142,11 @@ static int generate(const generate_options *o)
         rc = pn_model_generate(m, (const unsigned char *)o->prompt, len, o->tokens, &o->gen, out,
                                &logprob);
     double seconds = pn_now() - t0;
-    if (rc == 0) {
+    if (rc == 0 && print) {
         fwrite(out, 1, (size_t)o->tokens, stdout);
-        if (isatty(fileno(stdout))) fputc('\n', stdout);
+        /* under mpirun stdout is the launcher's pseudo-terminal, whatever the user's is:
+         * the bytes alone, as to a file */
+        if (isatty(fileno(stdout)) && pn_cli_launcher_ranks() == 1) fputc('\n', stdout);
         fflush(stdout);
         const char *dev = pn_model_device(m);
         fprintf(stderr, "generated %d tokens in %.3f s (%.1f tokens/s, %s, %s%s%s), log-prob "
@@ -152,6 +159,15 @@ static int generate(const generate_options *o)
                 logprob, logprob / o->tokens);
     }
     free(out);
+    return rc;
+}
+
+static int generate(const generate_options *o)
+{
+    pn_model *m;
+    if (pn_model_load_on(&m, o->model, pn_device_request_name((pn_device_request)o->device)) < 0)
+        return -1;
+    int rc = run_generation((void *)o, m, true);
     pn_model_free(m);
     return rc;
 }
@@ -165,6 +181,8 @@ int pn_cmd_generate(int argc, char **argv)
         return 0;
     }
     if (parsed < 0) return PN_EXIT_USAGE;
+    if (pn_cli_launcher_ranks() > 1) /* across stages, one rank each */
+        return generate_staged(o.model, o.device, run_generation, &o);
     if (generate(&o) < 0) return pn_cli_fail(pn_model_error());
     return 0;
 }

@@ -1,9 +1,10 @@
 /* `pipenet infer MODEL.h5 --data FILE`: runs a model file (pipenet-model or
  * snapshot) forward over a dataset file in file order, in one process on the host
- * or one GPU (--device), through the C API (pipenet.h). When the file holds the
- * inputs the loss layer needs, prints the mean loss with the accuracy (a
- * classification) or the RMSE (mse); --out writes the output's raw values and, for a
- * classification's logits only, argmax predictions and softmax scores. */
+ * or one GPU (--device), through the C API (pipenet.h), or under mpirun across
+ * pipeline stages (cli/infer_staged.c). When the file holds the inputs the loss
+ * layer needs, prints the mean loss with the accuracy (a classification), the RMSE
+ * (mse) or the AUC; --out writes the output's raw values and, for a classification's
+ * logits only, argmax predictions and softmax scores (cli/infer_common.h). */
 #include <getopt.h>
 #include <math.h>
 #include <stdbool.h>
@@ -15,38 +16,14 @@
 #include "base/error.h"
 #include "base/path.h"
 #include "cli/commands.h"
+#include "cli/infer_common.h"
 #include "cli/options.h"
 #include "io/predictions.h"
 #include "io/reader.h"
 #include "model/model.h"
 #include "pipeline/train_config.h"
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: pipenet infer MODEL.h5 --data FILE [options]\n"
-            "\n"
-            "Runs MODEL.h5 (from `pipenet export`, a training snapshot, or a snapshot\n"
-            "directory: its newest snapshot that verifies) forward over the samples of a\n"
-            "dataset file in order. When the file holds the labels or targets of the\n"
-            "model's loss layer, prints the mean loss and the accuracy (a classification)\n"
-            "or the RMSE (mse). Runs in one process, on the host or one GPU: pipelined\n"
-            "inference across ranks is not supported, and it refuses to start as one of\n"
-            "several MPI ranks.\n"
-            "\n"
-            "options:\n"
-            "  --data FILE     dataset HDF5 file with the model's inputs (required)\n"
-            "  --out FILE      write /outputs float32 [N, k] (the output's values); for a\n"
-            "                  classification's logits also /predictions int32 [N]\n"
-            "                  (argmax) and /scores float32 [N, k] (softmax)\n"
-            "  --batch B       samples per forward                              [256]\n"
-            "  --output LAYER  the layer whose values to write [the loss's prediction]\n"
-            "  --device D      where the model runs (cuda: the first GPU visible)  [cpu]\n");
-    pn_choice_help(out, &pn_device_requests, 18);
-    fprintf(out, "  -h, --help      this text\n");
-}
-
-enum { OPT_DATA = 256, OPT_OUT, OPT_BATCH, OPT_OUTPUT, OPT_DEVICE };
+enum { OPT_DATA = 256, OPT_OUT, OPT_BATCH, OPT_OUTPUT, OPT_DEVICE, OPT_STAGES, OPT_IN_FLIGHT };
 
 static const struct option longopts[] = {
     {"data", required_argument, NULL, OPT_DATA},
@@ -54,15 +31,11 @@ static const struct option longopts[] = {
     {"batch", required_argument, NULL, OPT_BATCH},
     {"output", required_argument, NULL, OPT_OUTPUT},
     {"device", required_argument, NULL, OPT_DEVICE},
+    {"stages", required_argument, NULL, OPT_STAGES},
+    {"in-flight", required_argument, NULL, OPT_IN_FLIGHT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
-
-typedef struct infer_options {
-    const char *model, *data, *out, *output;
-    int batch;
-    int device; /* pn_device_request */
-} infer_options;
 
 /* The open inputs of a run: reader fields, and the model input each one feeds. */
 typedef struct infer_data {
@@ -88,6 +61,8 @@ static int parse_options(int argc, char **argv, infer_options *o)
         case OPT_DEVICE:
             rc = pn_opt_choice("device", &pn_device_requests, optarg, &o->device);
             break;
+        case OPT_STAGES: rc = pn_opt_int("stages", optarg, 1, 4096, &o->stages); break;
+        case OPT_IN_FLIGHT: rc = pn_opt_int("in-flight", optarg, 1, 4096, &o->in_flight); break;
         case 'h': return 1;
         default: return -1; /* pn_opt_next said why */
         }
@@ -98,24 +73,13 @@ static int parse_options(int argc, char **argv, infer_options *o)
             pn_opt_report("infer takes exactly one MODEL.h5 (got %d)\n", argc - optind);
         else
             pn_opt_report("infer needs --data FILE\n");
-        usage(stderr);
+        infer_usage(stderr);
         return -1;
     }
     o->model = argv[optind];
     if (o->out && strlen(o->out) >= PN_PATH_MAX)
         return pn_opt_report("--out: expected a shorter path, got '%s'", o->out);
     return 0;
-}
-
-/* The number of ranks when started by mpirun or srun, else 1 (MPI is never called). */
-static long launcher_ranks(void)
-{
-    const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
-    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && atol(v) > 1) return atol(v);
-    }
-    return 1;
 }
 
 /* True when node output depends on graph node input. */
@@ -195,74 +159,17 @@ static void close_data(infer_data *d)
     free(d->lengths_of);
 }
 
-/* The layer infer writes and what its values are. */
-typedef struct infer_output {
-    const char *name;
-    int node, seq, width; /* seq rows of width values per sample */
-    int loss;             /* the loss layer it is the prediction of, or -1 */
-    bool classes;         /* a classification's logits: predictions and scores too */
-    bool binary;          /* ... one logit per row (sigmoid_xent): sigmoid, not softmax */
-} infer_output;
-
-/* One run's buffers, a batch of each: the inputs the reader gives, the output's raw
- * values and, for a classification, their softmax and argmax. */
+/* One run's buffers, a batch of each: the inputs the reader gives and the output's
+ * raw values; the --out file's writer. */
 typedef struct infer_run {
     infer_data d;
-    pn_predictions *w;
+    infer_writer w;
     long n;               /* samples in the file */
     const void **inputs;
     const int **lengths;
     pn_sparse_rows *sparse; /* [inputs] the rows a sparse input's data points at */
-    float *outputs, *scores;
-    int *predictions;
+    float *outputs;
 } infer_run;
-
-/* Sets scores [rows, classes] to the softmax of each row of logits; predictions[r] is
- * the row's largest entry (the first of equals). */
-static void softmax_rows(const float *logits, float *scores, int *predictions, long rows,
-                         int classes)
-{
-    for (long r = 0; r < rows; r++) {
-        const float *l = logits + r * classes;
-        float *s = scores + r * classes;
-        int best = 0;
-        for (int j = 1; j < classes; j++)
-            if (l[j] > l[best]) best = j;
-        predictions[r] = best;
-        double sum = 0.0;
-        for (int j = 0; j < classes; j++) sum += s[j] = expf(l[j] - l[best]);
-        for (int j = 0; j < classes; j++) s[j] = (float)(s[j] / sum);
-    }
-}
-
-/* A binary classifier's one logit per row: scores = its sigmoid, the probability of
- * label 1, and predictions 1 where that is >= 0.5. */
-static void sigmoid_rows(const float *logits, float *scores, int *predictions, long rows)
-{
-    for (long r = 0; r < rows; r++) {
-        scores[r] = (float)(1.0 / (1.0 + exp(-(double)logits[r])));
-        predictions[r] = scores[r] >= 0.5f;
-    }
-}
-
-/* The output o names (default: the model's), refused when it is no float layer. */
-static int find_output(const pn_model *m, const infer_options *o, infer_output *out)
-{
-    const pn_graph *g = pn_model_graph(m);
-    out->name = o->output ? o->output : pn_model_output_name(m);
-    out->node = pn_graph_find(g, out->name);
-    int size = pn_model_output_size(m, out->name);
-    if (out->node < 0 || size < 0)
-        return pn_error_set(PN_ERR_INVALID, "--output: %s has no float layer '%s'", o->model,
-                            out->name);
-    out->seq = g->nodes[out->node].layer->out_shape.seq;
-    out->width = size / out->seq;
-    out->loss = pn_graph_loss_of(g, out->node);
-    int classifies = pn_model_classifies(m, out->name);
-    out->classes = classifies == 1 || classifies == 2;
-    out->binary = classifies == 2;
-    return PN_OK;
-}
 
 /* Opens the data and the --out file, and allocates a batch's buffers. */
 static int start_run(const pn_model *m, const infer_options *o, const infer_output *out,
@@ -270,18 +177,13 @@ static int start_run(const pn_model *m, const infer_options *o, const infer_outp
 {
     PN_TRY(open_data(m, o, out->node, &r->d));
     r->n = pn_reader_samples(r->d.reader);
-    pn_predictions_spec spec = {.n = r->n, .seq = out->seq, .width = out->width,
-                                .classes = out->classes, .chunk_rows = o->batch,
-                                .model = o->model, .data = o->data, .output = out->name};
-    if (o->out) PN_TRY(pn_predictions_create(&r->w, o->out, &spec));
-    size_t rows = (size_t)o->batch * (size_t)out->seq, values = rows * (size_t)out->width;
+    PN_TRY(infer_writer_open(&r->w, o, out, r->n));
+    size_t values = (size_t)o->batch * (size_t)out->seq * (size_t)out->width;
     int inputs = pn_model_input_count(m);
     if (!(r->outputs = malloc(values * sizeof *r->outputs)) ||
         !(r->inputs = calloc((size_t)inputs, sizeof *r->inputs)) ||
         !(r->lengths = calloc((size_t)inputs, sizeof *r->lengths)) ||
-        !(r->sparse = calloc((size_t)inputs, sizeof *r->sparse)) ||
-        (out->classes && (!(r->scores = malloc(values * sizeof *r->scores)) ||
-                          !(r->predictions = malloc(rows * sizeof *r->predictions)))))
+        !(r->sparse = calloc((size_t)inputs, sizeof *r->sparse)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory for a batch of %d", o->batch);
     return PN_OK;
 }
@@ -306,65 +208,14 @@ static int run_batches(pn_model *m, const infer_options *o, const infer_output *
         }
         PN_TRY(pn_model_forward_lengths(m, b->rows, r->inputs, r->lengths, out->name,
                                         r->outputs));
-        if (!r->w) continue;
-        if (out->binary)
-            sigmoid_rows(r->outputs, r->scores, r->predictions, (long)b->rows * out->seq);
-        else if (out->classes)
-            softmax_rows(r->outputs, r->scores, r->predictions, (long)b->rows * out->seq,
-                         out->width);
-        PN_TRY(pn_predictions_write(r->w, row0, b->rows, r->outputs, r->predictions,
-                                    r->scores));
+        PN_TRY(infer_writer_put(&r->w, row0, b->rows, r->outputs));
     }
     return PN_OK;
-}
-
-/* The loss line: the accuracy of a classification, the RMSE of a mean squared
- * error, the AUC of a binary classification, the mean loss alone for losses of
- * mixed kinds (pipenet.h, pn_model_loss). */
-static void print_loss(const pn_model *m, const infer_options *o, const infer_run *r)
-{
-    double loss, accuracy, rmse = pn_model_rmse(m), auc = pn_model_auc(m);
-    long rows = pn_model_loss(m, &loss, &accuracy);
-    if (rows > 0 && !isnan(accuracy))
-        printf("accuracy %.2f%% (%.0f of %ld), mean loss %.4f\n", 100.0 * accuracy,
-               accuracy * rows, rows, loss);
-    else if (rows > 0 && !isnan(rmse))
-        printf("RMSE %.4f (%ld rows), mean loss %.4f\n", rmse, rows, loss);
-    else if (rows > 0 && !isnan(auc))
-        printf("AUC %.4f (%ld rows), log-loss %.4f\n", auc, rows, loss);
-    else if (rows > 0)
-        printf("mean loss %.4f over %ld rows\n", loss, rows);
-    else if (r->d.skipped >= 0)
-        printf("no loss: %s has no dataset '%s' for input '%s'\n", o->data,
-               pn_model_input_dataset(m, r->d.skipped), pn_model_input_name(m, r->d.skipped));
-}
-
-/* The line naming what --out holds, and why a file has no predictions. */
-static void print_written(const pn_model *m, const infer_options *o, const infer_output *out,
-                          long n)
-{
-    char shape[64], rows[64];
-    snprintf(shape, sizeof shape, "[%ld, %s%d]", n, out->seq > 1 ? "seq, " : "", out->width);
-    snprintf(rows, sizeof rows, "[%ld%s]", n, out->seq > 1 ? ", seq" : "");
-    printf("wrote %s: /outputs float32 %s", o->out, shape);
-    if (out->classes) {
-        printf(", /predictions int32 %s, /scores float32 %s\n", rows, shape);
-    } else if (out->loss >= 0) {
-        const pn_graph_node *loss = &pn_model_graph(m)->nodes[out->loss];
-        printf(" (no /predictions or /scores: '%s' is the prediction of loss '%s' (%s), "
-               "not a classification's logits)\n", out->name, loss->name,
-               loss->layer->type->name);
-    } else {
-        printf(" (no /predictions or /scores: '%s' is no classification loss's logits)\n",
-               out->name);
-    }
 }
 
 static void free_run(infer_run *r)
 {
     free(r->outputs);
-    free(r->scores);
-    free(r->predictions);
     free(r->inputs);
     free(r->lengths);
     free(r->sparse);
@@ -377,15 +228,13 @@ static int infer(const infer_options *o)
     PN_TRY(pn_model_load_on(&m, o->model, pn_device_request_name((pn_device_request)o->device)));
     infer_output out = {.loss = -1};
     infer_run r = {.d = {.skipped = -1}};
-    int rc = find_output(m, o, &out);
+    int rc = infer_find_output(pn_model_graph(m), pn_model_output_node(m), o, true, &out);
     if (rc == PN_OK) rc = start_run(m, o, &out, &r);
     double t0 = pn_now();
     if (rc == PN_OK) rc = run_batches(m, o, &out, &r);
     double seconds = pn_now() - t0;
-    if (r.w) {
-        int rc_close = pn_predictions_close(r.w, rc == PN_OK);
-        if (rc == PN_OK) rc = rc_close;
-    }
+    int rc_close = infer_writer_close(&r.w, rc == PN_OK);
+    if (rc == PN_OK) rc = rc_close;
     if (rc == PN_OK) {
         const char *dev = pn_model_device(m);
         bool gpu = strcmp(dev, "cpu") != 0;
@@ -393,8 +242,14 @@ static int infer(const infer_options *o)
                "(%.0f samples/s)%s%s\n", o->model, o->data, r.n, out.name,
                out.width * out.seq, seconds, seconds > 0 ? r.n / seconds : 0.0,
                gpu ? ", device " : "", gpu ? dev : "");
-        print_loss(m, o, &r);
-        if (o->out) print_written(m, o, &out, r.n);
+        pn_loss_summary sum;
+        sum.rows = pn_model_loss(m, &sum.mean_loss, &sum.accuracy);
+        sum.rmse = pn_model_rmse(m);
+        sum.auc = pn_model_auc(m);
+        int k = r.d.skipped;
+        infer_print_loss(&sum, o, k >= 0 ? pn_model_input_dataset(m, k) : NULL,
+                         k >= 0 ? pn_model_input_name(m, k) : NULL);
+        if (o->out) infer_print_written(pn_model_graph(m), o, &out, r.n);
     }
     free_run(&r);
     pn_model_free(m);
@@ -406,17 +261,12 @@ int pn_cmd_infer(int argc, char **argv)
     infer_options o = {.batch = 256};
     int parsed = parse_options(argc, argv, &o);
     if (parsed > 0) {
-        usage(stdout);
+        infer_usage(stdout);
         return 0;
     }
     if (parsed < 0) return PN_EXIT_USAGE;
-    long ranks = launcher_ranks();
-    if (ranks > 1) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "infer runs in one process, but was started as one of %ld "
-                                  "ranks (run it without mpirun/srun)", ranks);
-        return pn_cli_fail(msg);
-    }
+    if (pn_cli_launcher_ranks() > 1 || o.stages > 1) /* across stages, one rank each */
+        return infer_staged(&o);
     const pn_named_path inputs[] = {{o.model, "the model file"}, {o.data, "the data file"}};
     if (o.out && pn_path_check_output("--out", o.out, inputs, 2, false) < 0)
         return pn_cli_misuse("%s", pn_error_message()); /* a wrong command line */

@@ -113,20 +113,6 @@ static void usage(FILE *out)
             "SIGUSR1 with no --snapshot-dir: nothing was saved (running again starts over)\n");
 }
 
-/* Ends the job after a failure: the rank that owns the error prints it once. When
- * every rank knows of the failure (model, options, setup) they all leave cleanly,
- * with status; otherwise peers may be waiting on this rank, so it aborts the job. */
-static int fail_job(pn_job *job, int rc, bool together, int status)
-{
-    if (rc != PN_ERR_PEER) {
-        pn_cli_fail(pn_error_message());
-        fflush(stderr);
-        if (pn_job_size(job) > 1 && !together) pn_job_abort(job, 1);
-    }
-    pn_job_finalize(job);
-    return status;
-}
-
 /* Without a snapshot directory the trained parameters end with the process: said
  * once (rank 0) before any work, naming both ways to give one. */
 static void warn_unkept(const pn_train_config *cfg, const char *model)
@@ -186,7 +172,7 @@ int pn_cmd_train(int argc, char **argv)
     int rank = pn_job_rank(job);
     pn_graph *g;
     int rc = pn_graph_load(&g, path); /* the same file, so the same outcome on every rank */
-    if (rc < 0) return fail_job(job, rank == 0 ? rc : PN_ERR_PEER, true, PN_EXIT_ERROR);
+    if (rc < 0) return pn_cli_fail_job(job, rank == 0 ? rc : PN_ERR_PEER, true, PN_EXIT_ERROR);
     pn_train_config cfg;
     pn_train_config_default(&cfg);
     rc = pn_train_config_from_json(pn_graph_train_spec(g), path, &cfg);
@@ -200,14 +186,14 @@ int pn_cmd_train(int argc, char **argv)
         rc = pn_job_agree_root(job, rank == 0 ? pn_train_settings_check(&o, &cfg, path) : PN_OK);
         if (rc < 0) {
             pn_graph_free(g);
-            return fail_job(job, rc, true, rc == PN_ERR_MPI ? PN_EXIT_ERROR : PN_EXIT_USAGE);
+            return pn_cli_fail_job(job, rc, true, rc == PN_ERR_MPI ? PN_EXIT_ERROR : PN_EXIT_USAGE);
         }
         if (rank == 0) warn_unkept(&cfg, path);
         rc = pn_train(g, &cfg, job, NULL, &result);
         free(result.losses);
     }
     pn_graph_free(g);
-    if (rc < 0) return fail_job(job, rc, result.failed_together, PN_EXIT_ERROR);
+    if (rc < 0) return pn_cli_fail_job(job, rc, result.failed_together, PN_EXIT_ERROR);
     if (rank == 0) say_what_is_kept(&cfg, &result);
     pn_job_finalize(job);
     if (result.stopped_unsaved) return PN_EXIT_STOPPED_UNSAVED;

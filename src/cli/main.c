@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/error.h"
 #include "base/stop_signal.h"
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -45,6 +46,17 @@ int pn_cli_fail(const char *message)
 {
     fprintf(stderr, "pipenet: error: %s\n", message);
     return 1;
+}
+
+int pn_cli_fail_job(pn_job *job, int rc, bool together, int status)
+{
+    if (rc != PN_ERR_PEER) {
+        pn_cli_fail(pn_error_message());
+        fflush(stderr);
+        if (pn_job_size(job) > 1 && !together) pn_job_abort(job, 1);
+    }
+    pn_job_finalize(job);
+    return status;
 }
 
 /* A scheduler's stop signal may come at any moment, even while the libraries start:

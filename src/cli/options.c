@@ -37,6 +37,16 @@ static void vreport(const char *fmt, va_list ap)
     fputc('\n', stderr);
 }
 
+long pn_cli_launcher_ranks(void)
+{
+    const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && atol(v) > 1) return atol(v);
+    }
+    return 1;
+}
+
 int pn_opt_report(const char *fmt, ...)
 {
     va_list ap;

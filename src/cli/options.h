@@ -16,6 +16,10 @@ void pn_opt_quiet_unless_first_rank(void);
 /* Prints "pipenet: error: <message>" unless another rank reports; returns -1. Every
  * mistake of a command line is reported here (or by the parsers below, which call
  * it), and ends the command with PN_EXIT_USAGE (2). */
+/* The number of ranks when started by mpirun or srun, else 1 (read from the
+ * launcher's environment: MPI is not called). */
+long pn_cli_launcher_ranks(void);
+
 int pn_opt_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* pn_opt_report, then PN_EXIT_USAGE: `return pn_cli_misuse(...)` from a command. */

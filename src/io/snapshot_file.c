@@ -343,6 +343,23 @@ static int read_floats(hid_t file, const char *fname, const char *name, const ch
     return pn_snapshot_read_floats(file, fname, name, purpose, parts, rows, cols, out);
 }
 
+/* Keeps the listed parameters that want names (all when want is NULL). */
+static void keep_wanted(param_list *list, const pn_name_list *want)
+{
+    if (!want) return;
+    int kept = 0;
+    for (int i = 0; i < list->n; i++) {
+        bool wanted = false;
+        for (int k = 0; k < want->n && !wanted; k++)
+            wanted = !strcmp(want->names[k], list->items[i].name);
+        if (wanted)
+            list->items[kept++] = list->items[i];
+        else
+            free(list->items[i].name);
+    }
+    list->n = kept;
+}
+
 /* How much of a file a read takes in. */
 typedef enum read_mode {
     READ_HEADER, /* the root attributes */
@@ -371,14 +388,15 @@ static int read_param(hid_t file, const char *fname, const char *parts,
     return rc;
 }
 
-/* Reads every parameter (and slot) of the file as mode says: shapes first, then (all)
- * the data into one block per array of st, or (verify) each dataset in turn into
- * one buffer of the largest. */
+/* Reads every parameter (and slot) of the file, or those want names (not NULL), as
+ * mode says: shapes first, then (all) the data into one block per array of st, or
+ * (verify) each dataset in turn into one buffer of the largest. */
 static int read_params(hid_t file, const char *fname, const char *parts, read_mode mode,
-                       pn_train_state *st)
+                       const pn_name_list *want, pn_train_state *st)
 {
     param_list list = {.fname = fname};
     int rc = list_params(file, fname, &list), n_arrays = 1 + st->n_slot_names;
+    keep_wanted(&list, want);
     char path[NAME_CAP];
     size_t largest = 1;
     for (int i = 0; rc == 0 && i < list.n; i++) {
@@ -410,7 +428,7 @@ static int read_params(hid_t file, const char *fname, const char *parts, read_mo
 }
 
 int pn_snapshot_read_header_open(hid_t file, const char *fname, const char *expect,
-                                 pn_train_state **out, char *parts, size_t cap)
+                                 bool slots, pn_train_state **out, char *parts, size_t cap)
 {
     char format[32];
     long version;
@@ -432,11 +450,11 @@ int pn_snapshot_read_header_open(hid_t file, const char *fname, const char *expe
         return pn_error_set(PN_ERR_IO, "%s: attribute 'config': checksum mismatch (its CRC-32 is "
                             "0x%08llx, attribute 'config_crc32' says 0x%08llx)", fname,
                             (unsigned long long)text_crc32(st->config), (unsigned long long)crc);
-    if (!optional) {
-        char *slots;
-        PN_TRY(pn_hdf5_read_attr_text(file, fname, "slots", &slots));
-        int rc = parse_slots(fname, slots, st);
-        free(slots);
+    if (!optional && slots) {
+        char *names;
+        PN_TRY(pn_hdf5_read_attr_text(file, fname, "slots", &names));
+        int rc = parse_slots(fname, names, st);
+        free(names);
         PN_TRY(rc);
     }
     /* an index (version 2) reads from its snapshot's parts, named by its step */
@@ -447,16 +465,18 @@ int pn_snapshot_read_header_open(hid_t file, const char *fname, const char *expe
 }
 
 static int read_path(const char *path, const char *expect_format, read_mode mode,
-                     pn_train_state **out)
+                     const pn_name_list *want, pn_train_state **out)
 {
     *out = NULL;
     hid_t file;
     PN_TRY(pn_hdf5_open_file(path, H5P_DEFAULT, &file));
     pn_train_state *st = NULL;
     char parts[64];
-    int rc = pn_snapshot_read_header_open(file, path, expect_format, &st, parts, sizeof parts);
+    /* values only (want): no slot names, so no slots read */
+    int rc = pn_snapshot_read_header_open(file, path, expect_format, !want, &st, parts,
+                                          sizeof parts);
     if (rc == 0 && mode != READ_HEADER)
-        rc = read_params(file, path, parts[0] ? parts : NULL, mode, st);
+        rc = read_params(file, path, parts[0] ? parts : NULL, mode, want, st);
     int rc_close = pn_hdf5_close(file, path);
     if (rc == 0) rc = rc_close;
     if (rc < 0) {
@@ -469,19 +489,25 @@ static int read_path(const char *path, const char *expect_format, read_mode mode
 
 int pn_snapshot_read(const char *path, const char *expect_format, pn_train_state **out)
 {
-    return read_path(path, expect_format, READ_ALL, out);
+    return read_path(path, expect_format, READ_ALL, NULL, out);
+}
+
+int pn_snapshot_read_values(const char *path, const char *expect_format,
+                            const pn_name_list *want, pn_train_state **out)
+{
+    return read_path(path, expect_format, READ_ALL, want, out);
 }
 
 int pn_snapshot_read_header(const char *path, const char *expect_format, pn_train_state **out)
 {
-    return read_path(path, expect_format, READ_HEADER, out);
+    return read_path(path, expect_format, READ_HEADER, NULL, out);
 }
 
 /* mode READ_CHECK or READ_VERIFY: the header into a state that is dropped */
 static int check_path(const char *path, read_mode mode)
 {
     pn_train_state *st;
-    PN_TRY(read_path(path, PN_FORMAT_SNAPSHOT, mode, &st));
+    PN_TRY(read_path(path, PN_FORMAT_SNAPSHOT, mode, NULL, &st));
     pn_train_state_free(st);
     return 0;
 }

@@ -31,6 +31,19 @@ int pn_snapshot_file_write(const char *path, const pn_train_state *st, const cha
 /* Reads and verifies a snapshot or model file. expect_format may be NULL (either). */
 int pn_snapshot_read(const char *path, const char *expect_format, pn_train_state **out);
 
+/* The names of some parameters ("<layer>/<param>"). */
+typedef struct pn_name_list {
+    const char *const *names;
+    int n;
+} pn_name_list;
+
+/* The same, but only the values of the parameters want names (no optimizer slots):
+ * what one pipeline stage loads (`pipenet infer` across ranks), so that no rank
+ * reads or holds the whole model. A name the file lacks is simply absent from
+ * *out (the caller names what is missing). */
+int pn_snapshot_read_values(const char *path, const char *expect_format,
+                            const pn_name_list *want, pn_train_state **out);
+
 /* The same without the parameters: the root attributes and the config only (what a
  * resume checks before it builds anything). */
 int pn_snapshot_read_header(const char *path, const char *expect_format, pn_train_state **out);

@@ -31,10 +31,11 @@ int pn_snapshot_write_floats(hid_t file, const char *fname, const char *name, in
                              int cols, bool matrix, const float *data);
 
 /* Reads the root attributes of the open file into a new *out, checking the format
- * (against expect when not NULL), the version and the config's CRC-32. parts (cap
- * bytes) receives, for an index, what its parts' names start with, else "". */
+ * (against expect when not NULL), the version and the config's CRC-32, and with
+ * slots a snapshot's slot names. parts (cap bytes) receives, for an index, what its
+ * parts' names start with, else "". */
 int pn_snapshot_read_header_open(hid_t file, const char *fname, const char *expect,
-                                 pn_train_state **out, char *parts, size_t cap);
+                                 bool slots, pn_train_state **out, char *parts, size_t cap);
 
 /* Opens float32 dataset name and checks it: its storage (parts not NULL: an index,
  * whose virtual datasets must lie over those parts; else in the file itself), its

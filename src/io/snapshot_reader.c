@@ -32,7 +32,7 @@ int pn_snapshot_reader_open(const char *path, pn_snapshot_reader **out)
     int rc = pn_hdf5_open_file(path, H5P_DEFAULT, &r->file);
     if (rc < 0) r->file = H5I_INVALID_HID;
     if (rc == 0)
-        rc = pn_snapshot_read_header_open(r->file, path, PN_FORMAT_SNAPSHOT, &r->header,
+        rc = pn_snapshot_read_header_open(r->file, path, PN_FORMAT_SNAPSHOT, true, &r->header,
                                           r->parts, sizeof r->parts);
     if (rc < 0) {
         pn_snapshot_reader_close(r);

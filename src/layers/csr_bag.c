@@ -30,6 +30,18 @@ static int grow(pn_buffer *buf, pn_device dev, size_t bytes)
     return pn_buffer_reserve(buf, dev, bytes ? bytes : 1);
 }
 
+/* Feature j (of sample b, for the message) of c: its field *f and its table row. */
+static int feature_row(const pn_bag_rule *r, int64_t columns, const pn_csr *c, int b, int j,
+                       int *f, int *row)
+{
+    *f = r->use_fields ? c->fields[j] : 0;
+    if (*f < 0 || *f >= r->bags)
+        return pn_error_set(PN_ERR_INVALID, "sample %d: field %d outside [0, %d)", b, *f,
+                            r->bags);
+    *row = pn_bag_row(r, columns, c->cols[j], *f);
+    return PN_OK;
+}
+
 int pn_bag_plan_make(pn_bag_plan *p, const pn_bag_rule *r, const pn_arg *in, int width,
                      pn_device dev)
 {
@@ -42,11 +54,8 @@ int pn_bag_plan_make(pn_bag_plan *p, const pn_bag_rule *r, const pn_arg *in, int
     memset(count, 0, n_bags * sizeof(int));
     for (int b = 0; b < in->batch; b++)
         for (int j = c->offsets[b]; j < c->offsets[b + 1]; j++) {
-            int f = r->use_fields ? c->fields[j] : 0;
-            if (f < 0 || f >= r->bags)
-                return pn_error_set(PN_ERR_INVALID, "sample %d: field %d outside [0, %d)", b, f,
-                                    r->bags);
-            rows[j] = pn_bag_row(r, in->shape.columns, c->cols[j], f);
+            int f;
+            PN_TRY(feature_row(r, in->shape.columns, c, b, j, &f, &rows[j]));
             bag[j] = b * r->bags + f;
             count[bag[j]]++;
         }
@@ -83,24 +92,49 @@ int pn_bag_forward(pn_bag_plan *p, const pn_matrix *table, pn_matrix *out)
     return pn_scatter_add_rows(&work, p->bag.data, out);
 }
 
-/* The planned features' distinct rows, increasing, and each feature's place among
- * them, on the host and (the places) on dev: one stable key sort, no search. */
-static int plan_distinct(pn_bag_plan *p, pn_device dev)
+/* rows[0..nnz)'s distinct values, increasing, into ids (returns how many) and each
+ * one's place among them into place: one stable key sort (order, tmp: its scratch),
+ * no search. */
+static int distinct(const int *rows, int nnz, int *ids, int *place, int *order, int *tmp)
 {
-    size_t nnz = (size_t)p->nnz;
-    PN_TRY(grow(&p->distinct, pn_device_host(), 4 * nnz * sizeof(int)));
-    const int *rows = p->host.data;
-    int *ids = p->distinct.data, *place = ids + nnz, *order = place + nnz, *tmp = order + nnz;
     int n = 0;
-    pn_key_sort(rows, (int)nnz, order, tmp);
-    for (size_t k = 0; k < nnz; k++) {
+    pn_key_sort(rows, nnz, order, tmp);
+    for (int k = 0; k < nnz; k++) {
         int row = rows[order[k]];
         if (n == 0 || ids[n - 1] != row) ids[n++] = row;
         place[order[k]] = n - 1;
     }
-    p->n_distinct = n;
+    return n;
+}
+
+/* The planned features' distinct rows and each feature's place among them, on the
+ * host and (the places) on dev. */
+static int plan_distinct(pn_bag_plan *p, pn_device dev)
+{
+    size_t nnz = (size_t)p->nnz;
+    PN_TRY(grow(&p->distinct, pn_device_host(), 4 * nnz * sizeof(int)));
+    int *ids = p->distinct.data, *place = ids + nnz;
+    p->n_distinct = distinct(p->host.data, p->nnz, ids, place, place + nnz, place + 2 * nnz);
     PN_TRY(grow(&p->places, dev, nnz * sizeof(int)));
     return pn_buffer_write(&p->places, 0, place, nnz * sizeof(int));
+}
+
+int pn_bag_distinct_rows(const pn_bag_rule *r, int64_t columns, const pn_csr *in, int first,
+                         int rows, pn_buffer *work, const int **ids, int *n)
+{
+    if (r->use_fields && !in->fields)
+        return pn_error_set(PN_ERR_INTERNAL, "a sparse batch without the fields its edge has");
+    int from = in->offsets[first], nnz = in->offsets[first + rows] - from;
+    PN_TRY(grow(work, pn_device_host(), 5 * (size_t)nnz * sizeof(int)));
+    int *row = work->data, *out = row + nnz, *place = out + nnz;
+    for (int b = first; b < first + rows; b++)
+        for (int j = in->offsets[b]; j < in->offsets[b + 1]; j++) {
+            int f;
+            PN_TRY(feature_row(r, columns, in, b - first, j, &f, &row[j - from]));
+        }
+    *n = distinct(row, nnz, out, place, place + nnz, place + 2 * nnz);
+    *ids = out;
+    return PN_OK;
 }
 
 int pn_bag_forward_param(pn_bag_plan *p, const pn_layer_inst *x, int param,

@@ -66,6 +66,12 @@ int pn_bag_forward(pn_bag_plan *p, const pn_matrix *table, pn_matrix *out);
 int pn_bag_forward_param(pn_bag_plan *p, const pn_layer_inst *x, int param,
                          const pn_pass *pass, pn_matrix *out);
 
+/* The distinct rows, increasing, that pn_bag_forward_param pulls for samples
+ * [first, first + rows) of batch in under rule r (columns: the data's), in host
+ * memory *work holds (*ids, *n of them): what a stage pulls ahead of the forward. */
+int pn_bag_distinct_rows(const pn_bag_rule *r, int64_t columns, const pn_csr *in, int first,
+                         int rows, pn_buffer *work, const int **ids, int *n);
+
 /* dtable[row_j] += w_j * dout[bag_j] for every feature j of the planned batch, as
  * entries (row_j, w_j * dout[bag_j]) appended to the table's row-sparse gradient. */
 int pn_bag_backward_rows(pn_bag_plan *p, const pn_matrix *dout, pn_row_grad *dtable);

@@ -97,6 +97,13 @@ static void embedding_bag_note(const pn_layer *l, char *buf, size_t cap)
     pn_bag_note(&r, l->in_shapes[0].columns, buf, cap);
 }
 
+static int embedding_bag_pull_ids(const pn_layer *l, const pn_csr *in, int first, int rows,
+                                  pn_buffer *work, const int **ids, int *n)
+{
+    pn_bag_rule r = rule_of(l);
+    return pn_bag_distinct_rows(&r, l->in_shapes[0].columns, in, first, rows, work, ids, n);
+}
+
 static void embedding_bag_release(pn_layer_inst *x)
 {
     pn_bag_plan_release(&((embedding_bag_scratch *)x->scratch)->plan);
@@ -125,5 +132,6 @@ const pn_layer_type pn_layer_embedding_bag = {
     .takes_sparse = true,
     .flops = embedding_bag_flops,
     .note = embedding_bag_note,
+    .pull_ids = embedding_bag_pull_ids,
     .release = embedding_bag_release,
 };

@@ -123,6 +123,11 @@ typedef struct pn_layer_type {
     /* Writes into buf a line the run logs once about the layer (an embedding_bag
      * hashing its ids), or leaves buf empty (optional). */
     void (*note)(const pn_layer *l, char *buf, size_t cap);
+    /* The distinct rows, increasing, of its sharded table that its forward pulls
+     * (pn_layer_pull_rows) for samples [first, first + rows) of the CSR batch in, in
+     * host memory *work holds: so that a stage can pull them ahead (optional). */
+    int (*pull_ids)(const pn_layer *l, const pn_csr *in, int first, int rows, pn_buffer *work,
+                    const int **ids, int *n);
     /* Releases the buffers an instance holds in its scratch (optional). */
     void (*release)(pn_layer_inst *x);
     /* Rows per sample of the tallest matrix the layer makes, scratch included

@@ -78,6 +78,13 @@ static void sparse_fc_note(const pn_layer *l, char *buf, size_t cap)
     pn_bag_note(&r, l->in_shapes[0].columns, buf, cap);
 }
 
+static int sparse_fc_pull_ids(const pn_layer *l, const pn_csr *in, int first, int rows,
+                              pn_buffer *work, const int **ids, int *n)
+{
+    pn_bag_rule r = rule_of(l);
+    return pn_bag_distinct_rows(&r, l->in_shapes[0].columns, in, first, rows, work, ids, n);
+}
+
 static void sparse_fc_release(pn_layer_inst *x)
 {
     pn_bag_plan_release(&((sparse_fc_scratch *)x->scratch)->plan);
@@ -102,5 +109,6 @@ const pn_layer_type pn_layer_sparse_fc = {
     .takes_sparse = true,
     .flops = sparse_fc_flops,
     .note = sparse_fc_note,
+    .pull_ids = sparse_fc_pull_ids,
     .release = sparse_fc_release,
 };

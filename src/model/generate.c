@@ -119,6 +119,8 @@ static int build_step_network(pn_gen *g)
     for (int i = g->out_node; i >= 0; i--)
         if (member[i])
             for (int k = 0; k < gr->nodes[i].n_inputs; k++) member[gr->nodes[i].inputs[k]] = true;
+    const bool *part = pn_model_part(g->m); /* one stage: its layers only */
+    for (int i = 0; part && i < gr->n_nodes; i++) member[i] &= part[i];
     pn_network_options o = {.member = member, .device = pn_model_device_of(g->m),
                             .forward_only = true};
     int rc = pn_network_create(&g->net, gr, &o, pn_model_params(g->m));
@@ -139,6 +141,10 @@ static int gen_create(pn_model *m, const pn_gen_options *o, pn_gen **out)
     if (o->beam < 0 || o->beam > MAX_BEAM)
         return pn_error_set(PN_ERR_INVALID, "%s: beam %d: expected 0 (sampling) to %d", path,
                             o->beam, MAX_BEAM);
+    if (o->no_cache && pn_model_part(m))
+        return pn_error_set(PN_ERR_UNSUPPORTED, "%s: --no-cache runs the whole model's forward, "
+                            "which a model split into stages does not (run it in one process)",
+                            path);
     pn_gen *g = calloc(1, sizeof *g);
     if (!g) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     g->m = m;
@@ -179,14 +185,18 @@ static int compute_logits(pn_gen *g)
                    g->full + ((size_t)i * t + (size_t)g->len - 1) * VOCAB, VOCAB * sizeof(float));
     } else {
         PN_TRY(pn_model_select_device(g->m));
-        pn_arg *in = pn_network_arg(g->net, g->token_node);
+        const pn_gen_hook *hook = pn_model_gen_hook(g->m);
+        pn_arg *in = pn_network_arg(g->net, g->token_node); /* NULL: another stage's */
         for (int p = g->done; p < g->len; p++) {
             for (int i = 0; i < n; i++) g->ids[i] = g->ctx[i * t + p];
-            PN_TRY(pn_buffer_write(&in->ids_buf, 0, g->ids, (size_t)n * sizeof(int)));
-            PN_TRY(pn_network_step(g->net, p, n));
+            if (in) PN_TRY(pn_buffer_write(&in->ids_buf, 0, g->ids, (size_t)n * sizeof(int)));
+            if (hook) /* across stages: the logits of the last position on every rank */
+                PN_TRY(hook->step(hook->ctx, g->net, p, n, p == g->len - 1 ? g->logits : NULL));
+            else
+                PN_TRY(pn_network_step(g->net, p, n));
         }
         g->done = g->len;
-        PN_TRY(pn_matrix_read(&pn_network_arg(g->net, g->out_node)->value, g->logits));
+        if (!hook) PN_TRY(pn_matrix_read(&pn_network_arg(g->net, g->out_node)->value, g->logits));
     }
     g->fresh = true;
     return PN_OK;

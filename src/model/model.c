@@ -17,6 +17,7 @@
 #include "io/snapshot_dir.h"
 #include "io/snapshot_file.h"
 #include "layers/layer_types.h"
+#include "pipeline/infer_stages.h"
 #include "pipeline/network.h"
 
 /* Activation bytes one chunk of a forward may hold; larger batches run in chunks. */
@@ -40,14 +41,15 @@ struct pn_model {
     bool *want;          /* [n_nodes] the members a forward asks for */
     bool *avail;         /* [n_nodes] computable from the given inputs */
     int planned;         /* samples net is planned for */
+    bool *part;          /* [n_nodes] the nodes this process holds, or NULL: all */
+    pn_gen_hook hook;    /* generation over a part (step NULL: none) */
     pn_gen *gen;         /* generation in progress (model/generate.c), or NULL */
     void (*gen_free)(pn_gen *g);
 };
 
 const char *pn_model_error(void) { return pn_error_message(); }
 
-/* The node feeding the first loss layer, else the last node nothing consumes. */
-static int default_output(const pn_graph *g)
+int pn_model_default_output_of(const pn_graph *g)
 {
     for (int i = 0; i < g->n_nodes; i++)
         if (g->nodes[i].layer->type->is_loss) return g->nodes[i].inputs[0];
@@ -81,7 +83,8 @@ static int load_values(pn_model *m, const pn_train_state *st, const char *path)
     return PN_OK;
 }
 
-/* Everything after the graph: inputs, default output, the arena and its values. */
+/* Everything after the graph: inputs, default output, the arena and its values (of
+ * a part: read from the file at path, its own datasets only). */
 static int setup(pn_model *m, const pn_train_state *st, const char *path)
 {
     const pn_graph *g = m->graph;
@@ -108,17 +111,18 @@ static int setup(pn_model *m, const pn_train_state *st, const char *path)
             m->input_nodes[m->n_inputs++] = i;
         }
     }
-    m->output_node = default_output(g);
+    m->output_node = pn_model_default_output_of(g);
     /* a network over every node declares every parameter; forwards replace it by
      * one over the nodes they need (select_members, prepare) */
-    pn_network_options o = {.device = m->device, .forward_only = true};
+    pn_network_options o = {.member = m->part, .device = m->device, .forward_only = true};
     PN_TRY(pn_network_build(g, &o, &m->params, &m->net));
-    return load_values(m, st, path);
+    return m->part ? pn_infer_load_params(m->params, path) : load_values(m, st, path);
 }
 
-/* A model from st's config and values, its arena and networks on dev. */
+/* A model from st's config and values, its arena and networks on dev; with members,
+ * the part it marks. */
 static int model_from_state(pn_model **out, const pn_train_state *st, const char *path,
-                            pn_device dev)
+                            pn_device dev, pn_model_members_fn members, void *ctx)
 {
     *out = NULL;
     if (!st->config || !st->config[0])
@@ -140,6 +144,11 @@ static int model_from_state(pn_model **out, const pn_train_state *st, const char
         pn_device_name(dev, m->device_name, sizeof m->device_name);
     int rc = pn_graph_from_json(&m->graph, root, path);
     json_decref(root);
+    if (rc == PN_OK && members) {
+        m->part = calloc((size_t)m->graph->n_nodes, sizeof *m->part);
+        rc = m->part ? members(ctx, m->graph, m->part)
+                     : pn_error_set(PN_ERR_NOMEM, "%s: out of memory", path);
+    }
     if (rc == PN_OK) rc = setup(m, st, path);
     if (rc < 0) {
         pn_model_free(m);
@@ -151,7 +160,7 @@ static int model_from_state(pn_model **out, const pn_train_state *st, const char
 
 int pn_model_from_state(pn_model **out, const pn_train_state *st, const char *path)
 {
-    return model_from_state(out, st, path, pn_device_host());
+    return model_from_state(out, st, path, pn_device_host(), NULL, NULL);
 }
 
 /* The device a pn_model_load_on name asks for: a name of pn_device_requests (NULL:
@@ -193,10 +202,32 @@ int pn_model_load_on(pn_model **out, const char *path, const char *device)
     path = newest;
     pn_train_state *st;
     PN_TRY(pn_snapshot_read(path, NULL, &st));
-    int rc = model_from_state(out, st, path, dev);
+    int rc = model_from_state(out, st, path, dev, NULL, NULL);
     pn_train_state_free(st);
     return rc;
 }
+
+int pn_model_load_part(pn_model **out, const char *path, const char *device,
+                       pn_model_members_fn members, void *ctx)
+{
+    *out = NULL;
+    pn_device dev;
+    PN_TRY(device_of(device, &dev));
+    pn_train_state *st; /* the header: the config, no values */
+    PN_TRY(pn_snapshot_read_header(path, NULL, &st));
+    int rc = model_from_state(out, st, path, dev, members, ctx);
+    pn_train_state_free(st);
+    return rc;
+}
+
+const bool *pn_model_part(const pn_model *m) { return m->part; }
+
+void pn_model_set_gen_hook(pn_model *m, const pn_gen_hook *hook)
+{
+    m->hook = hook ? *hook : (pn_gen_hook){0};
+}
+
+const pn_gen_hook *pn_model_gen_hook(const pn_model *m) { return m->hook.step ? &m->hook : NULL; }
 
 void pn_model_free(pn_model *m)
 {
@@ -213,6 +244,7 @@ void pn_model_free(pn_model *m)
     free(m->avail);
     free(m->loss);
     free(m->auc);
+    free(m->part);
     free(m);
 }
 
@@ -464,6 +496,9 @@ int pn_model_forward_lengths(pn_model *m, int batch, const void *const *inputs,
     if (gn->layer->out_shape.ids)
         return pn_error_set(PN_ERR_INVALID, "%s: output '%s' holds ids, not floats", m->path,
                             gn->name);
+    if (m->part)
+        return pn_error_set(PN_ERR_INVALID, "%s: this process holds one stage of the model, "
+                            "which cannot run a whole forward", m->path);
     if (batch == 0) return PN_OK;
     PN_TRY(check_lengths(m, batch, lengths));
     PN_TRY(pn_model_select_device(m)); /* another model may have made its GPU current */
@@ -485,18 +520,19 @@ int pn_model_forward_lengths(pn_model *m, int batch, const void *const *inputs,
     return PN_OK;
 }
 
-/* What the loss layers counted since the last reset, summed into *sum, and the kind
- * they share: PN_LOSS_OTHER when the layers that counted rows differ in kind, or
- * none did (one accuracy, RMSE or AUC over rows of different losses would mean
+/* What the loss layers counted (per_node, [g->n_nodes]), summed into *sum, and the
+ * kind they share: PN_LOSS_OTHER when the layers that counted rows differ in kind,
+ * or none did (one accuracy, RMSE or AUC over rows of different losses would mean
  * nothing). */
-static pn_loss_kind counted(const pn_model *m, pn_layer_stats *sum)
+static pn_loss_kind counted(const pn_graph *g, const pn_layer_stats *per_node,
+                            pn_layer_stats *sum)
 {
     *sum = (pn_layer_stats){0};
     pn_loss_kind kind = PN_LOSS_OTHER;
-    for (int i = 0; m && i < m->graph->n_nodes; i++) {
-        const pn_layer_stats *s = &m->loss[i];
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pn_layer_stats *s = &per_node[i];
         if (s->rows == 0) continue;
-        pn_loss_kind k = m->graph->nodes[i].layer->type->loss_kind;
+        pn_loss_kind k = g->nodes[i].layer->type->loss_kind;
         kind = sum->rows == 0 || k == kind ? k : PN_LOSS_OTHER; /* OTHER stays OTHER */
         sum->loss_sum += s->loss_sum;
         sum->correct += s->correct;
@@ -505,36 +541,51 @@ static pn_loss_kind counted(const pn_model *m, pn_layer_stats *sum)
     return kind;
 }
 
+void pn_loss_summarize(const pn_graph *g, const pn_layer_stats *per_node, const pn_auc *auc,
+                       pn_loss_summary *out)
+{
+    pn_layer_stats s;
+    pn_loss_kind kind = counted(g, per_node, &s);
+    bool any = s.rows > 0;
+    *out = (pn_loss_summary){
+        .rows = (long)s.rows,
+        .mean_loss = any ? s.loss_sum / s.rows : NAN,
+        .accuracy = any && kind == PN_LOSS_CLASSIFICATION ? s.correct / s.rows : NAN,
+        .rmse = any && kind == PN_LOSS_SQUARED_ERROR ? sqrt(s.loss_sum / s.rows) : NAN,
+        .auc = any && kind == PN_LOSS_BINARY && auc ? pn_auc_value(auc) : NAN};
+}
+
+/* The model's summary (an empty one without a model). */
+static pn_loss_summary summary(const pn_model *m)
+{
+    pn_loss_summary out = {0, NAN, NAN, NAN, NAN};
+    if (m) pn_loss_summarize(m->graph, m->loss, m->auc, &out);
+    return out;
+}
+
 long pn_model_loss(const pn_model *m, double *mean_loss, double *accuracy)
 {
-    pn_layer_stats s;
-    bool classify = counted(m, &s) == PN_LOSS_CLASSIFICATION;
-    if (mean_loss) *mean_loss = s.rows > 0 ? s.loss_sum / s.rows : NAN;
-    if (accuracy) *accuracy = s.rows > 0 && classify ? s.correct / s.rows : NAN;
-    return (long)s.rows;
+    pn_loss_summary s = summary(m);
+    if (mean_loss) *mean_loss = s.mean_loss;
+    if (accuracy) *accuracy = s.accuracy;
+    return s.rows;
 }
 
-double pn_model_rmse(const pn_model *m)
-{
-    pn_layer_stats s;
-    bool squared = counted(m, &s) == PN_LOSS_SQUARED_ERROR;
-    return s.rows > 0 && squared ? sqrt(s.loss_sum / s.rows) : NAN;
-}
+double pn_model_rmse(const pn_model *m) { return summary(m).rmse; }
 
-double pn_model_auc(const pn_model *m)
+double pn_model_auc(const pn_model *m) { return summary(m).auc; }
+
+int pn_model_classifies_node(const pn_graph *g, int node)
 {
-    pn_layer_stats s;
-    bool binary = counted(m, &s) == PN_LOSS_BINARY;
-    return s.rows > 0 && binary ? pn_auc_value(m->auc) : NAN;
+    int loss = pn_graph_loss_of(g, node);
+    pn_loss_kind kind = loss >= 0 ? g->nodes[loss].layer->type->loss_kind : PN_LOSS_OTHER;
+    return kind == PN_LOSS_CLASSIFICATION ? 1 : kind == PN_LOSS_BINARY ? 2 : 0;
 }
 
 int pn_model_classifies(const pn_model *m, const char *output)
 {
     int node = m ? output_index(m, output) : -1;
-    if (node < 0) return -1;
-    int loss = pn_graph_loss_of(m->graph, node);
-    pn_loss_kind kind = loss >= 0 ? m->graph->nodes[loss].layer->type->loss_kind : PN_LOSS_OTHER;
-    return kind == PN_LOSS_CLASSIFICATION ? 1 : kind == PN_LOSS_BINARY ? 2 : 0;
+    return node < 0 ? -1 : pn_model_classifies_node(m->graph, node);
 }
 
 void pn_model_reset_loss(pn_model *m)

@@ -50,9 +50,9 @@ int pn_comm_create(pn_comm **out, pn_job *job, int stages)
     *g = (pn_grid){.rank = rank, .size = size, .stages = stages, .replicas = size / stages,
                    .stage = rank % stages, .replica = rank / stages};
     if (!(c->gather_at = malloc(3 * (size_t)g->replicas * sizeof *c->gather_at)) ||
-        !(c->owner = calloc(PN_OWNER_SLOTS + 1, sizeof *c->owner)))
+        !(c->owner = calloc(PN_OWNER_ALL + 1, sizeof *c->owner)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    for (int k = 0; k <= PN_OWNER_SLOTS; k++)
+    for (int k = 0; k <= PN_OWNER_ALL; k++)
         if (!(c->owner[k].at = malloc(6 * (size_t)g->replicas * sizeof *c->owner[k].at)))
             return pn_error_set(PN_ERR_NOMEM, "out of memory");
     PN_MPI_CHECK(MPI_Comm_dup(pn_job_comm(job), &c->world));
@@ -94,7 +94,7 @@ void pn_comm_free(pn_comm *c)
     for (int i = 0; i < 4; i++)
         if (*comms[i] != MPI_COMM_NULL) MPI_Comm_free(comms[i]);
     free(c->gather_at);
-    for (int k = 0; c->owner && k <= PN_OWNER_SLOTS; k++) free(c->owner[k].at);
+    for (int k = 0; c->owner && k <= PN_OWNER_ALL; k++) free(c->owner[k].at);
     free(c->owner);
     free(c->hosts);
     free(c);

@@ -274,14 +274,27 @@ int pn_comm_owner_exchange(pn_comm *c, const int *send_counts, const int *ids,
                            pn_matrix *recv_rows);
 
 /* The same in two halves, so that other work runs while it moves (a push while the
- * dense gradients are summed): _start posts it in slot (0 .. PN_OWNER_SLOTS-1, one
- * exchange a slot), _finish waits for it. Every buffer must stay as it is until
- * _finish returns; every replica starts and finishes its exchanges in one order. */
-enum { PN_OWNER_SLOTS = 8 };
+ * dense gradients are summed, a pull ahead of its forward): _start posts it in slot
+ * (0 .. PN_OWNER_ALL-1, one exchange a slot), _finish waits for it. Every buffer must
+ * stay as it is until _finish returns; every replica starts its exchanges in one
+ * order. Slots: PN_OWNER_SLOTS for the pushes, then PN_OWNER_AHEAD_SLOTS for the
+ * pulls posted ahead of their forward (pipeline/stage_ahead.c). */
+enum { PN_OWNER_SLOTS = 8, PN_OWNER_AHEAD_SLOTS = 24,
+       PN_OWNER_ALL = PN_OWNER_SLOTS + PN_OWNER_AHEAD_SLOTS };
 int pn_comm_owner_exchange_start(pn_comm *c, int slot, const int *send_counts, const int *ids,
                                  const pn_matrix *rows, const int *recv_counts, int *recv_ids,
                                  pn_matrix *recv_rows);
 int pn_comm_owner_exchange_finish(pn_comm *c, int slot);
+
+/* pn_comm_owner_counts in two halves in slot (finished by pn_comm_owner_exchange_finish):
+ * recv_counts must stay until then. */
+int pn_comm_owner_counts_start(pn_comm *c, int slot, const int *send_counts, int *recv_counts);
+
+/* Tests every owner exchange in flight, which moves them: Open MPI advances a
+ * nonblocking collective only inside MPI calls (no progress thread), so a stage calls
+ * this between its passes. Completes nothing the caller must know of: the finish
+ * still waits (at once). */
+int pn_comm_owner_progress(pn_comm *c);
 
 /* --- tied parameters' gradients between the stages of a replica ------------------------- */
 

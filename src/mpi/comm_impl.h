@@ -74,9 +74,9 @@ struct pn_comm {
     bool lower_stalled; /* a lower rank timed out and reports the stall */
     int *gather_at;     /* pn_comm_gather_rows' displacements and counts, 3 x replicas:
                            made once, so that a step allocates nothing */
-    pn_owner_pending *owner; /* [PN_OWNER_SLOTS + 1] owner exchanges in flight: the
+    pn_owner_pending *owner; /* [PN_OWNER_ALL + 1] owner exchanges in flight: the
                            slots pn_comm_owner_exchange_start names, then the
-                           blocking call's own; their displacements made once */
+                           blocking calls' own; their displacements made once */
     double row_bytes_sent; /* pn_comm_row_bytes_sent: the row-sparse exchanges' bytes */
 };
 

@@ -9,18 +9,30 @@
 #include "base/trace.h"
 #include "mpi/mpi_check.h"
 
+/* Posts the counts' all-to-all in pending slot p. The counts wait for the slowest
+ * replica, so their event is where the exchange's synchronization shows in a
+ * timeline (finish). */
+static int start_counts(pn_comm *c, pn_owner_pending *p, const int *send_counts,
+                        int *recv_counts)
+{
+    if (p->n) return pn_error_set(PN_ERR_INTERNAL, "owner exchange: a slot started twice");
+    c->row_bytes_sent += (double)sizeof(int) * (c->grid.replicas - 1);
+    p->op = "the owner counts of";
+    p->event = "owner exchange: counts";
+    p->t0 = PN_TRACE_T0();
+    PN_MPI_CHECK(MPI_Ialltoall(send_counts, 1, MPI_INT, recv_counts, 1, MPI_INT, c->replicas,
+                               &p->req[0]));
+    p->n = 1;
+    return PN_OK;
+}
+
+static int finish(pn_comm *c, pn_owner_pending *p);
+
 int pn_comm_owner_counts(pn_comm *c, const int *send_counts, int *recv_counts)
 {
-    MPI_Request r;
-    c->row_bytes_sent += (double)sizeof(int) * (c->grid.replicas - 1);
-    /* traced: the counts wait for the slowest replica, so this is where the
-     * exchange's synchronization shows in a timeline */
-    double t0 = PN_TRACE_T0();
-    PN_MPI_CHECK(MPI_Ialltoall(send_counts, 1, MPI_INT, recv_counts, 1, MPI_INT, c->replicas, &r));
-    int rc = pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE,
-                          &(pn_wait_for){"the owner counts of", NULL, -1, PN_SCOPE_REPLICAS});
-    PN_TRACE("owner exchange: counts", "comm", NULL, -1, -1, t0);
-    return rc;
+    pn_owner_pending *p = &c->owner[PN_OWNER_ALL];
+    PN_TRY(start_counts(c, p, send_counts, recv_counts));
+    return finish(c, p);
 }
 
 /* counts[0 .. d) (none negative) -> their sum into *total; displacements of the
@@ -107,20 +119,31 @@ static int start(pn_comm *c, pn_owner_pending *p, const int *send_counts, const 
  * nothing writes into the caller's buffers once this returns. */
 static int finish(pn_comm *c, pn_owner_pending *p)
 {
+    /* traced: what this rank waits for an exchange, from its post for a blocking one,
+     * from the wait for one started early (a push, a pull ahead), whose flight is the
+     * work between, not time lost */
+    double t0 = p == &c->owner[PN_OWNER_ALL] ? p->t0 : PN_TRACE_T0();
     int n = p->n;
     p->n = 0;
     int rc = n > 0 ? pn_comm_wait(c, n, p->req, MPI_STATUSES_IGNORE,
                                   &(pn_wait_for){p->op, NULL, -1, PN_SCOPE_REPLICAS})
                    : PN_OK;
-    if (n > 0) PN_TRACE(p->event, "comm", NULL, -1, -1, p->t0);
+    if (n > 0) PN_TRACE(p->event, "comm", NULL, -1, -1, t0);
     return rc;
+}
+
+static int check_slot(int slot)
+{
+    return slot >= 0 && slot < PN_OWNER_ALL
+               ? PN_OK
+               : pn_error_set(PN_ERR_INTERNAL, "owner exchange slot %d of %d", slot, PN_OWNER_ALL);
 }
 
 int pn_comm_owner_exchange(pn_comm *c, const int *send_counts, const int *ids,
                            const pn_matrix *rows, const int *recv_counts, int *recv_ids,
                            pn_matrix *recv_rows)
 {
-    pn_owner_pending *p = &c->owner[PN_OWNER_SLOTS];
+    pn_owner_pending *p = &c->owner[PN_OWNER_ALL];
     int rc = start(c, p, send_counts, ids, rows, recv_counts, recv_ids, recv_rows);
     int done = finish(c, p);
     return rc < 0 ? rc : done;
@@ -130,8 +153,7 @@ int pn_comm_owner_exchange_start(pn_comm *c, int slot, const int *send_counts, c
                                  const pn_matrix *rows, const int *recv_counts, int *recv_ids,
                                  pn_matrix *recv_rows)
 {
-    if (slot < 0 || slot >= PN_OWNER_SLOTS)
-        return pn_error_set(PN_ERR_INTERNAL, "owner exchange slot %d of %d", slot, PN_OWNER_SLOTS);
+    PN_TRY(check_slot(slot));
     pn_owner_pending *p = &c->owner[slot];
     int rc = start(c, p, send_counts, ids, rows, recv_counts, recv_ids, recv_rows);
     if (rc < 0) (void)finish(c, p); /* what started is waited for before the error returns */
@@ -140,7 +162,23 @@ int pn_comm_owner_exchange_start(pn_comm *c, int slot, const int *send_counts, c
 
 int pn_comm_owner_exchange_finish(pn_comm *c, int slot)
 {
-    if (slot < 0 || slot >= PN_OWNER_SLOTS)
-        return pn_error_set(PN_ERR_INTERNAL, "owner exchange slot %d of %d", slot, PN_OWNER_SLOTS);
+    PN_TRY(check_slot(slot));
     return finish(c, &c->owner[slot]);
+}
+
+int pn_comm_owner_counts_start(pn_comm *c, int slot, const int *send_counts, int *recv_counts)
+{
+    PN_TRY(check_slot(slot));
+    return start_counts(c, &c->owner[slot], send_counts, recv_counts);
+}
+
+int pn_comm_owner_progress(pn_comm *c)
+{
+    for (int k = 0; k < PN_OWNER_ALL; k++) {
+        pn_owner_pending *p = &c->owner[k];
+        int done = 0;
+        /* completed requests become MPI_REQUEST_NULL, which the finish's wait passes */
+        if (p->n) PN_MPI_CHECK(MPI_Testall(p->n, p->req, &done, MPI_STATUSES_IGNORE));
+    }
+    return PN_OK;
 }

@@ -33,6 +33,7 @@ struct pn_network {
     double *forward_s, *backward_s; /* [graph->n_nodes] or NULL: pn_network_time_layers */
     double loss_positions; /* real positions of the global batch, or 0: pn_network_set_positions */
     int *pulls, n_pulls;   /* pn_network_pulls, once asked */
+    int *pull_nodes;       /* the graph node of each pull */
     bool pulls_known;
 };
 
@@ -101,6 +102,7 @@ void pn_network_free(pn_network *net)
     free(net->args);
     free(net->slot);
     free(net->pulls);
+    free(net->pull_nodes);
     free(net->in_ptrs);
     free(net);
 }
@@ -190,19 +192,35 @@ int pn_network_pulls(pn_network *net, const int **pulls, int *n)
     if (!net->pulls_known) {
         int cap = net->n * PN_LAYER_MAX_PARAMS;
         /* a replica that lost its list would pull less than the others: an error */
-        if (!(net->pulls = malloc((size_t)(cap ? cap : 1) * sizeof *net->pulls)))
+        if (!(net->pulls = malloc((size_t)(cap ? cap : 1) * sizeof *net->pulls)) ||
+            !(net->pull_nodes = malloc((size_t)(cap ? cap : 1) * sizeof *net->pull_nodes)))
             return pn_error_set(PN_ERR_NOMEM, "out of memory listing the sharded tables");
         for (int i = 0; i < net->n; i++) {
             const pn_layer_inst *x = &net->inst[net->nodes[i].node];
             if (!net->nodes[i].computed) continue;
             for (int j = 0; j < x->layer->n_params; j++)
-                if (pn_params_split(net->params, pn_params_get(net->params, x->param_index[j])))
+                if (pn_params_split(net->params, pn_params_get(net->params, x->param_index[j]))) {
+                    net->pull_nodes[net->n_pulls] = net->nodes[i].node;
                     net->pulls[net->n_pulls++] = x->param_index[j];
+                }
         }
     }
     net->pulls_known = true;
     *n = net->n_pulls;
     *pulls = net->pulls;
+    return PN_OK;
+}
+
+int pn_network_pull_source(pn_network *net, int k, const pn_layer_inst **layer, int *input)
+{
+    const int *pulls;
+    int n;
+    PN_TRY(pn_network_pulls(net, &pulls, &n));
+    if (k < 0 || k >= n)
+        return pn_error_set(PN_ERR_INTERNAL, "pull %d of a network that pulls %d tables", k, n);
+    int node = net->pull_nodes[k];
+    *layer = &net->inst[node];
+    *input = net->graph->nodes[node].n_inputs == 1 ? net->graph->nodes[node].inputs[0] : -1;
     return PN_OK;
 }
 

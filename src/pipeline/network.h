@@ -68,6 +68,9 @@ int pn_network_forward(pn_network *net, const pn_pass *pass);
  * order it pulls them, *n of them (none where the arena is one shard). */
 int pn_network_pulls(pn_network *net, const int **pulls, int *n);
 
+/* Pull k's layer and the graph node of its one input (-1: it has several). */
+int pn_network_pull_source(pn_network *net, int k, const pn_layer_inst **layer, int *input);
+
 /* Generation, one position at a time: runs the member layers at position pos of n
  * sequences (n <= the planned batch), one row each (pn_layer_step), after setting
  * every argument to n rows. The data arguments must hold the n ids of position pos;

@@ -435,6 +435,8 @@ static int count_positions(pn_stage *s, const pn_batch *b)
 
 int pn_stage_step(pn_stage *s, const pn_batch *b, long step)
 {
+    if (s->cfg.forward_only)
+        return pn_error_set(PN_ERR_INTERNAL, "a training step on a forward-only stage");
     PN_TRY(count_positions(s, b));
     PN_TRY(post_step_receives(s));
     int stage = s->grid->stage, n = s->cfg.sched->count[stage];
@@ -442,22 +444,29 @@ int pn_stage_step(pn_stage *s, const pn_batch *b, long step)
         s->chunks[v].held = -1;
         pn_grad_tree_reset(&s->chunks[v].tree);
     }
-    for (int i = 0; i < n; i++) {
+    int rc = PN_OK;
+    for (int i = 0; i < n && rc == PN_OK; i++) {
         pn_action a = s->cfg.sched->actions[stage][i];
         stage_chunk *ch = &s->chunks[a.chunk];
-        if (a.pass == PN_PASS_FORWARD)
-            PN_TRY(forward_micro(s, ch, b, step, a.micro, a.micro * s->cfg.micro_rows,
-                                 s->cfg.micro_rows, true));
-        else /* every schedule runs a chunk's backwards in micro-batch order */
-            PN_TRY(backward_micro(s, ch, b, step, a.micro, a.micro == s->micro - 1));
+        rc = pn_stage_ahead_seam(s, b, step, i); /* later forwards' pulls move on */
+        if (rc == PN_OK && a.pass == PN_PASS_FORWARD) {
+            rc = pn_stage_ahead_take(s, i);
+            if (rc == PN_OK)
+                rc = forward_micro(s, ch, b, step, a.micro, a.micro * s->cfg.micro_rows,
+                                   s->cfg.micro_rows, true);
+            if (rc == PN_OK) rc = pn_stage_ahead_done(s);
+        } else if (rc == PN_OK) { /* every schedule runs a chunk's backwards in micro-batch order */
+            rc = backward_micro(s, ch, b, step, a.micro, a.micro == s->micro - 1);
+        }
     }
-    int rc = start_row_pushes(s);
+    if (rc == PN_OK) rc = start_row_pushes(s);
     if (rc == PN_OK) rc = wait_sends(s);
     if (rc == PN_OK) rc = pn_comm_buckets_wait(s->cfg.comm);
     if (rc == PN_OK && s->cfg.deterministic) rc = deterministic_sum(s);
     if (rc == PN_OK) rc = sum_row_grads(s);
-    if (rc < 0) { /* no push left in flight to write into what the error path frees */
-        if (s->shard_rows) pn_shard_rows_abandon(s->shard_rows);
+    if (rc < 0) { /* no push or pull left in flight to write into what the error path
+                     frees; after a stall the job ends, freeing nothing (trainer.c) */
+        if (s->shard_rows && rc != PN_ERR_STALL) pn_shard_rows_abandon(s->shard_rows);
         return rc;
     }
     return pn_ties_sum_grads(s->ties); /* a tied table's uses, in every layout alike */
@@ -479,14 +488,15 @@ static int idle_pulls(pn_stage *s, int pieces)
     return PN_OK;
 }
 
-int pn_stage_evaluate(pn_stage *s, const pn_batch *b, long tag, int most_rows)
+/* Forward of b in pieces of piece rows, piece k in link slot k (at most M of them),
+ * fn seeing each on each chunk; the sends are waited for by the caller. */
+static int forward_pieces(pn_stage *s, const pn_batch *b, long tag, int piece,
+                          pn_stage_piece_fn fn, void *ctx)
 {
-    /* one batch in micro-batch slot 0 of each chunk, the chunks in order; under
-     * --recompute, whose one network holds a micro-batch, in pieces of a micro-batch
-     * in slots 0, 1, ... (at most M) */
-    int piece = s->cfg.recompute ? s->cfg.micro_rows : most_rows;
-    int pieces = (b->rows + piece - 1) / piece, most = (most_rows + piece - 1) / piece;
-    if (b->rows == 0) return s->shard_rows ? idle_pulls(s, most) : PN_OK;
+    int pieces = (b->rows + piece - 1) / piece;
+    if (pieces > s->micro)
+        return pn_error_set(PN_ERR_INTERNAL, "a forward of %d pieces over links of %d slots",
+                            pieces, s->micro);
     for (int v = 0; v < s->n_chunks; v++) {
         const stage_chunk *ch = &s->chunks[v];
         for (int i = 0; i < ch->n_links; i++) {
@@ -497,11 +507,35 @@ int pn_stage_evaluate(pn_stage *s, const pn_batch *b, long tag, int most_rows)
     }
     for (int k = 0; k < pieces; k++) {
         int first = k * piece, rows = b->rows - first < piece ? b->rows - first : piece;
-        for (int v = 0; v < s->n_chunks; v++)
+        for (int v = 0; v < s->n_chunks; v++) {
             PN_TRY(forward_micro(s, &s->chunks[v], b, tag, k, first, rows, false));
+            if (fn) PN_TRY(fn(ctx, s->chunks[v].nets[0], first, rows));
+        }
     }
     for (int v = 0; v < s->n_chunks; v++) s->chunks[v].held = -1;
+    return PN_OK;
+}
+
+int pn_stage_evaluate(pn_stage *s, const pn_batch *b, long tag, int most_rows)
+{
+    /* one batch in micro-batch slot 0 of each chunk, the chunks in order; under
+     * --recompute, whose one network holds a micro-batch, in pieces of a micro-batch
+     * in slots 0, 1, ... (at most M) */
+    int piece = s->cfg.recompute ? s->cfg.micro_rows : most_rows;
+    int pieces = (b->rows + piece - 1) / piece, most = (most_rows + piece - 1) / piece;
+    if (b->rows == 0) return s->shard_rows ? idle_pulls(s, most) : PN_OK;
+    PN_TRY(forward_pieces(s, b, tag, piece, NULL, NULL));
     if (s->shard_rows && most > pieces) PN_TRY(idle_pulls(s, most - pieces));
+    return wait_sends(s);
+}
+
+int pn_stage_infer(pn_stage *s, const pn_batch *b, long step, int piece, pn_stage_piece_fn fn,
+                   void *ctx)
+{
+    if (step < 0 || piece < 1)
+        return pn_error_set(PN_ERR_INTERNAL, "pn_stage_infer: step %ld, pieces of %d", step, piece);
+    if (b->rows == 0) return PN_OK;
+    PN_TRY(forward_pieces(s, b, step, piece, fn, ctx));
     return wait_sends(s);
 }
 

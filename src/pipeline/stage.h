@@ -19,6 +19,7 @@
 #include "layers/params.h"
 #include "mpi/comm.h"
 #include "pipeline/graph.h"
+#include "pipeline/network.h"
 #include "pipeline/plan.h"
 #include "pipeline/schedule.h"
 
@@ -37,6 +38,8 @@ typedef struct pn_stage_config {
     bool deterministic;          /* sum gradients in a fixed tree (--deterministic) */
     bool recompute;              /* one network; keep only each micro-batch's received
                                     inputs and run its forward again before its backward */
+    bool forward_only;           /* inference: one network per chunk without gradients,
+                                    no gradient links; pn_stage_step is refused */
 } pn_stage_config;
 
 /* What the stage's activations take now: every network's arguments (values,
@@ -72,6 +75,18 @@ int pn_stage_step(pn_stage *s, const pn_batch *b, long step);
  * (called for every batch, b->rows 0 included; without such a table that does
  * nothing). */
 int pn_stage_evaluate(pn_stage *s, const pn_batch *b, long tag, int most_rows);
+
+/* Called after each piece's forward through one of the stage's chunks, before the
+ * next piece overwrites it: net holds samples [first, first + rows) of the batch. */
+typedef int (*pn_stage_piece_fn)(void *ctx, pn_network *net, int first, int rows);
+
+/* Inference over batch b (every rank of the pipe reads the same rows): the batch in
+ * pieces of piece rows, each piece's forward sent on as soon as it is done, so the
+ * stages work on different pieces at once (the pieces are pipelined, at most the
+ * schedule's micro-batches of them in flight on a link); step (>= 0) numbers the
+ * call, fn (may be NULL) sees each piece on each chunk. */
+int pn_stage_infer(pn_stage *s, const pn_batch *b, long step, int piece, pn_stage_piece_fn fn,
+                   void *ctx);
 
 /* The loss statistics of the stage's loss layers since the last call: {loss sum,
  * rows predicted right, rows}, and their AUC histograms added into auc (unless

@@ -55,11 +55,21 @@ struct pn_stage {
     int *row_counts;            /* [replicas]: a row-sparse gradient's entries per replica */
     pn_shard_rows *shard_rows;  /* tables sharded across the replicas: their pull and
                                    push (NULL: none here, or one replica) */
+    int ahead_state;            /* pulls ahead: 0 not yet asked, 1 on, -1 off */
+    pn_buffer ahead_work;       /* host: a micro-batch's ids pulled ahead */
 };
 
 /* Builds s's chunks (networks over one arena, links, kept inputs) and fields; s->cfg,
  * s->grid and s->micro are set. What it leaves on failure pn_stage_free frees. */
 int pn_stage_setup(pn_stage *s);
+
+/* Pulls ahead of the training forwards (stage_ahead.c), where the stage's sharded
+ * tables allow: _seam runs, before action `at` of the step's schedule, the parts of
+ * later forwards' pulls due there; _take makes the forward of action `at` take its
+ * rows, _done checks after it that it took them all. */
+int pn_stage_ahead_seam(pn_stage *s, const pn_batch *b, long step, int at);
+int pn_stage_ahead_take(pn_stage *s, int at);
+int pn_stage_ahead_done(pn_stage *s);
 
 /* Frees what pn_stage_setup built. */
 void pn_stage_teardown(pn_stage *s);

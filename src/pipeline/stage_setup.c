@@ -28,11 +28,12 @@ static int create_chunk(pn_stage *s, stage_chunk *ch, int v)
     if (ch->n_slots < 1)
         return pn_error_set(PN_ERR_INTERNAL, "stage %d chunk %d holds no micro-batch",
                             s->grid->stage, ch->model_chunk);
-    ch->n_nets = s->cfg.recompute ? 1 : ch->n_slots;
+    ch->n_nets = s->cfg.recompute || s->cfg.forward_only ? 1 : ch->n_slots;
     ch->nets = calloc((size_t)ch->n_nets, sizeof *ch->nets);
     ch->holder = malloc((size_t)ch->n_nets * sizeof *ch->holder);
     if (!ch->nets || !ch->holder) return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    pn_network_options o = {.member = ch->member, .device = s->cfg.device};
+    pn_network_options o = {.member = ch->member, .device = s->cfg.device,
+                            .forward_only = s->cfg.forward_only};
     for (int k = 0; k < ch->n_nets; k++) {
         ch->holder[k] = -1;
         PN_TRY(pn_network_create(&ch->nets[k], g, &o, s->params));
@@ -129,7 +130,7 @@ static void mark_lengths(const pn_graph *g, bool *carries)
 static int link_chunks(pn_stage *s, int p, int cp, int cc, bool lengths)
 {
     int P = s->grid->stages, self = s->grid->stage;
-    bool grad = s->cfg.graph->nodes[p].needs_grad;
+    bool grad = s->cfg.graph->nodes[p].needs_grad && !s->cfg.forward_only;
     if (self == cp % P) {
         stage_chunk *ch = &s->chunks[cp / P];
         PN_TRY(add_link(s, ch, PN_LINK_VALUE, true, p, cc % P, cc, cc / P, lengths));
@@ -320,8 +321,9 @@ int pn_stage_setup(pn_stage *s)
     PN_TRY(build_links(s));
     for (int k = 0; k < v; k++) PN_TRY(keep_inputs(s, &s->chunks[k]));
     PN_TRY(collect_fields(s));
-    PN_TRY(pn_ties_create(&s->ties, s->cfg.graph, plan->stage_of, s->grid->stage, s->params,
-                          s->cfg.comm));
+    if (!s->cfg.forward_only) /* ties sum gradients: inference has none */
+        PN_TRY(pn_ties_create(&s->ties, s->cfg.graph, plan->stage_of, s->grid->stage, s->params,
+                              s->cfg.comm));
     if (!(s->row_counts = calloc((size_t)s->grid->replicas, sizeof *s->row_counts)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
     bool sharded = false;
@@ -363,5 +365,6 @@ void pn_stage_teardown(pn_stage *s)
     pn_buffer_release(&s->replica_sums);
     free(s->row_counts);
     pn_shard_rows_free(s->shard_rows);
+    pn_buffer_release(&s->ahead_work);
     pn_ties_free(s->ties);
 }
