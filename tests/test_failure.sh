@@ -132,6 +132,13 @@ for fault in 1:part 1:part:kill 0:parts 0:parts:kill 0:index 0:index:kill; do
        grep -q "snapshot at step 20 (the snapshots already in $d are kept)" "$tmp/err" ||
            { cat "$tmp/err"; fail "$fault: no word of the failed snapshot"; } ;;
     esac
+    # a kill's temporaries carry the pid of that job's rank 0, which mpirun may still
+    # be ending (it catches SIGTERM): only a dead writer's temporaries are deleted
+    for f in "$d"/*.tmp-*; do
+        [ -e "$f" ] || continue
+        n=0
+        while kill -0 "${f##*.tmp-}" 2>/dev/null && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+    done
     # snapshots at 15 and 30: what a kill left of step 20 is not written over
     snaprun "$d" 30 15 || { cat "$tmp/err"; fail "$fault: the run after it"; }
     grep -q "resuming from $d/snapshot-0000000010.h5: step 10" "$tmp/err" "$tmp/out" ||
