@@ -147,4 +147,19 @@ for fault in 1:part 1:part:kill 0:parts 0:parts:kill 0:index 0:index:kill; do
     [ -f "$d/snapshot-0000000030.h5" ] || fail "$fault: no snapshot of step 30 after it"
     echo "ok: snapshot fault $fault (exit $rc): step 10 kept, nothing left after the next save"
 done
+# a step saved again (a run gone back to step 10 trains past 20 once more) whose save
+# fails: the old index of step 20 went before the new parts were written, so no index
+# shows a mix of two saves' parts; nothing of step 20 is left, step 10 is kept
+d=$tmp/sf-again
+cp -r "$tmp/sbase" "$d"
+snaprun "$d" 20 10 && [ -f "$d/snapshot-0000000020.h5" ] || { cat "$tmp/err"; fail "again: no snapshot of step 20"; }
+PIPENET_FAULT=1:part timeout 120 mpirun --oversubscribe -np 2 "$PIPENET" train \
+    "$here/models/fashion_mlp.json" --data "$tmp/fm/train.h5" --eval= --stages 2 --steps 20 \
+    --batch 64 --threads 1 --log-every 1000 --snapshot-dir "$d" --snapshot-every 10 \
+    --resume "$d/snapshot-0000000010.h5" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] || { cat "$tmp/err"; fail "again: exit status not 1"; }
+ls "$d" | grep -q 0000000020 && fail "again: left $(ls "$d" | grep 0000000020)"
+"$PIPENET" inspect "$d/snapshot-0000000010.h5" | grep -q "every checksum verified" ||
+    fail "again: the snapshot of step 10 does not verify"
+echo "ok: a failed save of a step saved before leaves no index over a mix of parts"
 echo "PASS: failure"

@@ -165,6 +165,26 @@ void pn_snapshot_drop_part(const char *dir, long step, int stage, int replica, l
     if (stat(index, &info) != 0) unlink(path); /* a committed snapshot keeps its parts */
 }
 
+int pn_snapshot_unpublish(const char *dir, long step)
+{
+    char index[PATH_MAX], name[NAME_MAX + 1];
+    pn_snapshot_path(dir, step, index, sizeof index);
+    pn_snapshot_part_name(step, 0, 0, name, sizeof name);
+    size_t stem = strlen(name) - strlen("000-000.h5"); /* "snapshot-<step>.part-" */
+    struct stat info;
+    if (stat(index, &info) != 0) return 0;
+    DIR *d = opendir(dir);
+    if (!d) return pn_error_set(PN_ERR_IO, "cannot open directory '%s': %s", dir, strerror(errno));
+    bool parts = false;
+    for (struct dirent *e; !parts && (e = readdir(d));)
+        parts = !strncmp(e->d_name, name, stem);
+    closedir(d);
+    if (!parts) return 0; /* a version 1 file: replaced whole by the rename */
+    if (unlink(index) != 0 && errno != ENOENT)
+        return pn_error_set(PN_ERR_IO, "cannot delete '%s': %s", index, strerror(errno));
+    return sync_path(dir, O_DIRECTORY, "directory");
+}
+
 static int write_index(const durable_job *job, const char *tmp)
 {
     return pn_snapshot_index_file_write(tmp, job->st, job->parts, job->params, job->n_params);

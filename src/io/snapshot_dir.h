@@ -33,6 +33,13 @@ int pn_snapshot_write(const char *path, const pn_train_state *st, const char *fo
 int pn_snapshot_write_part(const char *dir, const pn_snapshot_part *part, long pid, char *path,
                            size_t cap);
 
+/* Before the parts of step are written: when dir already holds a snapshot of parts
+ * of that step (a run that went back to an older snapshot and trains past it again),
+ * deletes its index, so that the parts written over its own never show through it
+ * as a mix of two saves; a version 1 file of that step stays until the new index
+ * replaces it. */
+int pn_snapshot_unpublish(const char *dir, long step);
+
 /* dir/snapshot-<step>.part-SSS-RRR.h5 */
 void pn_snapshot_part_path(const char *dir, long step, int stage, int replica, char *out,
                            size_t cap);

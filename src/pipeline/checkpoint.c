@@ -317,6 +317,7 @@ int pn_checkpoint_save(pn_comm *c, const pn_params *params, pn_run_settings run,
     if (rc == PN_OK) rc = pn_comm_broadcast(c, &pid, sizeof pid);
     if (rc == PN_OK && g->rank == 0) {
         rc = pn_snapshot_dir_create(dir);
+        if (rc == PN_OK && multi) rc = pn_snapshot_unpublish(dir, mark.step);
         if (rc == PN_OK && !(index_bytes = calloc((size_t)g->stages, sizeof *index_bytes)))
             rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
     }
