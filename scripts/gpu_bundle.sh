@@ -9,7 +9,7 @@
 # toolkit's (libcudart, libcublas, libcublasLt, libnccl: 600 MB, and there already).
 # Also Open MPI's plugins and their libraries, which MPI_Init loads at run time
 # (pipenet train; the test programs do not start MPI), and Open MPI's mpirun with
-# PMIx's plugins, as gpu/mpirun: several ranks on the GPU machine's one node.
+# its help texts, as gpu/mpirun: several ranks on the GPU machine's one node.
 #
 # Usage: scripts/gpu_bundle.sh OUT.tar.xz PROGRAM... [MODULE]
 # The module: MODULE when one of the arguments is a pipenet-cuda.so, else the one
@@ -72,15 +72,11 @@ if [ -n "$mpi_lib" ]; then
         take_libs "$stage"/gpu/lib/openmpi3/*.so
     fi
     # mpirun (Open MPI's orterun), so that several ranks can start on the GPU machine
-    # (one node: mpirun forks them, no orted), with PMIx's plugins and the help texts
-    # of both (messages only)
+    # (one node: mpirun forks them, no orted), with Open MPI's help texts (messages)
     orterun=$(command -v orterun || true)
     if [ -n "$orterun" ]; then
         cp "$(readlink -f "$orterun")" "$stage/gpu/bin/mpirun"
         take_libs "$stage/gpu/bin/mpirun"
-        pmix=$(ldd "$stage"/gpu/lib/openmpi3/mca_pmix_ext*.so 2>/dev/null | awk '$1 ~ /^libpmix\.so/ {print $3; exit}')
-        pmix_dir=$(dirname "$(readlink -f "${pmix:-/nonexistent}")")
-        [ -d "$pmix_dir/pmix" ] && cp -r "$pmix_dir/pmix" "$stage/gpu/lib/pmix"
         [ -d /usr/share/openmpi ] && mkdir -p "$stage/gpu/share" && cp -r /usr/share/openmpi "$stage/gpu/share/"
     fi
 fi
@@ -114,15 +110,19 @@ chmod +x "$stage/gpu/run"
 if [ -x "$stage/gpu/bin/mpirun" ]; then
     cat >"$stage/gpu/mpirun" <<'MPIRUN'
 #!/bin/sh
-# mpirun from this bundle (see scripts/gpu_bundle.sh): its libraries, Open MPI's and
-# PMIx's plugins and help texts from here; the transports of Debian's
+# mpirun from this bundle (see scripts/gpu_bundle.sh): its libraries, Open MPI's
+# plugins and help texts from here; the transports of Debian's
 # openmpi-mca-params.conf (shared memory and TCP, no UCX or OFI), which the GPU
-# machine lacks. Start the bundle's programs with it: gpu/mpirun -np 2 gpu/pipenet ...
+# machine lacks. PMIx (linked into the bundle's libpmix) takes its plugins from the
+# folder it was built for only, which on the GPU machine may hold another PMIx's:
+# its one Debian plugin, zlib compression, is left out (every rank printed that it
+# could not load the machine's), and the warning that no compression is left with
+# it. Start the bundle's programs with it: gpu/mpirun -np 2 gpu/pipenet ...
 here=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export OPAL_PKGDATADIR=$here/share/openmpi
 export OMPI_MCA_mca_component_path=$here/lib/openmpi3
-export PMIX_MCA_mca_base_component_path=$here/lib/pmix
+export PMIX_MCA_pcompress=^zlib PMIX_MCA_pcompress_base_silence_warning=1
 export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_mtl=^ofi OMPI_MCA_osc=^ucx,pt2pt
 export OMPI_MCA_btl_base_warn_component_unused=0
 exec "$here/bin/mpirun" "$@"
