@@ -1,5 +1,5 @@
-# Sourced by the language-model tests (test_lm.sh, test_generate.sh, test_tie.sh):
-# a learnable text and a tiny GPT, written once.
+# Sourced by the language-model tests (test_lm.sh, test_generate.sh, test_tie.sh, the GPU
+# rank tests): a learnable text and a tiny GPT, written once.
 
 # times_table LINES: lines such as "7 times 3 is 21." (learnable, not constant)
 times_table() {
@@ -35,4 +35,15 @@ tiny_gpt() {
   {"name": "loss", "type": "softmax_xent", "input": ["logits", "y"]}],
  "train": $2}
 JSON
+}
+
+# gpt_job STEPS: the times table as $tmp/lm (windows of 16 bytes) and the tiny GPT of
+# 256 ids trained STEPS steps (batch 16, seed 5, adamw with weight decay and clipping)
+# as $tmp/gpt.json: the GPU rank tests' job
+gpt_job() {
+    times_table 400 >"$tmp/text.txt"
+    "$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
+    tiny_gpt 256 "{\"batch\": 16, \"steps\": $1, \"seed\": 5,
+           \"optimizer\": {\"type\": \"adamw\", \"lr\": 0.01, \"weight_decay\": 0.1, \"clip_norm\": 1.0}}" \
+        >"$tmp/gpt.json"
 }

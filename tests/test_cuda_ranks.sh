@@ -21,11 +21,7 @@ need_gpu
 command -v mpirun >/dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
 export OPENBLAS_NUM_THREADS=1
 
-times_table 400 >"$tmp/text.txt"
-"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
-tiny_gpt 256 '{"batch": 16, "steps": 8, "seed": 5,
-           "optimizer": {"type": "adamw", "lr": 0.01, "weight_decay": 0.1, "clip_norm": 1.0}}' \
-    >"$tmp/gpt.json"
+gpt_job 8
 
 # train NAME RANKS ARGS...: the run's output in $tmp/NAME, its metrics in $tmp/NAME.m
 train() {
