@@ -38,6 +38,8 @@ typedef struct pn_stage_config {
     bool deterministic;          /* sum gradients in a fixed tree (--deterministic) */
     bool recompute;              /* one network; keep only each micro-batch's received
                                     inputs and run its forward again before its backward */
+    bool shard_optimizer;        /* lay the gradients out in one piece per replica
+                                    (pn_params_set_grad_pieces) for a sharded optimizer */
     bool forward_only;           /* inference: one network per chunk without gradients,
                                     no gradient links; pn_stage_step is refused */
 } pn_stage_config;

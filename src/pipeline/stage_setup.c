@@ -68,6 +68,8 @@ static int build_networks(pn_stage *s)
     PN_TRY(pn_params_create(&s->params, s->cfg.device));
     /* a table with "shard": "rows" keeps this replica's share of its rows */
     PN_TRY(pn_params_set_shards(s->params, s->grid->replicas, s->grid->replica));
+    if (s->cfg.shard_optimizer && s->grid->replicas > 1)
+        PN_TRY(pn_params_set_grad_pieces(s->params, s->grid->replicas));
     for (int v = 0; v < s->n_chunks; v++) PN_TRY(create_chunk(s, &s->chunks[v], v));
     PN_TRY(pn_params_finalize(s->params));
     PN_TRY(pn_params_init_values(s->params, s->cfg.seed));
