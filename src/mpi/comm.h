@@ -224,7 +224,8 @@ int pn_comm_bucket_start(pn_comm *c, pn_matrix *m);
 int pn_comm_buckets_wait(pn_comm *c);
 
 /* all[r, :] = mine of replica r, for every replica of this stage (all is replicas x
- * mine's columns, mine is 1 row): what the deterministic sum adds in a fixed tree. */
+ * mine's columns, mine is 1 row): what the deterministic sum adds in a fixed tree.
+ * mine may be all's own row (this replica's: in place, both transports). */
 int pn_comm_gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all);
 
 /* Row-sparse gradients over the stage's replicas (layers/row_grad.h), in host memory

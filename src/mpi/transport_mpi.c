@@ -299,7 +299,10 @@ static int gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all)
     PN_TRY(stage_in(&st->gather_out, all, false, &out));
     int n = mine->cols;
     MPI_Request r;
-    PN_MPI_CHECK(MPI_Iallgather(in, n, MPI_FLOAT, out, n, MPI_FLOAT, c->replicas, &r));
+    /* mine as all's own row: in place, as MPI wants it said */
+    bool in_place = in == out + (size_t)c->grid.replica * (size_t)n;
+    PN_MPI_CHECK(MPI_Iallgather(in_place ? MPI_IN_PLACE : in, n, MPI_FLOAT, out, n, MPI_FLOAT,
+                                c->replicas, &r));
     PN_TRY(pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE,
                         &(pn_wait_for){"the gradient gather over", NULL, -1, PN_SCOPE_REPLICAS}));
     return stage_out(&st->gather_out);

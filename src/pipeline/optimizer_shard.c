@@ -21,7 +21,7 @@ struct pn_opt_shard {
     pn_buffer slots[2];    /* [piece] dense part, then the row-sparse slices */
     size_t floats;         /* per slot */
     size_t *sparse_at;     /* [count]: a row-sparse parameter's place in slots */
-    pn_buffer mine;        /* [piece]: what this replica adds to a gather */
+    int replica;
 };
 
 static size_t count_of(const pn_param *q) { return (size_t)q->rows * (size_t)q->cols; }
@@ -44,7 +44,7 @@ int pn_opt_shard_create(pn_opt_shard **out, pn_params *params, pn_comm *comm, in
         return pn_error_set(PN_ERR_NOMEM, "out of memory for the sharded optimizer");
     }
     *sh = (pn_opt_shard){params, comm, g->replicas, piece, 0, 0, n_slots, {0}, {{0}}, 0,
-                         sh->sparse_at, {0}};
+                         sh->sparse_at, g->replica};
     sh->lo = piece * (size_t)g->replica;
     sh->hi = sh->lo + piece < size ? sh->lo + piece : size;
     if (sh->hi < sh->lo) sh->hi = sh->lo;
@@ -56,7 +56,7 @@ int pn_opt_shard_create(pn_opt_shard **out, pn_params *params, pn_comm *comm, in
         at += count_of(q);
     }
     sh->floats = at;
-    int rc = pn_buffer_acquire(&sh->mine, pn_params_device(params), (piece ? piece : 1) * sizeof(float));
+    int rc = PN_OK;
     for (int k = 0; k < n_slots && rc == PN_OK; k++) {
         sh->names[k] = names[k];
         rc = pn_buffer_acquire(&sh->slots[k], pn_params_device(params), at * sizeof(float));
@@ -73,7 +73,6 @@ void pn_opt_shard_free(pn_opt_shard *sh)
 {
     if (!sh) return;
     for (int k = 0; k < 2; k++) pn_buffer_release(&sh->slots[k]);
-    pn_buffer_release(&sh->mine);
     free(sh->sparse_at);
     free(sh);
 }
@@ -125,13 +124,20 @@ static pn_matrix grad_room(const pn_opt_shard *sh, int rows)
     return (pn_matrix){grads.data, rows, cols, cols, grads.device};
 }
 
-/* Every replica's `mine` into the gradient buffer, then each dense parameter's slice
- * of it into `into` (1 x the arena: the values, or a whole slot), then the
- * gradients zero. */
+/* This replica's piece of the gradient buffer: what it adds to a gather, in place
+ * (no second buffer of 1/D of the arena). */
+static pn_matrix mine_of(const pn_opt_shard *sh)
+{
+    return pn_matrix_rows(grad_room(sh, sh->replicas), sh->replica, 1);
+}
+
+/* Every replica's piece (mine_of) into the whole gradient buffer, then each dense
+ * parameter's slice of it into `into` (1 x the arena: the values, or a whole slot),
+ * then the gradients zero. */
 static int gather_into(pn_opt_shard *sh, pn_matrix into)
 {
     if (sh->piece == 0) return PN_OK; /* no dense parameter on this stage */
-    pn_matrix mine = pn_matrix_on(&sh->mine, 1, (int)sh->piece), all = grad_room(sh, sh->replicas);
+    pn_matrix mine = mine_of(sh), all = grad_room(sh, sh->replicas);
     PN_TRY(pn_comm_gather_replicas(sh->comm, &mine, &all));
     pn_matrix grads = grad_room(sh, 1);
     for (int i = 0; i < pn_params_count(sh->params); i++) {
@@ -195,9 +201,10 @@ int pn_opt_shard_give(pn_opt_shard *sh)
         int handle;
         PN_TRY(pn_params_add_slot(sh->params, sh->names[k], &handle));
         pn_matrix whole = pn_params_all_slot(sh->params, handle);
-        pn_matrix dense = run_of(&sh->slots[k], 0, sh->piece);
-        pn_matrix mine = pn_matrix_on(&sh->mine, 1, (int)sh->piece);
-        PN_TRY(pn_copy(&dense, &mine));
+        if (sh->piece > 0) {
+            pn_matrix dense = run_of(&sh->slots[k], 0, sh->piece), mine = mine_of(sh);
+            PN_TRY(pn_copy(&dense, &mine));
+        }
         PN_TRY(gather_into(sh, whole));
         PN_TRY(move_sparse(sh, k, whole, true));
     }
@@ -206,7 +213,7 @@ int pn_opt_shard_give(pn_opt_shard *sh)
 
 int pn_opt_shard_finish(pn_opt_shard *sh)
 {
-    pn_matrix mine = pn_matrix_on(&sh->mine, 1, (int)sh->piece);
-    PN_TRY(move_part(sh, pn_params_all_values(sh->params), mine, false));
+    if (sh->piece == 0) return PN_OK;
+    PN_TRY(move_part(sh, pn_params_all_values(sh->params), mine_of(sh), false));
     return gather_into(sh, pn_params_all_values(sh->params));
 }
