@@ -364,6 +364,14 @@ static void announce(trainer *t)
                           pn_comm_transport_name(t->comm), t->devices);
     else if (t->cfg.device.kind != PN_DEVICE_HOST) /* one process on the CPU: as before */
         pn_progress_print(&t->progress, "device: %s", t->devices);
+    const pn_params *arena = pn_stage_params(t->stage);
+    const char *names[2];
+    int slots = pn_optimizer_slot_names(cfg->optimizer.kind, names);
+    if (cfg->shard_optimizer && t->grid->replicas > 1 && slots > 0) /* rank 0's stage */
+        pn_progress_print(&t->progress, "optimizer slots: sharded over %d replicas, %.2f MiB "
+                          "per rank instead of %.2f MiB (stage 0)", t->grid->replicas,
+                          4.0 * slots * (double)pn_optimizer_slot_floats(t->opt) / 1048576.0,
+                          4.0 * slots * (double)pn_params_size(arena) / 1048576.0);
 }
 
 /* One line of what each stage's activations took (the first replica's; the others
