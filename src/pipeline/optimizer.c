@@ -259,6 +259,11 @@ int pn_optimizer_shard_scatter(pn_optimizer *o)
     return o->shard ? pn_opt_shard_take(o->shard) : PN_OK;
 }
 
+void pn_optimizer_shard_drop(pn_optimizer *o)
+{
+    if (o->shard) pn_params_drop_slots(o->params);
+}
+
 size_t pn_optimizer_slot_floats(const pn_optimizer *o)
 {
     if (o->shard) return pn_opt_shard_floats(o->shard);

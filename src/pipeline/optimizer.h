@@ -120,10 +120,12 @@ int pn_optimizer_create_sharded(pn_optimizer **out, const pn_optimizer_config *c
 
 /* Around a snapshot: _gather puts the whole slots back in the arena (every replica's
  * part gathered, collective over the replicas), so a snapshot is written or read as
- * without sharding; _scatter keeps this replica's part of them and frees them again.
- * Both do nothing for an optimizer that is not sharded. */
+ * without sharding; after a load _scatter keeps this replica's part of them and frees
+ * them, after a save _drop frees them (the parts are unchanged). All do nothing for
+ * an optimizer that is not sharded. */
 int pn_optimizer_shard_gather(pn_optimizer *o);
 int pn_optimizer_shard_scatter(pn_optimizer *o);
+void pn_optimizer_shard_drop(pn_optimizer *o);
 
 /* Floats of optimizer state per slot this rank holds (0 without slots). */
 size_t pn_optimizer_slot_floats(const pn_optimizer *o);

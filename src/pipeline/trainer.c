@@ -227,7 +227,7 @@ static int snapshot(trainer *t, pn_progress_mark mark)
     if (rc == PN_OK)
         rc = pn_checkpoint_save(t->comm, pn_stage_params(t->stage), run, mark,
                                 t->cfg.snapshot_dir, t->cfg.keep, path, sizeof path);
-    if (rc == PN_OK) rc = pn_comm_agree(t->comm, pn_optimizer_shard_scatter(t->opt));
+    pn_optimizer_shard_drop(t->opt);
     PN_TRACE("snapshot", "snapshot", NULL, mark.step, -1, t0);
     if (rc < 0) {
         t->failed_together = true;
