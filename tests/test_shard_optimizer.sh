@@ -71,15 +71,51 @@ go noclip noclip.json 1 4 --deterministic
 go clip clip.json 2 2 --deterministic --shard-optimizer
 same clip clip_ref
 
-# 2. summed by the buckets: the losses of the unsharded run
-go buckets whole1.json 2 2
+# 2. without --deterministic each bucket is summed on the replicas whose pieces it
+# covers (a reduce-scatter), the norm from the pieces: the unsharded run's losses
+# close_losses A B: 40 step losses, each within 1e-6 (relative)
+close_losses() {
+    [ "$(wc -l <"$2.losses")" -eq 40 ] || fail "$2: not 40 losses"
+    paste "$1.losses" "$2.losses" | awk '{
+        d = $2 - $4; if (d < 0) d = -d; m = $2 < 0 ? -$2 : $2
+        if ($1 != $3 || d > 1e-6 * m) { print "step " $1 ": " $2 " vs " $4; bad = 1 } }
+        END { exit bad }' || fail "$1: losses differ from $2's"
+    echo "ok: $1: 40 losses within 1e-6 of $2's"
+}
 go buckets_sharded whole1.json 2 2 --shard-optimizer
-[ "$(wc -l <buckets.losses)" -eq 40 ] || fail "buckets: not 40 losses"
-paste buckets.losses buckets_sharded.losses | awk '{
-    d = $2 - $4; if (d < 0) d = -d; m = $2 < 0 ? -$2 : $2
-    if ($1 != $3 || d > 1e-6 * m) { print "step " $1 ": " $2 " vs " $4; bad = 1 } }
-    END { exit bad }' || fail "--shard-optimizer without --deterministic: losses differ"
-echo "ok: without --deterministic, 40 losses within 1e-6 of the unsharded run's"
+go buckets whole1.json 2 2
+close_losses buckets_sharded buckets
+grep -q "gradients reduced to their pieces' replicas" buckets_sharded.out ||
+    { cat buckets_sharded.out; fail "buckets_sharded: gradients not reduced in pieces"; }
+grep -q "gradients summed whole" d2.out || { cat d2.out; fail "d2: not summed whole"; }
+go buckets4_sharded clip.json 4 1 --shard-optimizer
+go buckets4 clip.json 4 1
+close_losses buckets4_sharded buckets4
+
+# tied tables (their uses' gradients are summed whole, ties.h): a tiny GPT whose
+# logits use the embedding's table, on 2 replicas x 2 stages, adamw with clipping
+. "$fixtures/lm_fixture.sh"
+times_table 400 >text.txt
+"$PIPENET" import text text.txt --out lm --seq 16 >/dev/null || fail "import text"
+tiny_gpt 256 '{"batch": 16, "steps": 40, "seed": 3,
+    "optimizer": {"type": "adamw", "lr": 0.01, "weight_decay": 0.1, "clip_norm": 0.5}}' \
+    ', "tie": "embed"' >tied.json
+tied() { # tied NAME NP MICRO options: like go, on the tiny GPT
+    name=$1 np=$2 micro=$3
+    shift 3
+    mpirun --oversubscribe -np "$np" "$PIPENET" train tied.json --data lm/train.h5 --eval= \
+        --micro-batches "$micro" --threads 1 --log-every 1000 --metrics "$name.jsonl" "$@" \
+        >"$name.out" 2>&1 || { cat "$name.out"; fail "$name: exit $?"; }
+    sed -n 's/^{"step": \([0-9]*\), .*"loss": \([^,]*\),.*/\1 \2/p' "$name.jsonl" >"$name.losses"
+    sed -n 's/^parameter hash after 40 steps: //p' "$name.out" >"$name.hash"
+}
+tied tied_ref 1 4 --deterministic
+tied tied_grid 4 2 --stages 2 --deterministic --shard-optimizer
+same tied_grid tied_ref
+grep -q "gradients summed whole" tied_grid.out || { cat tied_grid.out; fail "tied_grid: not whole"; }
+tied tied_buckets_sharded 4 2 --stages 2 --shard-optimizer
+tied tied_buckets 4 2 --stages 2
+close_losses tied_buckets_sharded tied_buckets
 
 # 3. snapshots: sharded <-> unsharded resume to the uninterrupted hash
 go snap_d2 whole1.json 2 2 --deterministic --shard-optimizer --snapshot-dir s2 --snapshot-every 20

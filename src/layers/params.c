@@ -323,6 +323,14 @@ size_t pn_params_grad_room(const pn_params *p)
     return p->grad_pieces > 1 ? pn_params_grad_piece(p) * (size_t)p->grad_pieces : p->grad_total;
 }
 
+void pn_params_grad_own(const pn_params *p, size_t *lo, size_t *hi)
+{
+    size_t piece = pn_params_grad_piece(p);
+    *lo = piece * (size_t)(p->grad_pieces > 1 ? p->shard : 0);
+    *hi = *lo + piece < p->grad_total ? *lo + piece : p->grad_total;
+    if (*hi < *lo) *hi = *lo;
+}
+
 void pn_params_drop_slots(pn_params *p)
 {
     for (int s = 0; s < p->n_slots; s++) {

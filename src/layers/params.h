@@ -124,6 +124,9 @@ size_t pn_params_grad_size(const pn_params *p);
 int pn_params_set_grad_pieces(pn_params *p, int pieces);
 size_t pn_params_grad_piece(const pn_params *p);
 size_t pn_params_grad_room(const pn_params *p);
+/* This arena's own piece (shard `shard` of pn_params_set_shards) of the gradient
+ * buffer, [*lo, *hi) in floats, hi at most pn_params_grad_size. */
+void pn_params_grad_own(const pn_params *p, size_t *lo, size_t *hi);
 
 /* Frees every optimizer slot (a sharded optimizer keeps its own part elsewhere and
  * adds whole slots back only around a snapshot). Handles are reused from 0. */

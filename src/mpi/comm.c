@@ -419,6 +419,19 @@ void pn_link_cancel(pn_link *l) { l->transport->link_cancel(l); }
 
 int pn_comm_bucket_start(pn_comm *c, pn_matrix *m) { return c->transport->bucket_start(c, m); }
 
+bool pn_comm_can_reduce_buckets(const pn_comm *c)
+{
+    return c->transport->bucket_reduce_start != NULL;
+}
+
+int pn_comm_bucket_reduce_start(pn_comm *c, pn_matrix *m, int root)
+{
+    if (!c->transport->bucket_reduce_start)
+        return pn_error_set(PN_ERR_INTERNAL, "transport %s reduces no bucket to one replica",
+                            c->transport->name);
+    return c->transport->bucket_reduce_start(c, m, root);
+}
+
 int pn_comm_buckets_wait(pn_comm *c)
 {
     double t0 = PN_TRACE_T0();

@@ -220,6 +220,12 @@ void pn_link_cancel(pn_link *l);
  * arena); m must stay untouched until pn_comm_buckets_wait. */
 int pn_comm_bucket_start(pn_comm *c, pn_matrix *m);
 
+/* Starts summing m over this stage's replicas into replica root's m only (the
+ * others' m is left as it was): a sharded optimizer's piece, where the transport can
+ * (pn_comm_can_reduce_buckets); waited for by pn_comm_buckets_wait. */
+bool pn_comm_can_reduce_buckets(const pn_comm *c);
+int pn_comm_bucket_reduce_start(pn_comm *c, pn_matrix *m, int root);
+
 /* Waits for every bucket started since the last wait. */
 int pn_comm_buckets_wait(pn_comm *c);
 

@@ -256,7 +256,8 @@ static void release_requests(staged_requests *r)
     free(r->data);
 }
 
-static int bucket_start(pn_comm *c, pn_matrix *m)
+/* root < 0: summed on every replica (all-reduce); else on replica root only. */
+static int bucket_post(pn_comm *c, pn_matrix *m, int root)
 {
     if (pn_matrix_count(*m) > INT_MAX)
         return pn_error_set(PN_ERR_UNSUPPORTED, "a gradient bucket of %d x %d floats", m->rows,
@@ -268,11 +269,27 @@ static int bucket_start(pn_comm *c, pn_matrix *m)
         PN_TRY(reserve_requests(b, b->cap ? 2 * b->cap : 16));
     float *data; /* a bucket on a GPU: its host copy, read now (after backward's kernels) */
     PN_TRY(stage_in(&b->data[st->n_buckets], m, true, &data));
-    PN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, (int)pn_matrix_count(*m), MPI_FLOAT,
-                                MPI_SUM, c->replicas, &b->req[st->n_buckets++]));
+    int n = (int)pn_matrix_count(*m);
+    MPI_Request *r = &b->req[st->n_buckets++];
+    if (root < 0)
+        PN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, c->replicas, r));
+    else if (root == c->grid.replica)
+        PN_MPI_CHECK(MPI_Ireduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, root, c->replicas, r));
+    else
+        PN_MPI_CHECK(MPI_Ireduce(data, NULL, n, MPI_FLOAT, MPI_SUM, root, c->replicas, r));
     int done; /* push the reductions already in flight along */
     PN_MPI_CHECK(MPI_Testall(st->n_buckets, b->req, &done, MPI_STATUSES_IGNORE));
     return PN_OK;
+}
+
+static int bucket_start(pn_comm *c, pn_matrix *m) { return bucket_post(c, m, -1); }
+
+static int bucket_reduce_start(pn_comm *c, pn_matrix *m, int root)
+{
+    if (root < 0 || root >= c->grid.replicas)
+        return pn_error_set(PN_ERR_INTERNAL, "a bucket reduced to replica %d of %d", root,
+                            c->grid.replicas);
+    return bucket_post(c, m, root);
 }
 
 static int buckets_wait(pn_comm *c)
@@ -374,6 +391,7 @@ const pn_transport pn_transport_mpi = {
     .link_cancel = link_cancel,
     .bucket_start = bucket_start,
     .buckets_wait = buckets_wait,
+    .bucket_reduce_start = bucket_reduce_start,
     .gather_replicas = gather_replicas,
     .pipe_exchange = pipe_exchange,
     .release = release,

@@ -31,7 +31,7 @@ int pn_opt_shard_create(pn_opt_shard **out, pn_params *params, pn_comm *comm, in
 {
     *out = NULL;
     const pn_grid *g = pn_comm_grid(comm);
-    size_t piece = pn_params_grad_piece(params), size = pn_params_grad_size(params);
+    size_t piece = pn_params_grad_piece(params);
     if (n_slots > 2 || pn_params_grad_room(params) != piece * (size_t)g->replicas)
         return pn_error_set(PN_ERR_INTERNAL, "sharded optimizer: an arena not laid out in %d "
                             "pieces", g->replicas);
@@ -45,9 +45,7 @@ int pn_opt_shard_create(pn_opt_shard **out, pn_params *params, pn_comm *comm, in
     }
     *sh = (pn_opt_shard){params, comm, g->replicas, piece, 0, 0, n_slots, {0}, {{0}}, 0,
                          sh->sparse_at, g->replica};
-    sh->lo = piece * (size_t)g->replica;
-    sh->hi = sh->lo + piece < size ? sh->lo + piece : size;
-    if (sh->hi < sh->lo) sh->hi = sh->lo;
+    pn_params_grad_own(params, &sh->lo, &sh->hi);
     size_t at = piece;
     for (int i = 0; i < n; i++) {
         const pn_param *q = pn_params_get(params, i);

@@ -200,6 +200,23 @@ static int forward_micro(pn_stage *s, stage_chunk *ch, const pn_batch *b, long s
     return rc;
 }
 
+/* The bucket [first, end) of the gradient buffer summed on the replicas whose pieces
+ * it covers, each its part (a reduce-scatter by the pieces). */
+static int reduce_to_pieces(pn_stage *s, size_t first, size_t end)
+{
+    pn_matrix grads = pn_params_all_grads(s->params);
+    size_t piece = pn_params_grad_piece(s->params);
+    for (int r = 0; r < s->grid->replicas; r++) {
+        size_t a = piece * (size_t)r, b = a + piece;
+        if (a < first) a = first;
+        if (b > end) b = end;
+        if (a >= b) continue;
+        pn_matrix part = pn_matrix_cols(grads, (int)a, (int)(b - a));
+        PN_TRY(pn_comm_bucket_reduce_start(s->cfg.comm, &part, r));
+    }
+    return PN_OK;
+}
+
 /* A layer's gradients are final for the step: start summing them over the replicas
  * (its dense parameters are one contiguous run of the gradient buffer). */
 static int start_bucket(void *ctx, const pn_layer_inst *x)
@@ -212,7 +229,8 @@ static int start_bucket(void *ctx, const pn_layer_inst *x)
     pn_matrix grads = pn_params_all_grads(s->params);
     pn_matrix bucket = pn_matrix_cols(grads, (int)first, (int)(end - first));
     double t0 = PN_TRACE_T0();
-    int rc = pn_comm_bucket_start(s->cfg.comm, &bucket);
+    int rc = s->in_pieces ? reduce_to_pieces(s, first, end)
+                          : pn_comm_bucket_start(s->cfg.comm, &bucket);
     PN_TRACE("bucket all-reduce start", "allreduce", x->layer->name, -1, -1, t0);
     return rc;
 }
@@ -432,6 +450,8 @@ static int count_positions(pn_stage *s, const pn_batch *b)
             pn_network_set_positions(s->chunks[v].nets[k], n);
     return PN_OK;
 }
+
+bool pn_stage_grads_in_pieces(const pn_stage *s) { return s->in_pieces; }
 
 int pn_stage_step(pn_stage *s, const pn_batch *b, long step)
 {

@@ -56,6 +56,11 @@ typedef struct pn_stage_mem {
 int pn_stage_create(pn_stage **out, const pn_stage_config *cfg);
 void pn_stage_free(pn_stage *s);
 
+/* Whether a step leaves the dense gradients summed in this replica's piece only
+ * (pn_params_grad_own; --shard-optimizer without --deterministic, no tied table
+ * here, a transport that reduces to one replica): the rest is not the sum. */
+bool pn_stage_grads_in_pieces(const pn_stage *s);
+
 /* The stage's parameter arena (the optimizer adds its slots to it). */
 pn_params *pn_stage_params(const pn_stage *s);
 

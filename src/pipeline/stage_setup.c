@@ -333,6 +333,9 @@ int pn_stage_setup(pn_stage *s)
         sharded |= pn_params_split(s->params, pn_params_get(s->params, i));
     if (sharded)
         PN_TRY(pn_shard_rows_create(&s->shard_rows, s->cfg.comm));
+    /* tied tables sum their uses' whole gradients after the step (ties.h) */
+    s->in_pieces = s->cfg.shard_optimizer && s->grid->replicas > 1 && !s->cfg.deterministic &&
+                   !s->ties && pn_comm_can_reduce_buckets(s->cfg.comm);
     if (!s->cfg.deterministic) return PN_OK;
     for (int k = 0; k < v; k++) {
         stage_chunk *ch = &s->chunks[k];

@@ -369,9 +369,12 @@ static void announce(trainer *t)
     int slots = pn_optimizer_slot_names(cfg->optimizer.kind, names);
     if (cfg->shard_optimizer && t->grid->replicas > 1 && slots > 0) /* rank 0's stage */
         pn_progress_print(&t->progress, "optimizer slots: sharded over %d replicas, %.2f MiB "
-                          "per rank instead of %.2f MiB (stage 0)", t->grid->replicas,
+                          "per rank instead of %.2f MiB (stage 0); gradients %s",
+                          t->grid->replicas,
                           4.0 * slots * (double)pn_optimizer_slot_floats(t->opt) / 1048576.0,
-                          4.0 * slots * (double)pn_params_size(arena) / 1048576.0);
+                          4.0 * slots * (double)pn_params_size(arena) / 1048576.0,
+                          pn_stage_grads_in_pieces(t->stage) ? "reduced to their pieces' replicas"
+                          : "summed whole");
 }
 
 /* One line of what each stage's activations took (the first replica's; the others

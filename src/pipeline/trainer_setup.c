@@ -206,6 +206,7 @@ int pn_trainer_setup(trainer *t, pn_job *job)
     else
         PN_TRY(pn_optimizer_create(&t->opt, &t->opt_cfg, pn_stage_params(t->stage)));
     PN_TRY(pn_global_sums_create(&t->sums, g, pn_stage_params(t->stage), t->comm));
+    if (pn_stage_grads_in_pieces(t->stage)) pn_global_sums_in_pieces(t->sums);
     if (cfg->metrics[0] && is_root(t))
         PN_TRY(pn_metrics_open(&t->metrics, cfg->metrics, t->resume_path[0] != '\0'));
     return PN_OK;
