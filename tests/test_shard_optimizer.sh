@@ -6,16 +6,18 @@
 #  - --deterministic: the parameter hash of the unsharded 1-process run on 2 replicas,
 #    4 replicas (oversubscribed), 2 stages x 2 replicas, --recompute, tables sharded by
 #    rows, and with momentum and clipping that bites (clip_norm: the global norm);
-#  - without --deterministic: the per-step losses of the unsharded 2-replica run within
-#    1e-6 (relative);
+#  - without --deterministic (buckets reduced to their pieces' replicas, the norm from
+#    the pieces): the per-step losses of the unsharded run within 1e-6 (relative), on 2
+#    replicas, and on 4 with momentum and clipping; a tied GPT across 2 stages x 2
+#    replicas (whole sums: ties add whole gradients) both ways;
 #  - snapshots hold the same content: a sharded run's snapshot resumes unsharded on 1
 #    process and sharded on 4 replicas, an unsharded one resumes sharded, all to the
 #    uninterrupted run's hash;
 #  - `plan` prints the optimizer slots divided by D for dense parameters;
 #  - peak RSS per rank (/usr/bin/time -v) of a model of big fc layers falls by at
 #    least half of what 1/D of its adam slots saves;
-#  - a build with CUDA (the stand-in): on --device cuda the unsharded run's hash over
-#    both transports.
+#  - a build with CUDA (the stand-in): on --device cuda the unsharded run's hash, and
+#    without --deterministic its losses, over both transports.
 set -u
 . "$(dirname "$0")/script_fixture.sh"
 PIPENET=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
@@ -184,6 +186,9 @@ if "$PIPENET" train whole1.json --data ctr/train.h5 --eval= --steps 1 --device c
         if [ $t = nccl ] && grep -q "without NCCL" probe; then continue; fi
         go cuda_$t whole1.json 2 2 --deterministic --device cuda --transport $t --shard-optimizer
         same cuda_$t cuda_ref
+        go cuda_buckets_$t whole1.json 2 2 --device cuda --transport $t
+        go cuda_buckets_sharded_$t whole1.json 2 2 --device cuda --transport $t --shard-optimizer
+        close_losses cuda_buckets_sharded_$t cuda_buckets_$t
     done
 else
     echo "no CUDA case: $(grep -m1 error probe)"
