@@ -200,19 +200,46 @@ int pn_optimizer_slot_names(pn_opt_kind kind, const char *names[2])
     return 0;
 }
 
-int pn_optimizer_create(pn_optimizer **out, const pn_optimizer_config *cfg, pn_params *params)
+/* An optimizer over params, its slots named in names (*n of them) but not yet made. */
+static int make(pn_optimizer **out, const pn_optimizer_config *cfg, pn_params *params,
+                const char *names[2], int *n)
 {
     *out = NULL;
     PN_TRY(check_config(cfg));
     pn_optimizer *o = calloc(1, sizeof *o);
     if (!o) return pn_error_set(PN_ERR_NOMEM, "out of memory creating the optimizer");
-    o->cfg = *cfg;
-    o->params = params;
-    o->slot1 = o->slot2 = -1;
+    *o = (pn_optimizer){*cfg, params, -1, -1, NULL};
+    *n = pn_optimizer_slot_names(cfg->kind, names);
+    *out = o;
+    return PN_OK;
+}
+
+int pn_optimizer_create(pn_optimizer **out, const pn_optimizer_config *cfg, pn_params *params)
+{
+    pn_optimizer *o;
     const char *names[2];
-    int n = pn_optimizer_slot_names(cfg->kind, names), rc = PN_OK;
+    int n, rc = PN_OK;
+    PN_TRY(make(&o, cfg, params, names, &n));
     if (n > 0) rc = pn_params_add_slot(params, names[0], &o->slot1);
     if (n > 1 && rc == PN_OK) rc = pn_params_add_slot(params, names[1], &o->slot2);
+    if (rc < 0) {
+        free(o);
+        return rc;
+    }
+    *out = o;
+    return PN_OK;
+}
+
+int pn_optimizer_create_sharded(pn_optimizer **out, const pn_optimizer_config *cfg,
+                                pn_params *params, pn_comm *comm)
+{
+    pn_optimizer *o;
+    const char *names[2];
+    int n;
+    PN_TRY(make(&o, cfg, params, names, &n));
+    if (n > 0) o->slot1 = 0; /* handles of the whole slots pn_optimizer_shard_gather adds */
+    if (n > 1) o->slot2 = 1;
+    int rc = pn_opt_shard_create(&o->shard, params, comm, n, names);
     if (rc < 0) {
         free(o);
         return rc;
@@ -226,27 +253,6 @@ void pn_optimizer_free(pn_optimizer *o)
     if (!o) return;
     pn_opt_shard_free(o->shard);
     free(o);
-}
-
-int pn_optimizer_create_sharded(pn_optimizer **out, const pn_optimizer_config *cfg,
-                                pn_params *params, pn_comm *comm)
-{
-    *out = NULL;
-    PN_TRY(check_config(cfg));
-    pn_optimizer *o = calloc(1, sizeof *o);
-    if (!o) return pn_error_set(PN_ERR_NOMEM, "out of memory creating the optimizer");
-    *o = (pn_optimizer){*cfg, params, -1, -1, NULL};
-    const char *names[2];
-    int n = pn_optimizer_slot_names(cfg->kind, names);
-    if (n > 0) o->slot1 = 0; /* handles of the whole slots pn_optimizer_shard_gather adds */
-    if (n > 1) o->slot2 = 1;
-    int rc = pn_opt_shard_create(&o->shard, params, comm, n, names);
-    if (rc < 0) {
-        free(o);
-        return rc;
-    }
-    *out = o;
-    return PN_OK;
 }
 
 int pn_optimizer_shard_gather(pn_optimizer *o)
