@@ -189,6 +189,8 @@ if "$PIPENET" train whole1.json --data ctr/train.h5 --eval= --steps 1 --device c
         go cuda_buckets_$t whole1.json 2 2 --device cuda --transport $t
         go cuda_buckets_sharded_$t whole1.json 2 2 --device cuda --transport $t --shard-optimizer
         close_losses cuda_buckets_sharded_$t cuda_buckets_$t
+        grep -q "gradients reduced to their pieces' replicas" cuda_buckets_sharded_$t.out ||
+            { cat cuda_buckets_sharded_$t.out; fail "cuda $t: gradients not reduced in pieces"; }
     done
 else
     echo "no CUDA case: $(grep -m1 error probe)"

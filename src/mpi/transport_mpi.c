@@ -2,8 +2,9 @@
  * non-blocking point-to-point messages through host buffers, one per micro-batch,
  * each a checked header, the payload and, where samples are padded sequences,
  * their lengths (host int32, what the receiving stage's layers mask by); the
- * replicas' gradient buckets as MPI_Iallreduce in place; the replica gather as
- * MPI_Iallgather; every wait through the seam's watched wait (watch.c). Data on a
+ * replicas' gradient buckets as MPI_Iallreduce in place (a sharded optimizer's
+ * pieces: MPI_Ireduce to the piece's replica); the replica gather as MPI_Iallgather
+ * (in place when the replica's own row is given); every wait through the seam's watched wait (watch.c). Data on a
  * device other than the host (and host views that are not dense) is staged through
  * host memory (pn_matrix_read/write): links, buckets, gathers and tied gradients.
  * The staging of buckets, gathers and tied gradients has never run on GPUs (it needs several). */

@@ -20,7 +20,8 @@
  *    which must follow the payloads' order; the payload goes by ncclSend/ncclRecv
  *    on the link's stream from (into) device buffers of the link, ordered after the
  *    compute stream with events.
- *  - buckets: ncclAllReduce in place on the transport's communication stream, after
+ *  - buckets: ncclAllReduce in place on the transport's communication stream (or,
+ *    for a sharded optimizer's pieces, ncclReduce to the piece's replica), after
  *    an event recorded on the compute stream, so the sum overlaps the rest of
  *    backward; buckets_wait makes the compute stream wait for the communication
  *    stream and polls it.
@@ -387,6 +388,24 @@ static int bucket_start(pn_comm *c, pn_matrix *m)
     return PN_OK;
 }
 
+/* In place on the root; the others' m is only read (NCCL ignores their receive
+ * buffer). */
+static int bucket_reduce_start(pn_comm *c, pn_matrix *m, int root)
+{
+    nccl_state *st = pn_nccl_state(c);
+    PN_TRY(need_device(m, "gradient buckets"));
+    PN_TRY(need_comm(st->replicas, "a gradient bucket"));
+    if (root < 0 || root >= c->grid.replicas)
+        return pn_error_set(PN_ERR_INTERNAL, "a bucket reduced to replica %d of %d", root,
+                            c->grid.replicas);
+    PN_TRY(after_compute(st));
+    NCCL_CALL(c, ncclReduce(m->data, m->data, pn_matrix_count(*m), ncclFloat, ncclSum, root,
+                            st->replicas, st->stream),
+              st->replicas, &SUM);
+    st->buckets_pending = true;
+    return PN_OK;
+}
+
 static int buckets_wait(pn_comm *c)
 {
     nccl_state *st = pn_nccl_state(c);
@@ -452,6 +471,7 @@ const pn_transport pn_transport_nccl = {
     .link_cancel = pn_nccl_link_cancel,
     .bucket_start = bucket_start,
     .buckets_wait = buckets_wait,
+    .bucket_reduce_start = bucket_reduce_start,
     .gather_replicas = gather_replicas,
     .pipe_exchange = pipe_exchange,
     .release = release,
