@@ -451,6 +451,19 @@ int pn_comm_gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all)
     return rc;
 }
 
+int pn_comm_exchange_replicas(pn_comm *c, const pn_matrix *send, pn_matrix *recv)
+{
+    if (send->rows != c->grid.replicas || recv->rows != c->grid.replicas ||
+        send->cols != recv->cols || send->data == recv->data)
+        return pn_error_set(PN_ERR_INTERNAL, "replica exchange: %d x %d into %d x %d over %d "
+                            "replicas", send->rows, send->cols, recv->rows, recv->cols,
+                            c->grid.replicas);
+    double t0 = PN_TRACE_T0();
+    int rc = c->transport->exchange_replicas(c, send, recv);
+    PN_TRACE("replica exchange", "allreduce", NULL, -1, -1, t0);
+    return rc;
+}
+
 int pn_comm_replica_counts(pn_comm *c, int n, int *counts)
 {
     MPI_Request r;

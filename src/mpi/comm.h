@@ -234,6 +234,11 @@ int pn_comm_buckets_wait(pn_comm *c);
  * mine may be all's own row (this replica's: in place, both transports). */
 int pn_comm_gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all);
 
+/* recv[q, :] = send[r, :] of replica q, where r is this replica (send and recv are
+ * replicas x n, distinct): an all-to-all over this stage's replicas, each replica's
+ * row r of every other's (a sharded optimizer's pieces under --deterministic). */
+int pn_comm_exchange_replicas(pn_comm *c, const pn_matrix *send, pn_matrix *recv);
+
 /* Row-sparse gradients over the stage's replicas (layers/row_grad.h), in host memory
  * (the sparse layers run on the host), through MPI collectives on the control plane:
  * counts[r] = replica r's n; then every replica's entries (ids and rows of

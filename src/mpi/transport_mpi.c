@@ -326,6 +326,24 @@ static int gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all)
     return stage_out(&st->gather_out);
 }
 
+static int exchange_replicas(pn_comm *c, const pn_matrix *send, pn_matrix *recv)
+{
+    if (pn_matrix_count(*send) > INT_MAX)
+        return pn_error_set(PN_ERR_UNSUPPORTED, "a replica exchange of %d x %d floats",
+                            send->rows, send->cols);
+    mpi_state *st = state_of(c);
+    if (!st) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    float *in, *out;
+    PN_TRY(stage_in(&st->gather_in, send, true, &in));
+    PN_TRY(stage_in(&st->gather_out, recv, false, &out));
+    int n = send->cols;
+    MPI_Request r;
+    PN_MPI_CHECK(MPI_Ialltoall(in, n, MPI_FLOAT, out, n, MPI_FLOAT, c->replicas, &r));
+    PN_TRY(pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE,
+                        &(pn_wait_for){"the gradient exchange over", NULL, -1, PN_SCOPE_REPLICAS}));
+    return stage_out(&st->gather_out);
+}
+
 /* Tied gradients: one message per matrix on the pipe, under their own tag (above
  * every link's, below the arena images'); one sender's messages match in order. */
 static int pipe_exchange(pn_comm *c, int n_send, const pn_matrix *send, const int *to,
@@ -394,6 +412,7 @@ const pn_transport pn_transport_mpi = {
     .buckets_wait = buckets_wait,
     .bucket_reduce_start = bucket_reduce_start,
     .gather_replicas = gather_replicas,
+    .exchange_replicas = exchange_replicas,
     .pipe_exchange = pipe_exchange,
     .release = release,
 };

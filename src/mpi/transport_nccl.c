@@ -429,6 +429,35 @@ static int gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all)
     return finish(c, st->replicas, &GATHER);
 }
 
+/* One group: row q of send to replica q, row q of recv from it; this replica's own
+ * row copied on the compute stream first (before the group waits for it). */
+static int exchange_replicas(pn_comm *c, const pn_matrix *send, pn_matrix *recv)
+{
+    nccl_state *st = pn_nccl_state(c);
+    PN_TRY(need_device(send, "replica exchanges"));
+    PN_TRY(need_device(recv, "replica exchanges"));
+    PN_TRY(need_comm(st->replicas, "a replica exchange"));
+    int me = c->grid.replica;
+    pn_matrix own = pn_matrix_rows(*send, me, 1), into = pn_matrix_rows(*recv, me, 1);
+    PN_TRY(pn_copy(&own, &into));
+    PN_TRY(after_compute(st));
+    size_t n = (size_t)send->cols;
+    ncclResult_t r = ncclGroupStart();
+    if (r != ncclSuccess) return pn_nccl_fail(r, st->replicas, "ncclGroupStart", __FILE__, __LINE__);
+    for (int q = 0; r == ncclSuccess && q < c->grid.replicas; q++) {
+        if (q == me) continue;
+        r = ncclSend(pn_matrix_rows(*send, q, 1).data, n, ncclFloat, q, st->replicas, st->stream);
+        if (r == ncclSuccess)
+            r = ncclRecv(pn_matrix_rows(*recv, q, 1).data, n, ncclFloat, q, st->replicas,
+                         st->stream);
+    }
+    ncclResult_t end = ncclGroupEnd(); /* always: the group must close */
+    if (r != ncclSuccess)
+        return pn_nccl_fail(r, st->replicas, "ncclSend/ncclRecv", __FILE__, __LINE__);
+    PN_TRY(pn_nccl_called(c, end, st->replicas, "ncclGroupEnd", __LINE__, &GATHER));
+    return finish(c, st->replicas, &GATHER);
+}
+
 static const pn_wait_for TIES = {"the tied gradient exchange over", NULL, -1, PN_SCOPE_PIPE};
 
 /* One group of sends and receives on the pipe's communicator: NCCL matches each pair
@@ -473,6 +502,7 @@ const pn_transport pn_transport_nccl = {
     .buckets_wait = buckets_wait,
     .bucket_reduce_start = bucket_reduce_start,
     .gather_replicas = gather_replicas,
+    .exchange_replicas = exchange_replicas,
     .pipe_exchange = pipe_exchange,
     .release = release,
     .start = start,

@@ -343,6 +343,8 @@ int pn_stage_setup(pn_stage *s)
                                  (int)(ch->grad_end - ch->grad_first), s->micro));
     }
     int n = (int)pn_params_grad_size(s->params);
+    if (s->cfg.shard_optimizer) /* every replica's copy of its own piece only */
+        n = (int)pn_params_grad_piece(s->params);
     size_t bytes = (size_t)s->grid->replicas * (size_t)(n ? n : 1) * sizeof(float);
     if (s->grid->replicas > 1) PN_TRY(pn_buffer_acquire(&s->replica_sums, s->cfg.device, bytes));
     return PN_OK;
