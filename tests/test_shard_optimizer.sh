@@ -15,7 +15,8 @@
 #    uninterrupted run's hash;
 #  - `plan` prints the optimizer slots divided by D for dense parameters;
 #  - peak RSS per rank (/usr/bin/time -v) of a model of big fc layers falls by at
-#    least half of what 1/D of its adam slots saves;
+#    least 3/4 of what 1/D of its adam slots saves, and under --deterministic by 3/4
+#    of that plus the replicas' copies of the arena it no longer holds;
 #  - a build with CUDA (the stand-in): on --device cuda the unsharded run's hash, and
 #    without --deterministic its losses, over both transports.
 set -u
@@ -89,7 +90,8 @@ go buckets whole1.json 2 2
 close_losses buckets_sharded buckets
 grep -q "gradients reduced to their pieces' replicas" buckets_sharded.out ||
     { cat buckets_sharded.out; fail "buckets_sharded: gradients not reduced in pieces"; }
-grep -q "gradients summed whole" d2.out || { cat d2.out; fail "d2: not summed whole"; }
+grep -q "gradients added in the fixed tree piece by piece" d2.out ||
+    { cat d2.out; fail "d2: not added piece by piece"; }
 go buckets4_sharded clip.json 4 1 --shard-optimizer
 go buckets4 clip.json 4 1
 close_losses buckets4_sharded buckets4
@@ -114,10 +116,13 @@ tied() { # tied NAME NP MICRO options: like go, on the tiny GPT
 tied tied_ref 1 4 --deterministic
 tied tied_grid 4 2 --stages 2 --deterministic --shard-optimizer
 same tied_grid tied_ref
-grep -q "gradients summed whole" tied_grid.out || { cat tied_grid.out; fail "tied_grid: not whole"; }
+grep -q "gradients added in the fixed tree piece by piece" tied_grid.out ||
+    { cat tied_grid.out; fail "tied_grid: not added piece by piece"; }
 tied tied_buckets_sharded 4 2 --stages 2 --shard-optimizer
 tied tied_buckets 4 2 --stages 2
 close_losses tied_buckets_sharded tied_buckets
+grep -q "gradients summed whole" tied_buckets_sharded.out ||
+    { cat tied_buckets_sharded.out; fail "tied_buckets_sharded: not summed whole"; }
 
 # 3. snapshots: sharded <-> unsharded resume to the uninterrupted hash
 go snap_d2 whole1.json 2 2 --deterministic --shard-optimizer --snapshot-dir s2 --snapshot-every 20
@@ -176,6 +181,14 @@ echo "peak RSS per rank: $rss_whole KiB unsharded, $rss_sharded KiB sharded (slo
 [ $((rss_whole - rss_sharded)) -gt $((saved_kib * 3 / 4)) ] ||
     fail "peak RSS fell by $((rss_whole - rss_sharded)) KiB, expected about $saved_kib"
 echo "ok: peak RSS fell by $((rss_whole - rss_sharded)) KiB"
+# --deterministic: besides the slots, D copies of a piece instead of D of the arena
+rss rss_det_whole --deterministic
+rss rss_det_sharded --deterministic --shard-optimizer
+rss_whole=$(cat rss_det_whole.rss) rss_sharded=$(cat rss_det_sharded.rss)
+echo "--deterministic: $rss_whole KiB unsharded, $rss_sharded KiB sharded (slots / 2 + 1 arena: $((2 * saved_kib)) KiB)"
+[ $((rss_whole - rss_sharded)) -gt $((2 * saved_kib * 3 / 4)) ] ||
+    fail "--deterministic: peak RSS fell by $((rss_whole - rss_sharded)) KiB, expected about $((2 * saved_kib))"
+echo "ok: --deterministic: peak RSS fell by $((rss_whole - rss_sharded)) KiB"
 
 # 6. CUDA (the stand-in, or GPUs): both transports, the unsharded hash
 if "$PIPENET" train whole1.json --data ctr/train.h5 --eval= --steps 1 --device cuda \

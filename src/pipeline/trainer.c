@@ -374,7 +374,8 @@ static void announce(trainer *t)
                           4.0 * slots * (double)pn_optimizer_slot_floats(t->opt) / 1048576.0,
                           4.0 * slots * (double)pn_params_size(arena) / 1048576.0,
                           pn_stage_grads_in_pieces(t->stage) ? "reduced to their pieces' replicas"
-                          : "summed whole");
+                          : cfg->deterministic ? "added in the fixed tree piece by piece"
+                                               : "summed whole");
 }
 
 /* One line of what each stage's activations took (the first replica's; the others
