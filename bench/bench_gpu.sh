@@ -18,9 +18,10 @@
 # CUDA context included), and PyTorch's own max_memory_reserved.
 #
 # Usage: bench/bench_gpu.sh [OUTDIR]   (PIPENET, PYTHON, BATCH, STEPS from the
-# environment; results in OUTDIR, default a temporary folder: bench_gpu.txt and
+# environment, and TRAIN_ARGS: more options for pipenet's run, such as
+# --no-share-memory; results in OUTDIR, default a temporary folder: bench_gpu.txt and
 # each run's log). Skips (77) without CUDA in the build, a GPU, or nvidia-smi.
-# About 2-4 minutes on an H100. Never run yet: no GPU where it was written.
+# About 30 s on an H200 (2026-11-25).
 set -u
 PIPENET=${PIPENET:-./pipenet}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -84,7 +85,7 @@ measure() {
 
 measure pipenet "$PIPENET" train "$model" --data "$out/data/train.h5" --eval= --device cuda \
     --batch "$BATCH" --micro-batches 1 --steps "$STEPS" --threads 4 \
-    --metrics "$out/pipenet_metrics.jsonl"
+    --metrics "$out/pipenet_metrics.jsonl" ${TRAIN_ARGS:-}
 # pipenet's tokens/s: the median of the steps after the first two
 pn_tps=$(sed -n 's/^{"step": \([0-9]*\),.*"tokens_per_s": \([0-9.e+]*\)}$/\1 \2/p' \
     "$out/pipenet_metrics.jsonl" | awk '$1 > 2 {print $2}' | sort -g |

@@ -1,10 +1,11 @@
-/* Snapshot benchmark: the time to save (gather to rank 0, write, fsync, rename) and
- * to load (read, verify, give every rank its parameters) the training state of a
- * model, default models/fashion_mlp.json with adam (values and two slots, 3 x 1.86M
- * floats). Under `mpirun -np P` the model is cut into P stages, so rank 0 gathers
- * the other stages' state; with one rank nothing is sent. Prints medians of several
+/* Snapshot benchmark: the time to save (every stage writes its part, rank 0 the
+ * index: write, fsync, rename) and to load (every rank reads and verifies its own
+ * parameters) the training state of a model, default models/fashion_mlp.json with
+ * adam (values and two slots, 3 x 1.86M floats). Under `mpirun -np P` the model is
+ * cut into P stages, each writing its own part (docs/snapshots.md); with one rank
+ * one file is written. Prints medians of several
  * rounds; the directory (default /dev/shm, where the file system costs little and
- * the gather shows) decides what the write costs. Between save and load the arena
+ * the ranks show) decides what the write costs. Between save and load the arena
  * is overwritten, and after the load it must hold the saved bits again.
  *
  * usage: [mpirun -np P] bench_snapshot [MODEL.json] [--dir DIR] [--rounds R] */
@@ -166,7 +167,7 @@ int main(int argc, char **argv)
             if (save[r] < save_min) save_min = save[r];
             if (load[r] < load_min) load_min = load[r];
         }
-        printf("save (gather + write): median %.1f ms (min %.1f)\n",
+        printf("save (parts + index): median %.1f ms (min %.1f)\n",
                1e3 * bench_median(save, rounds), 1e3 * save_min);
         printf("load (read + verify + set): median %.1f ms (min %.1f)\n",
                1e3 * bench_median(load, rounds), 1e3 * load_min);

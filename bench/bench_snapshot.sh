@@ -3,9 +3,10 @@
 # train`, and the memory they take: models/gpt2_small.json (163M parameters, adamw:
 # values and the slots m and v, a 1.96 GB snapshot file) cut into P pipeline stages
 # on `mpirun -np P` (P = 1, 2, 4 by default, one replica), on the CPU. Step 13's
-# baseline for parallel snapshot writes (docs/snapshots.md, "Parallel snapshot
-# writes"): today every stage's state is gathered to rank 0, which writes the file,
-# and a resume has rank 0 read it all and send each stage its part. (bench_snapshot.c,
+# measure of parallel snapshot writes (docs/snapshots.md): every writer writes its
+# part straight from its arena and rank 0 an index over them (P = 1: one file), and
+# a resume has every rank read its own parameters. (The "before" figures, when rank
+# 0 gathered every stage's state and wrote one file, are in docs/snapshots.md.) (bench_snapshot.c,
 # `make bench`, times pn_checkpoint_save and _load alone on a small model in a loop;
 # this script runs the whole program on a large one, with each rank's memory.)
 #
@@ -13,13 +14,13 @@
 #   nosnap  one step of batch 1, --snapshot-dir "": the training alone, whose peak
 #           RSS the snapshot run's is compared with;
 #   write   the same step with --snapshot-dir: the final snapshot. "write s" is rank
-#           0's "snapshot" span of the --trace (pn_checkpoint_save: gather, write,
-#           fsync, verify, rename, keep-K; the same time as the "snapshot at step 1:
+#           0's "snapshot" span of the --trace (pn_checkpoint_save: the parts, the
+#           index, fsync, verify, rename, keep-K; the same time as the "snapshot at step 1:
 #           PATH (X s)" line);
 #   read    --resume of that file with --steps 1, the snapshot's own step: only the
 #           load happens ("already at step 1 of 1: nothing to train"). "read s" is
 #           rank 0's "resume" span of the --trace (pn_checkpoint_load: open, verify,
-#           read, scatter). The file was just written, so it is read from the page
+#           read its own parameters). The file was just written, so it is read from the page
 #           cache (this script does not drop caches: the machine is shared).
 # Each rank runs under GNU time (/usr/bin/time -f %M, its maximum RSS); the table
 # shows rank 0's and the largest of the other ranks'. "snap +MiB" is rank 0's peak
@@ -106,15 +107,15 @@ for p in $STAGES; do
         rm -rf "$snap"
         run $tag.nosnap "$p" --snapshot-dir ""
         run $tag.write "$p" --snapshot-dir "$snap"
-        file=$(ls "$snap"/snapshot-*.h5 | head -1)
-        bytes=$(wc -c <"$file")
+        file=$(ls "$snap"/snapshot-*.h5 | grep -v '\.part-' | head -1)
+        bytes=$(cat "$snap"/snapshot-* | wc -c) # the index and its parts
         run $tag.read "$p" --snapshot-dir "$snap" --resume "$file"
         grep -q "nothing to train" "$out/$tag.read.log" ||
             { echo "bench_snapshot: $tag.read trained (see $out/$tag.read.log)" >&2; exit 1; }
         rm -rf "$snap"
         extra=$(($(rss $tag.write 0) - $(rss $tag.nosnap 0)))
         [ $extra -lt 0 ] && extra=0
-        # P round write_s read_s file_MB nosnap0 write0 write_others snap+ read0 read_others
+        # P round write_s read_s file_MB (all files of the snapshot) nosnap0 write0 write_others snap+ read0 read_others
         echo "$p $round $(span $tag.write snapshot) $(span $tag.read resume)" \
             "$(awk -v b="$bytes" 'BEGIN { printf "%.0f", b / 1e6 }')" \
             "$(rss $tag.nosnap 0) $(rss $tag.write 0) $(others $tag.write "$p") $extra" \

@@ -11,7 +11,10 @@
 #          input, embedding_bag and sparse_fc, on cuda against the cpu; the same;
 #          with the bundle's mpirun also 2 replicas, tables whole and sharded),
 #          test_cuda_ranks.sh (2 ranks on the one GPU: nccl refused, mpi's host
-#          staging across stages and replicas; needs the bundle's mpirun)
+#          staging across stages and replicas; needs the bundle's mpirun),
+#          test_infer_stages.sh (infer and generate split over ranks equal one
+#          process, on the cpu and with the GPT on cuda; the bundle's mpirun and
+#          h5_fixture)
 #   bench: bench/bench_gpu.sh (pipenet against PyTorch, about 2-4 minutes)
 # Each step's output goes to OUTDIR/<step>.log, one line per step to
 # OUTDIR/summary.txt (PASS, FAIL with its exit status, SKIP, TIMEOUT); a failing
@@ -40,12 +43,13 @@ failed=0
 
 # Each step's time limit (s); the bench's is what is left of BUDGET_S.
 BUDGET_S=480
-T_SMI=10 T_BACKEND_OPS=60 T_CUDA=30 T_MODEL=30 T_TRAIN=60 T_SNAPSHOT=80 T_INFER=30 T_CTR=40
-T_SPARSE=60 T_RANKS=60
-T_TESTS=$((T_SMI + T_BACKEND_OPS + T_CUDA + T_MODEL + T_TRAIN + T_SNAPSHOT + T_INFER + T_CTR + T_SPARSE + T_RANKS))
+T_SMI=10 T_BACKEND_OPS=40 T_CUDA=30 T_MODEL=30 T_TRAIN=40 T_SNAPSHOT=60 T_INFER=30 T_CTR=40
+T_SPARSE=40 T_RANKS=40 T_STAGED=90
+T_TESTS=$((T_SMI + T_BACKEND_OPS + T_CUDA + T_MODEL + T_TRAIN + T_SNAPSHOT + T_INFER + T_CTR + T_SPARSE + T_RANKS + T_STAGED))
 tests="nvidia_smi $T_SMI, test_backend_ops $T_BACKEND_OPS, test_cuda $T_CUDA, test_model $T_MODEL"
 tests="$tests, test_cuda_train $T_TRAIN, test_cuda_snapshot $T_SNAPSHOT, test_cuda_infer $T_INFER"
 tests="$tests, test_cuda_ctr $T_CTR, test_cuda_sparse $T_SPARSE, test_cuda_ranks $T_RANKS"
+tests="$tests, test_infer_stages $T_STAGED"
 case $part in
 tests) total=$T_TESTS limits=$tests ;;
 bench) T_BENCH=$BUDGET_S total=$BUDGET_S limits="bench_gpu $BUDGET_S" ;;
@@ -82,6 +86,7 @@ if [ "$part" = tests ] || [ "$part" = all ]; then
     step test_cuda_ctr $T_CTR env TESTS_BUILDDIR="$bundle" sh tests/test_cuda_ctr.sh
     step test_cuda_sparse $T_SPARSE env TESTS_BUILDDIR="$bundle" sh tests/test_cuda_sparse.sh
     step test_cuda_ranks $T_RANKS sh tests/test_cuda_ranks.sh
+    step test_infer_stages $T_STAGED env TESTS_BUILDDIR="$bundle" sh tests/test_infer_stages.sh
 fi
 if [ "$part" = bench ] || [ "$part" = all ]; then
     step bench_gpu "$T_BENCH" sh bench/bench_gpu.sh "$out/bench"

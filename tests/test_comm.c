@@ -300,7 +300,7 @@ static void transport_choice(pn_comm *c)
 }
 
 /* Every stage of the first replica sends 5 s + 3 floats of value 1000 s + i. */
-static bool gather_and_scatter(pn_comm *c)
+static bool gather_stages(pn_comm *c)
 {
     const pn_grid *g = pn_comm_grid(c);
     size_t count = 5 * (size_t)g->stage + 3;
@@ -316,19 +316,6 @@ static bool gather_and_scatter(pn_comm *c)
             for (size_t i = 0; i < counts[s]; i++, at++)
                 ok = ok && all[at] == (float)(1000 * s + (int)i);
     }
-    /* back again, doubled, and on to the other replicas */
-    if (g->rank == 0) {
-        size_t at = 0;
-        for (int s = 1; s < g->stages; s++)
-            for (size_t i = 0; i < counts[s]; i++) all[at++] *= 2;
-    }
-    for (size_t i = 0; i < count; i++) mine[i] = -1;
-    if (g->rank == 0)
-        for (size_t i = 0; i < count; i++) mine[i] = 2.0f * (float)i;
-    ok = ok && pn_comm_scatter_stages(c, all, counts, mine, count, PN_COMM_FLOATS) == 0 &&
-         pn_comm_broadcast_replicas(c, mine, count, PN_COMM_FLOATS) == 0;
-    for (size_t i = 0; ok && i < count; i++)
-        ok = mine[i] == 2.0f * (float)(1000 * g->stage + (int)i);
     free(mine);
     free(all);
     return ok;
@@ -354,10 +341,10 @@ int main(int argc, char **argv)
     replicas(c);
     staged(c);
     transport_choice(c);
-    check(c, gather_and_scatter(c), "images: gathered to rank 0, scattered and broadcast (2 x 2)");
+    check(c, gather_stages(c), "images: gathered to rank 0 (2 x 2)");
     pn_comm_free(c);
     if (pn_comm_create(&c, world, 4) < 0) pn_job_abort(world, 1);
-    check(c, gather_and_scatter(c), "images: gathered to rank 0 and scattered (4 stages)");
+    check(c, gather_stages(c), "images: gathered to rank 0 and scattered (4 stages)");
     pn_comm_free(c);
     if (rank == 0) printf("%d passed, %d failed\n", passed, failed);
     pn_job_finalize(world);

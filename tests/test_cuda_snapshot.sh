@@ -6,8 +6,10 @@
 # loss_rtol, growing from 1.5e-4 at step 11 to 6e-4 at step 20: two devices). The
 # export of the GPU run is an ordinary pipenet-model file (pipenet inspect reads it),
 # and infer --device cuda on it agrees with --device cpu: every score within a
-# relative L2 difference of 1e-4, every prediction equal. Skips (77) without CUDA in
-# the build or a GPU.
+# relative L2 difference of 1e-4, every prediction equal. Where mpirun is, the same
+# crossing for a snapshot of parts: 2 stages on cuda, each writing its own part from
+# device memory, resumed on one cpu process, and the cpu's resumed on 2 cuda stages.
+# Skips (77) without CUDA in the build or a GPU.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/script_fixture.sh"
@@ -34,6 +36,25 @@ echo "a cuda snapshot resumed on the cpu:"
 same_losses "$tmp/m_cuda_on_cpu" "$tmp/m_cuda" 11 20 || fail "cuda -> cpu resume"
 echo "a cpu snapshot resumed on cuda:"
 same_losses "$tmp/m_cpu_on_cuda" "$tmp/m_cpu" 11 20 || fail "cpu -> cuda resume"
+# 2 stages on cuda (where mpirun is): each stage writes its part from device memory
+# through its staging buffer, and reads its own parameters back through it
+if command -v mpirun >/dev/null 2>&1; then
+    mtrain() { # mtrain NAME ARGS...: 2 stages on cuda
+        name=$1; shift
+        mpirun --oversubscribe -np 2 "$PIPENET" train "$tmp/gpt.json" --data "$tmp/lm/train.h5" \
+            --eval= --threads 1 --device cuda --stages 2 --metrics "$tmp/m_$name" "$@" \
+            >"$tmp/out_$name" 2>&1 || { cat "$tmp/out_$name"; fail "train $name (2 stages, cuda)"; }
+    }
+    mtrain cuda2 --snapshot-dir "$tmp/snap_cuda2" --snapshot-every 10 --keep 5
+    [ -f "$tmp/snap_cuda2/snapshot-0000000010.part-001-000.h5" ] ||
+        fail "2 stages on cuda wrote no part per stage: $(ls "$tmp/snap_cuda2")"
+    train cuda2_on_cpu cpu --resume "$tmp/snap_cuda2/snapshot-0000000010.h5"
+    mtrain cpu_on_cuda2 --resume "$tmp/snap_cpu/snapshot-0000000010.h5"
+    echo "a snapshot of 2 cuda stages resumed on one cpu process:"
+    same_losses "$tmp/m_cuda2_on_cpu" "$tmp/m_cuda2" 11 20 || fail "2 cuda stages -> cpu resume"
+    echo "a cpu snapshot resumed on 2 cuda stages:"
+    same_losses "$tmp/m_cpu_on_cuda2" "$tmp/m_cpu" 11 20 || fail "cpu -> 2 cuda stages resume"
+fi
 
 "$PIPENET" export "$tmp/snap_cuda" --out "$tmp/gpu.h5" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "export"; }
 "$PIPENET" inspect "$tmp/gpu.h5" >"$tmp/inspect" 2>&1 || { cat "$tmp/inspect"; fail "inspect"; }

@@ -6,8 +6,9 @@
 # relative tolerance that grows with the steps (gpu_fixture.sh: loss_rtol, 1.5e-4 at
 # step 1 to 1.1e-3 at step 20: cuBLAS adds in another order than OpenBLAS, and Adam
 # turns rounding where gradients are near zero into drift), and the two trained
-# models score held-out text alike (mean loss within loss_rtol 20). Skips (77)
-# without CUDA in the build or a GPU.
+# models score held-out text alike (mean loss within loss_rtol 20). And the
+# activation memory planner gives the same bits as --no-share-memory on the GPU.
+# Skips (77) without CUDA in the build or a GPU.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/script_fixture.sh"
@@ -45,4 +46,17 @@ awk -v a="$a" -v b="$b" -v r="$r" 'BEGIN { d = a - b; if (d < 0) d = -d
            a, b, d / b, r; exit !(d <= r * b) }' || fail "the trained models differ on held-out text"
 "$PIPENET" inspect "$tmp/snap_cuda/snapshot-0000000020.h5" --tolerance "$PARAM_RTOL" \
     --compare "$tmp/snap_cpu/snapshot-0000000020.h5" | tail -n 1
+# The activation memory planner on the GPU (on above, the default): 6 steps under
+# --deterministic with it and with --no-share-memory end with one parameter hash.
+for share in on off; do
+    flag=
+    [ $share = off ] && flag=--no-share-memory
+    "$PIPENET" train "$tmp/gpt.json" --data "$tmp/lm/train.h5" --eval= --threads 1 --device cuda \
+        --steps 6 --deterministic $flag >"$tmp/share_$share" 2>&1 ||
+        { cat "$tmp/share_$share"; fail "train --device cuda, sharing $share"; }
+done
+h_on=$(sed -n 's/^parameter hash after 6 steps: //p' "$tmp/share_on")
+h_off=$(sed -n 's/^parameter hash after 6 steps: //p' "$tmp/share_off")
+echo "cuda, --deterministic: hash $h_on planned, $h_off with --no-share-memory"
+[ -n "$h_on" ] && [ "$h_on" = "$h_off" ] || fail "the planner changes the bits on cuda"
 echo "PASS: 20 steps of a GPT on cuda follow the cpu's losses to a model that scores alike"

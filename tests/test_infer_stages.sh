@@ -145,6 +145,9 @@ refused_gen() {
 }
 refused_gen --no-cache
 grep -q "no-cache runs the whole model's forward" "$tmp/refused.out" || { cat "$tmp/refused.out"; fail "--no-cache message"; }
+# every rank refuses alike before any step: one message, no rank ends the job
+[ "$(grep -c "error: .*no-cache runs" "$tmp/refused.out")" -eq 1 ] && ! grep -q MPI_ABORT "$tmp/refused.out" ||
+    { cat "$tmp/refused.out"; fail "--no-cache: not one message (or the job aborted)"; }
 echo "ok: generate --no-cache across stages refused"
 
 # --- DeepFM: sparse inputs, the AUC ---------------------------------------------------

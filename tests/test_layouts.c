@@ -15,6 +15,9 @@
  * same losses and parameters as the one-process run, under --deterministic the one
  * hash of every layout with micro-batches of 4, and under --recompute the plain
  * run's hash; 2 stages x 2 or 3 virtual stages, alone and as 2 replicas.
+ * Every run above plans its activation memory (the default); last, with the planner
+ * off (--no-share-memory), every model under the --deterministic layouts, both
+ * schedules, interleaved and --recompute must give the planned runs' hash.
  * Prints a table of the largest differences, the hashes, and "N passed, N failed". */
 #include <math.h>
 #include <stdio.h>
@@ -251,6 +254,9 @@ typedef struct outcome {
     unsigned long long hash;
 } outcome;
 
+/* The runs of unshared(): every argument in a block of its own (--no-share-memory). */
+static bool planner_off;
+
 /* Trains model under one layout on the first D*P ranks; fills out on world rank 0. */
 static int run_layout(const char *model, const char *data, layout l, int schedule,
                       bool deterministic, bool recompute, outcome *out)
@@ -272,6 +278,7 @@ static int run_layout(const char *model, const char *data, layout l, int schedul
         cfg.steps = deterministic ? DET_STEPS : STEPS;
         cfg.deterministic = deterministic;
         cfg.recompute = recompute;
+        cfg.share_memory = !planner_off;
         cfg.seed = 5;
         cfg.threads = 1;
         cfg.stages = l.stages;
@@ -394,6 +401,45 @@ static void interleaved(const char *data, int *passed, int *failed)
     free(got);
 }
 
+/* --no-share-memory against the planned runs: under --deterministic, every model,
+ * layout and schedule, interleaved and --recompute give the planned hash. */
+static void unshared(const char *data, int *passed, int *failed)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const char *const models[] = {MLP, SKIP, PADDED, DROP};
+    const char *const names[] = {"mlp", "skip", "pad", "drop"};
+    const int layers[] = {5, 7, 5, 9};
+    outcome *o = calloc(1, sizeof *o);
+    for (int m = 0; m < 4; m++) {
+        planner_off = false;
+        int r0 = run_layout(models[m], data, det_layouts[0], PN_SCHEDULE_1F1B, true, false, o);
+        unsigned long long planned = o->hash;
+        free_set(&o->params);
+        planner_off = true;
+        for (int l = 0; l < N_DET + N_IL_DET; l++)
+            for (int sched = 0; sched < 2; sched++)
+                for (int re = 0; re < 2; re++) {
+                    layout lay = l < N_DET ? det_layouts[l] : il_det_layouts[l - N_DET];
+                    if ((lay.virtual_stages > 0 && sched == 1) ||
+                        lay.stages * (lay.virtual_stages ? lay.virtual_stages : 1) > layers[m])
+                        continue;
+                    int r = run_layout(models[m], data, lay, sched, true, re, o);
+                    free_set(&o->params);
+                    if (rank != 0) continue;
+                    bool ok = r0 == 0 && r == 0 && o->hash == planned;
+                    printf("%-5s (%d,%d,%d) V=%d %-6s no-share-memory%s, hash %016llx, planned "
+                           "%016llx  %s\n", names[m], lay.replicas, lay.stages, lay.micro,
+                           lay.virtual_stages,
+                           lay.virtual_stages ? "inter" : pn_schedule_kind_name(sched),
+                           re ? " recompute" : "", o->hash, planned, ok ? "ok" : "FAIL");
+                    ok ? (*passed)++ : (*failed)++;
+                }
+    }
+    planner_off = false;
+    free(o);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -497,6 +543,7 @@ int main(int argc, char **argv)
         }
     free(plain), free(re);
     interleaved(data, &passed, &failed);
+    unshared(data, &passed, &failed);
     if (rank == 0) {
         remove(data);
         rmdir(dir);

@@ -80,23 +80,8 @@ static void fixture_init(fixture *f, const char *json, const bool *member, int b
     f->batch = batch;
     f->pass = (pn_pass){.training = true, .seed = 3, .step = 1, .sample0 = 0};
 
-    /* random data in every input the network holds */
-    pn_rng rng;
-    pn_rng_init(&rng, 17, 0);
-    for (int i = 0; i < f->graph->n_nodes; i++) {
-        pn_arg *a = pn_network_arg(f->net, i);
-        if (!a || !f->graph->nodes[i].is_input) continue;
-        if (a->shape.ids)
-            for (int k = 0; k < pn_arg_rows(a); k++) a->ids[k] = (int)(pn_rng_next(&rng) % 4);
-        else
-            tu_fill_uniform(&a->value, &rng, 1.0f);
-    }
-    pn_matrix all = pn_params_all_values(f->params);
-    pn_rng_init(&rng, 18, 0);
-    pn_matrix noise = tu_alloc(1, all.cols, 0);
-    tu_fill_uniform(&noise, &rng, 0.3f);
-    ck_assert_int_eq(pn_axpy(1.0f, &noise, &all), 0); /* move biases and gains off 0 / 1 */
-    tu_free(&noise);
+    tu_fill_inputs(f->net, f->graph, 17);
+    tu_jitter_params(f->params);
 }
 
 static void fixture_free(fixture *f)
@@ -116,31 +101,15 @@ static double mean_loss(fixture *f)
     return s.loss_sum / s.rows;
 }
 
+static double fixture_loss(void *f) { return mean_loss(f); }
+
 /* Every parameter's gradient from backward against central differences. */
 static void check_param_gradients(fixture *f)
 {
     ck_assert_int_eq(pn_params_zero_grads(f->params), 0);
     mean_loss(f);
     ck_assert_int_eq(pn_network_backward(f->net, &f->pass, f->batch), 0);
-    const double eps = 2e-3; /* layer norm over 6 values curves fast: 1e-2 is too coarse */
-    long compared = 0;
-    for (int p = 0; p < pn_params_count(f->params); p++) {
-        pn_matrix v = pn_params_value(f->params, p), g = pn_params_grad(f->params, p);
-        for (size_t k = 0; k < pn_matrix_count(v); k++) {
-            float saved = v.data[k];
-            v.data[k] = saved + (float)eps;
-            double plus = mean_loss(f);
-            v.data[k] = saved - (float)eps;
-            double minus = mean_loss(f);
-            v.data[k] = saved;
-            double numeric = (plus - minus) / (2 * eps);
-            ck_assert_msg(tu_close(g.data[k], numeric, 3e-2, 2e-4), "%s[%zu]: backward %.6g, "
-                          "finite difference %.6g", pn_params_get(f->params, p)->name, k,
-                          g.data[k], numeric);
-            compared++;
-        }
-    }
-    ck_assert_int_gt(compared, 50);
+    tu_check_param_gradients(f->params, fixture_loss, f);
 }
 
 START_TEST(skip_mlp_gradients_match_finite_differences)

@@ -13,11 +13,15 @@
 #     on 1 process (the tables whole), to 40 on 2 ranks unsharded: each has the hash
 #     of the straight run of as many steps; a 2 x 2 run resumes its own snapshot;
 #  3. the export of a sharded run's snapshot equals an unsharded run's;
-#  4. a sharded snapshot corrupted in its table's values (in its middle without
-#     h5py), or cut short, is refused by a sharded resume, naming the file.
+#  4. a snapshot of parts (version 2: an index over one part per writer) with a part
+#     corrupted in its table's values (in its middle without h5py), cut short or
+#     missing is refused by a sharded resume, by export and by inspect, naming the
+#     part; an index whose table points at a file that is not its part (a hostile
+#     VDS), or at a part-named file that does not hold its values, is refused too.
 set -u
 . "$(dirname "$0")/script_fixture.sh"
 PIPENET=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
+fix=${TESTS_BUILDDIR:-$(cd "$(dirname "$0")" && pwd)}/h5_fixture
 cd "$tmp" || exit 1
 
 "$PIPENET" import synthetic-ctr --out ctr --samples 4000 --test-samples 500 --vocab 20 \
@@ -109,6 +113,12 @@ echo "ok: sharded snapshots (2 replicas, 2 x 2, 3 replicas) equal the unsharded 
 go whole30 whole.json --steps 30 --micro-batches 4
 go whole40 whole.json --steps 40 --micro-batches 4
 go chain10 sharded.json mpirun 2 --steps 10 --micro-batches 2 --snapshot-dir chain
+# D = 2 to D = 3 (another batch: as a 3-replica unsharded run resumes the same file)
+go to3sharded sharded.json mpirun 3 --steps 20 --batch 258 --micro-batches 2 \
+    --resume chain/snapshot-0000000010.h5 --resume-override
+go to3whole whole.json mpirun 3 --steps 20 --batch 258 --micro-batches 2 \
+    --resume chain/snapshot-0000000010.h5 --resume-override
+same to3sharded to3whole
 go chain20 sharded.json mpirun 4 --steps 20 --micro-batches 1 --snapshot-dir chain --resume auto
 go chain30 sharded.json --steps 30 --micro-batches 4 --snapshot-dir chain --resume auto
 go chain40 whole.json mpirun 2 --steps 40 --micro-batches 2 --snapshot-dir chain --resume auto
@@ -124,21 +134,38 @@ expect 0 "exported" "$PIPENET" export sharded20 --out sharded_model.h5
 expect 0 "exported" "$PIPENET" export whole20 --out whole_model.h5
 identical whole_model.h5 sharded_model.h5
 
-# 4. a damaged sharded snapshot is refused
-cp sharded20/snapshot-0000000020.h5 corrupt.h5
-size=$(wc -c <corrupt.h5)
+# 4. a damaged snapshot of parts is refused
+ls sharded20 | grep -q 'snapshot-0000000020.part-000-001.h5' || fail "no part of replica 1: $(ls sharded20)"
+part=snapshot-0000000020.part-000-000.h5
+for f in corrupt short missing hostile unchunked; do cp -r sharded20 $f; done
+size=$(wc -c <corrupt/$part)
 # in the middle of the sharded table's values where h5py says where they are
 at=$(/usr/bin/python3 -c 'import sys, h5py
 c = h5py.File(sys.argv[1], "r")["params/emb/table"].id.get_chunk_info(0)
-print(c.byte_offset + c.size // 2)' corrupt.h5 2>/dev/null) || at=$((size / 2))
-printf 'garbage!garbage!' | dd of=corrupt.h5 bs=1 seek="$at" conv=notrunc 2>/dev/null
-head -c $((size / 2)) sharded20/snapshot-0000000020.h5 >short.h5
-for f in corrupt short; do
+print(c.byte_offset + c.size // 2)' corrupt/$part 2>/dev/null) || at=$((size / 2))
+printf 'garbage!garbage!' | dd of=corrupt/$part bs=1 seek="$at" conv=notrunc 2>/dev/null
+head -c $((size / 2)) sharded20/$part >short/$part
+rm missing/$part
+(cd hostile && "$fix" relocate snapshot-0000000020.h5 /params/emb/table virtual w.h5) ||
+    fail "relocate the index's table"
+(cd unchunked && "$fix" relocate snapshot-0000000020.h5 /params/emb/table virtual \
+    snapshot-0000000020.part-000-009.h5) || fail "relocate the index's table"
+for f in corrupt short missing hostile unchunked; do
+    case $f in
+    hostile) want="'w.h5' dataset '/params/emb/table', which is not this snapshot's part" ;;
+    unchunked) want="part 'snapshot-0000000020.part-000-009.h5' does not hold its values" ;;
+    *) want=$part ;;
+    esac
     mpirun --oversubscribe -np 2 "$PIPENET" train sharded.json --data ctr/train.h5 --eval= \
-        --threads 1 --steps 30 --micro-batches 2 --resume $f.h5 >$f.out 2>&1 &&
-        { cat $f.out; fail "$f.h5 was resumed"; }
-    grep -q "error: .*$f.h5" $f.out || { cat $f.out; fail "$f.h5 is not named"; }
+        --threads 1 --steps 30 --micro-batches 2 --resume $f/snapshot-0000000020.h5 >$f.out 2>&1 &&
+        { cat $f.out; fail "$f was resumed"; }
+    grep -q "error: .*$want" $f.out || { cat $f.out; fail "$f: the error does not say '$want'"; }
     grep "error: " $f.out | head -1
+    "$PIPENET" export $f/snapshot-0000000020.h5 --out $f-model.h5 >$f.exp 2>&1 &&
+        fail "$f was exported"
+    grep -q "$want" $f.exp || { cat $f.exp; fail "$f: export does not say '$want'"; }
+    "$PIPENET" inspect $f/snapshot-0000000020.h5 >$f.ins 2>&1 && fail "$f: inspect exit 0"
+    grep -q "$want" $f.ins || { cat $f.ins; fail "$f: inspect does not say '$want'"; }
 done
-echo "ok: a corrupted or cut-short sharded snapshot is refused"
+echo "ok: a corrupted, cut-short or missing part, and an index over other files, are refused"
 exit 0

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "base/error.h"
+#include "math/ops.h"
 
 void tu_fill_uniform(pn_matrix *m, pn_rng *rng, float scale)
 {
@@ -108,4 +109,52 @@ pn_graph *tu_fc_chain(int input, const int *widths, int n, const char *file)
     json_decref(root);
     ck_assert_msg(rc == 0, "graph refused: %s", pn_error_message());
     return g;
+}
+
+void tu_check_param_gradients(pn_params *params, double (*loss)(void *ctx), void *ctx)
+{
+    const double eps = 2e-3;
+    long compared = 0;
+    for (int p = 0; p < pn_params_count(params); p++) {
+        pn_matrix v = pn_params_value(params, p), g = pn_params_grad(params, p);
+        for (size_t k = 0; k < pn_matrix_count(v); k++) {
+            float saved = v.data[k];
+            v.data[k] = saved + (float)eps;
+            double plus = loss(ctx);
+            v.data[k] = saved - (float)eps;
+            double minus = loss(ctx);
+            v.data[k] = saved;
+            double numeric = (plus - minus) / (2 * eps);
+            ck_assert_msg(tu_close(g.data[k], numeric, 3e-2, 2e-4), "%s[%zu]: backward %.6g, "
+                          "finite difference %.6g", pn_params_get(params, p)->name, k,
+                          g.data[k], numeric);
+            compared++;
+        }
+    }
+    ck_assert_int_gt(compared, 50);
+}
+
+void tu_fill_inputs(pn_network *net, const pn_graph *g, uint64_t seed)
+{
+    pn_rng rng;
+    pn_rng_init(&rng, seed, 0);
+    for (int i = 0; i < g->n_nodes; i++) {
+        pn_arg *a = pn_network_arg(net, i);
+        if (!a || !g->nodes[i].is_input) continue;
+        if (a->shape.ids)
+            for (int k = 0; k < pn_arg_rows(a); k++) a->ids[k] = (int)(pn_rng_next(&rng) % 4);
+        else
+            tu_fill_uniform(&a->value, &rng, 1.0f);
+    }
+}
+
+void tu_jitter_params(pn_params *params)
+{
+    pn_matrix all = pn_params_all_values(params);
+    pn_rng rng;
+    pn_rng_init(&rng, 18, 0);
+    pn_matrix noise = tu_alloc(1, all.cols, 0);
+    tu_fill_uniform(&noise, &rng, 0.3f);
+    ck_assert_int_eq(pn_axpy(1.0f, &noise, &all), 0);
+    tu_free(&noise);
 }

@@ -9,8 +9,10 @@
 #include <stddef.h>
 
 #include "base/rng.h"
+#include "layers/params.h"
 #include "math/matrix.h"
 #include "pipeline/graph.h"
+#include "pipeline/network.h"
 
 /* Fills m (host) with uniform values in [-scale, scale]. */
 void tu_fill_uniform(pn_matrix *m, pn_rng *rng, float scale);
@@ -42,6 +44,18 @@ void tu_remove_tree(const char *dir);
  * input of `input` floats, as if read from file (for messages); fails the test if
  * refused. */
 pn_graph *tu_fc_chain(int input, const int *widths, int n, const char *file);
+
+/* Random data in every input net holds (ids in [0, 4), floats in [-1, 1]) from
+ * seed, and every parameter of params moved by up to 0.3 (biases and gains off
+ * 0 and 1). */
+void tu_fill_inputs(pn_network *net, const pn_graph *g, uint64_t seed);
+void tu_jitter_params(pn_params *params);
+
+/* Asserts that every parameter gradient params holds (after the caller's backward)
+ * matches central differences of loss(ctx), the mean loss of the same forward, over
+ * steps of 2e-3 (layer norm over 6 values curves fast: 1e-2 is too coarse); more
+ * than 50 values must be compared. */
+void tu_check_param_gradients(pn_params *params, double (*loss)(void *ctx), void *ctx);
 
 /* Runs suite and returns 0 when every test passed. */
 int tu_run_suite(Suite *suite);

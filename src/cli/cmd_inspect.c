@@ -140,7 +140,7 @@ static void print_params(const pn_train_state *st)
 }
 
 /* The summary of a snapshot or a model file. */
-static int inspect_state(const char *path, long version)
+static int inspect_state(const char *path, long version, long parts)
 {
     pn_train_state *st;
     if (pn_snapshot_read(path, NULL, &st) < 0) return pn_cli_fail(pn_error_message());
@@ -151,6 +151,9 @@ static int inspect_state(const char *path, long version)
     bool snapshot = !strcmp(st->format, PN_FORMAT_SNAPSHOT);
     printf("file:        %s\n", path);
     printf("format:      %s, version %ld (every checksum verified)\n", st->format, version);
+    if (parts > 0) /* an index over its parts (docs/formats.md, version 2) */
+        printf("parts:       %ld (%s%010ld.part-SSS-RRR.h5 beside it, stage SSS, replica "
+               "RRR)\n", parts, PN_SNAPSHOT_PREFIX, st->step);
     if (snapshot) {
         printf("step:        %s\n", grouped(st->step, a));
         printf("epoch:       %ld\n", st->epoch);
@@ -307,7 +310,7 @@ int pn_cmd_inspect(int argc, char **argv)
     hid_t file;
     if (pn_hdf5_open_file(path, H5P_DEFAULT, &file) < 0) return pn_cli_fail(pn_error_message());
     char format[64] = "";
-    long version = 0;
+    long version = 0, parts = 0;
     int has_format = pn_hdf5_attr_exists(file, path, "format");
     int rc = has_format < 0 ? -1 : 0;
     if (has_format > 0)
@@ -315,9 +318,11 @@ int pn_cmd_inspect(int argc, char **argv)
     bool pipenet = rc == 0 && (!strcmp(format, PN_FORMAT_SNAPSHOT) ||
                                !strcmp(format, PN_FORMAT_MODEL));
     if (pipenet) rc = pn_hdf5_read_attr_int(file, path, "version", &version);
+    if (rc == 0 && pipenet && pn_hdf5_attr_exists(file, path, "parts") > 0)
+        rc = pn_hdf5_read_attr_int(file, path, "parts", &parts);
     if (rc == 0 && !pipenet) rc = inspect_dataset_file(file, path, has_format > 0 ? format : NULL);
     else if (rc < 0) rc = pn_cli_fail(pn_error_message());
     if (pn_hdf5_close(file, path) < 0 && rc == 0) rc = pn_cli_fail(pn_error_message());
-    if (rc == 0 && pipenet) rc = inspect_state(path, version);
+    if (rc == 0 && pipenet) rc = inspect_state(path, version, parts);
     return rc;
 }

@@ -33,7 +33,10 @@ static void usage(FILE *out)
             "attributes, or balanced by the partitioner when there are none) and prints\n"
             "per stage: layers, parameters, FLOPs per sample, activation memory at the\n"
             "schedule's peak, bytes sent and received per micro-batch, and the schedule's\n"
-            "predicted bubble. Runs on one process; needs no MPI and no data.\n"
+            "predicted bubble; then each stage's argument memory (values and gradients)\n"
+            "with every one in its own block (`train --no-share-memory`) and as the\n"
+            "activation memory planner shares them. Runs on one process; needs no MPI\n"
+            "and no data.\n"
             "\n"
             "With --measure, also times every layer's forward and backward and one optimizer\n"
             "update on this machine (the whole model for one micro-batch of random inputs,\n"
@@ -253,6 +256,7 @@ static int report(const pn_plan *plan, const pn_graph *g, const pn_schedule *sch
         json_decref(j);
     } else {
         pn_plan_print(plan, g, sched, o->replicas, mb, stdout);
+        rc = pn_plan_print_arg_memory(plan, g, sched, mb, stdout);
         pn_plan_print_row_sparse(plan, g, optimizer_slots(cfg->optimizer.kind), o->replicas,
                                  stdout);
         if (t) pn_plan_print_prediction(&pr, plan, g, t, stdout);

@@ -64,9 +64,10 @@ static int run_staged(pn_job *job, staged *s, const char *model, int device, gen
         pn_model_set_gen_hook(m, &(pn_gen_hook){pn_gen_stages_step, links});
         pn_comm_watch(s->comm, STALL_SECONDS, "generation");
         rc = run(ctx, m, grid->rank == 0);
-        /* options are checked alike on every rank before any step (gen_create), so a
-         * failure there is every rank's; one during the steps may leave peers waiting */
-        *together = rc == PN_OK;
+        /* options are checked alike on every rank before any step (gen_create): such
+         * a failure is agreed on and said once; one during the steps may leave peers
+         * waiting */
+        if (rc < 0) rc = pn_gen_stages_failed(links, rc, together);
     }
     pn_model_free(m);
     pn_gen_stages_free(links);

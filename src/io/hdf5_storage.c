@@ -61,8 +61,7 @@ const char *pn_hdf5_storage_name(pn_hdf5_storage kind)
     return names[kind <= PN_HDF5_STORAGE_UNKNOWN ? kind : PN_HDF5_STORAGE_UNKNOWN];
 }
 
-/* Mapping i's source file name or dataset name (malloc'd), or NULL. */
-static char *virtual_name(hid_t dcpl, size_t i, bool file)
+char *pn_hdf5_virtual_name(hid_t dcpl, size_t i, bool file)
 {
     ssize_t len = file ? H5Pget_virtual_filename(dcpl, i, NULL, 0)
                        : H5Pget_virtual_dsetname(dcpl, i, NULL, 0);
@@ -97,7 +96,7 @@ void pn_hdf5_storage_sources(hid_t dset, char *buf, size_t cap)
     pn_hdf5_storage kind = dcpl < 0 ? PN_HDF5_STORAGE_UNKNOWN : storage_of(dcpl);
     if (kind == PN_HDF5_VIRTUAL && H5Pget_virtual_count(dcpl, &count) >= 0)
         for (size_t i = 0; i < count && len + 1 < cap; i++) {
-            char *file = virtual_name(dcpl, i, true), *name = virtual_name(dcpl, i, false);
+            char *file = pn_hdf5_virtual_name(dcpl, i, true), *name = pn_hdf5_virtual_name(dcpl, i, false);
             append(buf, cap, &len, i ? ", " : "");
             append(buf, cap, &len, file ? file : "?");
             append(buf, cap, &len, ":");
@@ -484,7 +483,7 @@ static int check_virtual(hid_t dset, hid_t dcpl, const char *fname, const char *
     bool all = false;
     for (size_t i = 0; rc == 0 && i < count; i++) {
         hid_t vspace = H5Pget_virtual_vspace(dcpl, i), srcspace = H5Pget_virtual_srcspace(dcpl, i);
-        char *file = virtual_name(dcpl, i, true), *src = virtual_name(dcpl, i, false), rows[64];
+        char *file = pn_hdf5_virtual_name(dcpl, i, true), *src = pn_hdf5_virtual_name(dcpl, i, false), rows[64];
         if (vspace < 0 || srcspace < 0 || !file || !src)
             rc = pn_hdf5_fail("H5Pget_virtual_vspace", what, fname, slash(name), name);
         else if (unlimited(vspace) || unlimited(srcspace))

@@ -354,15 +354,15 @@ int pn_hdf5_write_checksummed(hid_t file, const char *fname, const char *name, i
     return rc < 0 ? pn_hdf5_close_after(dset, fname, rc) : rc; /* after a failed write */
 }
 
-int pn_hdf5_write_strided(hid_t file, const char *fname, const char *name, hsize_t first,
-                          hsize_t step, hsize_t count, const float *data)
+int pn_hdf5_read_strided(hid_t file, const char *fname, const char *name, hsize_t first,
+                         hsize_t step, hsize_t count, float *out)
 {
     if (count == 0) return 0;
     int rc = 0;
     pn_hdf5_lock();
     hid_t dset = H5I_INVALID_HID, fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
     hsize_t dims[H5S_MAX_RANK];
-    const char *what = "%s: cannot write rows of dataset '%s'";
+    const char *what = "%s: cannot read rows of dataset '%s'";
     PN_HDF5_CHECK(rc, dset = H5Dopen2(file, name, H5P_DEFAULT), what, fname, name);
     PN_HDF5_CHECK(rc, fspace = H5Dget_space(dset), what, fname, name);
     int rank = rc == 0 ? H5Sget_simple_extent_dims(fspace, dims, NULL) : -1;
@@ -376,7 +376,7 @@ int pn_hdf5_write_strided(hid_t file, const char *fname, const char *name, hsize
         PN_HDF5_CHECK(rc, H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, stride, blocks,
                                               block), what, fname, name);
         PN_HDF5_CHECK(rc, mspace = H5Screate_simple(2, shape, NULL), what, fname, name);
-        PN_HDF5_CHECK(rc, H5Dwrite(dset, H5T_NATIVE_FLOAT, mspace, fspace, H5P_DEFAULT, data),
+        PN_HDF5_CHECK(rc, H5Dread(dset, H5T_NATIVE_FLOAT, mspace, fspace, H5P_DEFAULT, out),
                       what, fname, name);
     }
     if (mspace >= 0) H5Sclose(mspace);

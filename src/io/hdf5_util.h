@@ -194,15 +194,42 @@ int pn_hdf5_write_dataset(hid_t file, const char *fname, const char *name, pn_hd
 
 /* Creates float32 dataset name [dims] in chunks of chunk[rank], each with HDF5's
  * fletcher32 checksum, and writes data (dense, native floats); with data NULL it is
- * left for pn_hdf5_write_strided to fill (a table that arrives in parts). */
+ * left unwritten. */
 int pn_hdf5_write_checksummed(hid_t file, const char *fname, const char *name, int rank,
                               const hsize_t *dims, const hsize_t *chunk, const float *data);
 
-/* Writes rows first, first + step, ... (count of them, whole rows) of the 2-D float32
- * dataset name from data (count rows, dense, native floats): one owner's rows of a
- * table split by row id mod step. */
-int pn_hdf5_write_strided(hid_t file, const char *fname, const char *name, hsize_t first,
-                          hsize_t step, hsize_t count, const float *data);
+/* Reads rows first, first + step, ... (count of them, whole rows) of the 2-D float32
+ * dataset name into out (count rows, dense): one owner's rows of a table split by row
+ * id mod step; a failure is a checksum mismatch or damaged data (HDF5's reason). */
+int pn_hdf5_read_strided(hid_t file, const char *fname, const char *name, hsize_t first,
+                         hsize_t step, hsize_t count, float *out);
+
+/* --- virtual datasets over the parts of a snapshot (hdf5_virtual.c) ------------------ */
+
+/* One mapping of a virtual dataset: rows first, first + step, ... (count of them,
+ * whole rows) take all of dataset `dataset` of file `file` (a bare name, found beside
+ * the virtual dataset's file); a 1-D dataset maps whole (first 0, step 1, count 1). */
+typedef struct pn_hdf5_source {
+    const char *file;
+    const char *dataset;
+    hsize_t first, step, count;
+} pn_hdf5_source;
+
+/* Creates float32 virtual dataset name [dims] (rank 1 or 2; groups on the way too)
+ * over sources[n], fill value NaN, so that a value no source gives shows as one. */
+int pn_hdf5_write_virtual(hid_t file, const char *fname, const char *name, int rank,
+                          const hsize_t *dims, const pn_hdf5_source *sources, int n);
+
+/* Mapping i of a virtual dataset's creation list dcpl: its source file name (file)
+ * or dataset name, malloc'd; NULL when HDF5 cannot say. Call it under the lock. */
+char *pn_hdf5_virtual_name(hid_t dcpl, size_t i, bool file);
+
+/* Checks a virtual dataset of a snapshot's index (fname): every source a bare file
+ * name starting with prefix and ending in ".h5", beside fname, its dataset of the
+ * same name, stored in its file (chunked: neither virtual nor external); then that
+ * every value is there (pn_hdf5_check_storage). Anything else is refused: a hostile
+ * index pointing at other files. */
+int pn_hdf5_check_parts(hid_t dset, const char *fname, const char *name, const char *prefix);
 
 /* True when file has a link (dataset or group) at name; false when not, also when a
  * group on the way is missing. */

@@ -20,6 +20,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "io/snapshot_file.h"
+#include "io/snapshot_parts.h"
 
 static const char SNAPSHOT_PREFIX[] = PN_SNAPSHOT_PREFIX;
 
@@ -62,29 +63,151 @@ static int check_reads_back(const char *tmp, const char *path, const pn_train_st
     return 0;
 }
 
-int pn_snapshot_write(const char *path, const pn_train_state *st, const char *format)
+
+/* How one file of a snapshot is made under its temporary name, and checked there. */
+typedef struct durable_job {
+    int (*write)(const struct durable_job *job, const char *tmp);
+    int (*check)(const struct durable_job *job, const char *tmp);
+    const char *path, *format;
+    const pn_train_state *st;
+    const pn_snapshot_part *part;
+    int parts, n_params;
+    const pn_snapshot_index_param *params;
+    int (*hook)(void *ctx); /* between the check and the rename, or NULL */
+    void *hook_ctx;
+} durable_job;
+
+/* Writes job's file as "<path>.tmp-<pid>", checks it, fsyncs it and renames it to
+ * path; the temporary is removed on failure (path untouched). */
+static int write_durable(const durable_job *job, long pid)
 {
-    return pn_snapshot_write_filled(path, st, format, NULL, NULL);
+    char tmp[PATH_MAX + 32];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp-%ld", job->path, pid) >= sizeof tmp)
+        return pn_error_set(PN_ERR_INVALID, "path too long: %s", job->path);
+    int rc = job->write(job, tmp);
+    if (rc == 0) rc = job->check(job, tmp);
+    if (rc == 0 && job->hook) rc = job->hook(job->hook_ctx);
+    if (rc == 0) rc = sync_path(tmp, 0, "file");
+    if (rc == 0 && rename(tmp, job->path) != 0)
+        rc = pn_error_set(PN_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, job->path,
+                          strerror(errno));
+    if (rc < 0) unlink(tmp);
+    return rc;
 }
 
-int pn_snapshot_write_filled(const char *path, const pn_train_state *st, const char *format,
-                             pn_snapshot_fill_fn fill, void *ctx)
+static int sync_parent(const char *path)
 {
-    char tmp[PATH_MAX + 32], dir[PATH_MAX];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid()) >= sizeof tmp)
-        return pn_error_set(PN_ERR_INVALID, "path too long: %s", path);
-    int rc = pn_snapshot_file_write_filled(tmp, st, format, fill, ctx);
-    if (rc == 0) rc = check_reads_back(tmp, path, st, format);
-    if (rc == 0) rc = sync_path(tmp, 0, "file");
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = pn_error_set(PN_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path,
-                          strerror(errno));
-    if (rc < 0) {
-        unlink(tmp);
-        return rc;
-    }
+    char dir[PATH_MAX];
     parent_dir(path, dir, sizeof dir);
     return sync_path(dir, O_DIRECTORY, "directory");
+}
+
+static int write_state(const durable_job *job, const char *tmp)
+{
+    return pn_snapshot_file_write(tmp, job->st, job->format);
+}
+
+static int check_state(const durable_job *job, const char *tmp)
+{
+    return check_reads_back(tmp, job->path, job->st, job->format);
+}
+
+int pn_snapshot_write(const char *path, const pn_train_state *st, const char *format)
+{
+    durable_job job = {write_state, check_state, path, format, st, NULL, 0, 0, NULL, NULL, NULL};
+    PN_TRY(write_durable(&job, (long)getpid()));
+    return sync_parent(path);
+}
+
+static int write_part(const durable_job *job, const char *tmp)
+{
+    return pn_snapshot_part_file_write(tmp, job->part);
+}
+
+static int check_part(const durable_job *job, const char *tmp)
+{
+    const pn_snapshot_part *p = job->part;
+    if (p->stage < 0) return check_reads_back(tmp, job->path, p->header, PN_FORMAT_SNAPSHOT);
+    if (pn_snapshot_part_check(tmp, p->header->step, p->stage, p->replica) != 0)
+        return pn_error_set(PN_ERR_IO, "%s: the part just written does not read back: %s",
+                            job->path, pn_error_message());
+    return 0;
+}
+
+void pn_snapshot_part_path(const char *dir, long step, int stage, int replica, char *out,
+                           size_t cap)
+{
+    char name[NAME_MAX + 1];
+    pn_snapshot_part_name(step, stage, replica, name, sizeof name);
+    snprintf(out, cap, "%s/%s", dir, name);
+}
+
+int pn_snapshot_write_part(const char *dir, const pn_snapshot_part *part, long pid, char *path,
+                           size_t cap)
+{
+    if (part->stage < 0)
+        pn_snapshot_path(dir, part->header->step, path, cap);
+    else
+        pn_snapshot_part_path(dir, part->header->step, part->stage, part->replica, path, cap);
+    durable_job job = {write_part, check_part, path, NULL, NULL, part, 0, 0, NULL, NULL, NULL};
+    PN_TRY(write_durable(&job, pid));
+    return part->stage < 0 ? sync_parent(path) : 0; /* a part: the index's commit syncs */
+}
+
+void pn_snapshot_drop_part(const char *dir, long step, int stage, int replica, long pid)
+{
+    char path[PATH_MAX], tmp[PATH_MAX + 32], index[PATH_MAX];
+    pn_snapshot_part_path(dir, step, stage, replica, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, pid);
+    unlink(tmp);
+    pn_snapshot_path(dir, step, index, sizeof index);
+    struct stat info;
+    if (stat(index, &info) != 0) unlink(path); /* a committed snapshot keeps its parts */
+}
+
+int pn_snapshot_unpublish(const char *dir, long step)
+{
+    char index[PATH_MAX], name[NAME_MAX + 1];
+    pn_snapshot_path(dir, step, index, sizeof index);
+    pn_snapshot_part_name(step, 0, 0, name, sizeof name);
+    size_t stem = strlen(name) - strlen("000-000.h5"); /* "snapshot-<step>.part-" */
+    struct stat info;
+    if (stat(index, &info) != 0) return 0;
+    DIR *d = opendir(dir);
+    if (!d) return pn_error_set(PN_ERR_IO, "cannot open directory '%s': %s", dir, strerror(errno));
+    bool parts = false;
+    for (struct dirent *e; !parts && (e = readdir(d));)
+        parts = !strncmp(e->d_name, name, stem);
+    closedir(d);
+    if (!parts) return 0; /* a version 1 file: replaced whole by the rename */
+    if (unlink(index) != 0 && errno != ENOENT)
+        return pn_error_set(PN_ERR_IO, "cannot delete '%s': %s", index, strerror(errno));
+    return sync_path(dir, O_DIRECTORY, "directory");
+}
+
+static int write_index(const durable_job *job, const char *tmp)
+{
+    return pn_snapshot_index_file_write(tmp, job->st, job->parts, job->params, job->n_params);
+}
+
+static int check_index(const durable_job *job, const char *tmp)
+{
+    if (pn_snapshot_check(tmp) != 0)
+        return pn_error_set(PN_ERR_IO, "%s: the index just written does not check out, so it "
+                            "does not replace anything: %s", job->path, pn_error_message());
+    return 0;
+}
+
+int pn_snapshot_commit_index(const char *dir, const pn_train_state *header, int parts,
+                             const pn_snapshot_index_param *params, int n,
+                             int (*hook)(void *ctx), void *hook_ctx, char *path, size_t cap)
+{
+    pn_snapshot_path(dir, header->step, path, cap);
+    PN_TRY(sync_path(dir, O_DIRECTORY, "directory")); /* the parts' renames first */
+    durable_job job = {write_index, check_index, path, NULL, header, NULL, parts, n, params,
+                       hook, hook_ctx};
+    PN_TRY(write_durable(&job, (long)getpid()));
+    return sync_parent(path);
 }
 
 int pn_snapshot_dir_create(const char *dir)
@@ -126,6 +249,33 @@ int pn_snapshot_dir_prepare(const char *dir)
         return pn_error_set(PN_ERR_IO, "snapshot directory '%s' is not writable: %s", dir,
                             strerror(saved));
     return 0;
+}
+
+int pn_snapshot_dir_mark(const char *dir, char *name, size_t cap, bool create)
+{
+    char path[PATH_MAX + 64];
+    if (create) snprintf(name, cap, ".pipenet-seen-%ld", (long)getpid());
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (!create) {
+        struct stat info;
+        if (stat(path, &info) == 0) return 0;
+        return pn_error_set(PN_ERR_IO, "snapshot directory '%s' is not the one rank 0 writes to "
+                            "(it lacks rank 0's '%s'): every rank that writes a part of a "
+                            "snapshot must see the same directory (a shared file system, not "
+                            "a node-local path)", dir, name);
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        return pn_error_set(PN_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+    close(fd);
+    return 0;
+}
+
+void pn_snapshot_dir_unmark(const char *dir, const char *name)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    unlink(path);
 }
 
 int pn_snapshot_dir_check_room(const char *dir, uint64_t bytes)
@@ -248,10 +398,8 @@ int pn_snapshot_latest(const char *dir, bool none_ok, char *out, size_t cap)
     for (int i = 0; i < n; i++) {
         char path[PATH_MAX + NAME_MAX + 2];
         snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
-        pn_train_state *st;
-        if (pn_snapshot_read(path, PN_FORMAT_SNAPSHOT, &st) == 0) {
+        if (pn_snapshot_verify(path) == 0) { /* one dataset at a time, none kept */
             if (used) pn_log_warn("%s: skipped newer snapshots that do not verify: %s", dir, refused);
-            pn_train_state_free(st);
             free(files);
             if ((size_t)snprintf(out, cap, "%s", path) >= cap)
                 return pn_error_set(PN_ERR_INVALID, "path too long: %s", path);
@@ -278,6 +426,44 @@ int pn_snapshot_resolve(const char *path, char *out, size_t cap)
     return 0; /* a file, or nothing: opening it says why */
 }
 
+/* The step of a part file snapshot-<step>.part-SSS-RRR.h5 (not a temporary), else -1. */
+static long part_step(const char *name)
+{
+    size_t prefix = sizeof SNAPSHOT_PREFIX - 1, n = strlen(name);
+    if (strncmp(name, SNAPSHOT_PREFIX, prefix) || n < prefix + 10 + 6 + 3 ||
+        strncmp(name + prefix + 10, ".part-", 6) || strcmp(name + n - 3, ".h5"))
+        return -1;
+    long step = 0;
+    for (size_t k = prefix; k < prefix + 10; k++) {
+        if (name[k] < '0' || name[k] > '9') return -1;
+        step = step * 10 + (name[k] - '0');
+    }
+    return step;
+}
+
+/* Deletes the parts of steps up to written whose index is gone: pruned, or never
+ * committed (a save that failed or was killed between its parts and its index). */
+static int drop_orphan_parts(const char *dir, long written)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return pn_error_set(PN_ERR_IO, "cannot open directory '%s': %s", dir, strerror(errno));
+    int rc = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+        long step = part_step(e->d_name);
+        char path[PATH_MAX + NAME_MAX + 2], index[PATH_MAX];
+        struct stat info;
+        if (step < 0 || step > written) continue; /* a later step: not this run's */
+        pn_snapshot_path(dir, step, index, sizeof index);
+        if (stat(index, &info) == 0) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (unlink(path) != 0 && errno != ENOENT)
+            rc = pn_error_set(PN_ERR_IO, "cannot delete '%s': %s", path, strerror(errno));
+    }
+    closedir(d);
+    return rc;
+}
+
 int pn_snapshot_prune(const char *dir, int keep, long written)
 {
     if (keep < 0) return pn_error_set(PN_ERR_INVALID, "cannot keep %d snapshots", keep);
@@ -298,5 +484,5 @@ int pn_snapshot_prune(const char *dir, int keep, long written)
             rc = pn_error_set(PN_ERR_IO, "cannot delete '%s': %s", path, strerror(errno));
     }
     free(files);
-    return rc;
+    return rc == 0 ? drop_orphan_parts(dir, written) : rc; /* an index first, then its parts */
 }

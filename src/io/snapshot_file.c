@@ -14,10 +14,10 @@
 #include "base/error.h"
 #include "base/names.h"
 #include "io/hdf5_util.h"
+#include "io/snapshot_format.h"
 #include "io/snapshot_size.h"
 
 enum {
-    FORMAT_VERSION = 1,
     /* "/optimizer/<layer>/<param>/<slot>": what any name a state accepts needs */
     NAME_CAP = sizeof "/optimizer/" + PN_PARAM_NAME_MAX + 1 + PN_SUFFIX_MAX
 };
@@ -35,16 +35,26 @@ static uint64_t text_crc32(const char *text)
 
 /* --- writing ------------------------------------------------------------------------- */
 
-/* Writes float32 dataset name of rows x cols in the chunks pn_snapshot_chunk_shape
- * gives (at most 1 MiB each), each with a fletcher32 checksum. */
-static int write_floats(hid_t file, const char *fname, const char *name, int rows, int cols,
-                        const float *data)
+int pn_snapshot_write_floats(hid_t file, const char *fname, const char *name, int rows,
+                             int cols, bool matrix, const float *data)
 {
     int rank;
     uint64_t dims64[2], chunk64[2];
     pn_snapshot_chunk_shape(rows, cols, &rank, dims64, chunk64);
     hsize_t dims[2] = {dims64[0], dims64[1]}, chunk[2] = {chunk64[0], chunk64[1]};
+    if (matrix && rank == 1) { /* one row of a split table: still [1, cols] */
+        rank = 2;
+        dims[0] = chunk[0] = 1;
+        dims[1] = dims64[0];
+        chunk[1] = chunk64[0];
+    }
     return pn_hdf5_write_checksummed(file, fname, name, rank, dims, chunk, data);
+}
+
+static int write_floats(hid_t file, const char *fname, const char *name, int rows, int cols,
+                        const float *data)
+{
+    return pn_snapshot_write_floats(file, fname, name, rows, cols, false, data);
 }
 
 /* The slot names joined by commas (malloc'd). */
@@ -62,12 +72,13 @@ static char *join_slots(const pn_train_state *st)
     return text;
 }
 
-static int write_attributes(hid_t file, const char *fname, const pn_train_state *st,
-                            bool snapshot)
+int pn_snapshot_write_header(hid_t file, const char *fname, const pn_train_state *st,
+                             bool snapshot, int version, int parts)
 {
     PN_TRY(pn_hdf5_write_attr_string(file, fname, "format",
                                      snapshot ? PN_FORMAT_SNAPSHOT : PN_FORMAT_MODEL, true));
-    PN_TRY(pn_hdf5_write_attr_int(file, fname, "version", FORMAT_VERSION));
+    PN_TRY(pn_hdf5_write_attr_int(file, fname, "version", version));
+    if (parts > 0) PN_TRY(pn_hdf5_write_attr_int(file, fname, "parts", parts));
     PN_TRY(pn_hdf5_write_attr_int(file, fname, "step", st->step));
     PN_TRY(pn_hdf5_write_attr_int(file, fname, "epoch", st->epoch));
     PN_TRY(pn_hdf5_write_attr_int(file, fname, "batch_index", st->batch_index));
@@ -85,7 +96,7 @@ static int write_attributes(hid_t file, const char *fname, const pn_train_state 
 }
 
 /* Checks what st must hold before a byte is written. */
-static int check_state(const char *path, const pn_train_state *st, bool snapshot)
+int pn_snapshot_check_state(const char *path, const pn_train_state *st, bool snapshot)
 {
     if (!known_format(st->format))
         return pn_error_set(PN_ERR_INVALID, "%s: unknown state format '%s'", path, st->format);
@@ -108,108 +119,38 @@ static int check_state(const char *path, const pn_train_state *st, bool snapshot
     return 0;
 }
 
-struct pn_snapshot_sink {
-    hid_t file;
-    const char *fname;
-    const pn_train_state *st;
-    bool snapshot;
-    long *written; /* rows written: [param * (1 + slots) + 1 + slot] */
-};
-
-int pn_snapshot_fill_rows(pn_snapshot_sink *sink, const char *name, int slot, int first,
-                          int step, int count, const float *rows)
+/* Writes every parameter's datasets: its values, then (a snapshot) each slot. */
+static int write_params(hid_t file, const char *fname, const pn_train_state *st, bool snapshot)
 {
-    const pn_train_state *st = sink->st;
-    const pn_state_param *p = pn_train_state_find(st, name);
-    if (!p || p->value || slot < -1 || slot >= st->n_slot_names || p->rows < 2 || first < 0 ||
-        step < 1 || count < 0)
-        return pn_error_set(PN_ERR_INTERNAL, "%s: rows of '%s' (slot %d) that no deferred array "
-                            "takes", sink->fname, name, slot);
-    if (slot >= 0 && !sink->snapshot) return 0;
-    char dset[NAME_CAP];
-    if (slot < 0)
-        snprintf(dset, sizeof dset, "/params/%s", name);
-    else
-        snprintf(dset, sizeof dset, "/optimizer/%s/%s", name, st->slot_names[slot]);
-    PN_TRY(pn_hdf5_write_strided(sink->file, sink->fname, dset, (hsize_t)first, (hsize_t)step,
-                                 (hsize_t)count, rows));
-    sink->written[(p - st->params) * (1 + st->n_slot_names) + 1 + slot] += count;
-    return 0;
-}
-
-/* After the fill: every deferred array got all its rows (a part lost on the way
- * would otherwise leave rows HDF5 reads back as garbage under a valid checksum). */
-static int check_filled(const pn_snapshot_sink *sink)
-{
-    const pn_train_state *st = sink->st;
-    int arrays = sink->snapshot ? 1 + st->n_slot_names : 1;
-    for (int i = 0; i < st->n_params; i++)
-        for (int a = 0; !st->params[i].value && a < arrays; a++) {
-            long got = sink->written[i * (1 + st->n_slot_names) + a];
-            if (got != st->params[i].rows)
-                return pn_error_set(PN_ERR_INTERNAL, "%s: parameter '%s' (%s) got %ld of its %d "
-                                    "rows", sink->fname, st->params[i].name,
-                                    a ? st->slot_names[a - 1] : "values", got,
-                                    st->params[i].rows);
-        }
-    return 0;
-}
-
-/* Writes every parameter's datasets, the deferred ones empty, then fills those. */
-static int write_params(pn_snapshot_sink *sink, pn_snapshot_fill_fn fill, void *ctx)
-{
-    const pn_train_state *st = sink->st;
     char name[NAME_CAP];
-    bool deferred = false;
     for (int i = 0; i < st->n_params; i++) {
         const pn_state_param *p = &st->params[i];
-        deferred = deferred || !p->value;
         snprintf(name, sizeof name, "/params/%s", p->name);
-        PN_TRY(write_floats(sink->file, sink->fname, name, p->rows, p->cols, p->value));
-        for (int s = 0; sink->snapshot && s < st->n_slot_names; s++) {
+        PN_TRY(write_floats(file, fname, name, p->rows, p->cols, p->value));
+        for (int s = 0; snapshot && s < st->n_slot_names; s++) {
             snprintf(name, sizeof name, "/optimizer/%s/%s", p->name, st->slot_names[s]);
-            PN_TRY(write_floats(sink->file, sink->fname, name, p->rows, p->cols,
-                                p->value ? p->slots[s] : NULL));
+            PN_TRY(write_floats(file, fname, name, p->rows, p->cols, p->slots[s]));
         }
     }
-    if (!deferred) return 0;
-    if (!fill)
-        return pn_error_set(PN_ERR_INTERNAL, "%s: deferred parameters and nothing to fill them",
-                            sink->fname);
-    PN_TRY(fill(ctx, sink));
-    return check_filled(sink);
-}
-
-int pn_snapshot_file_write_filled(const char *path, const pn_train_state *st,
-                                  const char *format, pn_snapshot_fill_fn fill, void *ctx)
-{
-    bool snapshot = !strcmp(format ? format : st->format, PN_FORMAT_SNAPSHOT);
-    if (format && !known_format(format))
-        return pn_error_set(PN_ERR_INVALID, "%s: unknown format '%s'", path, format);
-    PN_TRY(check_state(path, st, snapshot));
-    uint64_t bytes;
-    PN_TRY(pn_snapshot_state_bytes(st, snapshot, &bytes)); /* what the file will take */
-    pn_snapshot_sink sink = {H5I_INVALID_HID, path, st, snapshot, NULL};
-    if (!(sink.written = calloc((size_t)st->n_params * (1 + (size_t)st->n_slot_names) + 1,
-                                sizeof *sink.written)))
-        return pn_error_set(PN_ERR_NOMEM, "%s: out of memory", path);
-    int rc = pn_hdf5_create_file(path, true, &sink.file);
-    if (rc < 0) {
-        free(sink.written);
-        return rc;
-    }
-    rc = pn_hdf5_reserve(sink.file, path, bytes);
-    if (rc == 0) rc = write_attributes(sink.file, path, st, snapshot);
-    /* the reader wants the group even when no parameter is in it */
-    if (rc == 0) rc = pn_hdf5_create_group(sink.file, path, "/params");
-    if (rc == 0) rc = write_params(&sink, fill, ctx);
-    free(sink.written);
-    return pn_hdf5_close_reserved(sink.file, path, rc);
+    return 0;
 }
 
 int pn_snapshot_file_write(const char *path, const pn_train_state *st, const char *format)
 {
-    return pn_snapshot_file_write_filled(path, st, format, NULL, NULL);
+    bool snapshot = !strcmp(format ? format : st->format, PN_FORMAT_SNAPSHOT);
+    if (format && !known_format(format))
+        return pn_error_set(PN_ERR_INVALID, "%s: unknown format '%s'", path, format);
+    PN_TRY(pn_snapshot_check_state(path, st, snapshot));
+    uint64_t bytes;
+    PN_TRY(pn_snapshot_state_bytes(st, snapshot, &bytes)); /* what the file will take */
+    hid_t file;
+    PN_TRY(pn_hdf5_create_file(path, true, &file));
+    int rc = pn_hdf5_reserve(file, path, bytes);
+    if (rc == 0) rc = pn_snapshot_write_header(file, path, st, snapshot, PN_SNAPSHOT_VERSION, 0);
+    /* the reader wants the group even when no parameter is in it */
+    if (rc == 0) rc = pn_hdf5_create_group(file, path, "/params");
+    if (rc == 0) rc = write_params(file, path, st, snapshot);
+    return pn_hdf5_close_reserved(file, path, rc);
 }
 
 /* --- reading ------------------------------------------------------------------------- */
@@ -244,9 +185,10 @@ static int read_unsigned(hid_t file, const char *fname, const char *name, bool o
     return pn_hdf5_read_attr_uint(file, fname, name, value);
 }
 
-/* Checks format (against expect when not NULL) and version; fills format. */
+/* Checks format (against expect when not NULL) and version; fills format and
+ * *version (a snapshot's index is version 2, every other file version 1). */
 static int read_format(hid_t file, const char *fname, const char *expect, char *format,
-                       size_t cap)
+                       size_t cap, long *version)
 {
     int rc = pn_hdf5_attr_exists(file, fname, "format");
     if (rc == 0)
@@ -254,16 +196,19 @@ static int read_format(hid_t file, const char *fname, const char *expect, char *
                             fname);
     if (rc < 0) return rc;
     PN_TRY(pn_hdf5_read_attr_string(file, fname, "format", format, cap));
+    if (!strcmp(format, PN_FORMAT_PART))
+        return pn_error_set(PN_ERR_INVALID, "%s: is one part of a snapshot: open the snapshot "
+                            "itself (snapshot-<step>.h5 beside it)", fname);
     if (!known_format(format))
         return pn_error_set(PN_ERR_INVALID, "%s: not a pipenet file (format '%s')", fname,
                             format);
     if (expect && strcmp(format, expect))
         return pn_error_set(PN_ERR_INVALID, "%s: is a %s, expected a %s", fname, format, expect);
-    long version;
-    PN_TRY(read_counter(file, fname, "version", false, &version));
-    if (version != FORMAT_VERSION)
-        return pn_error_set(PN_ERR_INVALID, "%s: %s version %ld, this pipenet reads version %d",
-                            fname, format, version, FORMAT_VERSION);
+    PN_TRY(read_counter(file, fname, "version", false, version));
+    bool snapshot = !strcmp(format, PN_FORMAT_SNAPSHOT);
+    if (*version != PN_SNAPSHOT_VERSION && !(snapshot && *version == PN_SNAPSHOT_INDEX_VERSION))
+        return pn_error_set(PN_ERR_INVALID, "%s: %s version %ld, this pipenet reads version%s",
+                            fname, format, *version, snapshot ? "s 1 and 2" : " 1");
     return 0;
 }
 
@@ -347,11 +292,9 @@ static int list_params(hid_t file, const char *fname, param_list *params)
     return rc;
 }
 
-/* Opens float32 dataset name. With *rows, *cols set (> 0) its shape must be [*cols]
- * (when *rows is 1) or [*rows, *cols]; otherwise it may be [n] or [rows, cols] and
- * is returned there. With out, reads the data into it. */
-static int read_floats(hid_t file, const char *fname, const char *name, const char *purpose,
-                       int *rows, int *cols, float *out)
+int pn_snapshot_read_floats(hid_t file, const char *fname, const char *name,
+                            const char *purpose, const char *parts, int *rows, int *cols,
+                            float *out)
 {
     static const pn_hdf5_shape any_shape[2] = {{1, {-1}}, {2, {-1, -1}}};
     bool fixed = *rows > 0;
@@ -361,8 +304,11 @@ static int read_floats(hid_t file, const char *fname, const char *name, const ch
     int which;
     hsize_t dims[PN_HDF5_MAX_RANK];
     /* values in other files (a hostile VDS or external dataset) are never read: HDF5
-     * would read a missing one as zeros, or any local file as floats */
-    int rc = pn_hdf5_check_self_contained(dset, fname, name);
+     * would read a missing one as zeros, or any local file as floats; an index reads
+     * its own snapshot's parts only */
+    int rc = parts && pn_hdf5_storage_kind(dset) == PN_HDF5_VIRTUAL
+                 ? pn_hdf5_check_parts(dset, fname, name, parts)
+                 : pn_hdf5_check_self_contained(dset, fname, name);
     if (rc == 0)
         rc = pn_hdf5_check_dataset(dset, fname, name, PN_HDF5_FLOAT32,
                                    fixed ? &exact : any_shape, fixed ? 1 : 2, &which, dims);
@@ -374,9 +320,27 @@ static int read_floats(hid_t file, const char *fname, const char *name, const ch
         *rows = (int)r;
         *cols = (int)c;
     }
-    if (rc == 0 && out) rc = pn_hdf5_read_all(dset, fname, name, PN_HDF5_FLOAT32, out);
+    if (rc == 0 && out) {
+        rc = pn_hdf5_read_all(dset, fname, name, PN_HDF5_FLOAT32, out);
+        if (rc < 0 && parts) rc = pn_snapshot_name_parts(dset, rc); /* a damaged part */
+    }
     int rc_close = pn_hdf5_close(dset, fname);
     return rc < 0 ? rc : rc_close;
+}
+
+int pn_snapshot_name_parts(hid_t dset, int rc)
+{
+    char sources[256], message[1024];
+    pn_hdf5_storage_sources(dset, sources, sizeof sources);
+    if (!sources[0]) return rc;
+    snprintf(message, sizeof message, "%s", pn_error_message());
+    return pn_error_set(rc, "%s (its values are in part %s)", message, sources);
+}
+
+static int read_floats(hid_t file, const char *fname, const char *name, const char *purpose,
+                       const char *parts, int *rows, int *cols, float *out)
+{
+    return pn_snapshot_read_floats(file, fname, name, purpose, parts, rows, cols, out);
 }
 
 /* Keeps the listed parameters that want names (all when want is NULL). */
@@ -396,56 +360,80 @@ static void keep_wanted(param_list *list, const pn_name_list *want)
     list->n = kept;
 }
 
-/* Reads every parameter (and slot) of the file into st, or only the values of those
- * want names: shapes first, then the data into one block per array. */
-static int read_params(hid_t file, const char *fname, const pn_name_list *want,
-                       pn_train_state *st)
+/* How much of a file a read takes in. */
+typedef enum read_mode {
+    READ_HEADER, /* the root attributes */
+    READ_CHECK,  /* and every dataset's type, shape and storage, no values */
+    READ_VERIFY, /* and every value read (checksums), one dataset at a time, none kept */
+    READ_ALL     /* and every value kept in the state */
+} read_mode;
+
+/* Reads the datasets of parameter p (values, then each slot) into data[1 + slots]
+ * (NULL entries: checked, not read). */
+static int read_param(hid_t file, const char *fname, const char *parts,
+                      const pn_train_state *st, pn_param *p, float *const *data)
+{
+    char path[NAME_CAP], purpose[NAME_CAP + 64];
+    snprintf(path, sizeof path, "/params/%s", p->name);
+    int rc = read_floats(file, fname, path, NULL, parts, &p->rows, &p->cols, data[0]);
+    for (int s = 0; rc == 0 && s < st->n_slot_names; s++) {
+        if ((size_t)snprintf(path, sizeof path, "/optimizer/%s/%s", p->name,
+                             st->slot_names[s]) >= sizeof path)
+            return pn_error_set(PN_ERR_INVALID, "%s: parameter '%s': name too long", fname,
+                                p->name);
+        snprintf(purpose, sizeof purpose, "slot '%s' of parameter '%s'", st->slot_names[s],
+                 p->name);
+        rc = read_floats(file, fname, path, purpose, parts, &p->rows, &p->cols, data[1 + s]);
+    }
+    return rc;
+}
+
+/* Reads every parameter (and slot) of the file, or those want names (not NULL), as
+ * mode says: shapes first, then (all) the data into one block per array of st, or
+ * (verify) each dataset in turn into one buffer of the largest. */
+static int read_params(hid_t file, const char *fname, const char *parts, read_mode mode,
+                       const pn_name_list *want, pn_train_state *st)
 {
     param_list list = {.fname = fname};
     int rc = list_params(file, fname, &list), n_arrays = 1 + st->n_slot_names;
     keep_wanted(&list, want);
-    char path[NAME_CAP], purpose[NAME_CAP + 64];
+    char path[NAME_CAP];
+    size_t largest = 1;
     for (int i = 0; rc == 0 && i < list.n; i++) {
         pn_param *p = &list.items[i];
         snprintf(path, sizeof path, "/params/%s", p->name);
-        rc = read_floats(file, fname, path, NULL, &p->rows, &p->cols, NULL);
+        rc = read_floats(file, fname, path, NULL, parts, &p->rows, &p->cols, NULL);
         p->offset = list.floats;
         list.floats += (size_t)p->rows * (size_t)p->cols;
+        if ((size_t)p->rows * (size_t)p->cols > largest)
+            largest = (size_t)p->rows * (size_t)p->cols;
     }
-    size_t stride = list.floats;
-    float *image = NULL;
-    if (rc == 0 && !(image = malloc((size_t)n_arrays * (stride ? stride : 1) * sizeof(float))))
-        rc = pn_error_set(PN_ERR_NOMEM, "%s: out of memory for %d x %zu floats", fname, n_arrays,
-                          stride);
-    if (rc == 0) rc = pn_train_state_keep(st, image);
+    size_t stride = list.floats, floats = mode == READ_ALL ? (size_t)n_arrays * (stride ? stride : 1)
+                                                           : mode == READ_VERIFY ? largest : 0;
+    float *image = NULL, *data[1 + PN_STATE_MAX_SLOTS] = {NULL};
+    if (rc == 0 && floats && !(image = malloc((floats ? floats : 1) * sizeof(float))))
+        rc = pn_error_set(PN_ERR_NOMEM, "%s: out of memory for %zu floats", fname, floats);
+    if (rc == 0 && mode == READ_ALL) rc = pn_train_state_keep(st, image);
     for (int i = 0; rc == 0 && i < list.n; i++) {
         pn_param *p = &list.items[i];
-        snprintf(path, sizeof path, "/params/%s", p->name);
-        rc = read_floats(file, fname, path, NULL, &p->rows, &p->cols, image + p->offset);
-        for (int s = 0; rc == 0 && s < st->n_slot_names; s++) {
-            if ((size_t)snprintf(path, sizeof path, "/optimizer/%s/%s", p->name,
-                                 st->slot_names[s]) >= sizeof path)
-                rc = pn_error_set(PN_ERR_INVALID, "%s: parameter '%s': name too long", fname,
-                                  p->name);
-            snprintf(purpose, sizeof purpose, "slot '%s' of parameter '%s'", st->slot_names[s],
-                     p->name);
-            if (rc == 0)
-                rc = read_floats(file, fname, path, purpose, &p->rows, &p->cols,
-                                 image + (1 + (size_t)s) * stride + p->offset);
-        }
+        for (int a = 0; image && a < n_arrays; a++)
+            data[a] = mode == READ_ALL ? image + (size_t)a * stride + p->offset : image;
+        /* READ_VERIFY: every dataset in turn into the same buffer; READ_CHECK: none */
+        rc = read_param(file, fname, parts, st, p, data);
     }
-    if (rc == 0) rc = pn_train_state_adopt(st, list.items, list.n, image, stride);
+    if (rc == 0 && mode == READ_ALL) rc = pn_train_state_adopt(st, list.items, list.n, image, stride);
+    if (mode == READ_VERIFY) free(image);
     free_list(&list);
     return rc;
 }
 
-/* Reads the open file into a new state *out: everything, or without params only
- * the root attributes. */
-static int read_file(hid_t file, const char *fname, const char *expect, bool params,
-                     const pn_name_list *want, pn_train_state **out)
+int pn_snapshot_read_header_open(hid_t file, const char *fname, const char *expect,
+                                 bool slots, pn_train_state **out, char *parts, size_t cap)
 {
     char format[32];
-    PN_TRY(read_format(file, fname, expect, format, sizeof format));
+    long version;
+    *out = NULL;
+    PN_TRY(read_format(file, fname, expect, format, sizeof format, &version));
     PN_TRY(pn_train_state_create(out, format));
     pn_train_state *st = *out;
     bool optional = strcmp(format, PN_FORMAT_SNAPSHOT) != 0;
@@ -462,24 +450,33 @@ static int read_file(hid_t file, const char *fname, const char *expect, bool par
         return pn_error_set(PN_ERR_IO, "%s: attribute 'config': checksum mismatch (its CRC-32 is "
                             "0x%08llx, attribute 'config_crc32' says 0x%08llx)", fname,
                             (unsigned long long)text_crc32(st->config), (unsigned long long)crc);
-    if (!optional && !want) { /* values only: no slots */
-        char *slots;
-        PN_TRY(pn_hdf5_read_attr_text(file, fname, "slots", &slots));
-        int rc = parse_slots(fname, slots, st);
-        free(slots);
+    if (!optional && slots) {
+        char *names;
+        PN_TRY(pn_hdf5_read_attr_text(file, fname, "slots", &names));
+        int rc = parse_slots(fname, names, st);
+        free(names);
         PN_TRY(rc);
     }
-    return params ? read_params(file, fname, want, st) : 0;
+    /* an index (version 2) reads from its snapshot's parts, named by its step */
+    if (cap) parts[0] = '\0';
+    if (version == PN_SNAPSHOT_INDEX_VERSION)
+        snprintf(parts, cap, "%s%010ld.part-", PN_SNAPSHOT_PREFIX, st->step);
+    return 0;
 }
 
-static int read_path(const char *path, const char *expect_format, bool params,
+static int read_path(const char *path, const char *expect_format, read_mode mode,
                      const pn_name_list *want, pn_train_state **out)
 {
     *out = NULL;
     hid_t file;
     PN_TRY(pn_hdf5_open_file(path, H5P_DEFAULT, &file));
     pn_train_state *st = NULL;
-    int rc = read_file(file, path, expect_format, params, want, &st);
+    char parts[64];
+    /* values only (want): no slot names, so no slots read */
+    int rc = pn_snapshot_read_header_open(file, path, expect_format, !want, &st, parts,
+                                          sizeof parts);
+    if (rc == 0 && mode != READ_HEADER)
+        rc = read_params(file, path, parts[0] ? parts : NULL, mode, want, st);
     int rc_close = pn_hdf5_close(file, path);
     if (rc == 0) rc = rc_close;
     if (rc < 0) {
@@ -492,16 +489,29 @@ static int read_path(const char *path, const char *expect_format, bool params,
 
 int pn_snapshot_read(const char *path, const char *expect_format, pn_train_state **out)
 {
-    return read_path(path, expect_format, true, NULL, out);
-}
-
-int pn_snapshot_read_header(const char *path, const char *expect_format, pn_train_state **out)
-{
-    return read_path(path, expect_format, false, NULL, out);
+    return read_path(path, expect_format, READ_ALL, NULL, out);
 }
 
 int pn_snapshot_read_values(const char *path, const char *expect_format,
                             const pn_name_list *want, pn_train_state **out)
 {
-    return read_path(path, expect_format, true, want, out);
+    return read_path(path, expect_format, READ_ALL, want, out);
 }
+
+int pn_snapshot_read_header(const char *path, const char *expect_format, pn_train_state **out)
+{
+    return read_path(path, expect_format, READ_HEADER, NULL, out);
+}
+
+/* mode READ_CHECK or READ_VERIFY: the header into a state that is dropped */
+static int check_path(const char *path, read_mode mode)
+{
+    pn_train_state *st;
+    PN_TRY(read_path(path, PN_FORMAT_SNAPSHOT, mode, NULL, &st));
+    pn_train_state_free(st);
+    return 0;
+}
+
+int pn_snapshot_verify(const char *path) { return check_path(path, READ_VERIFY); }
+
+int pn_snapshot_check(const char *path) { return check_path(path, READ_CHECK); }

@@ -156,15 +156,6 @@ int pn_train_state_add(pn_train_state *st, const char *name, int rows, int cols,
     return 0;
 }
 
-int pn_train_state_defer(pn_train_state *st, const char *name, int rows, int cols)
-{
-    PN_TRY(check_new(st, name, rows, cols, 0));
-    pn_state_param p = {.name = strdup(name), .rows = rows, .cols = cols};
-    if (!p.name) return pn_error_set(PN_ERR_NOMEM, "out of memory for names");
-    st->params[st->n_params++] = p;
-    return 0;
-}
-
 int pn_train_state_keep(pn_train_state *st, void *block)
 {
     void **more = realloc(st->blocks, (size_t)(st->n_blocks + 1) * sizeof *more);

@@ -21,7 +21,7 @@ enum { PN_STATE_MAX_SLOTS = 8 };
 typedef struct pn_state_param {
     char *name;     /* "<layer>/<param>" */
     int rows, cols;
-    float *value;   /* rows * cols; NULL: deferred (pn_train_state_defer) */
+    float *value;   /* rows * cols */
     float *slots[PN_STATE_MAX_SLOTS]; /* [n_slot_names] rows * cols each; NULL in a model */
 } pn_state_param;
 
@@ -66,11 +66,6 @@ int pn_train_state_add(pn_train_state *st, const char *name, int rows, int cols,
  * which must live as long as the state (see pn_train_state_keep). */
 int pn_train_state_adopt(pn_train_state *st, const pn_param *index, int count,
                          const float *image, size_t stride);
-
-/* Adds a parameter whose values and slots a writer fills in later, row by row
- * (value and slots NULL): a table split across ranks, which no rank holds whole
- * (io/snapshot_file.h, pn_snapshot_file_write_filled). */
-int pn_train_state_defer(pn_train_state *st, const char *name, int rows, int cols);
 
 /* Hands block (malloc'd) to the state: it is freed with the state, also when this
  * fails. */

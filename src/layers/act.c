@@ -43,6 +43,22 @@ static double act_flops(const pn_layer *l)
     return 10.0 * l->in_shapes[0].seq * l->in_shapes[0].width;
 }
 
+/* relu, tanh, sigmoid and softmax step back from the output, gelu from the input. */
+static bool act_backward_reads(const pn_layer *l, int k)
+{
+    pn_act act = ((const act_attrs *)l->attrs)->act;
+    if (act == PN_ACT_NONE) return false;
+    return k < 0 ? act != PN_ACT_GELU : act == PN_ACT_GELU;
+}
+
+/* Element-wise from the input, backward from the output: relu, tanh, sigmoid (the
+ * copy of none and softmax's rows are not written element by element). */
+static bool act_in_place(const pn_layer *l)
+{
+    pn_act act = ((const act_attrs *)l->attrs)->act;
+    return act == PN_ACT_RELU || act == PN_ACT_TANH || act == PN_ACT_SIGMOID;
+}
+
 const pn_layer_type pn_layer_act = {
     .name = "act",
     .summary = "activation: relu, tanh, sigmoid, gelu or softmax (per row); attr act",
@@ -55,6 +71,8 @@ const pn_layer_type pn_layer_act = {
     .forward = act_forward,
     .backward = act_backward,
     .writes_stale_grads = true,
+    .backward_reads = act_backward_reads,
+    .in_place = act_in_place,
     .flops = act_flops,
     .per_row = true,
 };

@@ -48,6 +48,13 @@ static double add_flops(const pn_layer *l)
     return 2.0 * l->n_inputs * l->out_shape.seq * l->out_shape.width;
 }
 
+/* Gradients pass through: no value is read. */
+static bool add_backward_reads(const pn_layer *l, int k)
+{
+    (void)l, (void)k;
+    return false;
+}
+
 const pn_layer_type pn_layer_add = {
     .name = "add",
     .summary = "elementwise sum of inputs of one shape",
@@ -57,6 +64,7 @@ const pn_layer_type pn_layer_add = {
     .forward = add_forward,
     .backward = add_backward,
     .writes_stale_grads = true,
+    .backward_reads = add_backward_reads,
     .flops = add_flops,
     .per_row = true,
 };

@@ -9,7 +9,31 @@
 #include "base/error.h"
 #include "math/ops.h"
 
+/* A float block: a view on `on` (the planner's storage, at least bytes), else a's own
+ * buffer. */
+static int float_block(pn_buffer *own, const pn_buffer *on, pn_device dev, size_t bytes,
+                       int rows, int cols, pn_matrix *m)
+{
+    if (on) {
+        pn_buffer_release(own);
+        if (on->bytes < bytes)
+            return pn_error_set(PN_ERR_INTERNAL, "planned storage of %zu bytes for %zu",
+                                on->bytes, bytes);
+        *m = pn_matrix_on(on, rows, cols);
+        return PN_OK;
+    }
+    PN_TRY(pn_buffer_reserve(own, dev, bytes));
+    *m = pn_matrix_on(own, rows, cols);
+    return PN_OK;
+}
+
 int pn_arg_reserve(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool with_grad)
+{
+    return pn_arg_reserve_on(a, dev, shape, batch, with_grad, NULL, NULL);
+}
+
+int pn_arg_reserve_on(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool with_grad,
+                      const pn_buffer *value_on, const pn_buffer *grad_on)
 {
     int64_t rows64 = (int64_t)batch * shape.seq; /* pn_layer_check_batch says why */
     if (batch < 0 || rows64 > INT_MAX)
@@ -41,12 +65,10 @@ int pn_arg_reserve(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool wit
         return PN_OK;
     }
     size_t bytes = (size_t)rows * (size_t)shape.width * sizeof(float);
-    PN_TRY(pn_buffer_reserve(&a->value_buf, dev, bytes));
-    a->value = pn_matrix_on(&a->value_buf, rows, shape.width);
+    PN_TRY(float_block(&a->value_buf, value_on, dev, bytes, rows, shape.width, &a->value));
     a->ids = NULL;
     if (with_grad) {
-        PN_TRY(pn_buffer_reserve(&a->grad_buf, dev, bytes));
-        a->grad = pn_matrix_on(&a->grad_buf, rows, shape.width);
+        PN_TRY(float_block(&a->grad_buf, grad_on, dev, bytes, rows, shape.width, &a->grad));
     } else {
         pn_buffer_release(&a->grad_buf);
         a->grad = (pn_matrix){NULL, rows, shape.width, shape.width, dev};

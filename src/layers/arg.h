@@ -76,6 +76,12 @@ static inline int pn_arg_rows(const pn_arg *a) { return a->batch * a->shape.seq;
  * with_grad); keeps its blocks when they are big enough. */
 int pn_arg_reserve(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool with_grad);
 
+/* The same, a float edge's value (gradient) a view on value_on (grad_on) when not
+ * NULL, which holds at least the batch's bytes: storage a memory planner shares
+ * between arguments (pipeline/arg_plan.h); the arg's own block is released. */
+int pn_arg_reserve_on(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool with_grad,
+                      const pn_buffer *value_on, const pn_buffer *grad_on);
+
 /* Makes a sparse arg's nnz arrays hold at least nnz features (growing only; the
  * contents do not survive a growth), and sets csr.nnz. */
 int pn_arg_csr_reserve(pn_arg *a, int nnz);

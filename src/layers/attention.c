@@ -196,6 +196,13 @@ static void attention_release(pn_layer_inst *x)
     pn_attention_cache_release(&k->cache);
 }
 
+/* The input (dWqkv) and its scratch (qkv, probabilities, context), not the output. */
+static bool attention_backward_reads(const pn_layer *l, int k)
+{
+    (void)l;
+    return k == 0;
+}
+
 const pn_layer_type pn_layer_attention = {
     .name = "attention",
     .summary = "causal multi-head self-attention over fixed-length sequences; attr heads",
@@ -210,6 +217,7 @@ const pn_layer_type pn_layer_attention = {
     .forward = attention_forward,
     .backward = attention_backward,
     .writes_stale_grads = true,
+    .backward_reads = attention_backward_reads,
     .flops = attention_flops,
     .saved_bytes = attention_saved_bytes,
     .rows_per_sample = attention_rows_per_sample,

@@ -74,6 +74,13 @@ static void dropout_release(pn_layer_inst *x)
     pn_buffer_release(&k->mask);
 }
 
+/* The mask is in scratch: no value is read. */
+static bool dropout_backward_reads(const pn_layer *l, int k)
+{
+    (void)l, (void)k;
+    return false;
+}
+
 const pn_layer_type pn_layer_dropout = {
     .name = "dropout",
     .summary = "random zeroing in training, rank-independent mask; attr rate",
@@ -86,6 +93,7 @@ const pn_layer_type pn_layer_dropout = {
     .infer = dropout_infer,
     .forward = dropout_forward,
     .backward = dropout_backward,
+    .backward_reads = dropout_backward_reads,
     .flops = dropout_flops,
     .saved_bytes = dropout_saved_bytes,
     .release = dropout_release,

@@ -98,6 +98,13 @@ static int embedding_id_limit(const pn_layer *l, int k)
     return ((const embedding_attrs *)l->attrs)->vocab;
 }
 
+/* The ids, not the output. */
+static bool embedding_backward_reads(const pn_layer *l, int k)
+{
+    (void)l;
+    return k >= 0;
+}
+
 const pn_layer_type pn_layer_embedding = {
     .name = "embedding",
     .summary = "lookup of integer ids in a learned table; attrs vocab, size, positions",
@@ -110,6 +117,7 @@ const pn_layer_type pn_layer_embedding = {
     .declare = embedding_declare,
     .forward = embedding_forward,
     .backward = embedding_backward,
+    .backward_reads = embedding_backward_reads,
     .flops = embedding_flops,
     .id_limit = embedding_id_limit,
     .step = embedding_step,

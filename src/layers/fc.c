@@ -143,6 +143,13 @@ static void fc_release(pn_layer_inst *x)
     pn_buffer_release(&k->dpre);
 }
 
+/* dW from the input; its activation's step from the output (gelu's from the
+ * pre-activation, kept in scratch, but the op is handed the output too). */
+static bool fc_backward_reads(const pn_layer *l, int k)
+{
+    return k >= 0 || ((const fc_attrs *)l->attrs)->act != PN_ACT_NONE;
+}
+
 const pn_layer_type pn_layer_fc = {
     .name = "fc",
     .summary = "fully connected: act(x W + b) per row; attrs size, bias, act, tie",
@@ -157,6 +164,7 @@ const pn_layer_type pn_layer_fc = {
     .forward = fc_forward,
     .backward = fc_backward,
     .writes_stale_grads = true,
+    .backward_reads = fc_backward_reads,
     .flops = fc_flops,
     .saved_bytes = fc_saved_bytes,
     .release = fc_release,

@@ -118,6 +118,14 @@ typedef struct pn_layer_type {
     bool takes_sparse;
     /* Forward plus backward FLOPs for one sample. */
     double (*flops)(const pn_layer *l);
+    /* Whether its backward reads the value of input k (k >= 0) or of its output
+     * (k = -1): the memory planner (pipeline/arg_plan.h) keeps those to the backward
+     * and lets others share storage once the forwards are past them. NULL: it reads
+     * them all. */
+    bool (*backward_reads)(const pn_layer *l, int k);
+    /* Its forward may write the output over input 0 (same shape, each element read
+     * before it is written, as its backward reads only the output) (optional). */
+    bool (*in_place)(const pn_layer *l);
     /* Bytes kept per sample from forward to backward beyond the output itself. */
     double (*saved_bytes)(const pn_layer *l);
     /* Writes into buf a line the run logs once about the layer (an embedding_bag

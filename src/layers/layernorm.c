@@ -84,6 +84,13 @@ static void layernorm_release(pn_layer_inst *x)
     pn_buffer_release(&k->rstd);
 }
 
+/* The input (with the mean and rstd kept in scratch), not the output. */
+static bool layernorm_backward_reads(const pn_layer *l, int k)
+{
+    (void)l;
+    return k == 0;
+}
+
 const pn_layer_type pn_layer_layernorm = {
     .name = "layernorm",
     .summary = "per-row normalization with learned gamma and beta; attr eps",
@@ -97,6 +104,7 @@ const pn_layer_type pn_layer_layernorm = {
     .declare = layernorm_declare,
     .forward = layernorm_forward,
     .backward = layernorm_backward,
+    .backward_reads = layernorm_backward_reads,
     .flops = layernorm_flops,
     .saved_bytes = layernorm_saved_bytes,
     .release = layernorm_release,

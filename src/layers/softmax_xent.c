@@ -97,6 +97,13 @@ static void xent_release(pn_layer_inst *x)
     pn_buffer_release(&s->sum);
 }
 
+/* The probabilities kept in scratch and the labels, not the logits' values. */
+static bool xent_backward_reads(const pn_layer *l, int k)
+{
+    (void)l;
+    return k != 0;
+}
+
 const pn_layer_type pn_layer_softmax_xent = {
     .name = "softmax_xent",
     .summary = "softmax cross-entropy of logits against integer labels; counts hits",
@@ -109,6 +116,7 @@ const pn_layer_type pn_layer_softmax_xent = {
     .forward = xent_forward,
     .backward = xent_backward,
     .writes_stale_grads = true,
+    .backward_reads = xent_backward_reads,
     .flops = xent_flops,
     .saved_bytes = xent_saved_bytes,
     .release = xent_release,

@@ -18,10 +18,8 @@
 static const pn_wait_for AGREEMENT = {"the agreement on the outcome among", NULL, -1,
                                       PN_SCOPE_WORLD};
 static const pn_wait_for FROM_ROOT = {"a broadcast from rank 0 to", NULL, -1, PN_SCOPE_WORLD};
-static const pn_wait_for IMAGES = {"the snapshot's arena images between", NULL, -1,
+static const pn_wait_for IMAGES = {"the snapshot's stage indexes between", NULL, -1,
                                    PN_SCOPE_PIPE};
-static const pn_wait_for REPLICA_COPY = {"the copy of the first replica's state to", NULL, -1,
-                                         PN_SCOPE_REPLICAS};
 
 /* MPI_Bcast from rank 0 of comm through the watched wait. */
 static int bcast(pn_comm *c, void *data, int n, MPI_Datatype type, MPI_Comm comm,
@@ -270,16 +268,6 @@ static int move_large(pn_comm *c, bool send, void *data, size_t count, pn_comm_t
     return PN_OK;
 }
 
-static int bcast_large(pn_comm *c, void *data, size_t count, pn_comm_type type)
-{
-    for (size_t done = 0; done < count; done += PIECE) {
-        size_t n = count - done < PIECE ? count - done : PIECE;
-        PN_TRY(bcast(c, (char *)data + done * elem_size(type), (int)n, elem_type(type),
-                     c->replicas, &REPLICA_COPY));
-    }
-    return PN_OK;
-}
-
 /* --- arena images ------------------------------------------------------------------------ */
 
 int pn_comm_gather_stages(pn_comm *c, const void *mine, size_t count, pn_comm_type type,
@@ -321,25 +309,6 @@ int pn_comm_gather_stages(pn_comm *c, const void *mine, size_t count, pn_comm_ty
     }
     *all = buf;
     return PN_OK;
-}
-
-int pn_comm_scatter_stages(pn_comm *c, const void *all, const size_t *counts, void *mine,
-                           size_t count, pn_comm_type type)
-{
-    const pn_grid *g = &c->grid;
-    if (g->replica != 0) return PN_OK;
-    if (g->stage != 0) return move_large(c, false, mine, count, type, 0);
-    size_t at = 0;
-    for (int s = 1; s < g->stages; s++) {
-        PN_TRY(move_large(c, true, (char *)all + at * elem_size(type), counts[s], type, s));
-        at += counts[s];
-    }
-    return PN_OK;
-}
-
-int pn_comm_broadcast_replicas(pn_comm *c, void *data, size_t count, pn_comm_type type)
-{
-    return c->grid.replicas > 1 ? bcast_large(c, data, count, type) : PN_OK;
 }
 
 /* --- the data plane, through the transport ------------------------------------------------- */

@@ -7,9 +7,8 @@
  *  - the exchange of tied parameters' gradients between stages of a replica;
  *  - the owner exchange of tables sharded by rows over a stage's replicas;
  *  - scalar sums and XORs over the world, a replica's pipe or a stage's replicas;
- *  - gathers and scatters of stages' arena images between rank 0 and the first
- *    replica (snapshots), of every rank's part one rank at a time (traces, sharded
- *    tables in snapshots), and a broadcast from rank 0;
+ *  - a gather of the first replica's stages' indexes to rank 0 (snapshots), of
+ *    every rank's part one rank at a time (traces), and a broadcast from rank 0;
  *  - status agreement, so every rank takes the same exit path after a failure;
  *  - a watchdog over every wait, so a stalled rank ends the job with a message.
  * The data plane (links, buckets, replica gathers, tied gradients) goes through a
@@ -319,7 +318,7 @@ int pn_comm_owner_progress(pn_comm *c);
 int pn_comm_pipe_exchange(pn_comm *c, int n_send, const pn_matrix *send, const int *to,
                           int n_recv, pn_matrix *recv, const int *from);
 
-/* --- arena images between rank 0 and the first replica's stages ---------------------------- */
+/* --- stages' indexes to rank 0 (snapshots) ---------------------------- */
 
 typedef enum pn_comm_type { PN_COMM_BYTES = 0, PN_COMM_FLOATS = 1 } pn_comm_type;
 
@@ -330,16 +329,6 @@ typedef enum pn_comm_type { PN_COMM_BYTES = 0, PN_COMM_FLOATS = 1 } pn_comm_type
  * other replicas take no part and return at once. */
 int pn_comm_gather_stages(pn_comm *c, const void *mine, size_t count, pn_comm_type type,
                           void **all, size_t *counts);
-
-/* The reverse: rank 0 holds counts[s] elements for each stage s = 1 .. P-1 back to
- * back in all and sends them; the first replica's rank of stage s receives its
- * count elements into mine. Ranks of other replicas take no part. */
-int pn_comm_scatter_stages(pn_comm *c, const void *all, const size_t *counts, void *mine,
-                           size_t count, pn_comm_type type);
-
-/* The first replica's rank of each stage sends count elements at data to that
- * stage's other replicas, which receive them into data. */
-int pn_comm_broadcast_replicas(pn_comm *c, void *data, size_t count, pn_comm_type type);
 
 /* --- the link probe (`pipenet plan --measure`) -------------------------------------------- */
 
@@ -363,16 +352,5 @@ typedef int (*pn_comm_take_fn)(void *ctx, int rank, const void *bytes, size_t n)
  * fails, rank 0 still receives the rest and returns that failure; the other ranks
  * return once theirs are sent. Collective over the job. */
 int pn_comm_gather_each(pn_comm *c, const void *mine, size_t n, pn_comm_take_fn take, void *ctx);
-
-/* Rank 0's bytes for one rank: *bytes (valid until the next call) and *n; returns a
- * status. */
-typedef int (*pn_comm_give_fn)(void *ctx, int rank, const void **bytes, size_t *n);
-
-/* The reverse, one rank at a time: rank 0 asks give for each rank's part in rank
- * order (its own first, copied into mine) and sends it; every other rank receives
- * its part into mine, which must be n bytes (another size is an error there). After
- * a give fails, the later ranks are told so (PN_ERR_PEER) instead of their part.
- * Collective over the job. */
-int pn_comm_scatter_each(pn_comm *c, pn_comm_give_fn give, void *ctx, void *mine, size_t n);
 
 #endif

@@ -1,65 +1,25 @@
-/* Snapshots over the rank grid (checkpoint.h): arena images gathered to rank 0 and
- * written as one file; one file read on rank 0 and scattered as arena images.
- * Tables sharded by rows across a stage's replicas are not in the images (the first
- * replica's image holds its own rows only): checkpoint_shards.c sends each owner's
- * rows to rank 0 one rank at a time while the file is open, so the file holds every
- * table whole as an unsharded run writes it, and no rank holds a sharded table
- * whole while saving. A load reads the file whole on rank 0 (as for every snapshot
- * today) and sends each owner only its rows. Writing from every rank in parallel
- * (no file on rank 0 alone) is the next step. */
+/* Snapshots over the rank grid (checkpoint.h), written in parallel
+ * (docs/snapshots.md): each writer (every stage's first replica, and every owner of
+ * rows of a split table) writes its own part file straight from its arena, then
+ * rank 0 writes the index over the parts and commits it; a job of one writer writes
+ * one version 1 file the same way. No rank gathers the model. To load, every rank
+ * opens the snapshot read-only and reads only its own stage's parameters (an owner
+ * of a split table its rows, by a strided selection), whatever layout wrote it. */
 #include "pipeline/checkpoint.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "io/snapshot_dir.h"
 #include "io/snapshot_file.h"
+#include "io/snapshot_parts.h"
 #include "io/snapshot_size.h"
 #include "pipeline/checkpoint_shards.h"
-
-/* --- arena images ------------------------------------------------------------------------ */
-
-/* Arrays in an image: the values, then each optimizer slot, each the arena's size. */
-static int image_arrays(const pn_params *p) { return 1 + pn_params_n_slots(p); }
-
-/* Copies the arena's values and slots into image. */
-static int read_image_into(const pn_params *p, float *image)
-{
-    size_t n = pn_params_size(p);
-    pn_matrix values = pn_params_all_values(p);
-    PN_TRY(pn_matrix_read(&values, image));
-    for (int s = 0; s < pn_params_n_slots(p); s++) {
-        pn_matrix slot = pn_params_all_slot(p, s);
-        PN_TRY(pn_matrix_read(&slot, image + (1 + (size_t)s) * n));
-    }
-    return PN_OK;
-}
-
-/* The same into a new *image (malloc'd, *floats long). */
-static int read_image(const pn_params *p, float **image, size_t *floats)
-{
-    size_t total = (size_t)image_arrays(p) * pn_params_size(p);
-    if (!(*image = malloc((total ? total : 1) * sizeof(float))))
-        return pn_error_set(PN_ERR_NOMEM, "out of memory for a snapshot of %zu floats", total);
-    *floats = total;
-    return read_image_into(p, *image);
-}
-
-/* Writes an image (as read_image makes it) into the arena. */
-static int write_image(pn_params *p, const float *image)
-{
-    size_t n = pn_params_size(p);
-    pn_matrix values = pn_params_all_values(p);
-    PN_TRY(pn_matrix_write(&values, image));
-    for (int s = 0; s < pn_params_n_slots(p); s++) {
-        pn_matrix slot = pn_params_all_slot(p, s);
-        PN_TRY(pn_matrix_write(&slot, image + (1 + (size_t)s) * n));
-    }
-    return PN_OK;
-}
+#include "pipeline/fault.h"
 
 /* Gathers the first replica's packed indexes to rank 0: *own is this rank's (first
  * replica), *others (rank 0) those of stages 1 .. P-1 back to back, index_bytes[stage]
@@ -75,95 +35,51 @@ static int gather_indexes(pn_comm *c, const pn_params *params, char **own, char 
     return rc;
 }
 
-/* --- save ------------------------------------------------------------------------------- */
-
-/* Rank 0: adds one stage's arena image (index, then the image the state points into). */
-static int adopt_stage(pn_train_state *st, const char *index, size_t bytes, const float *image,
-                       size_t image_floats, int stage)
-{
-    pn_param *items;
-    int count;
-    size_t floats;
-    PN_TRY(pn_params_unpack_index(index, bytes, &items, &count, &floats));
-    int kept = 0; /* a tied copy is its table: the file holds the table only; a split
-                   * table's rows arrive from their owners while the file is written */
-    for (int i = 0; i < count; i++) {
-        pn_param q = items[i];
-        if (q.tie || q.sharded) continue;
-        items[i] = items[kept];
-        items[kept++] = q;
-    }
-    int rc = floats * (size_t)(1 + st->n_slot_names) == image_floats
-                 ? pn_train_state_adopt(st, items, kept, image, floats)
-                 : pn_error_set(PN_ERR_INTERNAL, "stage %d sent %zu floats for an arena of %zu",
-                                stage, image_floats, floats);
-    for (int i = kept; rc == PN_OK && i < count; i++)
-        if (items[i].sharded)
-            rc = pn_train_state_defer(st, items[i].name, items[i].table_rows, items[i].cols);
-    pn_params_free_index(items, count);
-    return rc;
-}
-
-/* Rank 0: the whole model's state from its own image and the gathered ones (the
- * state keeps both blocks). */
-static int assemble(const pn_params *params, pn_run_settings run, pn_progress_mark mark,
-                    int stages, const char *own_index, const char *indexes,
-                    const size_t *index_bytes, float *own_image, float *images,
-                    const size_t *image_floats, pn_train_state **out)
-{
-    int rc = pn_train_state_create(out, PN_FORMAT_SNAPSHOT);
-    pn_train_state *st = *out;
-    if (rc < 0) {
-        free(own_image);
-        free(images);
-        return rc;
-    }
-    st->step = mark.step;
-    st->epoch = mark.epoch;
-    st->batch_index = mark.batch_index;
-    st->seed = run.seed;
-    st->batch = run.batch;
-    rc = pn_train_state_keep(st, own_image);
-    int rc2 = pn_train_state_keep(st, images);
-    if (rc == PN_OK) rc = rc2;
-    if (rc == PN_OK) rc = pn_train_state_set_config(st, run.config);
-    const char *names[PN_STATE_MAX_SLOTS];
-    int n_slots = pn_params_n_slots(params);
-    for (int s = 0; s < n_slots && s < PN_STATE_MAX_SLOTS; s++)
-        names[s] = pn_params_slot_name(params, s);
-    if (rc == PN_OK) rc = pn_train_state_set_slots(st, n_slots, names);
-    if (rc == PN_OK)
-        rc = adopt_stage(st, own_index, index_bytes[0], own_image, image_floats[0], 0);
-    const char *index = indexes;
-    const float *image = images;
-    for (int s = 1; rc == PN_OK && s < stages; s++) {
-        rc = adopt_stage(st, index, index_bytes[s], image, image_floats[s], s);
-        index += index_bytes[s];
-        image += image_floats[s];
-    }
-    return rc;
-}
-
-/* Rank 0; with shards (not NULL), the split tables' rows are received while the
- * file is open. */
-static int write_on_root(pn_train_state *st, pn_shard_writer *shards, const char *dir, int keep,
-                         char *path, size_t cap)
-{
-    PN_TRY(pn_snapshot_dir_create(dir));
-    pn_snapshot_path(dir, st->step, path, cap);
-    PN_TRY(pn_snapshot_write_filled(path, st, NULL, shards ? pn_shards_write : NULL, shards));
-    return pn_snapshot_prune(dir, keep, st->step);
-}
-
 int pn_checkpoint_prepare(pn_comm *c, const char *dir, pn_snapshot_lock **lock)
 {
     *lock = NULL;
     int rc = PN_OK;
-    if (pn_comm_grid(c)->rank == 0) { /* write_on_root's rank */
+    if (pn_comm_grid(c)->rank == 0) { /* the rank that commits snapshots */
         rc = pn_snapshot_dir_prepare(dir);
         if (rc == PN_OK) rc = pn_snapshot_lock_take(dir, lock);
     }
     return pn_comm_agree_root(c, rc, "prepare the snapshot directory");
+}
+
+/* Whether this arena holds rows of a table split across its replicas. */
+static bool holds_split(const pn_params *p)
+{
+    for (int i = 0; i < pn_params_count(p); i++)
+        if (pn_params_split(p, pn_params_get(p, i))) return true;
+    return false;
+}
+
+/* Collective: every rank that writes parts (the first replica, and the split tables'
+ * owners) sees the directory rank 0 writes to: a marker file of rank 0's. */
+static int check_writers_see(pn_comm *c, const pn_params *params, const char *dir)
+{
+    const pn_grid *g = pn_comm_grid(c);
+    char mark[64] = "";
+    bool split = false;
+    int rc = pn_shards_any(c, params, &split);
+    if (rc < 0 || (g->stages == 1 && !split)) return rc; /* rank 0 alone writes */
+    if (g->rank == 0) rc = pn_snapshot_dir_mark(dir, mark, sizeof mark, true);
+    PN_TRY(pn_comm_agree_root(c, rc, "mark the snapshot directory"));
+    rc = pn_comm_broadcast(c, mark, sizeof mark);
+    if (rc == PN_OK && g->rank != 0 && (g->replica == 0 || holds_split(params)))
+        rc = pn_snapshot_dir_mark(dir, mark, sizeof mark, false);
+    rc = pn_comm_agree(c, rc);
+    if (g->rank == 0) pn_snapshot_dir_unmark(dir, mark);
+    /* rank 0 reports it (a set-up failure is agreed once more, and the lowest failing
+     * rank speaks): "rank N failed" is all it knows, and what it needs to say */
+    char who[128];
+    snprintf(who, sizeof who, "%s", pn_error_message()); /* "rank N failed" */
+    if (rc == PN_ERR_PEER && g->rank == 0)
+        return pn_error_set(PN_ERR_IO, "snapshot directory '%s': %s to see it: every rank that "
+                            "writes a part of a snapshot (the first replica's, and the owners "
+                            "of tables sharded by rows) must see the directory rank 0 writes "
+                            "to (a file system they share, not a node-local path)", dir, who);
+    return rc < 0 && g->rank != 0 ? pn_error_set(PN_ERR_PEER, "rank 0 reports it") : rc;
 }
 
 /* Rank 0: the bytes of a snapshot of the stages whose indexes it gathered (own is
@@ -221,7 +137,168 @@ int pn_checkpoint_check_room(pn_comm *c, const pn_params *params, int n_slots,
     free(own);
     free(indexes);
     free(index_bytes);
-    return pn_comm_agree(c, rc);
+    PN_TRY(pn_comm_agree(c, rc));
+    return check_writers_see(c, params, dir);
+}
+
+/* --- save ------------------------------------------------------------------------------- */
+
+/* What this rank writes: its arena's parameters (all but tied copies) on the first
+ * replica, its rows of the split tables on the others. */
+typedef struct part_source {
+    const pn_params *params;
+    pn_snapshot_array *arrays;
+    bool *matrix; /* a split table's rows */
+    int *index;   /* the arena's parameter of each array */
+    int n;
+    size_t largest;
+    pn_fault fault; /* "part": fails after the part's first dataset */
+    int calls;
+} part_source;
+
+static int part_fill(void *ctx, int array, int slot, float *staging, const float **data)
+{
+    part_source *ps = ctx;
+    if (++ps->calls == 2) PN_TRY(pn_fault_at(&ps->fault, "part"));
+    int i = ps->index[array];
+    pn_matrix m = slot < 0 ? pn_params_value(ps->params, i) : pn_params_slot(ps->params, slot, i);
+    if (m.device.kind == PN_DEVICE_HOST && pn_matrix_dense(m)) {
+        *data = m.data; /* the arena itself: no copy */
+        return PN_OK;
+    }
+    if (!staging) return pn_error_set(PN_ERR_INTERNAL, "no staging buffer for '%s'",
+                                      ps->arrays[array].name);
+    PN_TRY(pn_matrix_read(&m, staging)); /* a GPU arena: one parameter at a time */
+    *data = staging;
+    return PN_OK;
+}
+
+static int part_source_make(part_source *ps, const pn_params *p, bool first_replica)
+{
+    int n = pn_params_count(p);
+    ps->params = p;
+    ps->arrays = malloc((size_t)(n ? n : 1) * sizeof *ps->arrays);
+    ps->matrix = malloc((size_t)(n ? n : 1) * sizeof *ps->matrix);
+    ps->index = malloc((size_t)(n ? n : 1) * sizeof *ps->index);
+    if (!ps->arrays || !ps->matrix || !ps->index) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        const pn_param *q = pn_params_get(p, i);
+        bool split = pn_params_split(p, q);
+        if (q->tie || (!first_replica && !split) || q->rows == 0) continue;
+        ps->arrays[ps->n] = (pn_snapshot_array){q->name, q->rows, q->cols};
+        ps->matrix[ps->n] = split;
+        ps->index[ps->n++] = i;
+        if ((size_t)q->rows * (size_t)q->cols > ps->largest)
+            ps->largest = (size_t)q->rows * (size_t)q->cols;
+    }
+    return PN_OK;
+}
+
+static void part_source_free(part_source *ps)
+{
+    free(ps->arrays);
+    free(ps->matrix);
+    free(ps->index);
+}
+
+/* The snapshot's attributes: counters, run settings, slot names; no parameters. */
+static int make_header(const pn_params *params, pn_run_settings run, pn_progress_mark mark,
+                       pn_train_state **out)
+{
+    PN_TRY(pn_train_state_create(out, PN_FORMAT_SNAPSHOT));
+    pn_train_state *st = *out;
+    st->step = mark.step;
+    st->epoch = mark.epoch;
+    st->batch_index = mark.batch_index;
+    st->seed = run.seed;
+    st->batch = run.batch;
+    const char *names[PN_STATE_MAX_SLOTS];
+    int n_slots = pn_params_n_slots(params);
+    if (n_slots > PN_STATE_MAX_SLOTS)
+        return pn_error_set(PN_ERR_UNSUPPORTED, "%d optimizer slots", n_slots);
+    for (int s = 0; s < n_slots; s++) names[s] = pn_params_slot_name(params, s);
+    PN_TRY(pn_train_state_set_config(st, run.config));
+    return pn_train_state_set_slots(st, n_slots, names);
+}
+
+/* This rank's part (stage < 0: the whole file of a one-writer job). */
+static int write_own_part(const pn_params *params, const pn_train_state *header, int stage,
+                          int replica, bool first_replica, const char *dir, long pid, int rank,
+                          char *path, size_t cap)
+{
+    part_source ps = {0};
+    ps.fault = pn_fault_for_rank(rank);
+    int rc = part_source_make(&ps, params, first_replica);
+    bool host = pn_params_device(params).kind == PN_DEVICE_HOST;
+    pn_snapshot_part part = {header, stage, replica, ps.arrays, ps.matrix, ps.n,
+                             host ? 0 : ps.largest, part_fill, &ps};
+    if (rc == PN_OK) rc = pn_snapshot_write_part(dir, &part, pid, path, cap);
+    part_source_free(&ps);
+    return rc;
+}
+
+/* Rank 0: the index's parameters, from the stages' unpacked indexes: each stage's
+ * parameters from its first replica's part, a split table's rows r, r + D, ... from
+ * replica r's; a tied copy is its table's. *parts counts the part files. */
+static int index_params(const pn_shard_layout *l, pn_snapshot_index_param **out, int *n,
+                        pn_snapshot_source **sources, int *parts)
+{
+    int total = 0, n_src = 0;
+    *parts = 0;
+    for (int s = 0; s < l->stages; s++) {
+        bool split = false;
+        for (int i = 0; i < l->counts[s]; i++) {
+            total++;
+            n_src += l->items[s][i].sharded ? l->replicas : 1;
+            split = split || l->items[s][i].sharded;
+        }
+        *parts += split ? l->replicas : 1;
+    }
+    *out = malloc((size_t)(total ? total : 1) * sizeof **out);
+    *sources = malloc((size_t)(n_src ? n_src : 1) * sizeof **sources);
+    if (!*out || !*sources) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    pn_snapshot_source *src = *sources;
+    *n = 0;
+    for (int s = 0; s < l->stages; s++)
+        for (int i = 0; i < l->counts[s]; i++) {
+            const pn_param *q = &l->items[s][i];
+            if (q->tie) continue;
+            pn_snapshot_index_param *p = &(*out)[(*n)++];
+            *p = (pn_snapshot_index_param){q->name, q->table_rows, q->cols, src, 0};
+            for (int r = 0; r < (q->sharded ? l->replicas : 1); r++) {
+                int rows = q->sharded ? pn_shard_row_count(q->table_rows, l->replicas, r)
+                                      : q->rows;
+                if (rows > 0)
+                    src[p->n_sources++] = (pn_snapshot_source){s, r, r, q->sharded ? l->replicas
+                                                                                   : 0, rows};
+            }
+            src += p->n_sources;
+        }
+    return PN_OK;
+}
+
+static int index_fault(void *ctx) { return pn_fault_at(ctx, "index"); }
+
+/* Rank 0, once every part is in place: the index over them, committed. */
+static int commit(const pn_grid *g, int n_slots, const char *own, const char *indexes,
+                  const size_t *index_bytes, const pn_train_state *header, const char *dir,
+                  char *path, size_t cap)
+{
+    pn_shard_layout layout = {0};
+    pn_snapshot_index_param *params = NULL;
+    pn_snapshot_source *sources = NULL;
+    int n = 0, parts = 0;
+    pn_fault fault = pn_fault_for_rank(0);
+    int rc = pn_fault_at(&fault, "parts"); /* between the parts and the index */
+    if (rc == PN_OK) rc = pn_shard_layout_make(&layout, g, n_slots, own, indexes, index_bytes);
+    if (rc == PN_OK) rc = index_params(&layout, &params, &n, &sources, &parts);
+    if (rc == PN_OK)
+        rc = pn_snapshot_commit_index(dir, header, parts, params, n, index_fault, &fault, path,
+                                      cap);
+    free(params);
+    free(sources);
+    pn_shard_layout_free(&layout);
+    return rc;
 }
 
 int pn_checkpoint_save(pn_comm *c, const pn_params *params, pn_run_settings run,
@@ -229,70 +306,62 @@ int pn_checkpoint_save(pn_comm *c, const pn_params *params, pn_run_settings run,
                        size_t cap)
 {
     const pn_grid *g = pn_comm_grid(c);
-    size_t *index_bytes = NULL, *image_floats = NULL, floats = 0;
-    char *own_index = NULL, *indexes = NULL;
-    float *mine = NULL, *images = NULL;
+    size_t *index_bytes = NULL;
+    char *own_index = NULL, *indexes = NULL, part_path[4096 + 64];
     bool split = false;
+    pn_train_state *header = NULL;
+    long pid = (long)getpid(); /* rank 0's names every temporary */
     int rc = pn_shards_any(c, params, &split);
-    if (rc == PN_OK && g->rank == 0 &&
-        (!(index_bytes = calloc((size_t)g->stages, sizeof *index_bytes)) ||
-         !(image_floats = calloc((size_t)g->stages, sizeof *image_floats))))
-        rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
-    if (rc == PN_OK && g->replica == 0) rc = read_image(params, &mine, &floats);
-    rc = pn_comm_agree(c, rc);
-    if (rc == PN_OK) rc = gather_indexes(c, params, &own_index, &indexes, index_bytes);
-    if (rc == PN_OK)
-        rc = pn_comm_gather_stages(c, mine, floats, PN_COMM_FLOATS, (void **)&images, image_floats);
-    rc = pn_comm_agree(c, rc); /* the split tables' senders wait on rank 0's file */
-    pn_shard_layout layout = {0};
-    pn_shard_writer shards = {c, &layout, params, false, NULL};
+    bool multi = g->stages > 1 || split; /* else rank 0 alone writes one file */
+    bool writer = multi ? g->replica == 0 || holds_split(params) : g->rank == 0;
+    if (rc == PN_OK) rc = pn_comm_broadcast(c, &pid, sizeof pid);
     if (rc == PN_OK && g->rank == 0) {
-        pn_train_state *st = NULL;
-        if (split)
-            rc = pn_shard_layout_make(&layout, g, pn_params_n_slots(params), own_index, indexes,
-                                      index_bytes);
-        int rc2 = assemble(params, run, mark, g->stages, own_index, indexes, index_bytes, mine,
-                           images, image_floats, &st); /* st takes mine and images */
-        mine = images = NULL;
-        if (rc == PN_OK) rc = rc2;
-        if (rc == PN_OK)
-            rc = write_on_root(st, split ? &shards : NULL, dir, keep, written_path, cap);
-        pn_train_state_free(st);
-        if (split) {
-            int drained = pn_shards_drain(&shards); /* when the file failed before its fill */
-            if (rc == PN_OK) rc = drained;
-        }
-        pn_shard_layout_free(&layout);
-    } else if (rc == PN_OK && split) {
-        rc = pn_shards_send(c, params);
+        rc = pn_snapshot_dir_create(dir);
+        if (rc == PN_OK && multi) rc = pn_snapshot_unpublish(dir, mark.step);
+        if (rc == PN_OK && !(index_bytes = calloc((size_t)g->stages, sizeof *index_bytes)))
+            rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
     }
-    free(mine);
-    free(images);
+    /* each phase's outcome agreed once: the rank that failed reports, the others stop */
+    rc = pn_comm_agree(c, rc);
+    if (rc == PN_OK && multi) rc = gather_indexes(c, params, &own_index, &indexes, index_bytes);
+    if (rc == PN_OK) {
+        if (writer) rc = make_header(params, run, mark, &header);
+        if (rc == PN_OK && writer)
+            rc = write_own_part(params, header, multi ? g->stage : -1, g->replica,
+                                g->replica == 0, dir, pid, g->rank,
+                                g->rank == 0 && !multi ? written_path : part_path,
+                                g->rank == 0 && !multi ? cap : sizeof part_path);
+        rc = pn_comm_agree(c, rc); /* every part in place, or none kept */
+        if (rc < 0 && multi && writer) pn_snapshot_drop_part(dir, mark.step, g->stage, g->replica,
+                                                             pid);
+    }
+    if (rc == PN_OK && multi) {
+        if (g->rank == 0)
+            rc = commit(g, pn_params_n_slots(params), own_index, indexes, index_bytes, header,
+                        dir, written_path, cap);
+        rc = pn_comm_agree(c, rc);
+        if (rc < 0 && writer) /* no index: the parts go too */
+            pn_snapshot_drop_part(dir, mark.step, g->stage, g->replica, pid);
+    }
+    if (rc == PN_OK) {
+        if (g->rank == 0) rc = pn_snapshot_prune(dir, keep, mark.step);
+        rc = pn_comm_agree(c, rc);
+    }
+    pn_train_state_free(header);
     free(own_index);
     free(indexes);
     free(index_bytes);
-    free(image_floats);
-    return pn_comm_agree(c, rc);
+    return rc;
 }
 
 /* --- load ------------------------------------------------------------------------------- */
 
-/* The parameter name of st, which must have shape rows x cols; errors name the file. */
-static int lookup(const pn_train_state *st, const char *path, const char *name, int rows,
-                  int cols, const pn_state_param **q)
-{
-    if (!(*q = pn_train_state_find(st, name)))
-        return pn_error_set(PN_ERR_INVALID, "%s: has no parameter '%s'", path, name);
-    if ((*q)->rows != rows || (*q)->cols != cols)
-        return pn_error_set(PN_ERR_INVALID, "%s: parameter '%s' is %d x %d, the model's is %d x %d",
-                            path, name, (*q)->rows, (*q)->cols, rows, cols);
-    return PN_OK;
-}
-
-/* slot_of[s]: the slot of st named like slot s of params, or an error naming the file. */
+/* slot_of[s]: the slot of the file named like slot s of params, or an error naming it. */
 static int match_slots(const pn_train_state *st, const pn_params *params, const char *path,
                        int *slot_of)
 {
+    if (pn_params_n_slots(params) > PN_STATE_MAX_SLOTS)
+        return pn_error_set(PN_ERR_UNSUPPORTED, "%d optimizer slots", pn_params_n_slots(params));
     for (int s = 0; s < pn_params_n_slots(params); s++) {
         for (slot_of[s] = 0; slot_of[s] < st->n_slot_names; slot_of[s]++)
             if (!strcmp(st->slot_names[slot_of[s]], pn_params_slot_name(params, s))) break;
@@ -304,86 +373,38 @@ static int match_slots(const pn_train_state *st, const pn_params *params, const 
     return PN_OK;
 }
 
-/* Rank 0: writes its own stage's values and slots from st into its arena. */
-static int load_own(const pn_train_state *st, pn_params *params, const char *path,
-                    const int *slot_of)
+/* Reads this rank's parameters from r into its arena: each whole, a tied copy from
+ * its table, a split table's own rows (shard k of D: rows k, k + D, ...). */
+static int read_own(pn_snapshot_reader *r, pn_params *params, const int *slot_of)
 {
-    for (int i = 0; i < pn_params_count(params); i++) {
+    bool host = pn_params_device(params).kind == PN_DEVICE_HOST;
+    size_t largest = 1;
+    for (int i = 0; !host && i < pn_params_count(params); i++) {
         const pn_param *p = pn_params_get(params, i);
-        const pn_state_param *q;
-        if (pn_params_split(params, p)) continue; /* its rows come with pn_shards_load */
-        PN_TRY(lookup(st, path, p->tie ? p->tie : p->name, p->rows, p->cols, &q));
-        pn_matrix value = pn_params_value(params, i);
-        PN_TRY(pn_matrix_write(&value, q->value));
-        for (int s = 0; s < pn_params_n_slots(params); s++) {
-            pn_matrix slot = pn_params_slot(params, s, i);
-            PN_TRY(pn_matrix_write(&slot, q->slots[slot_of[s]]));
+        if ((size_t)p->rows * (size_t)p->cols > largest)
+            largest = (size_t)p->rows * (size_t)p->cols;
+    }
+    float *staging = host ? NULL : malloc(largest * sizeof *staging);
+    if (!host && !staging)
+        return pn_error_set(PN_ERR_NOMEM, "out of memory for %zu floats", largest);
+    int shards, shard, rc = PN_OK;
+    pn_params_shards(params, &shards, &shard);
+    for (int i = 0; rc == PN_OK && i < pn_params_count(params); i++) {
+        const pn_param *p = pn_params_get(params, i);
+        bool split = pn_params_split(params, p);
+        const char *name = p->tie ? p->tie : p->name;
+        for (int a = -1; rc == PN_OK && a < pn_params_n_slots(params); a++) {
+            pn_matrix m = a < 0 ? pn_params_value(params, i) : pn_params_slot(params, a, i);
+            bool direct = m.device.kind == PN_DEVICE_HOST && pn_matrix_dense(m);
+            float *to = direct ? m.data : staging;
+            rc = split ? pn_snapshot_reader_rows(r, name, a < 0 ? -1 : slot_of[a], p->table_rows,
+                                                 p->cols, shard, shards, p->rows, to)
+                       : pn_snapshot_reader_rows(r, name, a < 0 ? -1 : slot_of[a], p->rows,
+                                                 p->cols, 0, 1, p->rows, to);
+            if (rc == PN_OK && !direct) rc = pn_matrix_write(&m, staging);
         }
     }
-    return PN_OK;
-}
-
-/* Rank 0: cuts the file's state into the images of stages 1 .. P-1, back to back in
- * *images (image_floats[s] each), by their indexes. */
-static int cut_images(const pn_train_state *st, int n_slots, const int *slot_of,
-                      const char *path, int stages, const char *indexes,
-                      const size_t *index_bytes, float **images, size_t *image_floats)
-{
-    size_t total = 0;
-    const char *index = indexes;
-    for (int s = 1; s < stages; s++) { /* sizes first */
-        pn_param *items;
-        int count;
-        size_t floats;
-        PN_TRY(pn_params_unpack_index(index, index_bytes[s], &items, &count, &floats));
-        pn_params_free_index(items, count);
-        total += image_floats[s] = floats * (size_t)(1 + n_slots);
-        index += index_bytes[s];
-    }
-    if (!(*images = calloc(total ? total : 1, sizeof **images)))
-        return pn_error_set(PN_ERR_NOMEM, "out of memory for a snapshot of %zu floats", total);
-    int rc = PN_OK;
-    float *image = *images;
-    index = indexes;
-    for (int s = 1; rc == PN_OK && s < stages; s++) {
-        pn_param *items;
-        int count;
-        size_t floats;
-        rc = pn_params_unpack_index(index, index_bytes[s], &items, &count, &floats);
-        for (int i = 0; rc == PN_OK && i < count; i++) {
-            const pn_param *p = &items[i];
-            const pn_state_param *q;
-            size_t n = (size_t)p->rows * (size_t)p->cols;
-            if (p->sharded) continue; /* its rows come with pn_shards_load */
-            if ((rc = lookup(st, path, p->tie ? p->tie : p->name, p->rows, p->cols, &q)) < 0)
-                break;
-            memcpy(image + p->offset, q->value, n * sizeof(float));
-            for (int k = 0; k < n_slots; k++)
-                memcpy(image + (1 + (size_t)k) * floats + p->offset, q->slots[slot_of[k]],
-                       n * sizeof(float));
-        }
-        pn_params_free_index(items, count); /* NULL, 0 after a failed unpack */
-        index += index_bytes[s];
-        image += image_floats[s];
-    }
-    return rc;
-}
-
-/* Rank 0: reads the file once (into *st, kept for the split tables' owners), loads
- * its own stage and cuts the others' images. */
-static int read_on_root(pn_params *params, const char *path, int stages, const char *indexes,
-                        const size_t *index_bytes, float **images, size_t *image_floats,
-                        pn_train_state **st, int *slot_of)
-{
-    int n_slots = pn_params_n_slots(params);
-    int rc = pn_snapshot_read(path, PN_FORMAT_SNAPSHOT, st);
-    if (rc == PN_OK && n_slots > PN_STATE_MAX_SLOTS)
-        rc = pn_error_set(PN_ERR_UNSUPPORTED, "%d optimizer slots", n_slots);
-    if (rc == PN_OK) rc = match_slots(*st, params, path, slot_of);
-    if (rc == PN_OK) rc = load_own(*st, params, path, slot_of);
-    if (rc == PN_OK)
-        rc = cut_images(*st, n_slots, slot_of, path, stages, indexes, index_bytes, images,
-                        image_floats);
+    free(staging);
     return rc;
 }
 
@@ -410,52 +431,20 @@ int pn_checkpoint_find(pn_comm *c, const char *resume, const char *dir, char *pa
 int pn_checkpoint_load(pn_comm *c, pn_params *params, const char *path,
                        pn_progress_mark *mark)
 {
-    const pn_grid *g = pn_comm_grid(c);
-    size_t *index_bytes = NULL, *image_floats = NULL;
-    char *own_index = NULL, *indexes = NULL;
-    float *images = NULL, *mine = NULL;
-    size_t floats = (size_t)image_arrays(params) * pn_params_size(params);
-    bool root = g->rank == 0, image_needed = !root || g->replicas > 1, split = false;
-    long counters[3] = {0};
-    pn_train_state *st = NULL;
+    pn_snapshot_reader *r = NULL;
     int slot_of[PN_STATE_MAX_SLOTS] = {0};
-    pn_shard_layout layout = {0};
-    int rc = pn_shards_any(c, params, &split);
-    if (rc == PN_OK && root && (!(index_bytes = calloc((size_t)g->stages, sizeof *index_bytes)) ||
-                 !(image_floats = calloc((size_t)g->stages, sizeof *image_floats))))
-        rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
-    if (rc == PN_OK && image_needed && !(mine = malloc((floats ? floats : 1) * sizeof *mine)))
-        rc = pn_error_set(PN_ERR_NOMEM, "out of memory for a snapshot of %zu floats", floats);
+    /* every rank reads its own part of the file: read-only opens, side by side */
+    int rc = pn_snapshot_reader_open(path, &r);
+    if (rc == PN_OK) rc = match_slots(pn_snapshot_reader_header(r), params, path, slot_of);
+    if (rc == PN_OK) rc = read_own(r, params, slot_of);
+    long counters[3] = {0};
+    if (rc == PN_OK) {
+        const pn_train_state *h = pn_snapshot_reader_header(r);
+        counters[0] = h->step, counters[1] = h->epoch, counters[2] = h->batch_index;
+    }
+    pn_snapshot_reader_close(r);
     rc = pn_comm_agree(c, rc);
-    if (rc == PN_OK) rc = gather_indexes(c, params, &own_index, &indexes, index_bytes);
-    if (rc == PN_OK && root) /* one reader for the whole job */
-        rc = read_on_root(params, path, g->stages, indexes, index_bytes, &images, image_floats,
-                          &st, slot_of);
-    if (rc == PN_OK && root) counters[0] = st->step, counters[1] = st->epoch,
-                             counters[2] = st->batch_index;
-    if (rc == PN_OK && root && split)
-        rc = pn_shard_layout_make(&layout, g, pn_params_n_slots(params), own_index, indexes,
-                                  index_bytes);
-    rc = pn_comm_agree(c, rc); /* all take their part, or none */
-    if (rc == PN_OK) rc = pn_comm_broadcast(c, counters, sizeof counters);
-    if (rc == PN_OK)
-        rc = pn_comm_scatter_stages(c, images, image_floats, mine, floats, PN_COMM_FLOATS);
-    if (rc == PN_OK && root && image_needed) rc = read_image_into(params, mine);
-    rc = pn_comm_agree(c, rc); /* before the replicas wait on the first replica */
-    if (rc == PN_OK) rc = pn_comm_broadcast_replicas(c, mine, floats, PN_COMM_FLOATS);
-    if (rc == PN_OK && !root) rc = write_image(params, mine);
-    rc = pn_comm_agree(c, rc);
-    /* last: the first replica's image just wrote its own rows over the split tables */
-    if (rc == PN_OK && split) rc = pn_comm_agree(c, pn_shards_load(c, params, st, slot_of,
-                                                                    &layout, path));
+    if (rc == PN_OK) rc = pn_comm_broadcast(c, counters, sizeof counters); /* rank 0's word */
     if (rc == PN_OK) *mark = (pn_progress_mark){counters[0], counters[1], counters[2]};
-    pn_shard_layout_free(&layout);
-    pn_train_state_free(st);
-    free(images);
-    free(mine);
-    free(own_index);
-    free(indexes);
-    free(index_bytes);
-    free(image_floats);
     return rc;
 }

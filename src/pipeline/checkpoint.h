@@ -1,14 +1,13 @@
-/* The trainer's side of snapshots (io/snapshot_file.h, io/snapshot_dir.h), with the
- * arena as the unit of exchange. To save, every stage of the first replica packs
- * its arena's index (names, shapes, offsets) and copies its arena's buffers (the
- * values, then each optimizer slot) into one host image; rank 0 gathers indexes and
- * images through the communication seam, one transfer each per stage, takes the
- * images into a pn_train_state without copying and writes one file for the whole
- * model. To load, rank 0 reads the file once, cuts it into each stage's image by
- * that stage's index (whatever layout wrote the file), and scatters the images;
- * every rank writes its image into its arena through the matrix API. A table sharded
- * by rows travels apart, owner by owner (checkpoint_shards.h), and is whole in the
- * file: a snapshot does not depend on how its tables were sharded. */
+/* The trainer's side of snapshots (io/snapshot_file.h, io/snapshot_parts.h,
+ * io/snapshot_dir.h), written and read in parallel (docs/snapshots.md): to save, each
+ * writer (the first replica of every stage, and every owner of rows of a table
+ * sharded by rows) writes its own part file straight from its arena, and rank 0, once
+ * all are in place, writes and commits the index over them (the stages' indexes,
+ * small, gathered to it); a job of one writer writes one version 1 file the same way.
+ * No rank holds another's state. To load, every rank opens the snapshot read-only
+ * and reads its own stage's parameters through the matrix API (a split table's owner
+ * only its rows), whatever layout wrote the file: a snapshot does not depend on how
+ * its job was laid out. */
 #ifndef PN_CHECKPOINT_H
 #define PN_CHECKPOINT_H
 
@@ -34,7 +33,7 @@ typedef struct pn_run_settings {
     long batch;         /* the global batch */
 } pn_run_settings;
 
-/* Collective: rank 0, the rank that writes snapshots, creates dir (and its
+/* Collective: rank 0, the rank that commits snapshots, creates dir (and its
  * parents), checks that it can write there and takes dir's lock
  * (io/snapshot_lock.h) into *lock, for the run to hold until it ends (NULL on the
  * other ranks); every rank returns the same status, so a directory that another
@@ -43,15 +42,19 @@ int pn_checkpoint_prepare(pn_comm *c, const char *dir, pn_snapshot_lock **lock);
 
 /* Collective: rank 0 checks that dir's file system has room for one snapshot of
  * the model: the first replica's stages' parameters (their indexes gathered), the
- * optimizer slots slot_names[n_slots] and the config text. Every rank returns the
- * same status. A run calls it before it trains, once its stage is built. */
+ * optimizer slots slot_names[n_slots] and the config text; then every rank that will
+ * write a part of it checks that it sees the directory rank 0 does (a marker file of
+ * rank 0's: not a node-local path). Every rank returns the same status. A run calls
+ * it before it trains, once its stage is built. */
 int pn_checkpoint_check_room(pn_comm *c, const pn_params *params, int n_slots,
                              const char *const *slot_names, const char *config,
                              const char *dir);
 
-/* Collective: writes dir/snapshot-<step>.h5 from the first replica's stages (rank 0
- * writes), then keeps the newest `keep` snapshots. Every rank returns the same
- * status; *written_path (rank 0) names the file. */
+/* Collective: writes dir/snapshot-<step>.h5 (with its parts) from the first
+ * replica's stages and the split tables' owners, each writing its own, then keeps
+ * the newest `keep` snapshots (rank 0). Every rank returns the same status; a
+ * failure leaves the snapshots already there as they were, and no part behind;
+ * *written_path (rank 0) names the snapshot. */
 int pn_checkpoint_save(pn_comm *c, const pn_params *params, pn_run_settings run,
                        pn_progress_mark mark, const char *dir, int keep, char *written_path,
                        size_t cap);
@@ -64,9 +67,9 @@ int pn_checkpoint_save(pn_comm *c, const pn_params *params, pn_run_settings run,
 int pn_checkpoint_find(pn_comm *c, const char *resume, const char *dir, char *path,
                        size_t cap);
 
-/* Collective: reads the snapshot at path on rank 0 and gives every rank the values
- * and optimizer slots of its stage's parameters (an error names a parameter or slot
- * the file lacks or shapes that differ). *mark receives the counters. */
+/* Collective: every rank reads the values and optimizer slots of its own stage's
+ * parameters from the snapshot at path (an error names a parameter or slot the file
+ * lacks or shapes that differ). *mark receives the counters. */
 int pn_checkpoint_load(pn_comm *c, pn_params *params, const char *path,
                        pn_progress_mark *mark);
 

@@ -13,6 +13,7 @@ struct pn_gen_stages {
     pn_link **links;
     int n_links;
     long steps;        /* positions stepped: each message's step number */
+    int start;         /* the first step's agreement: 0 not yet, 1 failed, 2 passed */
     double *sums;      /* [n_max * width]: the logits, summed over the ranks */
 };
 
@@ -88,6 +89,16 @@ int pn_gen_stages_create(pn_gen_stages **out, pn_comm *comm, const pn_graph *g,
     return pn_comm_agree(comm, pn_comm_links_ready(comm));
 }
 
+int pn_gen_stages_failed(pn_gen_stages *s, int rc, bool *together)
+{
+    *together = s->start != 2;
+    if (s->start == 0) { /* the others wait in the first step's agreement, or fail alike */
+        s->start = 1;
+        return pn_comm_agree(s->comm, rc);
+    }
+    return rc;
+}
+
 void pn_gen_stages_free(pn_gen_stages *s)
 {
     if (!s) return;
@@ -100,6 +111,11 @@ void pn_gen_stages_free(pn_gen_stages *s)
 int pn_gen_stages_step(void *ctx, pn_network *net, int pos, int n, float *logits)
 {
     pn_gen_stages *s = ctx;
+    if (s->start == 0) { /* every rank set up its part before any rank waits on a link */
+        int rc = pn_comm_agree(s->comm, PN_OK);
+        s->start = rc < 0 ? 1 : 2;
+        PN_TRY(rc);
+    }
     long step = s->steps++;
     for (int i = 0; i < s->n_links; i++)
         if (!pn_link_spec_of(s->links[i])->sends) PN_TRY(pn_link_post_recv(s->links[i], 0));

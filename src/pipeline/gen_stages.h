@@ -30,4 +30,11 @@ void pn_gen_stages_free(pn_gen_stages *s);
  * pn_gen_stages. */
 int pn_gen_stages_step(void *ctx, pn_network *net, int pos, int n, float *logits);
 
+/* After a generation failed with rc on this rank: where it failed before the first
+ * step (options, setup: often on every rank alike), every rank agrees on it, so that
+ * the lowest failing rank alone reports it and the others wait on no link; returns
+ * the agreed status (PN_ERR_PEER where another rank reports). *together: whether the
+ * failure is known to every rank (else peers may wait on this one: the job ends). */
+int pn_gen_stages_failed(pn_gen_stages *s, int rc, bool *together);
+
 #endif

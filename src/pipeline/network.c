@@ -35,6 +35,12 @@ struct pn_network {
     int *pulls, n_pulls;   /* pn_network_pulls, once asked */
     int *pull_nodes;       /* the graph node of each pull */
     bool pulls_known;
+    /* options.share_memory: the plan, the value slots (this network's) and the
+     * gradient slots (grads: shared, or own_grads) */
+    bool share;
+    pn_arg_plan plan;
+    pn_buffer *value_slots;
+    pn_grad_store *grads, own_grads;
 };
 
 /* Marks the nodes held: the members, and whatever they consume (supplied). */
@@ -59,6 +65,19 @@ static int hold_nodes(pn_network *net, const bool *member)
     return PN_OK;
 }
 
+/* The activation memory plan (arg_plan.h) and its slots, filled by pn_network_plan. */
+static int plan_memory(pn_network *net, const pn_network_options *o)
+{
+    net->share = true;
+    pn_grad_store_init(&net->own_grads, o->device);
+    net->grads = o->grads ? o->grads : &net->own_grads;
+    PN_TRY(pn_arg_plan_make(&net->plan, net->graph, o->member, !o->forward_only));
+    int n = net->plan.n_value_slots;
+    if (!(net->value_slots = calloc((size_t)(n ? n : 1), sizeof *net->value_slots)))
+        return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    return PN_OK;
+}
+
 int pn_network_create(pn_network **out, const pn_graph *g, const pn_network_options *o,
                       pn_params *params)
 {
@@ -77,6 +96,7 @@ int pn_network_create(pn_network **out, const pn_graph *g, const pn_network_opti
     int rc = net->nodes && net->inst && net->args && net->slot && net->in_ptrs
                  ? hold_nodes(net, o->member)
                  : pn_error_set(PN_ERR_NOMEM, "out of memory");
+    if (rc == PN_OK && o->share_memory) rc = plan_memory(net, o);
     for (int i = 0; rc == PN_OK && i < net->n; i++)
         if (net->nodes[i].computed) {
             int gi = net->nodes[i].node;
@@ -97,6 +117,11 @@ void pn_network_free(pn_network *net)
         pn_arg_release(&net->args[i]);
         pn_layer_inst_release(&net->inst[i]);
     }
+    if (net->value_slots)
+        for (int k = 0; k < net->plan.n_value_slots; k++) pn_buffer_release(&net->value_slots[k]);
+    free(net->value_slots);
+    pn_grad_store_free(&net->own_grads);
+    pn_arg_plan_free(&net->plan);
     free(net->nodes);
     free(net->inst);
     free(net->args);
@@ -130,14 +155,50 @@ int pn_network_build(const pn_graph *g, const pn_network_options *o, pn_params *
 
 pn_params *pn_network_params(const pn_network *net) { return net->params; }
 
+/* Node gi's planned value and gradient storage for batch samples (NULL: its own). */
+static int planned_storage(pn_network *net, int gi, int batch, const pn_buffer **value,
+                           const pn_buffer **grad)
+{
+    *value = *grad = NULL;
+    if (!net->share) return PN_OK;
+    int v = net->plan.value_slot[gi], d = net->plan.grad_slot[gi];
+    if (v >= 0) {
+        size_t need = net->plan.value_slot_bytes[v] * (size_t)batch;
+        pn_buffer *b = &net->value_slots[v];
+        if (!b->data || b->bytes < need) PN_TRY(pn_buffer_reserve(b, net->device, need));
+        *value = b;
+    }
+    if (d >= 0) {
+        PN_TRY(pn_grad_store_reserve(net->grads, d, net->plan.grad_slot_bytes[d] * (size_t)batch));
+        *grad = &net->grads->bufs[d];
+    }
+    return PN_OK;
+}
+
+/* Points the gradients planned in the shared store at its blocks again: another
+ * network may have grown one since this network was planned. */
+static void take_grad_views(pn_network *net)
+{
+    if (!net->share) return;
+    for (int i = 0; i < net->n; i++) {
+        int gi = net->nodes[i].node, d = net->plan.grad_slot[gi];
+        if (d < 0) continue;
+        pn_arg *a = &net->args[gi];
+        a->grad.data = net->grads->bufs[d].data;
+    }
+}
+
 int pn_network_plan(pn_network *net, int max_batch)
 {
     for (int i = 0; i < net->n; i++) {
         const pn_graph_node *gn = &net->graph->nodes[net->nodes[i].node];
         PN_TRY(pn_layer_check_batch(gn->layer, max_batch));
-        int rc = pn_arg_reserve(&net->args[net->nodes[i].node], net->device,
-                                gn->layer->out_shape, max_batch,
-                                gn->needs_grad && !net->forward_only);
+        const pn_buffer *value_on, *grad_on;
+        int rc = planned_storage(net, net->nodes[i].node, max_batch, &value_on, &grad_on);
+        if (rc == PN_OK)
+            rc = pn_arg_reserve_on(&net->args[net->nodes[i].node], net->device,
+                                   gn->layer->out_shape, max_batch,
+                                   gn->needs_grad && !net->forward_only, value_on, grad_on);
         const pn_json_at *at = &gn->layer->where;
         if (rc < 0)
             return pn_error_wrap(rc, "%s: %s: the output of %d samples (layer '%s')", at->file,
@@ -290,6 +351,7 @@ int pn_network_backward_begin(pn_network *net, long global_batch)
 {
     if (net->forward_only)
         return pn_error_set(PN_ERR_INTERNAL, "backward through a forward-only network");
+    take_grad_views(net);
     for (int i = 0; i < net->n; i++) {
         int gi = net->nodes[i].node;
         pn_arg *a = &net->args[gi];
@@ -349,6 +411,9 @@ size_t pn_network_arg_bytes(const pn_network *net)
         bytes += a->value_buf.capacity + a->grad_buf.capacity + a->ids_buf.capacity +
                  a->csr_off_buf.capacity + a->csr_nz_buf.capacity;
     }
+    for (int k = 0; net->share && k < net->plan.n_value_slots; k++)
+        bytes += net->value_slots[k].capacity;
+    if (net->grads == &net->own_grads) bytes += pn_grad_store_bytes(&net->own_grads);
     return bytes;
 }
 

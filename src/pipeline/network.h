@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "layers/layer.h"
+#include "pipeline/arg_plan.h"
 #include "pipeline/graph.h"
 
 typedef struct pn_network pn_network;
@@ -23,6 +24,14 @@ typedef struct pn_network_options {
     const bool *member;  /* member[i]: node i is computed here (NULL: every node) */
     pn_device device;    /* where the arguments (and a built arena) live */
     bool forward_only;   /* no gradient buffers; backward is refused */
+    /* Arguments share storage where their lifetimes do not overlap (the activation
+     * memory planner, pipeline/arg_plan.h): values within the network, gradients
+     * in grads, which every network of a stage may share (NULL: the network's own).
+     * Then only the inputs supplied, the values sent on and the outputs nothing here
+     * consumes hold their values after a pass, and no gradient but the supplied
+     * inputs' holds its values after a backward. */
+    bool share_memory;
+    pn_grad_store *grads;
     /* pn_network_build only: */
     int copies;          /* networks over the one arena (0 counts as 1) */
     bool init;           /* fill the new arena's values from (seed, parameter name) */
@@ -117,7 +126,8 @@ void pn_network_on_grads_ready(pn_network *net, pn_grads_ready_fn fn, void *ctx)
 void pn_network_time_layers(pn_network *net, double *forward_s, double *backward_s);
 
 /* Bytes of the blocks the network's arguments hold now (values, gradients, ids),
- * inputs supplied by the caller included; layer scratch is not counted. */
+ * inputs supplied by the caller included, its planned value slots too; layer
+ * scratch and a shared pn_grad_store (options.grads) are not counted. */
 size_t pn_network_arg_bytes(const pn_network *net);
 
 /* Loss statistics of the member loss layers since the last reset, summed; and

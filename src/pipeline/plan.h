@@ -83,6 +83,18 @@ double pn_plan_stage_time(const pn_stage_cost *c);
 double pn_plan_activation_bytes(const pn_plan *p, const pn_schedule *s, int stage,
                                 int micro_batch, bool recompute);
 
+/* The argument bytes (values and gradients) of stage's networks at the peak of
+ * schedule s (one network per chunk under recompute), with micro-batches of
+ * micro_batch samples: *own with every argument in a block of its own
+ * (`train --no-share-memory`), *shared as the activation memory planner
+ * (pipeline/arg_plan.h) lays them out, gradients in one store for the stage. */
+int pn_plan_arg_bytes(const pn_plan *p, const pn_graph *g, const pn_schedule *s, int stage,
+                      int micro_batch, bool recompute, double *own, double *shared);
+
+/* Prints both per stage, and the same under --recompute (plan_args.c). */
+int pn_plan_print_arg_memory(const pn_plan *p, const pn_graph *g, const pn_schedule *s,
+                             int micro_batch, FILE *out);
+
 /* Prints the per-stage table of `pipenet plan` for a layout of `replicas` copies of
  * the pipeline with `micro` micro-batches of `micro_batch` samples under schedule s:
  * layers, parameters, FLOPs per sample, activation bytes at the schedule's peak,

@@ -42,10 +42,13 @@ typedef struct pn_stage_config {
                                     (pn_params_set_grad_pieces) for a sharded optimizer */
     bool forward_only;           /* inference: one network per chunk without gradients,
                                     no gradient links; pn_stage_step is refused */
+    bool share_memory;           /* the activation memory planner (pipeline/arg_plan.h):
+                                    one set of argument gradients for every network of
+                                    the stage, values shared within each network */
 } pn_stage_config;
 
 /* What the stage's activations take now: every network's arguments (values,
- * gradients, ids), the inputs kept under --recompute, and the layers' scratch (what
+ * gradients, ids; the gradients its networks share counted once), the inputs kept under --recompute, and the layers' scratch (what
  * the pool grew by during passes, so known once a step and an evaluation ran). */
 typedef struct pn_stage_mem {
     int networks;

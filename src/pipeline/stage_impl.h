@@ -50,6 +50,7 @@ struct pn_stage {
     bool *field_is_lengths;     /* the field holds its node's sample lengths */
     int count_field;            /* the lengths that count the loss's positions, or -1 */
     bool fields_used;           /* false: the stage reads only to count rows */
+    pn_grad_store grads;        /* the shared argument gradients (share_memory) */
     pn_buffer replica_sums;     /* --deterministic, D > 1: every replica's sum [D, arena] */
     pn_ties *ties;              /* tied tables with a use here, or NULL */
     bool in_pieces;             /* --shard-optimizer without --deterministic: each bucket

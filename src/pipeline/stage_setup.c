@@ -33,7 +33,8 @@ static int create_chunk(pn_stage *s, stage_chunk *ch, int v)
     ch->holder = malloc((size_t)ch->n_nets * sizeof *ch->holder);
     if (!ch->nets || !ch->holder) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     pn_network_options o = {.member = ch->member, .device = s->cfg.device,
-                            .forward_only = s->cfg.forward_only};
+                            .forward_only = s->cfg.forward_only,
+                            .share_memory = s->cfg.share_memory, .grads = &s->grads};
     for (int k = 0; k < ch->n_nets; k++) {
         ch->holder[k] = -1;
         PN_TRY(pn_network_create(&ch->nets[k], g, &o, s->params));
@@ -66,6 +67,7 @@ static int chunk_run(pn_stage *s, stage_chunk *ch)
 static int build_networks(pn_stage *s)
 {
     PN_TRY(pn_params_create(&s->params, s->cfg.device));
+    pn_grad_store_init(&s->grads, s->cfg.device); /* backwards run one at a time */
     /* a table with "shard": "rows" keeps this replica's share of its rows */
     PN_TRY(pn_params_set_shards(s->params, s->grid->replicas, s->grid->replica));
     if (s->cfg.shard_optimizer && s->grid->replicas > 1)
@@ -370,6 +372,7 @@ void pn_stage_teardown(pn_stage *s)
     free(s->field_nodes);
     free(s->field_is_lengths);
     pn_buffer_release(&s->replica_sums);
+    pn_grad_store_free(&s->grads);
     free(s->row_counts);
     pn_shard_rows_free(s->shard_rows);
     pn_buffer_release(&s->ahead_work);

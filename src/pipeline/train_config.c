@@ -20,6 +20,7 @@ void pn_train_config_default(pn_train_config *cfg)
     cfg->data_cache_mb = 1024;
     cfg->schedule = PN_SCHEDULE_1F1B;
     cfg->keep = 3;
+    cfg->share_memory = true;
     cfg->stall_timeout_s = -1.0;
     cfg->device = pn_device_host();
     cfg->transport_request = PN_TRANSPORT_REQUEST_AUTO;
@@ -47,7 +48,8 @@ static int read_path(const json_t *train, const pn_json_at *at, const char *key,
 /* The one list of the section's keys: the parser refuses any other, its message
  * lists these, and tests/test_cli.sh compares them with docs/training.md's table. */
 const char *const pn_train_keys[] = {"batch", "epochs", "steps", "seed", "data", "eval",
-                                     "eval_every", "recompute", "shard_optimizer", "schedule", "virtual_stages",
+                                     "eval_every", "recompute", "share_memory", "shard_optimizer",
+                                     "schedule", "virtual_stages",
                                      "device", "transport", "snapshot_dir", "snapshot_every",
                                      "keep", "optimizer", NULL};
 
@@ -83,6 +85,7 @@ int pn_train_config_from_json(const json_t *train, const char *file, pn_train_co
     cfg->seed = (uint64_t)seed;
     cfg->eval_every = eval_every;
     PN_TRY(pn_json_bool(train, &at, "recompute", cfg->recompute, &cfg->recompute));
+    PN_TRY(pn_json_bool(train, &at, "share_memory", cfg->share_memory, &cfg->share_memory));
     PN_TRY(pn_json_bool(train, &at, "shard_optimizer", cfg->shard_optimizer,
                         &cfg->shard_optimizer));
     PN_TRY(pn_json_choice(train, &at, "schedule", false, "a schedule", schedules, 3,

@@ -182,6 +182,7 @@ int pn_trainer_setup(trainer *t, pn_job *job)
                           .device = cfg->device, .seed = cfg->seed, .global_batch = cfg->batch,
                           .micro_rows = t->micro_rows, .eval_rows = t->replica_rows,
                           .deterministic = cfg->deterministic, .recompute = cfg->recompute,
+                          .share_memory = cfg->share_memory,
                           .shard_optimizer = cfg->shard_optimizer};
     PN_TRY(pn_stage_create(&t->stage, &sc));
     if (!(t->config = json_dumps(g->root, JSON_INDENT(2) | JSON_PRESERVE_ORDER)))
