@@ -54,6 +54,10 @@ go recompute whole1.json 2 2 --deterministic --shard-optimizer --recompute
 for run in d2 d4 grid recompute; do same $run ref; done
 grep -q '^optimizer slots: sharded over 2 replicas' d2.out || { cat d2.out; fail "d2: no sharding line"; }
 grep -q '^optimizer slots: sharded' ref.out && fail "ref: sharded on one process"
+go one_sharded whole1.json 1 4 --deterministic --shard-optimizer
+same one_sharded ref
+grep -q '^optimizer slots: whole (--shard-optimizer shards them over 2 or more replicas' \
+    one_sharded.out || { cat one_sharded.out; fail "one_sharded: no note"; }
 go rows_ref shard1.json 1 4 --deterministic
 go rows shard1.json 2 2 --deterministic --shard-optimizer
 same rows rows_ref

@@ -376,6 +376,9 @@ static void announce(trainer *t)
                           pn_stage_grads_in_pieces(t->stage) ? "reduced to their pieces' replicas"
                           : cfg->deterministic ? "added in the fixed tree piece by piece"
                                                : "summed whole");
+    else if (cfg->shard_optimizer && slots > 0)
+        pn_progress_print(&t->progress, "optimizer slots: whole (--shard-optimizer shards "
+                          "them over 2 or more replicas; this stage has 1)");
 }
 
 /* One line of what each stage's activations took (the first replica's; the others
