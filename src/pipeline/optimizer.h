@@ -113,8 +113,8 @@ const pn_optimizer_config *pn_optimizer_config_of(const pn_optimizer *o);
  * comm's stage has replicas, plus the row-sparse parameters' slots); the arena gets
  * no slots. Each
  * pn_optimizer_step then updates that part and gathers every replica's values
- * (collective over the stage's replicas); gradients are summed as before, so clipping,
- * the NaN stop and --deterministic's bits are unchanged. */
+ * (collective over the stage's replicas). It reads this replica's piece of the
+ * gradients only, so the stage may sum them there alone (pn_stage_grads_in_pieces). */
 int pn_optimizer_create_sharded(pn_optimizer **out, const pn_optimizer_config *cfg,
                                 pn_params *params, pn_comm *comm);
 
