@@ -69,12 +69,15 @@ static void usage(FILE *out)
             "                     model file, nor a directory)\n"
             "  --threads N        with --measure: BLAS threads                         [1]\n"
             "  --repeat N         with --measure: timed steps (medians)               [11]\n"
+            "  --shard-optimizer  opt slots as --shard-optimizer keeps them: the dense\n"
+            "                     parameters' divided by D        [train.shard_optimizer]\n"
             "  --json             print the plan as JSON instead of tables\n"
             "  -h, --help         this text\n");
 }
 
 enum { OPT_STAGES = 256, OPT_REPLICAS, OPT_MICRO, OPT_SCHEDULE, OPT_BATCH, OPT_MEASURE,
-       OPT_TIMES, OPT_SAVE, OPT_THREADS, OPT_REPEAT, OPT_JSON, OPT_VIRTUAL };
+       OPT_TIMES, OPT_SAVE, OPT_THREADS, OPT_REPEAT, OPT_JSON, OPT_VIRTUAL,
+       OPT_SHARD_OPT };
 
 static const struct option longopts[] = {
     {"stages", required_argument, NULL, OPT_STAGES},
@@ -89,6 +92,7 @@ static const struct option longopts[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"repeat", required_argument, NULL, OPT_REPEAT},
     {"json", no_argument, NULL, OPT_JSON},
+    {"shard-optimizer", no_argument, NULL, OPT_SHARD_OPT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -101,7 +105,7 @@ typedef struct plan_options {
     int schedule;  /* pn_schedule_kind; -1: the model's train.schedule, else 1f1b */
     int virtual_stages; /* 0: the model's train.virtual_stages, else 2 under
                            interleaved, 1 otherwise */
-    bool measure, json;
+    bool measure, json, shard_optimizer;
     int threads;   /* 0: 1 */
     int repeat;
     char times[PN_PATH_MAX], save[PN_PATH_MAX];
@@ -131,6 +135,7 @@ static int parse_options(int argc, char **argv, plan_options *o)
             break;
         case OPT_MEASURE: o->measure = true; break;
         case OPT_JSON: o->json = true; break;
+        case OPT_SHARD_OPT: o->shard_optimizer = true; break;
         case OPT_TIMES: rc = pn_opt_path("layer-times", optarg, o->times, PN_PATH_MAX); break;
         case OPT_SAVE: rc = pn_opt_path("save-times", optarg, o->save, PN_PATH_MAX); break;
         case OPT_THREADS: rc = pn_opt_int("threads", optarg, 1, 4096, &o->threads); break;
@@ -238,6 +243,8 @@ static int report(const pn_plan *plan, const pn_graph *g, const pn_schedule *sch
         PN_TRY(pn_plan_predict(&pr, plan, g, sched, t, o->replicas, mb,
                                optimizer_slots(cfg->optimizer.kind), t->threads,
                                cores > 0 ? (int)cores : 1));
+    if (t && (o->shard_optimizer || cfg->shard_optimizer))
+        pn_plan_predict_shard_slots(&pr, plan, g, optimizer_slots(cfg->optimizer.kind));
     int rc = PN_OK;
     if (o->json) {
         json_t *j = pn_plan_json(plan, g, sched, o->replicas, mb, t ? &pr : NULL, t);

@@ -19,8 +19,8 @@ enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_S
        OPT_METRICS, OPT_THREADS, OPT_LOG_EVERY, OPT_DATA_CACHE, OPT_STAGES, OPT_MICRO,
        OPT_SCHEDULE, OPT_DETERMINISTIC, OPT_SNAPSHOT_DIR, OPT_SNAPSHOT_EVERY, OPT_KEEP,
        OPT_RESUME, OPT_RESUME_OVERRIDE, OPT_STALL_TIMEOUT, OPT_EVAL_EVERY, OPT_TRACE,
-       OPT_LAYER_TIMES, OPT_RECOMPUTE, OPT_VIRTUAL, OPT_DEVICE, OPT_TRANSPORT, OPT_NO_SHARE,
-       N_OPTS };
+       OPT_LAYER_TIMES, OPT_RECOMPUTE, OPT_SHARD_OPT, OPT_VIRTUAL, OPT_DEVICE, OPT_TRANSPORT,
+       OPT_NO_SHARE, N_OPTS };
 _Static_assert(N_OPTS - OPT_DATA <= PN_TRAIN_OPT_MAX, "pn_train_overrides.given is too small");
 
 #define GIVEN(opt) o->given[(opt) - OPT_DATA]
@@ -44,6 +44,7 @@ static const struct option longopts[] = {
     {"virtual-stages", required_argument, NULL, OPT_VIRTUAL},
     {"deterministic", no_argument, NULL, OPT_DETERMINISTIC},
     {"recompute", no_argument, NULL, OPT_RECOMPUTE},
+    {"shard-optimizer", no_argument, NULL, OPT_SHARD_OPT},
     {"no-share-memory", no_argument, NULL, OPT_NO_SHARE},
     {"snapshot-dir", required_argument, NULL, OPT_SNAPSHOT_DIR},
     {"snapshot-every", required_argument, NULL, OPT_SNAPSHOT_EVERY},
@@ -108,6 +109,7 @@ int pn_train_options_parse(int argc, char **argv, pn_train_overrides *o)
             break;
         case OPT_DETERMINISTIC: v->deterministic = true; break;
         case OPT_RECOMPUTE: v->recompute = true; break;
+        case OPT_SHARD_OPT: v->shard_optimizer = true; break;
         case OPT_NO_SHARE: v->share_memory = false; break;
         case OPT_SNAPSHOT_DIR:
             rc = pn_opt_path("snapshot-dir", optarg, v->snapshot_dir, PN_PATH_MAX);
@@ -163,6 +165,7 @@ void pn_train_options_apply(const pn_train_overrides *o, pn_train_config *cfg)
     if (GIVEN(OPT_DEVICE)) cfg->device_request = v->device_request;
     if (GIVEN(OPT_TRANSPORT)) cfg->transport_request = v->transport_request;
     if (GIVEN(OPT_RECOMPUTE)) cfg->recompute = true;
+    if (GIVEN(OPT_SHARD_OPT)) cfg->shard_optimizer = true;
     if (GIVEN(OPT_NO_SHARE)) cfg->share_memory = false;
     if (GIVEN(OPT_SNAPSHOT_DIR)) strcpy(cfg->snapshot_dir, v->snapshot_dir);
     if (GIVEN(OPT_SNAPSHOT_EVERY)) cfg->snapshot_every = v->snapshot_every;

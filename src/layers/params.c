@@ -30,6 +30,7 @@ struct pn_params {
     slot *slots;
     int n_slots;
     int shards, shard; /* sharded parameters keep rows id mod shards = shard */
+    int grad_pieces;   /* the gradient buffer holds grad_pieces equal pieces (>= 1) */
 };
 
 int pn_params_create(pn_params **out, pn_device dev)
@@ -38,6 +39,7 @@ int pn_params_create(pn_params **out, pn_device dev)
     if (!p) return pn_error_set(PN_ERR_NOMEM, "out of memory creating a parameter arena");
     p->device = dev;
     p->shards = 1;
+    p->grad_pieces = 1;
     *out = p;
     return PN_OK;
 }
@@ -218,7 +220,8 @@ int pn_params_finalize(pn_params *p)
     size_t bytes = (p->total ? p->total : 1) * sizeof(float);
     PN_TRY(pn_buffer_acquire(&p->values, p->device, bytes));
     lay_out_grads(p);
-    PN_TRY(pn_buffer_acquire(&p->grads, p->device, (p->grad_total ? p->grad_total : 1) * sizeof(float)));
+    size_t room = pn_params_grad_room(p);
+    PN_TRY(pn_buffer_acquire(&p->grads, p->device, (room ? room : 1) * sizeof(float)));
     if (!(p->row_grads = calloc(p->count ? (size_t)p->count : 1, sizeof *p->row_grads)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory for the row-sparse gradients");
     for (int i = 0; i < p->count; i++)
@@ -299,6 +302,43 @@ const pn_param *pn_params_get(const pn_params *p, int index) { return &p->items[
 pn_device pn_params_device(const pn_params *p) { return p->device; }
 size_t pn_params_size(const pn_params *p) { return p->total; }
 size_t pn_params_grad_size(const pn_params *p) { return p->grad_total; }
+
+int pn_params_set_grad_pieces(pn_params *p, int pieces)
+{
+    if (p->finalized || pieces < 1)
+        return pn_error_set(PN_ERR_INTERNAL, "gradient pieces %d %s", pieces,
+                            p->finalized ? "after finalize" : "(expected >= 1)");
+    p->grad_pieces = pieces;
+    return PN_OK;
+}
+
+size_t pn_params_grad_piece(const pn_params *p)
+{
+    size_t d = (size_t)p->grad_pieces, per = (p->grad_total + d - 1) / d;
+    return (per + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
+}
+
+size_t pn_params_grad_room(const pn_params *p)
+{
+    return p->grad_pieces > 1 ? pn_params_grad_piece(p) * (size_t)p->grad_pieces : p->grad_total;
+}
+
+void pn_params_grad_own(const pn_params *p, size_t *lo, size_t *hi)
+{
+    size_t piece = pn_params_grad_piece(p);
+    *lo = piece * (size_t)(p->grad_pieces > 1 ? p->shard : 0);
+    *hi = *lo + piece < p->grad_total ? *lo + piece : p->grad_total;
+    if (*hi < *lo) *hi = *lo;
+}
+
+void pn_params_drop_slots(pn_params *p)
+{
+    for (int s = 0; s < p->n_slots; s++) {
+        free(p->slots[s].name);
+        pn_buffer_release(&p->slots[s].buf);
+    }
+    p->n_slots = 0;
+}
 
 void pn_params_grad_span(const pn_params *p, int index, size_t *first, size_t *end)
 {

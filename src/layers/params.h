@@ -116,6 +116,22 @@ const char *pn_params_slot_name(const pn_params *p, int slot);
 /* Floats in the gradient buffer (dense parameters only, with padding). */
 size_t pn_params_grad_size(const pn_params *p);
 
+/* The gradient buffer as grad_pieces equal pieces (before finalize; default 1): a
+ * sharded optimizer's replicas each own one piece (pn_params_grad_piece floats,
+ * aligned; the last ones padded past pn_params_grad_size), and the buffer has room
+ * for all of them (pn_params_grad_room floats), so it can take a gather of the
+ * pieces in place of a second arena. */
+int pn_params_set_grad_pieces(pn_params *p, int pieces);
+size_t pn_params_grad_piece(const pn_params *p);
+size_t pn_params_grad_room(const pn_params *p);
+/* This arena's own piece (shard `shard` of pn_params_set_shards) of the gradient
+ * buffer, [*lo, *hi) in floats, hi at most pn_params_grad_size. */
+void pn_params_grad_own(const pn_params *p, size_t *lo, size_t *hi);
+
+/* Frees every optimizer slot (a sharded optimizer keeps its own part elsewhere and
+ * adds whole slots back only around a snapshot). Handles are reused from 0. */
+void pn_params_drop_slots(pn_params *p);
+
 /* Views of one parameter: rows x cols (a row-sparse parameter's grad: 0 x cols). */
 pn_matrix pn_params_value(const pn_params *p, int index);
 pn_matrix pn_params_grad(const pn_params *p, int index);

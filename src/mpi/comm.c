@@ -388,6 +388,19 @@ void pn_link_cancel(pn_link *l) { l->transport->link_cancel(l); }
 
 int pn_comm_bucket_start(pn_comm *c, pn_matrix *m) { return c->transport->bucket_start(c, m); }
 
+bool pn_comm_can_reduce_buckets(const pn_comm *c)
+{
+    return c->transport->bucket_reduce_start != NULL;
+}
+
+int pn_comm_bucket_reduce_start(pn_comm *c, pn_matrix *m, int root)
+{
+    if (!c->transport->bucket_reduce_start)
+        return pn_error_set(PN_ERR_INTERNAL, "transport %s reduces no bucket to one replica",
+                            c->transport->name);
+    return c->transport->bucket_reduce_start(c, m, root);
+}
+
 int pn_comm_buckets_wait(pn_comm *c)
 {
     double t0 = PN_TRACE_T0();
@@ -404,6 +417,19 @@ int pn_comm_gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all)
     double t0 = PN_TRACE_T0();
     int rc = c->transport->gather_replicas(c, mine, all);
     PN_TRACE("replica gather", "allreduce", NULL, -1, -1, t0);
+    return rc;
+}
+
+int pn_comm_exchange_replicas(pn_comm *c, const pn_matrix *send, pn_matrix *recv)
+{
+    if (send->rows != c->grid.replicas || recv->rows != c->grid.replicas ||
+        send->cols != recv->cols || send->data == recv->data)
+        return pn_error_set(PN_ERR_INTERNAL, "replica exchange: %d x %d into %d x %d over %d "
+                            "replicas", send->rows, send->cols, recv->rows, recv->cols,
+                            c->grid.replicas);
+    double t0 = PN_TRACE_T0();
+    int rc = c->transport->exchange_replicas(c, send, recv);
+    PN_TRACE("replica exchange", "allreduce", NULL, -1, -1, t0);
     return rc;
 }
 

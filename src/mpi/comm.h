@@ -219,12 +219,24 @@ void pn_link_cancel(pn_link *l);
  * arena); m must stay untouched until pn_comm_buckets_wait. */
 int pn_comm_bucket_start(pn_comm *c, pn_matrix *m);
 
+/* Starts summing m over this stage's replicas into replica root's m only (the
+ * others' m is left as it was): a sharded optimizer's piece, where the transport can
+ * (pn_comm_can_reduce_buckets); waited for by pn_comm_buckets_wait. */
+bool pn_comm_can_reduce_buckets(const pn_comm *c);
+int pn_comm_bucket_reduce_start(pn_comm *c, pn_matrix *m, int root);
+
 /* Waits for every bucket started since the last wait. */
 int pn_comm_buckets_wait(pn_comm *c);
 
 /* all[r, :] = mine of replica r, for every replica of this stage (all is replicas x
- * mine's columns, mine is 1 row): what the deterministic sum adds in a fixed tree. */
+ * mine's columns, mine is 1 row): what the deterministic sum adds in a fixed tree.
+ * mine may be all's own row (this replica's: in place, both transports). */
 int pn_comm_gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all);
+
+/* recv[q, :] = send[r, :] of replica q, where r is this replica (send and recv are
+ * replicas x n, distinct): an all-to-all over this stage's replicas, each replica's
+ * row r of every other's (a sharded optimizer's pieces under --deterministic). */
+int pn_comm_exchange_replicas(pn_comm *c, const pn_matrix *send, pn_matrix *recv);
 
 /* Row-sparse gradients over the stage's replicas (layers/row_grad.h), in host memory
  * (the sparse layers run on the host), through MPI collectives on the control plane:

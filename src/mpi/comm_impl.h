@@ -31,7 +31,12 @@ typedef struct pn_transport {
     void (*link_cancel)(pn_link *l);
     int (*bucket_start)(pn_comm *c, pn_matrix *m);
     int (*buckets_wait)(pn_comm *c);
+    /* Optional (NULL: the stage all-reduces instead; both transports have it): a
+     * bucket summed on replica root only, in place there; waited for with the others
+     * by buckets_wait. */
+    int (*bucket_reduce_start)(pn_comm *c, pn_matrix *m, int root);
     int (*gather_replicas)(pn_comm *c, const pn_matrix *mine, pn_matrix *all);
+    int (*exchange_replicas)(pn_comm *c, const pn_matrix *send, pn_matrix *recv);
     int (*pipe_exchange)(pn_comm *c, int n_send, const pn_matrix *send, const int *to,
                          int n_recv, pn_matrix *recv, const int *from);
     void (*release)(pn_comm *c); /* frees transport_state */

@@ -2,8 +2,9 @@
  * non-blocking point-to-point messages through host buffers, one per micro-batch,
  * each a checked header, the payload and, where samples are padded sequences,
  * their lengths (host int32, what the receiving stage's layers mask by); the
- * replicas' gradient buckets as MPI_Iallreduce in place; the replica gather as
- * MPI_Iallgather; every wait through the seam's watched wait (watch.c). Data on a
+ * replicas' gradient buckets as MPI_Iallreduce in place (a sharded optimizer's
+ * pieces: MPI_Ireduce to the piece's replica); the replica gather as MPI_Iallgather
+ * (in place when the replica's own row is given); every wait through the seam's watched wait (watch.c). Data on a
  * device other than the host (and host views that are not dense) is staged through
  * host memory (pn_matrix_read/write): links, buckets, gathers and tied gradients.
  * The staging of buckets, gathers and tied gradients has never run on GPUs (it needs several). */
@@ -256,7 +257,8 @@ static void release_requests(staged_requests *r)
     free(r->data);
 }
 
-static int bucket_start(pn_comm *c, pn_matrix *m)
+/* root < 0: summed on every replica (all-reduce); else on replica root only. */
+static int bucket_post(pn_comm *c, pn_matrix *m, int root)
 {
     if (pn_matrix_count(*m) > INT_MAX)
         return pn_error_set(PN_ERR_UNSUPPORTED, "a gradient bucket of %d x %d floats", m->rows,
@@ -268,11 +270,27 @@ static int bucket_start(pn_comm *c, pn_matrix *m)
         PN_TRY(reserve_requests(b, b->cap ? 2 * b->cap : 16));
     float *data; /* a bucket on a GPU: its host copy, read now (after backward's kernels) */
     PN_TRY(stage_in(&b->data[st->n_buckets], m, true, &data));
-    PN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, (int)pn_matrix_count(*m), MPI_FLOAT,
-                                MPI_SUM, c->replicas, &b->req[st->n_buckets++]));
+    int n = (int)pn_matrix_count(*m);
+    MPI_Request *r = &b->req[st->n_buckets++];
+    if (root < 0)
+        PN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, c->replicas, r));
+    else if (root == c->grid.replica)
+        PN_MPI_CHECK(MPI_Ireduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, root, c->replicas, r));
+    else
+        PN_MPI_CHECK(MPI_Ireduce(data, NULL, n, MPI_FLOAT, MPI_SUM, root, c->replicas, r));
     int done; /* push the reductions already in flight along */
     PN_MPI_CHECK(MPI_Testall(st->n_buckets, b->req, &done, MPI_STATUSES_IGNORE));
     return PN_OK;
+}
+
+static int bucket_start(pn_comm *c, pn_matrix *m) { return bucket_post(c, m, -1); }
+
+static int bucket_reduce_start(pn_comm *c, pn_matrix *m, int root)
+{
+    if (root < 0 || root >= c->grid.replicas)
+        return pn_error_set(PN_ERR_INTERNAL, "a bucket reduced to replica %d of %d", root,
+                            c->grid.replicas);
+    return bucket_post(c, m, root);
 }
 
 static int buckets_wait(pn_comm *c)
@@ -299,9 +317,30 @@ static int gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all)
     PN_TRY(stage_in(&st->gather_out, all, false, &out));
     int n = mine->cols;
     MPI_Request r;
-    PN_MPI_CHECK(MPI_Iallgather(in, n, MPI_FLOAT, out, n, MPI_FLOAT, c->replicas, &r));
+    /* mine as all's own row: in place, as MPI wants it said */
+    bool in_place = in == out + (size_t)c->grid.replica * (size_t)n;
+    PN_MPI_CHECK(MPI_Iallgather(in_place ? MPI_IN_PLACE : in, n, MPI_FLOAT, out, n, MPI_FLOAT,
+                                c->replicas, &r));
     PN_TRY(pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE,
                         &(pn_wait_for){"the gradient gather over", NULL, -1, PN_SCOPE_REPLICAS}));
+    return stage_out(&st->gather_out);
+}
+
+static int exchange_replicas(pn_comm *c, const pn_matrix *send, pn_matrix *recv)
+{
+    if (pn_matrix_count(*send) > INT_MAX)
+        return pn_error_set(PN_ERR_UNSUPPORTED, "a replica exchange of %d x %d floats",
+                            send->rows, send->cols);
+    mpi_state *st = state_of(c);
+    if (!st) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    float *in, *out;
+    PN_TRY(stage_in(&st->gather_in, send, true, &in));
+    PN_TRY(stage_in(&st->gather_out, recv, false, &out));
+    int n = send->cols;
+    MPI_Request r;
+    PN_MPI_CHECK(MPI_Ialltoall(in, n, MPI_FLOAT, out, n, MPI_FLOAT, c->replicas, &r));
+    PN_TRY(pn_comm_wait(c, 1, &r, MPI_STATUSES_IGNORE,
+                        &(pn_wait_for){"the gradient exchange over", NULL, -1, PN_SCOPE_REPLICAS}));
     return stage_out(&st->gather_out);
 }
 
@@ -371,7 +410,9 @@ const pn_transport pn_transport_mpi = {
     .link_cancel = link_cancel,
     .bucket_start = bucket_start,
     .buckets_wait = buckets_wait,
+    .bucket_reduce_start = bucket_reduce_start,
     .gather_replicas = gather_replicas,
+    .exchange_replicas = exchange_replicas,
     .pipe_exchange = pipe_exchange,
     .release = release,
 };

@@ -20,7 +20,8 @@
  *    which must follow the payloads' order; the payload goes by ncclSend/ncclRecv
  *    on the link's stream from (into) device buffers of the link, ordered after the
  *    compute stream with events.
- *  - buckets: ncclAllReduce in place on the transport's communication stream, after
+ *  - buckets: ncclAllReduce in place on the transport's communication stream (or,
+ *    for a sharded optimizer's pieces, ncclReduce to the piece's replica), after
  *    an event recorded on the compute stream, so the sum overlaps the rest of
  *    backward; buckets_wait makes the compute stream wait for the communication
  *    stream and polls it.
@@ -387,6 +388,24 @@ static int bucket_start(pn_comm *c, pn_matrix *m)
     return PN_OK;
 }
 
+/* In place on the root; the others' m is only read (NCCL ignores their receive
+ * buffer). */
+static int bucket_reduce_start(pn_comm *c, pn_matrix *m, int root)
+{
+    nccl_state *st = pn_nccl_state(c);
+    PN_TRY(need_device(m, "gradient buckets"));
+    PN_TRY(need_comm(st->replicas, "a gradient bucket"));
+    if (root < 0 || root >= c->grid.replicas)
+        return pn_error_set(PN_ERR_INTERNAL, "a bucket reduced to replica %d of %d", root,
+                            c->grid.replicas);
+    PN_TRY(after_compute(st));
+    NCCL_CALL(c, ncclReduce(m->data, m->data, pn_matrix_count(*m), ncclFloat, ncclSum, root,
+                            st->replicas, st->stream),
+              st->replicas, &SUM);
+    st->buckets_pending = true;
+    return PN_OK;
+}
+
 static int buckets_wait(pn_comm *c)
 {
     nccl_state *st = pn_nccl_state(c);
@@ -407,6 +426,35 @@ static int gather_replicas(pn_comm *c, const pn_matrix *mine, pn_matrix *all)
     NCCL_CALL(c, ncclAllGather(mine->data, all->data, (size_t)mine->cols, ncclFloat,
                                st->replicas, st->stream),
               st->replicas, &GATHER);
+    return finish(c, st->replicas, &GATHER);
+}
+
+/* One group: row q of send to replica q, row q of recv from it; this replica's own
+ * row copied on the compute stream first (before the group waits for it). */
+static int exchange_replicas(pn_comm *c, const pn_matrix *send, pn_matrix *recv)
+{
+    nccl_state *st = pn_nccl_state(c);
+    PN_TRY(need_device(send, "replica exchanges"));
+    PN_TRY(need_device(recv, "replica exchanges"));
+    PN_TRY(need_comm(st->replicas, "a replica exchange"));
+    int me = c->grid.replica;
+    pn_matrix own = pn_matrix_rows(*send, me, 1), into = pn_matrix_rows(*recv, me, 1);
+    PN_TRY(pn_copy(&own, &into));
+    PN_TRY(after_compute(st));
+    size_t n = (size_t)send->cols;
+    ncclResult_t r = ncclGroupStart();
+    if (r != ncclSuccess) return pn_nccl_fail(r, st->replicas, "ncclGroupStart", __FILE__, __LINE__);
+    for (int q = 0; r == ncclSuccess && q < c->grid.replicas; q++) {
+        if (q == me) continue;
+        r = ncclSend(pn_matrix_rows(*send, q, 1).data, n, ncclFloat, q, st->replicas, st->stream);
+        if (r == ncclSuccess)
+            r = ncclRecv(pn_matrix_rows(*recv, q, 1).data, n, ncclFloat, q, st->replicas,
+                         st->stream);
+    }
+    ncclResult_t end = ncclGroupEnd(); /* always: the group must close */
+    if (r != ncclSuccess)
+        return pn_nccl_fail(r, st->replicas, "ncclSend/ncclRecv", __FILE__, __LINE__);
+    PN_TRY(pn_nccl_called(c, end, st->replicas, "ncclGroupEnd", __LINE__, &GATHER));
     return finish(c, st->replicas, &GATHER);
 }
 
@@ -452,7 +500,9 @@ const pn_transport pn_transport_nccl = {
     .link_cancel = pn_nccl_link_cancel,
     .bucket_start = bucket_start,
     .buckets_wait = buckets_wait,
+    .bucket_reduce_start = bucket_reduce_start,
     .gather_replicas = gather_replicas,
+    .exchange_replicas = exchange_replicas,
     .pipe_exchange = pipe_exchange,
     .release = release,
     .start = start,

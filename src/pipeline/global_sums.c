@@ -23,6 +23,8 @@ struct pn_global_sums {
     bool sharded;     /* a table here is sharded across the stage's replicas */
     double *shard_parts;    /* [n] the sharded tables' parts, summed over the replicas */
     uint64_t *shard_hashes; /* [n] their rows' hashes, combined over the replicas */
+    bool pieces;            /* dense gradients summed in this replica's piece only */
+    size_t lo, hi;          /* that piece of the gradient buffer */
 };
 
 /* Whether entry k is a table sharded across more than one replica. */
@@ -87,6 +89,34 @@ void pn_global_sums_free(pn_global_sums *gs)
     free(gs);
 }
 
+void pn_global_sums_in_pieces(pn_global_sums *gs)
+{
+    gs->pieces = true;
+    pn_params_grad_own(gs->arena, &gs->lo, &gs->hi);
+}
+
+/* Whether entry k's part is spread over the replicas: a sharded table, or a dense
+ * gradient summed in pieces. */
+static bool spread(const pn_global_sums *gs, int k)
+{
+    return is_sharded(gs, k) ||
+           (gs->pieces && gs->local[k] >= 0 && !pn_params_get(gs->arena, gs->local[k])->row_sparse);
+}
+
+/* Entry k's gradient as this replica sums it: a row-sparse one's merged rows, a dense
+ * one's slice, or under pieces its overlap with this replica's piece (maybe none). */
+static pn_matrix grad_of(const pn_global_sums *gs, int k, pn_row_grad *rg)
+{
+    if (rg) return pn_row_grad_rows(rg);
+    pn_matrix g = pn_params_grad(gs->arena, gs->local[k]);
+    if (!gs->pieces) return g;
+    const pn_param *q = pn_params_get(gs->arena, gs->local[k]);
+    size_t first = q->grad_offset, end = first + (size_t)q->rows * (size_t)q->cols;
+    size_t a = first > gs->lo ? first : gs->lo, b = end < gs->hi ? end : gs->hi;
+    pn_matrix all = pn_params_all_grads(gs->arena);
+    return a < b ? pn_matrix_cols(all, (int)a, (int)(b - a)) : pn_matrix_cols(all, 0, 0);
+}
+
 int pn_global_grad_norm2(pn_global_sums *gs, double *out)
 {
     for (int k = 0; k < gs->n; k++) {
@@ -94,14 +124,15 @@ int pn_global_grad_norm2(pn_global_sums *gs, double *out)
         if (gs->local[k] < 0) continue;
         pn_row_grad *rg = pn_params_row_grad(gs->arena, gs->local[k]);
         if (rg) PN_TRY(pn_row_grad_merge(rg)); /* duplicates summed before squaring */
-        pn_matrix g = rg ? pn_row_grad_rows(rg) : pn_params_grad(gs->arena, gs->local[k]);
-        PN_TRY(pn_sum_squares(&g, &gs->parts[k]));
+        pn_matrix g = grad_of(gs, k, rg);
+        if (g.cols > 0) PN_TRY(pn_sum_squares(&g, &gs->parts[k]));
     }
-    if (gs->sharded) { /* a sharded table's rows are spread over the replicas */
-        for (int k = 0; k < gs->n; k++) gs->shard_parts[k] = is_sharded(gs, k) ? gs->parts[k] : 0;
+    if (gs->sharded || gs->pieces) { /* a sharded table's rows, or the pieces, are spread
+                                        over the replicas */
+        for (int k = 0; k < gs->n; k++) gs->shard_parts[k] = spread(gs, k) ? gs->parts[k] : 0;
         PN_TRY(pn_comm_sum(gs->comm, PN_SCOPE_REPLICAS, gs->shard_parts, gs->n));
         for (int k = 0; k < gs->n; k++)
-            if (is_sharded(gs, k)) gs->parts[k] = gs->shard_parts[k];
+            if (spread(gs, k)) gs->parts[k] = gs->shard_parts[k];
     }
     PN_TRY(pn_comm_sum(gs->comm, PN_SCOPE_PIPE, gs->parts, gs->n));
     double total = 0.0;

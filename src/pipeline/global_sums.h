@@ -20,6 +20,10 @@ int pn_global_sums_create(pn_global_sums **out, const pn_graph *g, const pn_para
                           pn_comm *comm);
 void pn_global_sums_free(pn_global_sums *gs);
 
+/* The stage's dense gradients are summed in this replica's piece only
+ * (pn_stage_grads_in_pieces): the norm adds each replica's piece. */
+void pn_global_sums_in_pieces(pn_global_sums *gs);
+
 /* The sum of the squares of every gradient of the model. */
 int pn_global_grad_norm2(pn_global_sums *gs, double *out);
 

@@ -12,11 +12,13 @@
 #include "base/error.h"
 #include "base/json_read.h"
 #include "math/ops.h"
+#include "pipeline/optimizer_shard.h"
 
 struct pn_optimizer {
     pn_optimizer_config cfg;
     pn_params *params; /* the arena whose slots were added */
     int slot1, slot2;  /* slot handles, -1 when unused */
+    pn_opt_shard *shard; /* --shard-optimizer: this replica's part of the slots, or NULL */
 };
 
 static const char *const kind_names[] = {"sgd", "momentum", "adam", "adamw"};
@@ -198,17 +200,26 @@ int pn_optimizer_slot_names(pn_opt_kind kind, const char *names[2])
     return 0;
 }
 
-int pn_optimizer_create(pn_optimizer **out, const pn_optimizer_config *cfg, pn_params *params)
+/* An optimizer over params, its slots named in names (*n of them) but not yet made. */
+static int make(pn_optimizer **out, const pn_optimizer_config *cfg, pn_params *params,
+                const char *names[2], int *n)
 {
     *out = NULL;
     PN_TRY(check_config(cfg));
     pn_optimizer *o = calloc(1, sizeof *o);
     if (!o) return pn_error_set(PN_ERR_NOMEM, "out of memory creating the optimizer");
-    o->cfg = *cfg;
-    o->params = params;
-    o->slot1 = o->slot2 = -1;
+    *o = (pn_optimizer){*cfg, params, -1, -1, NULL};
+    *n = pn_optimizer_slot_names(cfg->kind, names);
+    *out = o;
+    return PN_OK;
+}
+
+int pn_optimizer_create(pn_optimizer **out, const pn_optimizer_config *cfg, pn_params *params)
+{
+    pn_optimizer *o;
     const char *names[2];
-    int n = pn_optimizer_slot_names(cfg->kind, names), rc = PN_OK;
+    int n, rc = PN_OK;
+    PN_TRY(make(&o, cfg, params, names, &n));
     if (n > 0) rc = pn_params_add_slot(params, names[0], &o->slot1);
     if (n > 1 && rc == PN_OK) rc = pn_params_add_slot(params, names[1], &o->slot2);
     if (rc < 0) {
@@ -219,7 +230,51 @@ int pn_optimizer_create(pn_optimizer **out, const pn_optimizer_config *cfg, pn_p
     return PN_OK;
 }
 
-void pn_optimizer_free(pn_optimizer *o) { free(o); }
+int pn_optimizer_create_sharded(pn_optimizer **out, const pn_optimizer_config *cfg,
+                                pn_params *params, pn_comm *comm)
+{
+    pn_optimizer *o;
+    const char *names[2];
+    int n;
+    PN_TRY(make(&o, cfg, params, names, &n));
+    if (n > 0) o->slot1 = 0; /* handles of the whole slots pn_optimizer_shard_gather adds */
+    if (n > 1) o->slot2 = 1;
+    int rc = pn_opt_shard_create(&o->shard, params, comm, n, names);
+    if (rc < 0) {
+        free(o);
+        return rc;
+    }
+    *out = o;
+    return PN_OK;
+}
+
+void pn_optimizer_free(pn_optimizer *o)
+{
+    if (!o) return;
+    pn_opt_shard_free(o->shard);
+    free(o);
+}
+
+int pn_optimizer_shard_gather(pn_optimizer *o)
+{
+    return o->shard ? pn_opt_shard_give(o->shard) : PN_OK;
+}
+
+int pn_optimizer_shard_scatter(pn_optimizer *o)
+{
+    return o->shard ? pn_opt_shard_take(o->shard) : PN_OK;
+}
+
+void pn_optimizer_shard_drop(pn_optimizer *o)
+{
+    if (o->shard) pn_params_drop_slots(o->params);
+}
+
+size_t pn_optimizer_slot_floats(const pn_optimizer *o)
+{
+    if (o->shard) return pn_opt_shard_floats(o->shard);
+    return o->slot1 >= 0 ? pn_params_size(o->params) : 0;
+}
 
 const pn_optimizer_config *pn_optimizer_config_of(const pn_optimizer *o) { return &o->cfg; }
 
@@ -283,9 +338,14 @@ int pn_optimizer_update_params(pn_optimizer *o, pn_params *params, long step,
         int i = indices ? indices[k] : k;
         hp.weight_decay = pn_params_get(params, i)->decay ? (float)c->weight_decay : 0.0f;
         pn_matrix w = pn_params_value(params, i), g = pn_params_grad(params, i);
-        pn_matrix s1 = {0}, s2 = {0};
-        if (o->slot1 >= 0) s1 = pn_params_slot(params, o->slot1, i);
-        if (o->slot2 >= 0) s2 = pn_params_slot(params, o->slot2, i);
+        pn_matrix s1 = {0}, s2 = {0}, part[2] = {{0}};
+        if (o->shard) { /* this replica's run of the parameter only */
+            if (!pn_opt_shard_part(o->shard, i, &w, &g, part)) continue;
+            s1 = part[0], s2 = part[1];
+        } else {
+            if (o->slot1 >= 0) s1 = pn_params_slot(params, o->slot1, i);
+            if (o->slot2 >= 0) s2 = pn_params_slot(params, o->slot2, i);
+        }
         pn_matrix *p1 = o->slot1 >= 0 ? &s1 : NULL, *p2 = o->slot2 >= 0 ? &s2 : NULL;
         pn_row_grad *rg = pn_params_row_grad(params, i);
         if (!rg) {
@@ -303,5 +363,6 @@ int pn_optimizer_update_params(pn_optimizer *o, pn_params *params, long step,
 
 int pn_optimizer_step(pn_optimizer *o, pn_params *params, long step, double grad_scale)
 {
-    return pn_optimizer_update_params(o, params, step, grad_scale, NULL, pn_params_count(params));
+    PN_TRY(pn_optimizer_update_params(o, params, step, grad_scale, NULL, pn_params_count(params)));
+    return o->shard ? pn_opt_shard_finish(o->shard) : PN_OK;
 }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 
 #include "layers/params.h"
+#include "mpi/comm.h"
 
 typedef enum pn_opt_kind { PN_OPT_SGD, PN_OPT_MOMENTUM, PN_OPT_ADAM, PN_OPT_ADAMW } pn_opt_kind;
 typedef enum pn_lr_kind { PN_LR_CONSTANT, PN_LR_STEP, PN_LR_COSINE } pn_lr_kind;
@@ -97,13 +98,36 @@ double pn_optimizer_clip_scale(const pn_optimizer_config *cfg, double grad_sq_su
  * zero-grad is needed). One fused op per parameter; no allocation. */
 int pn_optimizer_step(pn_optimizer *o, pn_params *params, long step, double grad_scale);
 
-/* The configuration o was created with. */
 /* The same update for the n parameters whose handles are in indices (NULL: the
  * first n), so a layer's parameters can be updated as soon as their gradients are
  * final, while they are still in cache. */
 int pn_optimizer_update_params(pn_optimizer *o, pn_params *params, long step,
                                double grad_scale, const int *indices, int n);
 
+/* The configuration o was created with. */
 const pn_optimizer_config *pn_optimizer_config_of(const pn_optimizer *o);
+
+/* --shard-optimizer (ZeRO stage 1): pn_optimizer_create, but the optimizer keeps
+ * only this replica's part of the slots, zero (optimizer_shard.h: its piece of the
+ * dense gradient buffer, whose arena must have been laid out in as many pieces as
+ * comm's stage has replicas, plus the row-sparse parameters' slots); the arena gets
+ * no slots. Each
+ * pn_optimizer_step then updates that part and gathers every replica's values
+ * (collective over the stage's replicas). It reads this replica's piece of the
+ * gradients only, so the stage may sum them there alone (pn_stage_grads_in_pieces). */
+int pn_optimizer_create_sharded(pn_optimizer **out, const pn_optimizer_config *cfg,
+                                pn_params *params, pn_comm *comm);
+
+/* Around a snapshot: _gather puts the whole slots back in the arena (every replica's
+ * part gathered, collective over the replicas), so a snapshot is written or read as
+ * without sharding; after a load _scatter keeps this replica's part of them and frees
+ * them, after a save _drop frees them (the parts are unchanged). All do nothing for
+ * an optimizer that is not sharded. */
+int pn_optimizer_shard_gather(pn_optimizer *o);
+int pn_optimizer_shard_scatter(pn_optimizer *o);
+void pn_optimizer_shard_drop(pn_optimizer *o);
+
+/* Floats of optimizer state per slot this rank holds (0 without slots). */
+size_t pn_optimizer_slot_floats(const pn_optimizer *o);
 
 #endif

@@ -139,6 +139,17 @@ void pn_plan_prediction_release(pn_plan_prediction *pr)
     pr->stage = NULL;
 }
 
+void pn_plan_predict_shard_slots(pn_plan_prediction *pr, const pn_plan *p, const pn_graph *g,
+                                 int slots)
+{
+    long d = pr->replicas > 1 ? pr->replicas : 1;
+    for (int st = 0; st < pr->stages; st++) {
+        long held, dense;
+        pn_plan_stage_held(p, g, st, pr->replicas, &held, &dense);
+        pr->stage[st].slot_bytes = 4.0 * (double)(held - dense + (dense + d - 1) / d) * slots;
+    }
+}
+
 void pn_plan_print_prediction(const pn_plan_prediction *pr, const pn_plan *p,
                               const pn_graph *g, const pn_plan_times *t, FILE *out)
 {

@@ -60,6 +60,11 @@ typedef struct pn_plan_prediction {
 int pn_plan_predict(pn_plan_prediction *out, const pn_plan *p, const pn_graph *g,
                     const pn_schedule *s, const pn_plan_times *t, int replicas,
                     int micro_batch, int slots, int threads, int cores);
+
+/* Under --shard-optimizer: each rank's slot memory as the sharded optimizer keeps
+ * it, the dense parameters' slots divided by the replicas (row-sparse ones whole). */
+void pn_plan_predict_shard_slots(pn_plan_prediction *pr, const pn_plan *p, const pn_graph *g,
+                                 int slots);
 void pn_plan_prediction_release(pn_plan_prediction *pr);
 
 /* The per-stage table of predicted times and memory, then the step's line. */

@@ -201,6 +201,23 @@ static int forward_micro(pn_stage *s, stage_chunk *ch, const pn_batch *b, long s
     return rc;
 }
 
+/* The bucket [first, end) of the gradient buffer summed on the replicas whose pieces
+ * it covers, each its part (a reduce-scatter by the pieces). */
+static int reduce_to_pieces(pn_stage *s, size_t first, size_t end)
+{
+    pn_matrix grads = pn_params_all_grads(s->params);
+    size_t piece = pn_params_grad_piece(s->params);
+    for (int r = 0; r < s->grid->replicas; r++) {
+        size_t a = piece * (size_t)r, b = a + piece;
+        if (a < first) a = first;
+        if (b > end) b = end;
+        if (a >= b) continue;
+        pn_matrix part = pn_matrix_cols(grads, (int)a, (int)(b - a));
+        PN_TRY(pn_comm_bucket_reduce_start(s->cfg.comm, &part, r));
+    }
+    return PN_OK;
+}
+
 /* A layer's gradients are final for the step: start summing them over the replicas
  * (its dense parameters are one contiguous run of the gradient buffer). */
 static int start_bucket(void *ctx, const pn_layer_inst *x)
@@ -213,7 +230,8 @@ static int start_bucket(void *ctx, const pn_layer_inst *x)
     pn_matrix grads = pn_params_all_grads(s->params);
     pn_matrix bucket = pn_matrix_cols(grads, (int)first, (int)(end - first));
     double t0 = PN_TRACE_T0();
-    int rc = pn_comm_bucket_start(s->cfg.comm, &bucket);
+    int rc = s->in_pieces ? reduce_to_pieces(s, first, end)
+                          : pn_comm_bucket_start(s->cfg.comm, &bucket);
     PN_TRACE("bucket all-reduce start", "allreduce", x->layer->name, -1, -1, t0);
     return rc;
 }
@@ -315,6 +333,24 @@ static int wait_sends(pn_stage *s)
     return PN_OK;
 }
 
+/* --deterministic with a sharded optimizer: each replica receives every replica's
+ * copy of its own piece of the gradient buffer, adds them in the replica tree (the
+ * same additions, element by element, as on the whole buffer) and the summed pieces
+ * are gathered back: the bits of the whole sum, moving and holding the arena about
+ * twice instead of D times. */
+static int sum_pieces(pn_stage *s)
+{
+    int d = s->grid->replicas;
+    size_t piece = pn_params_grad_piece(s->params);
+    pn_matrix grads = pn_params_all_grads(s->params);
+    pn_matrix room = {grads.data, d, (int)piece, (int)piece, grads.device};
+    pn_matrix copies = pn_matrix_on(&s->replica_sums, d, (int)piece);
+    pn_matrix own = pn_matrix_rows(room, s->grid->replica, 1);
+    PN_TRY(pn_comm_exchange_replicas(s->cfg.comm, &room, &copies));
+    PN_TRY(pn_grad_tree_sum_blocks(&copies, &own));
+    return pn_comm_gather_replicas(s->cfg.comm, &own, &room);
+}
+
 /* The arena's gradients = the tree sum of every micro-batch of the step over all
  * replicas: each chunk's tree into its run, then (D > 1) the replicas' arenas added
  * in the replica tree. Every element is summed in the same tree as on one process. */
@@ -329,6 +365,7 @@ static int deterministic_sum(pn_stage *s)
         if (mine.data) PN_TRY(pn_copy(&mine, &run));
     }
     if (s->grid->replicas == 1) return PN_OK;
+    if (s->cfg.shard_optimizer) return sum_pieces(s);
     pn_matrix all = pn_matrix_on(&s->replica_sums, s->grid->replicas, grads.cols);
     PN_TRY(pn_comm_gather_replicas(s->cfg.comm, &grads, &all));
     return pn_grad_tree_sum_blocks(&all, &grads);
@@ -433,6 +470,8 @@ static int count_positions(pn_stage *s, const pn_batch *b)
             pn_network_set_positions(s->chunks[v].nets[k], n);
     return PN_OK;
 }
+
+bool pn_stage_grads_in_pieces(const pn_stage *s) { return s->in_pieces; }
 
 int pn_stage_step(pn_stage *s, const pn_batch *b, long step)
 {

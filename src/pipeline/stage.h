@@ -38,6 +38,8 @@ typedef struct pn_stage_config {
     bool deterministic;          /* sum gradients in a fixed tree (--deterministic) */
     bool recompute;              /* one network; keep only each micro-batch's received
                                     inputs and run its forward again before its backward */
+    bool shard_optimizer;        /* lay the gradients out in one piece per replica
+                                    (pn_params_set_grad_pieces) for a sharded optimizer */
     bool forward_only;           /* inference: one network per chunk without gradients,
                                     no gradient links; pn_stage_step is refused */
     bool share_memory;           /* the activation memory planner (pipeline/arg_plan.h):
@@ -56,6 +58,11 @@ typedef struct pn_stage_mem {
 /* Builds this rank's stage: networks, arena (initialized from the seed), links. */
 int pn_stage_create(pn_stage **out, const pn_stage_config *cfg);
 void pn_stage_free(pn_stage *s);
+
+/* Whether a step leaves the dense gradients summed in this replica's piece only
+ * (pn_params_grad_own; --shard-optimizer without --deterministic, no tied table
+ * here, a transport that reduces to one replica): the rest is not the sum. */
+bool pn_stage_grads_in_pieces(const pn_stage *s);
 
 /* The stage's parameter arena (the optimizer adds its slots to it). */
 pn_params *pn_stage_params(const pn_stage *s);

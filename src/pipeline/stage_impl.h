@@ -53,6 +53,8 @@ struct pn_stage {
     pn_grad_store grads;        /* the shared argument gradients (share_memory) */
     pn_buffer replica_sums;     /* --deterministic, D > 1: every replica's sum [D, arena] */
     pn_ties *ties;              /* tied tables with a use here, or NULL */
+    bool in_pieces;             /* --shard-optimizer without --deterministic: each bucket
+                                   summed on the replicas whose pieces it covers only */
     int *row_counts;            /* [replicas]: a row-sparse gradient's entries per replica */
     pn_shard_rows *shard_rows;  /* tables sharded across the replicas: their pull and
                                    push (NULL: none here, or one replica) */

@@ -70,6 +70,8 @@ static int build_networks(pn_stage *s)
     pn_grad_store_init(&s->grads, s->cfg.device); /* backwards run one at a time */
     /* a table with "shard": "rows" keeps this replica's share of its rows */
     PN_TRY(pn_params_set_shards(s->params, s->grid->replicas, s->grid->replica));
+    if (s->cfg.shard_optimizer && s->grid->replicas > 1)
+        PN_TRY(pn_params_set_grad_pieces(s->params, s->grid->replicas));
     for (int v = 0; v < s->n_chunks; v++) PN_TRY(create_chunk(s, &s->chunks[v], v));
     PN_TRY(pn_params_finalize(s->params));
     PN_TRY(pn_params_init_values(s->params, s->cfg.seed));
@@ -333,6 +335,9 @@ int pn_stage_setup(pn_stage *s)
         sharded |= pn_params_split(s->params, pn_params_get(s->params, i));
     if (sharded)
         PN_TRY(pn_shard_rows_create(&s->shard_rows, s->cfg.comm));
+    /* tied tables sum their uses' whole gradients after the step (ties.h) */
+    s->in_pieces = s->cfg.shard_optimizer && s->grid->replicas > 1 && !s->cfg.deterministic &&
+                   !s->ties && pn_comm_can_reduce_buckets(s->cfg.comm);
     if (!s->cfg.deterministic) return PN_OK;
     for (int k = 0; k < v; k++) {
         stage_chunk *ch = &s->chunks[k];
@@ -340,6 +345,8 @@ int pn_stage_setup(pn_stage *s)
                                  (int)(ch->grad_end - ch->grad_first), s->micro));
     }
     int n = (int)pn_params_grad_size(s->params);
+    if (s->cfg.shard_optimizer) /* every replica's copy of its own piece only */
+        n = (int)pn_params_grad_piece(s->params);
     size_t bytes = (size_t)s->grid->replicas * (size_t)(n ? n : 1) * sizeof(float);
     if (s->grid->replicas > 1) PN_TRY(pn_buffer_acquire(&s->replica_sums, s->cfg.device, bytes));
     return PN_OK;

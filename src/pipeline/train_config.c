@@ -48,8 +48,8 @@ static int read_path(const json_t *train, const pn_json_at *at, const char *key,
 /* The one list of the section's keys: the parser refuses any other, its message
  * lists these, and tests/test_cli.sh compares them with docs/training.md's table. */
 const char *const pn_train_keys[] = {"batch", "epochs", "steps", "seed", "data", "eval",
-                                     "eval_every", "recompute", "share_memory", "schedule",
-                                     "virtual_stages",
+                                     "eval_every", "recompute", "share_memory", "shard_optimizer",
+                                     "schedule", "virtual_stages",
                                      "device", "transport", "snapshot_dir", "snapshot_every",
                                      "keep", "optimizer", NULL};
 
@@ -86,6 +86,8 @@ int pn_train_config_from_json(const json_t *train, const char *file, pn_train_co
     cfg->eval_every = eval_every;
     PN_TRY(pn_json_bool(train, &at, "recompute", cfg->recompute, &cfg->recompute));
     PN_TRY(pn_json_bool(train, &at, "share_memory", cfg->share_memory, &cfg->share_memory));
+    PN_TRY(pn_json_bool(train, &at, "shard_optimizer", cfg->shard_optimizer,
+                        &cfg->shard_optimizer));
     PN_TRY(pn_json_choice(train, &at, "schedule", false, "a schedule", schedules, 3,
                           cfg->schedule, &cfg->schedule));
     long virtual_stages;

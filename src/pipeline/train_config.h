@@ -34,6 +34,7 @@ typedef struct pn_train_config {
                                   there, 1 elsewhere) */
     bool deterministic;        /* sum gradients in a fixed tree: bit-identical layouts */
     bool recompute;            /* keep stage inputs, run forwards again for backward */
+    bool shard_optimizer;      /* each replica keeps 1/D of the optimizer slots (ZeRO 1) */
     bool share_memory;         /* the activation memory planner (default true) */
     int device_request;        /* pn_device_request (the default: cpu) */
     pn_device device;          /* where this rank's stage lives: set by the trainer from

@@ -222,8 +222,12 @@ static int snapshot(trainer *t, pn_progress_mark mark)
     double t0 = pn_now();
     pn_comm_watch(t->comm, 0, "the snapshot at step %ld", mark.step); /* see stall_bound */
     pn_run_settings run = {t->config, t->cfg.seed, t->cfg.batch};
-    int rc = pn_checkpoint_save(t->comm, pn_stage_params(t->stage), run, mark,
+    /* a sharded optimizer's slots whole in the arena while it is written */
+    int rc = pn_comm_agree(t->comm, pn_optimizer_shard_gather(t->opt));
+    if (rc == PN_OK)
+        rc = pn_checkpoint_save(t->comm, pn_stage_params(t->stage), run, mark,
                                 t->cfg.snapshot_dir, t->cfg.keep, path, sizeof path);
+    pn_optimizer_shard_drop(t->opt);
     PN_TRACE("snapshot", "snapshot", NULL, mark.step, -1, t0);
     if (rc < 0) {
         t->failed_together = true;
@@ -308,7 +312,10 @@ static int resume(trainer *t)
         return PN_OK;
     }
     double t0 = PN_TRACE_T0();
+    /* a sharded optimizer reads whole slots and keeps its part of them */
+    PN_TRY(pn_comm_agree(t->comm, pn_optimizer_shard_gather(t->opt)));
     PN_TRY(pn_checkpoint_load(t->comm, pn_stage_params(t->stage), t->resume_path, &t->start));
+    PN_TRY(pn_comm_agree(t->comm, pn_optimizer_shard_scatter(t->opt)));
     PN_TRACE("resume", "snapshot", NULL, t->start.step, -1, t0);
     snprintf(t->newest_path, sizeof t->newest_path, "%s", t->resume_path);
     t->newest_step = t->start.step; /* the run's parameters until it trains a step */
@@ -357,6 +364,21 @@ static void announce(trainer *t)
                           pn_comm_transport_name(t->comm), t->devices);
     else if (t->cfg.device.kind != PN_DEVICE_HOST) /* one process on the CPU: as before */
         pn_progress_print(&t->progress, "device: %s", t->devices);
+    const pn_params *arena = pn_stage_params(t->stage);
+    const char *names[2];
+    int slots = pn_optimizer_slot_names(cfg->optimizer.kind, names);
+    if (cfg->shard_optimizer && t->grid->replicas > 1 && slots > 0) /* rank 0's stage */
+        pn_progress_print(&t->progress, "optimizer slots: sharded over %d replicas, %.2f MiB "
+                          "per rank instead of %.2f MiB (stage 0); gradients %s",
+                          t->grid->replicas,
+                          4.0 * slots * (double)pn_optimizer_slot_floats(t->opt) / 1048576.0,
+                          4.0 * slots * (double)pn_params_size(arena) / 1048576.0,
+                          pn_stage_grads_in_pieces(t->stage) ? "reduced to their pieces' replicas"
+                          : cfg->deterministic ? "added in the fixed tree piece by piece"
+                                               : "summed whole");
+    else if (cfg->shard_optimizer && slots > 0)
+        pn_progress_print(&t->progress, "optimizer slots: whole (--shard-optimizer shards "
+                          "them over 2 or more replicas; this stage has 1)");
 }
 
 /* One line of what each stage's activations took (the first replica's; the others

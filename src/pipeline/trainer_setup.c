@@ -182,7 +182,8 @@ int pn_trainer_setup(trainer *t, pn_job *job)
                           .device = cfg->device, .seed = cfg->seed, .global_batch = cfg->batch,
                           .micro_rows = t->micro_rows, .eval_rows = t->replica_rows,
                           .deterministic = cfg->deterministic, .recompute = cfg->recompute,
-                          .share_memory = cfg->share_memory};
+                          .share_memory = cfg->share_memory,
+                          .shard_optimizer = cfg->shard_optimizer};
     PN_TRY(pn_stage_create(&t->stage, &sc));
     if (!(t->config = json_dumps(g->root, JSON_INDENT(2) | JSON_PRESERVE_ORDER)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
@@ -200,8 +201,13 @@ int pn_trainer_setup(trainer *t, pn_job *job)
     PN_TRY(check_warmup(t, t->total_steps)); /* else "total_steps", never written */
     if (t->opt_cfg.schedule == PN_LR_COSINE && t->opt_cfg.total_steps == 0)
         t->opt_cfg.total_steps = t->total_steps;
-    PN_TRY(pn_optimizer_create(&t->opt, &t->opt_cfg, pn_stage_params(t->stage)));
+    if (cfg->shard_optimizer && t->grid->replicas > 1) /* the slots never whole */
+        PN_TRY(pn_optimizer_create_sharded(&t->opt, &t->opt_cfg, pn_stage_params(t->stage),
+                                           t->comm));
+    else
+        PN_TRY(pn_optimizer_create(&t->opt, &t->opt_cfg, pn_stage_params(t->stage)));
     PN_TRY(pn_global_sums_create(&t->sums, g, pn_stage_params(t->stage), t->comm));
+    if (pn_stage_grads_in_pieces(t->stage)) pn_global_sums_in_pieces(t->sums);
     if (cfg->metrics[0] && is_root(t))
         PN_TRY(pn_metrics_open(&t->metrics, cfg->metrics, t->resume_path[0] != '\0'));
     return PN_OK;

@@ -72,7 +72,7 @@ struct part {
     MPI_Request req = MPI_REQUEST_NULL;
 };
 
-enum op_kind { P2P, ALLREDUCE, ALLGATHER, REDUCESCATTER, BROADCAST };
+enum op_kind { P2P, ALLREDUCE, ALLGATHER, REDUCESCATTER, BROADCAST, REDUCE };
 
 struct op_state {
     op_kind kind = P2P;

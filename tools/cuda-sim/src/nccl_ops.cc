@@ -118,6 +118,17 @@ int op_start(void *ctx)
                  &o->reqs.back());
         }
         break;
+    case REDUCE: /* every rank's to the root, which adds them in rank order */
+        o->bufs[me].resize(chunk ? chunk : 1);
+        if (chunk) memcpy(o->bufs[me].data(), o->send, chunk);
+        if (me == (size_t)o->root) {
+            from_all(chunk);
+        } else {
+            o->reqs.push_back(MPI_REQUEST_NULL);
+            post(o->bufs[me].data(), chunk, true, false, c->world[(size_t)o->root], tag,
+                 &o->reqs.back());
+        }
+        break;
     case P2P: break;
     }
     return 1;
@@ -206,6 +217,11 @@ void op_finish(void *ctx)
             case BROADCAST:
                 if (chunk) memcpy(o->recv, o->bufs[me].data(), chunk);
                 break;
+            case REDUCE: /* the root only: the others' receive buffer is not theirs */
+                if (me != (size_t)o->root) break;
+                for (size_t r = 0; r < n; r++) in[r] = o->bufs[r].data();
+                reduce_any(o, in, o->count, (char *)o->recv);
+                break;
             case P2P: break;
             }
         }
@@ -217,7 +233,7 @@ void op_describe(void *ctx, char *out, size_t cap)
 {
     op_state *o = (op_state *)ctx;
     static const char *const names[] = {"ncclSend/ncclRecv", "ncclAllReduce", "ncclAllGather",
-                                        "ncclReduceScatter", "ncclBroadcast"};
+                                        "ncclReduceScatter", "ncclBroadcast", "ncclReduce"};
     if (o->kind == P2P) {
         size_t n = 0;
         n += snprintf(out + n, cap - n, "NCCL group of");
@@ -394,8 +410,9 @@ static ncclResult_t collective(op_kind kind, const void *send, void *recv, size_
         return ncclInvalidArgument;
     }
     bool sends = kind != BROADCAST || c->rank == root;
+    bool receives = kind != REDUCE || c->rank == root;
     if ((sends && (r = buffer_ok(c, call, "send", send, send_elems * es)) != ncclSuccess) ||
-        (r = buffer_ok(c, call, "receive", recv, recv_elems * es)) != ncclSuccess ||
+        (receives && (r = buffer_ok(c, call, "receive", recv, recv_elems * es)) != ncclSuccess) ||
         (r = stream_ok(c, call, stream)) != ncclSuccess)
         return r;
     op_state *o = new op_state;
@@ -434,6 +451,14 @@ extern "C" ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendc
     size_t n = c ? (size_t)c->nranks : 1;
     return collective(ALLGATHER, send, recv, sendcount, sendcount, sendcount * n, type, ncclSum, 0,
                       c, stream, "ncclAllGather", __builtin_return_address(0));
+}
+
+extern "C" ncclResult_t ncclReduce(const void *send, void *recv, size_t count,
+                                   ncclDataType_t type, ncclRedOp_t op, int root, ncclComm_t c,
+                                   cudaStream_t stream)
+{
+    return collective(REDUCE, send, recv, count, count, count, type, op, root, c, stream,
+                      "ncclReduce", __builtin_return_address(0));
 }
 
 extern "C" ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,

@@ -86,6 +86,12 @@ static int collectives(ncclComm_t c, cudaStream_t s)
     CHECK(cudaStreamSynchronize(s));
     read_back(got, part, N / 2);
     for (int i = 0; i < N / 2; i++) right &= got[i] == summed(rank * N / 2 + i);
+    /* in place on the root (rank 1); rank 0's buffer stays as it was */
+    float *y = device_floats(host, N);
+    right &= settle(c, ncclReduce(y, y, N, ncclFloat, ncclSum, 1, c, s)) == ncclSuccess;
+    CHECK(cudaStreamSynchronize(s));
+    read_back(got, y, N);
+    for (int i = 0; i < N; i++) right &= got[i] == (rank == 1 ? summed(i) : host[i]);
     printf("rank %d: collectives %s\n", rank, right ? "right" : "wrong");
     return right ? 0 : 1;
 }
