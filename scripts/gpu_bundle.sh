@@ -54,6 +54,8 @@ for p in "$@"; do
     cp "$p" "$stage/gpu/bin/"
     take_libs "$p"
 done
+# GNU time, for the tests that measure peak RSS (the GPU machine may have none)
+[ -x /usr/bin/time ] && cp /usr/bin/time "$stage/gpu/bin/time"
 cp "$module" "$stage/gpu/lib/pipenet-cuda.so"
 take_libs "$module"
 # Open MPI's run-time plugins (Debian's layout), found from the libmpi taken above

@@ -14,12 +14,15 @@
 #          staging across stages and replicas; needs the bundle's mpirun),
 #          test_infer_stages.sh (infer and generate split over ranks equal one
 #          process, on the cpu and with the GPT on cuda; the bundle's mpirun and
-#          h5_fixture; its ulimit -v part is CI's, left out here)
+#          h5_fixture; its ulimit -v part is CI's, left out here),
+#          test_shard_optimizer.sh (--shard-optimizer: its CPU cases, and on cuda the
+#          unsharded hash over --transport mpi; needs the bundle's mpirun and
+#          /usr/bin/time)
 #   bench: bench/bench_gpu.sh (pipenet against PyTorch, about 2-4 minutes)
 # Each step's output goes to OUTDIR/<step>.log, one line per step to
 # OUTDIR/summary.txt (PASS, FAIL with its exit status, SKIP, TIMEOUT); a failing
 # step does not stop the later ones. Each has a time limit; the limits add up to
-# BUDGET_S, 480 s, well under the 600 s of one device call, which also starts the
+# BUDGET_S, 540 s, under the 600 s of one device call, which also starts the
 # machine, unpacks the bundle and copies OUTDIR back (printed at the start). The
 # bench takes what the tests leave of it (all of it when run alone). Exit 0 when
 # nothing failed.
@@ -39,17 +42,19 @@ export PIPENET=$bundle/pipenet CK_FORK=no OPENBLAS_NUM_THREADS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # the bundle's mpirun (scripts/gpu_bundle.sh), for the tests that start several ranks
 [ -x "$bundle/mpirun" ] && export PATH="$bundle:$PATH"
+# GNU time for test_shard_optimizer's peak RSS, from the bundle where the machine has none
+[ -x /usr/bin/time ] || [ ! -x "$bundle/bin/time" ] || cp "$bundle/bin/time" /usr/bin/time 2>/dev/null
 failed=0
 
 # Each step's time limit (s); the bench's is what is left of BUDGET_S.
-BUDGET_S=480
+BUDGET_S=540
 T_SMI=10 T_BACKEND_OPS=40 T_CUDA=30 T_MODEL=30 T_TRAIN=40 T_SNAPSHOT=60 T_INFER=30 T_CTR=40
-T_SPARSE=40 T_RANKS=40 T_STAGED=90
-T_TESTS=$((T_SMI + T_BACKEND_OPS + T_CUDA + T_MODEL + T_TRAIN + T_SNAPSHOT + T_INFER + T_CTR + T_SPARSE + T_RANKS + T_STAGED))
+T_SPARSE=40 T_RANKS=40 T_STAGED=60 T_ZERO=60
+T_TESTS=$((T_SMI + T_BACKEND_OPS + T_CUDA + T_MODEL + T_TRAIN + T_SNAPSHOT + T_INFER + T_CTR + T_SPARSE + T_RANKS + T_STAGED + T_ZERO))
 tests="nvidia_smi $T_SMI, test_backend_ops $T_BACKEND_OPS, test_cuda $T_CUDA, test_model $T_MODEL"
 tests="$tests, test_cuda_train $T_TRAIN, test_cuda_snapshot $T_SNAPSHOT, test_cuda_infer $T_INFER"
 tests="$tests, test_cuda_ctr $T_CTR, test_cuda_sparse $T_SPARSE, test_cuda_ranks $T_RANKS"
-tests="$tests, test_infer_stages $T_STAGED"
+tests="$tests, test_infer_stages $T_STAGED, test_shard_optimizer $T_ZERO"
 case $part in
 tests) total=$T_TESTS limits=$tests ;;
 bench) T_BENCH=$BUDGET_S total=$BUDGET_S limits="bench_gpu $BUDGET_S" ;;
@@ -88,6 +93,7 @@ if [ "$part" = tests ] || [ "$part" = all ]; then
     step test_cuda_ranks $T_RANKS sh tests/test_cuda_ranks.sh
     step test_infer_stages $T_STAGED env TESTS_BUILDDIR="$bundle" INFER_STAGES_NO_MEMORY=1 \
         sh tests/test_infer_stages.sh
+    step test_shard_optimizer $T_ZERO sh tests/test_shard_optimizer.sh
 fi
 if [ "$part" = bench ] || [ "$part" = all ]; then
     step bench_gpu "$T_BENCH" sh bench/bench_gpu.sh "$out/bench"
