@@ -84,6 +84,7 @@ done
 # --stall-timeout 0 watches nothing, snapshots included: the job still waits on the
 # stopped rank 12 s after the stop (the bound above would have ended it)
 cp -r "$tmp/snap" "$tmp/snap-off"
+rm -f "$tmp/err" # the last case's fault line is not this one's
 snaprun "$tmp/snap-off" 20 1:part:stop 0 &
 job=$!
 n=0
