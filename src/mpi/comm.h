@@ -128,6 +128,11 @@ int pn_comm_agree_root(pn_comm *c, int rc, const char *what);
 void pn_comm_watch(pn_comm *c, double seconds, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The same with a bound that is not --stall-timeout itself: bound names it in the
+ * message ("no progress for 40 s (<bound>) waiting for ..."). */
+void pn_comm_watch_as(pn_comm *c, double seconds, const char *bound, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* How long a watched wait polls without pause before it naps between polls, in
  * seconds: a rank that needs the cores to itself waits this long for the others'
  * waits to turn to naps. */

@@ -76,6 +76,7 @@ struct pn_comm {
     void *transport_state;
     double stall_s;    /* pn_comm_watch: a wait this long ends the job; 0: never */
     char doing[80];    /* pn_comm_watch: the work, for the message */
+    char bound[64];    /* pn_comm_watch_as: what set stall_s, for the message */
     bool lower_stalled; /* a lower rank timed out and reports the stall */
     int *gather_at;     /* pn_comm_gather_rows' displacements and counts, 3 x replicas:
                            made once, so that a step allocates nothing */

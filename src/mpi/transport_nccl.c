@@ -118,13 +118,15 @@ int pn_nccl_await_all(pn_comm *c, const cudaEvent_t *events, int n_events,
 {
     nccl_poll p = {c, events, n_events, comms, n_comms};
     bool setup = !pn_nccl_state(c)->set_up && c->stall_s == 0;
-    char doing[sizeof c->doing];
+    char doing[sizeof c->doing], bound[sizeof c->bound];
     memcpy(doing, c->doing, sizeof doing);
+    memcpy(bound, c->bound, sizeof bound);
     if (setup) pn_comm_watch(c, SETUP_STALL_S, "the set-up of the NCCL transport");
     int rc = pn_comm_poll(c, &(pn_poll){test, give_up, &p}, what);
     if (setup) { /* no bound again, and the work as it was */
         c->stall_s = 0;
         memcpy(c->doing, doing, sizeof doing);
+        memcpy(c->bound, bound, sizeof bound);
     }
     return rc;
 }

@@ -44,12 +44,26 @@ static const double CENSUS_MIN_S = 2.0;
  * bound + 10 s (tests/test_host_faults.sh). */
 static const double DEFER_S = 5.0;
 
-void pn_comm_watch(pn_comm *c, double seconds, const char *fmt, ...)
+static void watch(pn_comm *c, double seconds, const char *bound, const char *fmt, va_list ap)
 {
     c->stall_s = seconds > 0 ? seconds : 0;
+    snprintf(c->bound, sizeof c->bound, "%s", bound);
+    vsnprintf(c->doing, sizeof c->doing, fmt, ap);
+}
+
+void pn_comm_watch(pn_comm *c, double seconds, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->doing, sizeof c->doing, fmt, ap);
+    watch(c, seconds, "--stall-timeout", fmt, ap);
+    va_end(ap);
+}
+
+void pn_comm_watch_as(pn_comm *c, double seconds, const char *bound, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    watch(c, seconds, bound, fmt, ap);
     va_end(ap);
 }
 
@@ -172,8 +186,8 @@ static int stalled(pn_comm *c, const pn_poll *p, const pn_wait_for *w)
                  "other, or work outside MPI that takes longer)");
     free(heard);
     return pn_error_set(PN_ERR_STALL,
-                        "%s: no progress for %g s (--stall-timeout) waiting for %s; %s%s",
-                        c->doing, c->stall_s, what, outcome, silent);
+                        "%s: no progress for %g s (%s) waiting for %s; %s%s", c->doing,
+                        c->stall_s, c->bound, what, outcome, silent);
 }
 
 int pn_comm_poll(pn_comm *c, const pn_poll *p, const pn_wait_for *what)
@@ -219,7 +233,7 @@ static int test_requests(void *ctx, bool *done)
 int pn_comm_wait(pn_comm *c, int n, MPI_Request *reqs, MPI_Status *statuses,
                  const pn_wait_for *what)
 {
-    if (c->stall_s == 0) { /* set-up, resume, snapshots: MPI's own wait, at full speed */
+    if (c->stall_s == 0) { /* set-up, resume, --stall-timeout 0: MPI's own wait, at full speed */
         PN_MPI_CHECK(MPI_Waitall(n, reqs, statuses));
         return PN_OK;
     }

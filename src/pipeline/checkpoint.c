@@ -118,11 +118,12 @@ static int snapshot_bytes(int stages, const char *own, const char *indexes,
 
 int pn_checkpoint_check_room(pn_comm *c, const pn_params *params, int n_slots,
                              const char *const *slot_names, const char *config,
-                             const char *dir)
+                             const char *dir, double *snap_bytes)
 {
     const pn_grid *g = pn_comm_grid(c);
     size_t *index_bytes = NULL;
     char *own = NULL, *indexes = NULL;
+    uint64_t bytes = 0;
     int rc = PN_OK;
     if (g->rank == 0 && !(index_bytes = calloc((size_t)g->stages, sizeof *index_bytes)))
         rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
@@ -130,7 +131,6 @@ int pn_checkpoint_check_room(pn_comm *c, const pn_params *params, int n_slots,
     if (rc == PN_OK) rc = gather_indexes(c, params, &own, &indexes, index_bytes);
     if (rc == PN_OK && g->rank == 0) {
         pn_snapshot_contents contents = {NULL, 0, n_slots, slot_names, strlen(config), true};
-        uint64_t bytes = 0;
         rc = snapshot_bytes(g->stages, own, indexes, index_bytes, contents, &bytes);
         if (rc == PN_OK) rc = pn_snapshot_dir_check_room(dir, bytes);
     }
@@ -138,6 +138,8 @@ int pn_checkpoint_check_room(pn_comm *c, const pn_params *params, int n_slots,
     free(indexes);
     free(index_bytes);
     PN_TRY(pn_comm_agree(c, rc));
+    PN_TRY(pn_comm_broadcast(c, &bytes, sizeof bytes)); /* rank 0's figure, for everyone */
+    *snap_bytes = (double)bytes;
     return check_writers_see(c, params, dir);
 }
 
@@ -321,7 +323,10 @@ int pn_checkpoint_save(pn_comm *c, const pn_params *params, pn_run_settings run,
         if (rc == PN_OK && !(index_bytes = calloc((size_t)g->stages, sizeof *index_bytes)))
             rc = pn_error_set(PN_ERR_NOMEM, "out of memory");
     }
-    /* each phase's outcome agreed once: the rank that failed reports, the others stop */
+    /* each phase's outcome agreed once: the rank that failed reports, the others stop.
+     * A stall (PN_ERR_STALL: a peer stopped or cut off) agrees nothing and ends the job
+     * now, as a kill would: its parts stay (rank 0 may still read them for the index),
+     * and the next save clears what is left. */
     rc = pn_comm_agree(c, rc);
     if (rc == PN_OK && multi) rc = gather_indexes(c, params, &own_index, &indexes, index_bytes);
     if (rc == PN_OK) {
@@ -332,15 +337,15 @@ int pn_checkpoint_save(pn_comm *c, const pn_params *params, pn_run_settings run,
                                 g->rank == 0 && !multi ? written_path : part_path,
                                 g->rank == 0 && !multi ? cap : sizeof part_path);
         rc = pn_comm_agree(c, rc); /* every part in place, or none kept */
-        if (rc < 0 && multi && writer) pn_snapshot_drop_part(dir, mark.step, g->stage, g->replica,
-                                                             pid);
+        if (rc < 0 && rc != PN_ERR_STALL && multi && writer)
+            pn_snapshot_drop_part(dir, mark.step, g->stage, g->replica, pid);
     }
     if (rc == PN_OK && multi) {
         if (g->rank == 0)
             rc = commit(g, pn_params_n_slots(params), own_index, indexes, index_bytes, header,
                         dir, written_path, cap);
         rc = pn_comm_agree(c, rc);
-        if (rc < 0 && writer) /* no index: the parts go too */
+        if (rc < 0 && rc != PN_ERR_STALL && writer) /* no index: the parts go too */
             pn_snapshot_drop_part(dir, mark.step, g->stage, g->replica, pid);
     }
     if (rc == PN_OK) {

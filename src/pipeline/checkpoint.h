@@ -44,11 +44,12 @@ int pn_checkpoint_prepare(pn_comm *c, const char *dir, pn_snapshot_lock **lock);
  * the model: the first replica's stages' parameters (their indexes gathered), the
  * optimizer slots slot_names[n_slots] and the config text; then every rank that will
  * write a part of it checks that it sees the directory rank 0 does (a marker file of
- * rank 0's: not a node-local path). Every rank returns the same status. A run calls
- * it before it trains, once its stage is built. */
+ * rank 0's: not a node-local path). Every rank returns the same status, and learns
+ * the snapshot's bytes (*snap_bytes: the bound of a snapshot's waits follows
+ * them). A run calls it before it trains, once its stage is built. */
 int pn_checkpoint_check_room(pn_comm *c, const pn_params *params, int n_slots,
                              const char *const *slot_names, const char *config,
-                             const char *dir);
+                             const char *dir, double *snap_bytes);
 
 /* Collective: writes dir/snapshot-<step>.h5 (with its parts) from the first
  * replica's stages and the split tables' owners, each writing its own, then keeps

@@ -1,10 +1,11 @@
 /* Fault injection for the failure and signal tests: PIPENET_FAULT=RANK:WHEN[:WHAT]
- * makes that rank, at WHEN (a step number, or one of the set-up points "setup",
- * "data", "resume"), fail with an error (WHAT = error, the default), die by SIGKILL
- * (kill), stall by SIGSTOP (stop), or send itself SIGUSR1 or SIGTERM (usr1, term),
- * so tests can check that the job ends on every rank, reported once, without
- * hanging, and that a stop signal at any moment stops cleanly. Before it acts it prints the wall-clock time
- * to stderr, so a test can measure how long the job takes to end after it. */
+ * makes that rank, at WHEN (a step number, one of the set-up points "setup", "data",
+ * "resume", or a snapshot's "part", "parts", "index": pipeline/checkpoint.c), fail
+ * with an error (WHAT = error, the default), die by SIGKILL (kill), stall by SIGSTOP
+ * (stop), or send itself SIGUSR1 or SIGTERM (usr1, term), so tests can check that the
+ * job ends on every rank, reported once, without hanging, and that a stop signal at
+ * any moment stops cleanly. Before it acts it prints the wall-clock time to stderr,
+ * so a test can measure how long the job takes to end after it. */
 #ifndef PN_FAULT_H
 #define PN_FAULT_H
 

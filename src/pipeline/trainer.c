@@ -32,9 +32,8 @@ static int by_value(const void *a, const void *b)
  * batch gets the same bound: its longest wait, the last stage's for P - 1 forward
  * passes of a replica's batch, stays under 20 steps for pipelines up to ~60 stages.
  * Until this run has timed a step, at least 5 minutes, S given or not: the first
- * step does one-time work (memory pools grow, device kernels load). Set-up, resume
- * and snapshots are not watched: their length follows the size of the files and the
- * speed of the file system, which no step time predicts. */
+ * step does one-time work (memory pools grow, device kernels load). Set-up and resume
+ * are not watched (snapshots by a bound of their own: snapshot_bound). */
 static double stall_bound(const trainer *t)
 {
     double given = t->cfg.stall_timeout_s, bound = given;
@@ -47,6 +46,28 @@ static double stall_bound(const trainer *t)
         bound = 20.0 * s[n / 2] > 20.0 ? 20.0 * s[n / 2] : 20.0;
     }
     return t->timed == 0 && bound < 300.0 ? 300.0 : bound;
+}
+
+/* A slow shared file system's rate, bytes/s: what the size term of snapshot_bound
+ * allows for writing a snapshot. */
+static const double SLOW_FS_BYTES_S = 20e6;
+
+/* How long a wait in a snapshot may last: its length follows the model's size and the
+ * file system's speed, which no step time predicts, so the bound is one that a healthy
+ * snapshot never reaches but that ends a stuck one (a writer stopped, its host cut
+ * off): the largest of the step's bound, a floor plus the whole snapshot's bytes at
+ * SLOW_FS_BYTES_S (its parts share one file system; rank 0's index and the pruning
+ * come after them, small), and 10 x the longest snapshot this run has written. The
+ * floor is 300 s, or S with --stall-timeout S: the operator's word for a stall.
+ * Whole seconds; 0 (never) with --stall-timeout 0. */
+static double snapshot_bound(const trainer *t)
+{
+    double given = t->cfg.stall_timeout_s, bound = stall_bound(t);
+    if (given == 0) return 0;
+    double sized = (given > 0 ? given : 300.0) + t->snapshot_bytes / SLOW_FS_BYTES_S;
+    if (sized > bound) bound = sized;
+    if (10.0 * t->longest_snapshot_s > bound) bound = 10.0 * t->longest_snapshot_s;
+    return ceil(bound);
 }
 
 /* --- a step, an evaluation ----------------------------------------------------------- */
@@ -220,7 +241,8 @@ static int snapshot(trainer *t, pn_progress_mark mark)
 {
     char path[PN_PATH_MAX + 32] = "";
     double t0 = pn_now();
-    pn_comm_watch(t->comm, 0, "the snapshot at step %ld", mark.step); /* see stall_bound */
+    pn_comm_watch_as(t->comm, snapshot_bound(t), "the bound of a snapshot, docs/running.md",
+                     "writing the snapshot of step %ld", mark.step);
     pn_run_settings run = {t->config, t->cfg.seed, t->cfg.batch};
     /* a sharded optimizer's slots whole in the arena while it is written */
     int rc = pn_comm_agree(t->comm, pn_optimizer_shard_gather(t->opt));
@@ -229,6 +251,7 @@ static int snapshot(trainer *t, pn_progress_mark mark)
                                 t->cfg.snapshot_dir, t->cfg.keep, path, sizeof path);
     pn_optimizer_shard_drop(t->opt);
     PN_TRACE("snapshot", "snapshot", NULL, mark.step, -1, t0);
+    if (rc == PN_ERR_STALL) return rc; /* not agreed: the job ends (pn_job_abort) */
     if (rc < 0) {
         t->failed_together = true;
         return rc == PN_ERR_PEER ? rc
@@ -241,6 +264,7 @@ static int snapshot(trainer *t, pn_progress_mark mark)
                           pn_now() - t0);
     snprintf(t->newest_path, sizeof t->newest_path, "%s", path);
     t->newest_step = mark.step;
+    if (pn_now() - t0 > t->longest_snapshot_s) t->longest_snapshot_s = pn_now() - t0;
     return PN_OK;
 }
 
@@ -440,6 +464,7 @@ static int finish(trainer *t, long step, pn_progress_mark next, double start, pn
     const pn_train_config *cfg = &t->cfg;
     if (cfg->snapshot_dir[0] && !r->stopped_by_signal && step > t->start.step)
         PN_TRY(snapshot(t, next));
+    pn_comm_watch(t->comm, stall_bound(t), "the end of the run after step %ld", step);
     if (is_root(t)) pn_progress_finish(&t->progress);
     PN_TRY(report_memory(t));
     PN_TRY(report_row_traffic(t, step - t->start.step));

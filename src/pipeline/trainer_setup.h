@@ -48,6 +48,8 @@ typedef struct trainer {
     long newest_step;                    /* its step (-1: none) */
     double step_s[STEP_TIMES];           /* the last steps' times, for the stall bound */
     long timed;                          /* steps timed in this run */
+    double snapshot_bytes;               /* one snapshot's, all parts (--snapshot-dir) */
+    double longest_snapshot_s;           /* the longest snapshot this run has written */
     pn_snapshot_lock *snapshot_lock;     /* rank 0's, with --snapshot-dir */
     bool failed_together;                /* an agreed failure (a snapshot): no abort */
     bool tracing;                        /* --trace: every rank records its timeline */
