@@ -104,3 +104,18 @@ same_binary_inference() {
     auc_cuda=$(sed -n 's/^AUC \([0-9.]*\) .*/\1/p' "$tmp/infer_cuda")
     [ -n "$auc_cpu" ] && [ "$auc_cpu" = "$auc_cuda" ] || fail "infer's AUC: cpu '$auc_cpu', cuda '$auc_cuda'"
 }
+
+# keep_hash NAME STEPS: adds to $hashes the parameter hash that the run whose output is
+# $tmp/NAME printed after STEPS steps (fails without one), and prints it
+keep_hash() {
+    h=$(sed -n "s/^parameter hash after $2 steps: //p" "$tmp/$1")
+    [ -n "$h" ] || { cat "$tmp/$1"; fail "$1 printed no parameter hash"; }
+    echo "--deterministic, $1: $h"
+    hashes="${hashes:-} $h"
+}
+
+# one_hash WHAT: every hash kept by keep_hash is the same, else fails saying WHAT
+one_hash() {
+    # shellcheck disable=SC2086
+    [ "$(echo $hashes | tr ' ' '\n' | sort -u | wc -l)" -eq 1 ] || fail "$1:$hashes"
+}

@@ -1,8 +1,13 @@
-# Sourced by the sharded-table tests (test_shard.sh, test_shard_ahead.sh) in $tmp,
-# after script_fixture.sh: synthetic-ctr data in ctr/ (3200 training samples of 26
-# fields x 20 ids, 200 to test) and a small DeepFM over it, its embedding_bag and
-# sparse_fc sharded by rows (shard.json, shard1.json) or whole (whole.json,
-# whole1.json); the *1.json without stage attributes, the others on 2 stages.
+# Sourced by the sharded-table tests (test_shard.sh, test_shard_ahead.sh,
+# test_shard_optimizer.sh) after script_fixture.sh: makes $PIPENET absolute, sets
+# $fixtures (the tests' folder), moves into $tmp and writes there synthetic-ctr data
+# in ctr/ (3200 training samples of 26 fields x 20 ids, 200 to test) and a small
+# DeepFM over it, its embedding_bag and sparse_fc sharded by rows (shard.json,
+# shard1.json) or whole (whole.json, whole1.json); the *1.json without stage
+# attributes, the others on 2 stages.
+PIPENET=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
+fixtures=$(cd "$(dirname "$0")" && pwd)
+cd "$tmp" || exit 1
 "$PIPENET" import synthetic-ctr --out ctr --samples 3200 --test-samples 200 --vocab 20 \
     --logit-scale 3 >import.out 2>&1 || { cat import.out; fail "import synthetic-ctr"; }
 # model SHARD [ROWS]: the DeepFM of 26 fields x 20 ids; SHARD "rows" or "none"

@@ -78,13 +78,9 @@ for layout in "one 1 --stages 1 --micro-batches 8" \
     set -- $layout
     name=det_$1 ranks=$2; shift 2
     train "$name" "$ranks" "$@" --deterministic || { cat "$tmp/$name"; fail "$name --deterministic"; }
-    h=$(sed -n 's/^parameter hash after 6 steps: //p' "$tmp/$name")
-    [ -n "$h" ] || { cat "$tmp/$name"; fail "$name printed no parameter hash"; }
-    echo "--deterministic, $name: $h"
-    hashes="$hashes $h"
+    keep_hash "$name" 6
 done
-[ "$(echo $hashes | tr ' ' '\n' | sort -u | wc -l)" -eq 1 ] ||
-    fail "--deterministic on GPUs gives different hashes across layouts:$hashes"
+one_hash "--deterministic on GPUs gives different hashes across layouts"
 
 # A rank that stops (SIGSTOP at step 3, PIPENET_FAULT) is seen by the stall watchdog
 # on NCCL's waits too: the job ends within 40 s with one error naming it, and leaves

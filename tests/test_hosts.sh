@@ -116,8 +116,8 @@ echo "ok: rank 0 on pn-host0 wrote the snapshot and the lock; another host is re
 # their forwards, pipeline/stage_ahead.c) and pushes cross the hosts over tcp, and
 # train to one process's hash (micro-batches of 8 samples in both)
 fixtures=$(cd "$(dirname "$0")" && pwd)
-mkdir "$tmp/shard" && (PIPENET=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
-    cd "$tmp/shard" && . "$fixtures/shard_fixture.sh") || fail "the sharded model and data"
+mkdir "$tmp/shard" && (tmp=$tmp/shard && . "$fixtures/shard_fixture.sh") ||
+    fail "the sharded model and data"
 # sharded NAME MODEL MICRO [launcher...]: 30 --deterministic steps; NAME's hash in $tmp/NAME.hash
 sharded() {
     name=$1 model=$2 micro=$3; shift 3

@@ -12,10 +12,7 @@
 # snapshot resumes to the straight run's hash.
 set -u
 . "$(dirname "$0")/script_fixture.sh"
-PIPENET=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
-fixtures=$(cd "$(dirname "$0")" && pwd)
-cd "$tmp" || exit 1
-. "$fixtures/shard_fixture.sh"
+. "$(dirname "$0")/shard_fixture.sh" # in $tmp from here on
 
 # go NAME MODEL MICRO [mpirun N] options...: a deterministic run of 200 steps at
 # micro-batches of 64 / (replicas x MICRO) = 16 samples; NAME.losses, NAME.hash

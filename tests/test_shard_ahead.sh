@@ -13,10 +13,7 @@ set -u
 . "$(dirname "$0")/script_fixture.sh"
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
-PIPENET=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
-fixtures=$(cd "$(dirname "$0")" && pwd)
-cd "$tmp" || exit 1
-. "$fixtures/shard_fixture.sh"
+. "$(dirname "$0")/shard_fixture.sh" # in $tmp from here on
 
 steps=4
 timeout 300 mpirun --oversubscribe -np 2 "$PIPENET" train shard1.json --data ctr/train.h5 \

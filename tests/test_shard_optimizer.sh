@@ -21,10 +21,7 @@
 #    without --deterministic its losses, over both transports.
 set -u
 . "$(dirname "$0")/script_fixture.sh"
-PIPENET=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
-fixtures=$(cd "$(dirname "$0")" && pwd)
-cd "$tmp" || exit 1
-. "$fixtures/shard_fixture.sh"
+. "$(dirname "$0")/shard_fixture.sh" # in $tmp from here on
 
 # go NAME MODEL NP MICRO options...: 40 steps of 64 samples at micro-batches of
 # 64 / (replicas x MICRO); NAME.out, NAME.hash, NAME.losses
