@@ -3,8 +3,7 @@
 
 static const pn_choice precision_items[] = {
     [PN_PRECISION_FP32] = {"fp32", "every value a 32-bit float"},
-    [PN_PRECISION_BF16] = {"bf16", "GEMMs and the values between layers in bfloat16, "
-                                   "fp32 accumulation and fp32 master weights"},
+    [PN_PRECISION_BF16] = {"bf16", "bfloat16 GEMMs, activations and links; fp32 masters"},
 };
 _Static_assert(sizeof precision_items / sizeof *precision_items == PN_PRECISION_BF16 + 1,
                "one line per pn_precision");

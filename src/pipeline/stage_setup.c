@@ -108,7 +108,8 @@ static int add_link(pn_stage *s, stage_chunk *ch, pn_link_kind kind, bool sends,
     pn_link_spec spec = {kind, sends, node, n->name, peer, shape.width,
                          s->cfg.eval_rows * shape.seq, s->micro,
                          lengths && kind == PN_LINK_VALUE ? shape.seq : 0, consumer,
-                         s->n_chunks, s->cfg.micro_rows * shape.seq};
+                         s->n_chunks, s->cfg.micro_rows * shape.seq,
+                         s->cfg.precision == PN_PRECISION_BF16};
     ch->peer_chunk[ch->n_links] = peer_chunk;
     return pn_link_create(s->cfg.comm, &spec, &ch->links[ch->n_links++]);
 }
