@@ -124,7 +124,7 @@ START_TEST(dead_values_share_and_element_wise_layers_run_in_place)
 {
     pn_graph *g = graph_of(ACTS);
     pn_arg_plan p;
-    ck_assert_int_eq(pn_arg_plan_make(&p, g, NULL, true), 0);
+    ck_assert_int_eq(pn_arg_plan_make(&p, g, NULL, true, PN_PRECISION_FP32), 0);
     const int *v = p.value_slot;
     ck_assert_int_ge(v[node(g, "h1")], 0);
     ck_assert_int_eq(v[node(g, "a1")], v[node(g, "h1")]);   /* relu in place */
@@ -145,7 +145,7 @@ START_TEST(dead_values_share_and_element_wise_layers_run_in_place)
     pn_arg_plan_free(&p);
     /* forward only: values die with their last forward reader (h2 may take h1's) */
     size_t train_values = values;
-    ck_assert_int_eq(pn_arg_plan_make(&p, g, NULL, false), 0);
+    ck_assert_int_eq(pn_arg_plan_make(&p, g, NULL, false, PN_PRECISION_FP32), 0);
     pn_arg_plan_bytes(&p, g, false, &own, &values, &grads);
     ck_assert_uint_lt(values, train_values);
     ck_assert_int_eq(p.n_grad_slots, 0);

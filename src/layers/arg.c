@@ -35,6 +35,14 @@ int pn_arg_reserve(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool wit
 int pn_arg_reserve_on(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool with_grad,
                       const pn_buffer *value_on, const pn_buffer *grad_on)
 {
+    return pn_arg_reserve_on_bf16(a, dev, shape, batch, with_grad, value_on, grad_on, false,
+                                  false);
+}
+
+int pn_arg_reserve_on_bf16(pn_arg *a, pn_device dev, pn_shape shape, int batch,
+                           bool with_grad, const pn_buffer *value_on, const pn_buffer *grad_on,
+                           bool value_bf16, bool grad_bf16)
+{
     int64_t rows64 = (int64_t)batch * shape.seq; /* pn_layer_check_batch says why */
     if (batch < 0 || rows64 > INT_MAX)
         return pn_error_set(PN_ERR_UNSUPPORTED, "%d samples of %d rows: more rows than a "
@@ -64,11 +72,14 @@ int pn_arg_reserve_on(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool 
         a->grad = a->value;
         return PN_OK;
     }
-    size_t bytes = (size_t)rows * (size_t)shape.width * sizeof(float);
-    PN_TRY(float_block(&a->value_buf, value_on, dev, bytes, rows, shape.width, &a->value));
+    size_t elems = (size_t)rows * (size_t)shape.width, bytes = elems * sizeof(float);
+    size_t half = elems * sizeof(uint16_t);
+    PN_TRY(float_block(&a->value_buf, value_on, dev, value_on && value_bf16 ? half : bytes,
+                       rows, shape.width, &a->value));
     a->ids = NULL;
     if (with_grad) {
-        PN_TRY(float_block(&a->grad_buf, grad_on, dev, bytes, rows, shape.width, &a->grad));
+        PN_TRY(float_block(&a->grad_buf, grad_on, dev, grad_on && grad_bf16 ? half : bytes,
+                           rows, shape.width, &a->grad));
     } else {
         pn_buffer_release(&a->grad_buf);
         a->grad = (pn_matrix){NULL, rows, shape.width, shape.width, dev};

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "math/precision.h"
 #include "pipeline/graph.h"
 #include "pipeline/schedule.h"
 
@@ -86,12 +87,18 @@ double pn_plan_activation_bytes(const pn_plan *p, const pn_schedule *s, int stag
 /* The argument bytes (values and gradients) of stage's networks at the peak of
  * schedule s (one network per chunk under recompute), with micro-batches of
  * micro_batch samples: *own with every argument in a block of its own
- * (`train --no-share-memory`), *shared as the activation memory planner
- * (pipeline/arg_plan.h) lays them out, gradients in one store for the stage. */
+ * (`train --no-share-memory`; fp32 in either precision), *shared as the activation
+ * memory planner (pipeline/arg_plan.h) lays them out in precision (bf16 slots),
+ * gradients in one store for the stage; *work (NULL: not asked) the fp32 work area
+ * the stage's bf16 layer calls share (pipeline/arg_bf16.h; 0 in fp32). */
 int pn_plan_arg_bytes(const pn_plan *p, const pn_graph *g, const pn_schedule *s, int stage,
-                      int micro_batch, bool recompute, double *own, double *shared);
+                      int micro_batch, bool recompute, pn_precision precision, double *own,
+                      double *shared, double *work);
 
-/* Prints both per stage, and the same under --recompute (plan_args.c). */
+/* Prints them per stage, and the same under --recompute (plan_args.c), for the run's
+ * precision; pn_plan_print_arg_memory is fp32's. */
+int pn_plan_print_arg_memory_in(const pn_plan *p, const pn_graph *g, const pn_schedule *s,
+                                int micro_batch, pn_precision precision, FILE *out);
 int pn_plan_print_arg_memory(const pn_plan *p, const pn_graph *g, const pn_schedule *s,
                              int micro_batch, FILE *out);
 
