@@ -303,7 +303,7 @@ static int bf16_call(pn_network *net, int gi, const pn_pass *pass, bool backward
 {
     pn_bf16_frame *f = &net->frame;
     PN_TRY(pn_bf16_call_begin(f, net->share ? &net->plan : NULL, net->graph, net->args, gi,
-                              backward, &net->grads->work));
+                              backward, net->share ? &net->grads->work : NULL));
     pn_arg *const *in = inputs_of(net, gi);
     int rc = backward ? pn_layer_backward(&net->inst[gi], pass, in, &net->args[gi])
                       : pn_layer_forward(&net->inst[gi], pass, in, &net->args[gi]);
