@@ -34,7 +34,9 @@ static int create_chunk(pn_stage *s, stage_chunk *ch, int v)
     if (!ch->nets || !ch->holder) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     pn_network_options o = {.member = ch->member, .device = s->cfg.device,
                             .forward_only = s->cfg.forward_only,
-                            .share_memory = s->cfg.share_memory, .grads = &s->grads};
+                            .share_memory = s->cfg.share_memory, .grads = &s->grads,
+                            .precision = s->cfg.forward_only ? PN_PRECISION_FP32
+                                                             : s->cfg.precision};
     for (int k = 0; k < ch->n_nets; k++) {
         ch->holder[k] = -1;
         PN_TRY(pn_network_create(&ch->nets[k], g, &o, s->params));
