@@ -13,23 +13,10 @@
 #include <string.h>
 
 #include "backend_ops.h"
+#include "float_bits.h"
 #include "math/bf16_math.h"
 
 #define BE (c->be)
-
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 /* The floats that decide a narrowing, first in every input, then random ones. */
 static const uint32_t float_specials[] = {

@@ -14,21 +14,8 @@
 #include "math/bf16_math.h"
 #include "math/ops.h"
 #include "math/precision.h"
+#include "float_bits.h"
 #include "testutil.h"
-
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 static bool bf16_is_nan(pn_bf16 h) { return (h & 0x7f80) == 0x7f80 && (h & 0x007f); }
 
