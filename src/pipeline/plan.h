@@ -36,7 +36,13 @@ typedef struct pn_plan {
     int *stage_of;        /* [graph->n_nodes]: stage of each layer, chunk_of mod P (chunk c
                              runs on stage c mod P); -1 for data inputs */
     pn_stage_cost *cost;  /* [chunks] (with one virtual stage: [stages]) */
+    pn_precision precision; /* of the links' bytes in cost (pn_plan_set_precision) */
 } pn_plan;
+
+/* The links' bytes of a run in precision (a bf16 run's carry 2 bytes a value, not
+ * 4: math/precision.h): what the plan prints and predicts from; built plans are
+ * fp32's. The cut does not change: a uniform scale leaves its choice alone. */
+void pn_plan_set_precision(pn_plan *p, pn_precision precision);
 
 /* Places g's layers. stages > 0: that many stages (automatic unless the model has
  * "stage" attributes, which must then use exactly stages stages); stages == 0: from
