@@ -62,17 +62,6 @@ static const pn_pass PASS = {.training = true, .seed = 3, .step = 1};
 
 static pn_device DEV; /* where the networks run: the host, or cuda:0 */
 
-static pn_graph *graph_of(const char *json)
-{
-    json_t *root = json_loads(json, 0, NULL);
-    ck_assert_ptr_nonnull(root);
-    pn_graph *g = NULL;
-    int rc = pn_graph_from_json(&g, root, "test.json");
-    json_decref(root);
-    ck_assert_msg(rc == 0, "%s", pn_error_message());
-    return g;
-}
-
 static pn_graph *char_gpt(void)
 {
     const char *dir = getenv("srcdir");
@@ -332,7 +321,7 @@ static void check_cuts(const pn_graph *g, int batch)
 
 START_TEST(planner_on_and_off_give_the_same_bf16_bits)
 {
-    pn_graph *g[3] = {graph_of(CHAIN), graph_of(BLOCKS), char_gpt()};
+    pn_graph *g[3] = {tu_graph_of(CHAIN), tu_graph_of(BLOCKS), char_gpt()};
     int batch[3] = {5, 3, 2};
     for (int k = 0; k < 3; k++) {
         check_planner_on_off(g[k], batch[k]);
@@ -343,7 +332,7 @@ END_TEST
 
 START_TEST(a_cut_network_gives_the_whole_ones_bits)
 {
-    pn_graph *g[2] = {graph_of(CHAIN), graph_of(BLOCKS)};
+    pn_graph *g[2] = {tu_graph_of(CHAIN), tu_graph_of(BLOCKS)};
     int batch[2] = {5, 3};
     for (int k = 0; k < 2; k++) {
         check_cuts(g[k], batch[k]);
@@ -393,7 +382,7 @@ static void check_near_fp32(const pn_graph *g, int batch, double loss_tol, doubl
 
 START_TEST(bf16_is_near_fp32_and_not_equal)
 {
-    pn_graph *g[3] = {graph_of(CHAIN), graph_of(BLOCKS), char_gpt()};
+    pn_graph *g[3] = {tu_graph_of(CHAIN), tu_graph_of(BLOCKS), char_gpt()};
     int batch[3] = {5, 3, 2};
     for (int k = 0; k < 3; k++) {
         check_near_fp32(g[k], batch[k], 1e-2, 6e-2);
@@ -455,7 +444,7 @@ END_TEST
 START_TEST(on_the_gpu_too)
 {
     DEV = pn_device_cuda(0);
-    pn_graph *g[2] = {graph_of(CHAIN), graph_of(BLOCKS)};
+    pn_graph *g[2] = {tu_graph_of(CHAIN), tu_graph_of(BLOCKS)};
     int batch[2] = {5, 3};
     for (int k = 0; k < 2; k++) {
         check_planner_on_off(g[k], batch[k]);
