@@ -26,7 +26,8 @@
 /* a1 is read by n1 and s, n1 by b1 and b2 (gradients add up); a1 and a2 run in
  * place over the fc outputs. */
 static const char *const CHAIN =
-    "{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 6}, \"y\": {\"dataset\": \"l\", \"ids\": true}},"
+    "{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 6},"
+    "  \"y\": {\"dataset\": \"l\", \"ids\": true}},"
     " \"layers\": ["
     "  {\"name\": \"h1\", \"type\": \"fc\", \"input\": \"x\", \"size\": 8},"
     "  {\"name\": \"a1\", \"type\": \"act\", \"input\": \"h1\", \"act\": \"relu\"},"
@@ -108,7 +109,8 @@ static void jitter(pn_params *p)
 {
     for (int i = 0; i < pn_params_count(p); i++) {
         uint64_t h = 1469598103934665603ull;
-        for (const char *c = pn_params_get(p, i)->name; *c; c++) h = (h ^ (uint8_t)*c) * 1099511628211ull;
+        for (const char *c = pn_params_get(p, i)->name; *c; c++)
+            h = (h ^ (uint8_t)*c) * 1099511628211ull; /* FNV-1a */
         pn_rng rng;
         pn_rng_init(&rng, h, 0);
         pn_matrix v = pn_params_value(p, i);
@@ -255,7 +257,7 @@ static void check_planner_on_off(const pn_graph *g, int batch)
  * are bf16, so are the gradients sent back; the loss, the parameter gradients and the
  * gradients at the cut are those of the whole graph. */
 static void check_cut(const pn_graph *g, int batch, int cut, bool share, run *whole,
-                      double whole_loss, pn_matrix *cut_grads, int *n_cut)
+                      double whole_loss, float **cut_grads, int *n_cut)
 {
     bool *in_a = calloc((size_t)g->n_nodes, 1), *in_b = calloc((size_t)g->n_nodes, 1);
     for (int i = 0; i < g->n_nodes; i++) (i < cut ? in_a : in_b)[i] = true;
@@ -284,13 +286,14 @@ static void check_cut(const pn_graph *g, int batch, int cut, bool share, run *wh
         ck_assert_msg(pn_arg_grad_beta(to) == 0.0f, "%s: stale", what);
         ck_assert_int_eq(pn_copy(&from->grad, &to->grad), 0);
         /* the gradient at the cut, the same with the planner on and off */
-        if (cut_grads[*n_cut].data)
-            ck_assert_msg(same_bits(&cut_grads[*n_cut], &from->grad),
+        float *got = on_host(&from->grad);
+        if (cut_grads[*n_cut]) {
+            ck_assert_msg(!memcmp(cut_grads[*n_cut], got, pn_matrix_count(from->grad) * 4),
                           "%s: the gradient of %s differs from the planner's other setting",
                           what, g->nodes[i].name);
-        else {
-            cut_grads[*n_cut] = tu_alloc(from->grad.rows, from->grad.cols, 0);
-            ck_assert_int_eq(pn_copy(&from->grad, &cut_grads[*n_cut]), 0);
+            free(got);
+        } else {
+            cut_grads[*n_cut] = got;
         }
         (*n_cut)++;
     }
@@ -309,11 +312,11 @@ static void check_cuts(const pn_graph *g, int batch)
     double loss = whole_pass(&whole, g, batch);
     for (int cut = 1; cut < g->n_nodes; cut++) {
         if (g->nodes[cut].is_input) continue;
-        pn_matrix grads[64] = {{0}};
+        float *grads[64] = {0};
         int n = 0;
         for (int share = 0; share < 2; share++)
             check_cut(g, batch, cut, share, &whole, loss, grads, &n);
-        for (int k = 0; k < n; k++) tu_free(&grads[k]);
+        for (int k = 0; k < n; k++) free(grads[k]);
     }
     done(&whole);
     pn_math_set_precision(PN_PRECISION_FP32);
