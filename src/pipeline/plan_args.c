@@ -49,7 +49,8 @@ int pn_plan_print_arg_memory_in(const pn_plan *p, const pn_graph *g, const pn_sc
     bool bf16 = precision == PN_PRECISION_BF16;
     fprintf(out, "activation memory planner (`train --no-share-memory` turns it off): the\n"
                  "arguments of a stage's networks (values and gradients, micro-batches of %d)%s\n",
-            micro_batch, bf16 ? ";\nbf16: the shared slots in bf16, and the fp32 work area of a layer call" : "");
+            micro_batch,
+            bf16 ? ";\nbf16: shared slots in bf16, and the fp32 work area of a layer call" : "");
     for (int st = 0; st < p->stages; st++) {
         double own, shared, work, own_re, shared_re, work_re;
         PN_TRY(pn_plan_arg_bytes(p, g, s, st, micro_batch, false, precision, &own, &shared,
