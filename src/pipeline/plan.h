@@ -102,11 +102,9 @@ int pn_plan_arg_bytes(const pn_plan *p, const pn_graph *g, const pn_schedule *s,
                       double *shared, double *work);
 
 /* Prints them per stage, and the same under --recompute (plan_args.c), for the run's
- * precision; pn_plan_print_arg_memory is fp32's. */
-int pn_plan_print_arg_memory_in(const pn_plan *p, const pn_graph *g, const pn_schedule *s,
-                                int micro_batch, pn_precision precision, FILE *out);
+ * precision. */
 int pn_plan_print_arg_memory(const pn_plan *p, const pn_graph *g, const pn_schedule *s,
-                             int micro_batch, FILE *out);
+                             int micro_batch, pn_precision precision, FILE *out);
 
 /* Prints the per-stage table of `pipenet plan` for a layout of `replicas` copies of
  * the pipeline with `micro` micro-batches of `micro_batch` samples under schedule s:

@@ -42,7 +42,7 @@ int pn_plan_arg_bytes(const pn_plan *p, const pn_graph *g, const pn_schedule *s,
     return rc;
 }
 
-int pn_plan_print_arg_memory_in(const pn_plan *p, const pn_graph *g, const pn_schedule *s,
+int pn_plan_print_arg_memory(const pn_plan *p, const pn_graph *g, const pn_schedule *s,
                                 int micro_batch, pn_precision precision, FILE *out)
 {
     double mib = 1024.0 * 1024.0;
@@ -72,10 +72,4 @@ int pn_plan_print_arg_memory_in(const pn_plan *p, const pn_graph *g, const pn_sc
                 work_re / mib);
     }
     return PN_OK;
-}
-
-int pn_plan_print_arg_memory(const pn_plan *p, const pn_graph *g, const pn_schedule *s,
-                             int micro_batch, FILE *out)
-{
-    return pn_plan_print_arg_memory_in(p, g, s, micro_batch, PN_PRECISION_FP32, out);
 }

@@ -36,7 +36,8 @@ pn_params *pn_stage_params(const pn_stage *s) { return s->params; }
 void pn_stage_memory(const pn_stage *s, pn_stage_mem *out)
 {
     *out = (pn_stage_mem){.scratch_bytes = s->scratch_bytes,
-                          .arg_bytes = pn_grad_store_bytes(&s->grads)};
+                          .arg_bytes = pn_grad_store_bytes(&s->grads),
+                          .work_bytes = pn_grad_store_work_bytes(&s->grads)};
     for (int v = 0; v < s->n_chunks; v++) {
         const stage_chunk *ch = &s->chunks[v];
         out->networks += ch->n_nets;

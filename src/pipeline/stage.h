@@ -55,6 +55,7 @@ typedef struct pn_stage_config {
 typedef struct pn_stage_mem {
     int networks;
     size_t arg_bytes, kept_bytes, scratch_bytes;
+    size_t work_bytes; /* a bf16 stage's fp32 work area of a layer call (arg_bf16.h) */
 } pn_stage_mem;
 
 /* Builds this rank's stage: networks, arena (initialized from the seed), links. */

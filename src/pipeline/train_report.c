@@ -53,22 +53,25 @@ void pn_train_announce(trainer *t)
 int pn_train_report_memory(trainer *t)
 {
     int p = t->grid->stages, at = 0;
-    double *v = calloc((size_t)p * 4, sizeof *v), mib = 1024.0 * 1024.0;
-    char line[2048];
+    enum { N = 5 };
+    double *v = calloc((size_t)p * N, sizeof *v), mib = 1024.0 * 1024.0;
+    char line[2048], work[48] = "";
     if (!v) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     pn_stage_mem m;
     pn_stage_memory(t->stage, &m);
     if (t->grid->replica == 0)
-        memcpy(&v[4 * t->grid->stage], (double[4]){m.networks, (double)m.arg_bytes,
-                                                    (double)m.kept_bytes, (double)m.scratch_bytes},
-               sizeof(double[4]));
-    int rc = pn_comm_sum(t->comm, PN_SCOPE_WORLD, v, 4 * p);
-    for (int s = 0; rc == PN_OK && is_root(t) && s < p && at < (int)sizeof line - 200; s++) {
-        const double *x = &v[4 * s];
+        memcpy(&v[N * t->grid->stage],
+               (double[N]){m.networks, (double)m.arg_bytes, (double)m.kept_bytes,
+                           (double)m.scratch_bytes, (double)m.work_bytes},
+               sizeof(double[N]));
+    int rc = pn_comm_sum(t->comm, PN_SCOPE_WORLD, v, N * p);
+    for (int s = 0; rc == PN_OK && is_root(t) && s < p && at < (int)sizeof line - 240; s++) {
+        const double *x = &v[N * s];
+        if (x[4] > 0) snprintf(work, sizeof work, " + bf16 work area %.2f", x[4] / mib);
         at += snprintf(line + at, sizeof line - (size_t)at,
                        "%s stage %d %.2f MiB (%d network%s %.2f + kept inputs %.2f + scratch "
-                       "%.2f)", s ? "," : "", s, (x[1] + x[2] + x[3]) / mib, (int)x[0],
-                       x[0] == 1 ? "" : "s", x[1] / mib, x[2] / mib, x[3] / mib);
+                       "%.2f%s)", s ? "," : "", s, (x[1] + x[2] + x[3] + x[4]) / mib, (int)x[0],
+                       x[0] == 1 ? "" : "s", x[1] / mib, x[2] / mib, x[3] / mib, work);
     }
     if (rc == PN_OK && is_root(t))
         pn_progress_print(&t->progress, "activation memory%s:%s",
