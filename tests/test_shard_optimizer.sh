@@ -150,6 +150,30 @@ steps=40
 go m40 whole1.json 2 2 --deterministic $every --resume auto
 grep -q 'resuming from m/snapshot-0000000030.h5' m40.out || { cat m40.out; fail "m40: not resumed at 30"; }
 same m40 ref
+# a failed save (a fault in replica 1's part, which only its run of the slots makes
+# a writer) keeps the snapshot of step 10 and leaves nothing of step 20; the run
+# resumed from it ends on the uninterrupted hash, and keep-K leaves 2 snapshots with
+# their parts and no part without its index
+steps=10
+go f10 whole1.json 2 2 --deterministic --shard-optimizer --snapshot-dir f --snapshot-every 10 --keep 2
+PIPENET_FAULT=1:part mpirun --oversubscribe -np 2 "$PIPENET" train whole1.json --data ctr/train.h5 \
+    --eval= --steps 20 --micro-batches 2 --threads 1 --log-every 1000 --deterministic \
+    --shard-optimizer --snapshot-dir f --snapshot-every 10 --keep 2 --resume auto >f20.out 2>&1 &&
+    { cat f20.out; fail "f20: the fault in replica 1's part did not fail the run"; }
+grep -q "PIPENET_FAULT at" f20.out || { cat f20.out; fail "f20: no fault"; }
+grep -q "snapshot at step 20 (the snapshots already in f are kept)" f20.out ||
+    { cat f20.out; fail "f20: no word of the failed snapshot"; }
+ls f | grep -q 0000000020 && fail "f20: left $(ls f | grep 0000000020)"
+"$PIPENET" inspect f/snapshot-0000000010.h5 | grep -q "every checksum verified" ||
+    fail "f20: the snapshot of step 10 does not verify"
+steps=40
+go f40 whole1.json 2 2 --deterministic --shard-optimizer --snapshot-dir f --snapshot-every 10 --keep 2 --resume auto
+grep -q 'resuming from f/snapshot-0000000010.h5' f40.out || { cat f40.out; fail "f40: not resumed at 10"; }
+same f40 ref
+[ "$(ls f | grep -c '^snapshot-[0-9]*\.h5$')" -eq 2 ] && [ "$(ls f | grep -c '\.part-000-00[01]\.h5$')" -eq 4 ] &&
+    [ -f f/snapshot-0000000040.part-000-001.h5 ] && [ -f f/snapshot-0000000030.part-000-001.h5 ] ||
+    fail "keep 2: $(ls f)"
+echo "ok: a failed sharded save keeps step 10; keep 2 keeps 2 snapshots and their 4 parts"
 # tied tables across 2 stages x 2 replicas: a tied copy's slots are its table's
 tied tied_snap 4 2 --stages 2 --deterministic --shard-optimizer --snapshot-dir ts --snapshot-every 20
 tied tied_from 1 4 --deterministic --resume ts/snapshot-0000000020.h5
