@@ -22,7 +22,8 @@
 #    of that plus the replicas' copies of the arena it no longer holds; with a snapshot
 #    after every step still by 3/4 of the slots' saving (no whole slots gathered);
 #  - a build with CUDA (the stand-in): on --device cuda the unsharded run's hash, and
-#    without --deterministic its losses, over both transports.
+#    without --deterministic its losses, over both transports; a sharded snapshot
+#    resumed unsharded and on 4 replicas to that hash.
 set -u
 . "$(dirname "$0")/script_fixture.sh"
 . "$(dirname "$0")/shard_fixture.sh" # in $tmp from here on
@@ -299,6 +300,14 @@ if "$PIPENET" train whole1.json --data ctr/train.h5 --eval= --steps 1 --device c
     >probe 2>&1; then
     # the GPU kernels' bits are their own: the unsharded run on them is the reference
     go cuda_ref whole1.json 2 2 --deterministic --device cuda --transport mpi
+    # snapshots from and into the GPU's slot parts (through the staging buffer)
+    go cuda_snap whole1.json 2 2 --deterministic --device cuda --transport mpi \
+        --shard-optimizer --snapshot-dir cs --snapshot-every 20
+    go cuda_whole whole1.json 2 2 --deterministic --device cuda --transport mpi \
+        --resume cs/snapshot-0000000020.h5
+    go cuda_d4 whole1.json 4 1 --deterministic --device cuda --transport mpi \
+        --shard-optimizer --resume cs/snapshot-0000000020.h5
+    for run in cuda_snap cuda_whole cuda_d4; do same $run cuda_ref; done
     for t in mpi nccl; do
         if [ $t = nccl ] && grep -q "without NCCL" probe; then continue; fi
         # one GPU for both ranks (the device machines lent here): NCCL refuses, rightly
