@@ -175,6 +175,12 @@ same f40 ref
     [ -f f/snapshot-0000000040.part-000-001.h5 ] && [ -f f/snapshot-0000000030.part-000-001.h5 ] ||
     fail "keep 2: $(ls f)"
 echo "ok: a failed sharded save keeps step 10; keep 2 keeps 2 snapshots and their 4 parts"
+# tables sharded by rows: each owner writes its rows with their slots, beside its run
+# of the dense slots, and the snapshot resumes on 4 replicas (4 owners) and unsharded
+go rows_snap shard1.json 2 2 --deterministic --shard-optimizer --snapshot-dir rs --snapshot-every 20
+go rows_d4 shard1.json 4 1 --deterministic --shard-optimizer --resume rs/snapshot-0000000020.h5
+go rows_one shard1.json 1 4 --deterministic --resume rs/snapshot-0000000020.h5
+for run in rows_snap rows_d4 rows_one; do same $run rows_ref; done
 # tied tables across 2 stages x 2 replicas: a tied copy's slots are its table's
 tied tied_snap 4 2 --stages 2 --deterministic --shard-optimizer --snapshot-dir ts --snapshot-every 20
 tied tied_from 1 4 --deterministic --resume ts/snapshot-0000000020.h5

@@ -396,9 +396,9 @@ pn_matrix pn_params_slot(const pn_params *p, int s, int index)
 }
 
 /* --- the packed index: "pnix", count, floats, the gradient piece, then per parameter
- * rows, cols, offset, gradient offset (all ones: row-sparse), table rows and whether the table is split across shards, name length and the
- * name's bytes, tie length (0: none) and the tie's bytes (native byte order: the
- * ranks of a job share it) */
+ * rows, cols, offset, gradient offset (all ones: row-sparse), table rows and whether
+ * the table is split across shards, name length and the name's bytes, tie length (0:
+ * none) and the tie's bytes (native byte order: the ranks of a job share it) */
 
 enum { INDEX_MAGIC = 0x78696e70 };
 
