@@ -1,8 +1,9 @@
 /* pn_opt_shard: the replica's part of the optimizer's slots, and the gather of the
- * values its update makes (optimizer_shard.h). A dense
- * parameter's part is its gradient slice cut to this replica's piece [lo, hi) of the
- * gradient buffer; its slot part sits at the same place less lo in the compact slot
- * buffer, after which come the row-sparse parameters' whole slices. */
+ * values its update makes (optimizer_shard.h). A dense parameter's part is its
+ * gradient slice cut to this replica's piece [lo, lo + piece) of the gradient buffer
+ * (pn_params_piece_run, which a snapshot's index uses too); its slot part sits at the
+ * same place less lo in the compact slot buffer, after which come the row-sparse
+ * parameters' whole slices. */
 #include "pipeline/optimizer_shard.h"
 
 #include <limits.h>
