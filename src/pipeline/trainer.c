@@ -236,6 +236,21 @@ static int stop_requested(trainer *t, int *sig)
     return pn_comm_max(t->comm, pn_stop_signal(), sig);
 }
 
+static bool opt_slot_part(void *ctx, int i, int k, size_t *at, size_t *n, pn_matrix *slot)
+{
+    return pn_optimizer_slot_part(ctx, i, k, at, n, slot);
+}
+
+/* A sharded optimizer's slots as a snapshot writes and reads them, each replica its
+ * own part (NULL: the slots are the arena's). */
+static const pn_slot_parts *slot_parts(trainer *t, pn_slot_parts *out)
+{
+    if (!pn_optimizer_sharded(t->opt)) return NULL;
+    *out = (pn_slot_parts){0, {NULL, NULL}, opt_slot_part, t->opt};
+    out->n_slots = pn_optimizer_slot_names(t->opt_cfg.kind, out->names);
+    return out;
+}
+
 /* Collective. A failure is known to every rank (they stop together) and leaves the
  * snapshots already in the directory as they were. */
 static int snapshot(trainer *t, pn_progress_mark mark)
@@ -245,12 +260,9 @@ static int snapshot(trainer *t, pn_progress_mark mark)
     pn_comm_watch_as(t->comm, snapshot_bound(t), "the bound of a snapshot, docs/running.md",
                      "writing the snapshot of step %ld", mark.step);
     pn_run_settings run = {t->config, t->cfg.seed, t->cfg.batch};
-    /* a sharded optimizer's slots whole in the arena while it is written */
-    int rc = pn_comm_agree(t->comm, pn_optimizer_shard_gather(t->opt));
-    if (rc == PN_OK)
-        rc = pn_checkpoint_save(t->comm, pn_stage_params(t->stage), run, mark,
-                                t->cfg.snapshot_dir, t->cfg.keep, path, sizeof path);
-    pn_optimizer_shard_drop(t->opt);
+    pn_slot_parts parts; /* a sharded optimizer's: each replica writes its own */
+    int rc = pn_checkpoint_save(t->comm, pn_stage_params(t->stage), slot_parts(t, &parts), run,
+                                mark, t->cfg.snapshot_dir, t->cfg.keep, path, sizeof path);
     PN_TRACE("snapshot", "snapshot", NULL, mark.step, -1, t0);
     if (rc == PN_ERR_STALL) return rc; /* not agreed: the job ends (pn_job_abort) */
     if (rc < 0) {
@@ -337,10 +349,9 @@ static int resume(trainer *t)
         return PN_OK;
     }
     double t0 = PN_TRACE_T0();
-    /* a sharded optimizer reads whole slots and keeps its part of them */
-    PN_TRY(pn_comm_agree(t->comm, pn_optimizer_shard_gather(t->opt)));
-    PN_TRY(pn_checkpoint_load(t->comm, pn_stage_params(t->stage), t->resume_path, &t->start));
-    PN_TRY(pn_comm_agree(t->comm, pn_optimizer_shard_scatter(t->opt)));
+    pn_slot_parts parts; /* a sharded optimizer's: each replica reads only its own */
+    PN_TRY(pn_checkpoint_load(t->comm, pn_stage_params(t->stage), slot_parts(t, &parts),
+                              t->resume_path, &t->start));
     PN_TRACE("resume", "snapshot", NULL, t->start.step, -1, t0);
     snprintf(t->newest_path, sizeof t->newest_path, "%s", t->resume_path);
     t->newest_step = t->start.step; /* the run's parameters until it trains a step */

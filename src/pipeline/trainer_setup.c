@@ -192,8 +192,10 @@ int pn_trainer_setup(trainer *t, pn_job *job)
     if (cfg->snapshot_dir[0]) { /* a snapshot must fit: known before the data is read */
         const char *slots[2];
         int n_slots = pn_optimizer_slot_names(cfg->optimizer.kind, slots);
+        bool sharded = cfg->shard_optimizer && t->grid->replicas > 1 && n_slots > 0;
         PN_TRY(pn_checkpoint_check_room(t->comm, pn_stage_params(t->stage), n_slots, slots,
-                                        t->config, cfg->snapshot_dir, &t->snapshot_bytes));
+                                        sharded, t->config, cfg->snapshot_dir,
+                                        &t->snapshot_bytes));
     }
     PN_TRY(open_data(t));
     long per_epoch = pn_reader_batches_per_epoch(t->train_data);
