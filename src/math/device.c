@@ -44,6 +44,13 @@ const char *pn_device_request_name(pn_device_request r)
     return pn_choice_name(&pn_device_requests, (int)r);
 }
 
+const char *pn_device_label(pn_device dev, char *buf, int cap)
+{
+    if (dev.kind != PN_DEVICE_HOST) return pn_device_name(dev, buf, cap);
+    snprintf(buf, (size_t)cap, "%s", pn_device_request_name(PN_DEVICE_REQUEST_CPU));
+    return buf;
+}
+
 /* auto without a module that loads: the host, said once (a node without the CUDA
  * libraries is a cpu node, not an error). */
 static int auto_on_host(void)

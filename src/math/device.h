@@ -40,6 +40,10 @@ extern const pn_choices pn_device_requests;
 int pn_device_request_from_name(const char *name);
 const char *pn_device_request_name(pn_device_request r);
 
+/* What a run's messages and pn_model_device call dev: the host by the name of the cpu
+ * request (pn_device_requests), a GPU "cuda:N"; into buf. */
+const char *pn_device_label(pn_device dev, char *buf, int cap);
+
 /* The device of a rank that is node_rank-th on its node: the host for cpu (and for
  * auto without a CUDA module that loads, or without a GPU), else GPU node_rank mod
  * the GPUs visible. cuda where the module cannot be loaded (this build has none, the

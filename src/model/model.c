@@ -138,10 +138,7 @@ static int model_from_state(pn_model **out, const pn_train_state *st, const char
         return pn_error_set(PN_ERR_NOMEM, "%s: out of memory", path);
     }
     m->device = dev;
-    if (dev.kind == PN_DEVICE_HOST)
-        snprintf(m->device_name, sizeof m->device_name, "cpu");
-    else
-        pn_device_name(dev, m->device_name, sizeof m->device_name);
+    pn_device_label(dev, m->device_name, sizeof m->device_name);
     int rc = pn_graph_from_json(&m->graph, root, path);
     json_decref(root);
     if (rc == PN_OK && members) {
@@ -188,7 +185,7 @@ static int device_of(const char *name, pn_device *dev)
     return pn_device_select(*dev);
 }
 
-int pn_model_load(pn_model **out, const char *path) { return pn_model_load_on(out, path, "cpu"); }
+int pn_model_load(pn_model **out, const char *path) { return pn_model_load_on(out, path, NULL); }
 
 int pn_model_load_on(pn_model **out, const char *path, const char *device)
 {

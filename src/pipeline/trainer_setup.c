@@ -119,7 +119,7 @@ static int place_devices(trainer *t, pn_job *job)
     t->devices[0] = '\0';
     for (int r = 0; rc == PN_OK && r < n && at + 48 < sizeof t->devices; r++) {
         if (!any_gpu) { /* all on the host: one word */
-            snprintf(t->devices, sizeof t->devices, "cpu");
+            pn_device_label(pn_device_host(), t->devices, (int)sizeof t->devices);
             break;
         }
         char name[32];
