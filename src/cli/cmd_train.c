@@ -13,10 +13,12 @@
 #include "mpi/comm.h"
 #include "mpi/job.h"
 #include "pipeline/graph.h"
+#include "pipeline/schedule.h"
 #include "pipeline/trainer.h"
 
 static void usage(FILE *out)
 {
+    char schedules[128];
     fprintf(out,
             "usage: pipenet train MODEL.json [options]\n"
             "\n"
@@ -63,9 +65,11 @@ static void usage(FILE *out)
             "  --micro-batches M  micro-batches per step and replica (default: the largest\n"
             "                   divisor of the replica's batch up to 4 P; interleaved:\n"
             "                   the largest such multiple of P)\n"
-            "  --schedule S     gpipe, 1f1b or interleaved              [train.schedule, 1f1b]\n"
+            "  --schedule S     %-40s[train.schedule, %s]\n"
             "  --transport T    what moves activations and gradients between ranks\n"
-            "                                                        [train.transport, auto]\n");
+            "                                                        [train.transport, auto]\n",
+            pn_choice_list(&pn_schedule_kinds, schedules, sizeof schedules),
+            pn_schedule_kind_name(PN_SCHEDULE_1F1B));
     pn_choice_help(out, &pn_transport_requests, 19);
     fprintf(out,
             "  --virtual-stages V  with --schedule interleaved: cut the model into P x V\n"
