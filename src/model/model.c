@@ -167,18 +167,12 @@ static int device_of(const char *name, pn_device *dev)
 {
     *dev = pn_device_host();
     if (!name) return PN_OK;
-    int request = pn_device_request_from_name(name), index = 0;
-    char end;
-    if (request < 0 && sscanf(name, "cuda:%d%c", &index, &end) == 1 && index >= 0 &&
-        index < PN_MAX_CUDA_DEVICES)
-        request = PN_DEVICE_REQUEST_CUDA;
-    char list[128];
-    if (request < 0)
-        return pn_error_set(PN_ERR_INVALID, "device '%s': expected %s, or cuda:N (the N-th GPU)",
-                            name, pn_choice_list(&pn_device_requests, list, sizeof list));
+    pn_device_request request;
+    int index;
+    PN_TRY(pn_device_parse(name, &request, &index));
     /* resolving index as a node rank gives GPU index mod the visible count: refuse a
      * GPU that is not there instead */
-    PN_TRY(pn_device_resolve((pn_device_request)request, index, dev));
+    PN_TRY(pn_device_resolve(request, index, dev));
     if (dev->kind == PN_DEVICE_CUDA && dev->index != index)
         return pn_error_set(PN_ERR_INVALID, "device '%s': no such GPU (this process sees "
                             "fewer than %d)", name, index + 1);
