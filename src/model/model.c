@@ -173,7 +173,7 @@ static int device_of(const char *name, pn_device *dev)
     /* resolving index as a node rank gives GPU index mod the visible count: refuse a
      * GPU that is not there instead */
     PN_TRY(pn_device_resolve(request, index, dev));
-    if (dev->kind == PN_DEVICE_CUDA && dev->index != index)
+    if (dev->kind != PN_DEVICE_HOST && dev->index != index)
         return pn_error_set(PN_ERR_INVALID, "device '%s': no such GPU (this process sees "
                             "fewer than %d)", name, index + 1);
     return pn_device_select(*dev);
