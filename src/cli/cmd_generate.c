@@ -48,7 +48,8 @@ static void usage(FILE *out)
             "  --no-cache         recompute the whole window for every byte instead of\n"
             "                     one position over the attention key/value cache (the\n"
             "                     same bytes, slower: a reference)\n"
-            "  --device D         where the model runs (cuda: the first GPU)      [cpu]\n");
+            "  --device D         where the model runs (cuda: the first GPU)      [%s]\n",
+            pn_device_request_name(PN_DEVICE_REQUEST_CPU));
     pn_choice_help(out, &pn_device_requests, 21);
     fprintf(out,
             "  -h, --help         this text\n"

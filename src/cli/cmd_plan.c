@@ -27,6 +27,8 @@
 static void usage(FILE *out)
 {
     char schedules[128];
+    pn_train_config d; /* the defaults, for [train.schedule, default] */
+    pn_train_config_default(&d);
     fprintf(out,
             "usage: pipenet plan MODEL.json [options]\n"
             "\n"
@@ -75,7 +77,7 @@ static void usage(FILE *out)
             "  --json             print the plan as JSON instead of tables\n"
             "  -h, --help         this text\n",
             pn_choice_list(&pn_schedule_kinds, schedules, sizeof schedules),
-            pn_schedule_kind_name(PN_SCHEDULE_1F1B));
+            pn_schedule_kind_name((pn_schedule_kind)d.schedule));
 }
 
 enum { OPT_STAGES = 256, OPT_REPLICAS, OPT_MICRO, OPT_SCHEDULE, OPT_BATCH, OPT_MEASURE,

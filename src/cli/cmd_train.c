@@ -19,6 +19,8 @@
 static void usage(FILE *out)
 {
     char schedules[128];
+    pn_train_config d; /* the defaults, for the [train.KEY, default] of the choices */
+    pn_train_config_default(&d);
     fprintf(out,
             "usage: pipenet train MODEL.json [options]\n"
             "\n"
@@ -52,7 +54,8 @@ static void usage(FILE *out)
             "  --log-every S    seconds between progress lines when not on a terminal [10]\n"
             "  --data-cache MB  read a dataset file into memory when it fits in MB [1024];\n"
             "                   0 reads every batch from the file\n"
-            "  --device D       where each rank's stage runs             [train.device, cpu]\n");
+            "  --device D       where each rank's stage runs             [train.device, %s]\n",
+            pn_device_request_name((pn_device_request)d.device_request));
     pn_choice_help(out, &pn_device_requests, 19);
     fprintf(out,
             "                   cuda takes GPU (node-local rank mod visible GPUs); CUDA\n"
@@ -67,9 +70,10 @@ static void usage(FILE *out)
             "                   the largest such multiple of P)\n"
             "  --schedule S     %-40s[train.schedule, %s]\n"
             "  --transport T    what moves activations and gradients between ranks\n"
-            "                                                        [train.transport, auto]\n",
+            "                                                        [train.transport, %s]\n",
             pn_choice_list(&pn_schedule_kinds, schedules, sizeof schedules),
-            pn_schedule_kind_name(PN_SCHEDULE_1F1B));
+            pn_schedule_kind_name((pn_schedule_kind)d.schedule),
+            pn_transport_request_name((pn_transport_request)d.transport_request));
     pn_choice_help(out, &pn_transport_requests, 19);
     fprintf(out,
             "  --virtual-stages V  with --schedule interleaved: cut the model into P x V\n"
