@@ -74,6 +74,8 @@ static void usage(FILE *out)
             "  --repeat N         with --measure: timed steps (medians)               [11]\n"
             "  --shard-optimizer  opt slots as --shard-optimizer keeps them: the dense\n"
             "                     parameters' divided by D        [train.shard_optimizer]\n"
+            "  --precision P      the links' bytes and the planned arguments in P (fp32\n"
+            "                     or bf16; --measure times fp32)  [train.precision, fp32]\n"
             "  --json             print the plan as JSON instead of tables\n"
             "  -h, --help         this text\n",
             pn_choice_list(&pn_schedule_kinds, schedules, sizeof schedules),
@@ -82,7 +84,7 @@ static void usage(FILE *out)
 
 enum { OPT_STAGES = 256, OPT_REPLICAS, OPT_MICRO, OPT_SCHEDULE, OPT_BATCH, OPT_MEASURE,
        OPT_TIMES, OPT_SAVE, OPT_THREADS, OPT_REPEAT, OPT_JSON, OPT_VIRTUAL,
-       OPT_SHARD_OPT };
+       OPT_SHARD_OPT, OPT_PRECISION };
 
 static const struct option longopts[] = {
     {"stages", required_argument, NULL, OPT_STAGES},
@@ -98,6 +100,7 @@ static const struct option longopts[] = {
     {"repeat", required_argument, NULL, OPT_REPEAT},
     {"json", no_argument, NULL, OPT_JSON},
     {"shard-optimizer", no_argument, NULL, OPT_SHARD_OPT},
+    {"precision", required_argument, NULL, OPT_PRECISION},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -111,6 +114,7 @@ typedef struct plan_options {
     int virtual_stages; /* 0: the model's train.virtual_stages, else 2 under
                            interleaved, 1 otherwise */
     bool measure, json, shard_optimizer;
+    int precision; /* pn_precision; -1: the model's train.precision */
     int threads;   /* 0: 1 */
     int repeat;
     char times[PN_PATH_MAX], save[PN_PATH_MAX];
@@ -138,6 +142,9 @@ static int parse_options(int argc, char **argv, plan_options *o)
         case OPT_MEASURE: o->measure = true; break;
         case OPT_JSON: o->json = true; break;
         case OPT_SHARD_OPT: o->shard_optimizer = true; break;
+        case OPT_PRECISION:
+            rc = pn_opt_choice("precision", &pn_precisions, optarg, &o->precision);
+            break;
         case OPT_TIMES: rc = pn_opt_path("layer-times", optarg, o->times, PN_PATH_MAX); break;
         case OPT_SAVE: rc = pn_opt_path("save-times", optarg, o->save, PN_PATH_MAX); break;
         case OPT_THREADS: rc = pn_opt_int("threads", optarg, 1, 4096, &o->threads); break;
@@ -258,7 +265,7 @@ static int report(const pn_plan *plan, const pn_graph *g, const pn_schedule *sch
         json_decref(j);
     } else {
         pn_plan_print(plan, g, sched, o->replicas, mb, stdout);
-        rc = pn_plan_print_arg_memory(plan, g, sched, mb, stdout);
+        rc = pn_plan_print_arg_memory(plan, g, sched, mb, plan->precision, stdout);
         pn_plan_print_row_sparse(plan, g, optimizer_slots(cfg->optimizer.kind), o->replicas,
                                  stdout);
         if (t) pn_plan_print_prediction(&pr, plan, g, t, stdout);
@@ -299,6 +306,9 @@ static int plan_model(const char *path, plan_options *o, pn_comm *comm)
     if (rc == PN_OK)
         rc = pn_schedule_build_virtual(&sched, o->schedule, plan->stages, plan->virtual_stages,
                                        o->micro);
+    if (rc == PN_OK)
+        pn_plan_set_precision(plan, (pn_precision)(o->precision >= 0 ? o->precision
+                                                                     : cfg.precision));
     if (rc == PN_OK) rc = report(plan, g, sched, o, &cfg, t);
 done:
     free(layer_s);
@@ -311,7 +321,7 @@ done:
 
 int pn_cmd_plan(int argc, char **argv)
 {
-    plan_options o = {.replicas = 1, .schedule = -1};
+    plan_options o = {.replicas = 1, .schedule = -1, .precision = -1};
     int parsed = parse_options(argc, argv, &o);
     if (parsed > 0) {
         usage(stdout);

@@ -76,6 +76,11 @@ static void usage(FILE *out)
             pn_transport_request_name((pn_transport_request)d.transport_request));
     pn_choice_help(out, &pn_transport_requests, 19);
     fprintf(out,
+            "  --precision P    the number format of the GEMMs, of the values between layers\n"
+            "                   and of what stages send; parameters, their gradients and the\n"
+            "                   optimizer stay fp32 (docs/training.md)  [train.precision, fp32]\n");
+    pn_choice_help(out, &pn_precisions, 19);
+    fprintf(out,
             "  --virtual-stages V  with --schedule interleaved: cut the model into P x V\n"
             "                   chunks, chunk c on stage c mod P, so a micro-batch goes\n"
             "                   round the pipe V times and the bubble shrinks V times\n"

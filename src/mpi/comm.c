@@ -511,3 +511,5 @@ double pn_comm_row_bytes_sent(const pn_comm *c)
 {
     return c->row_bytes_sent;
 }
+
+double pn_comm_link_bytes_sent(const pn_comm *c) { return c->link_bytes_sent; }

@@ -180,6 +180,9 @@ typedef struct pn_link_spec {
                           each over its own link, kept apart by tag and header */
     int slot_rows;     /* rows of a training micro-batch, at most max_rows (0: max_rows);
                           max_rows is evaluation's larger batch, which travels alone */
+    bool bf16;         /* the payload travels as bfloat16 (math/precision.h): half the
+                          bytes, and exact for the values a bf16 network makes, which
+                          are bf16 already; others are rounded on the way */
 } pn_link_spec;
 
 /* Creates a link with a buffer per micro-batch, so that receives are posted ahead and
@@ -260,6 +263,10 @@ int pn_comm_gather_rows(pn_comm *c, const int *counts, const int *ids, const pn_
  * deliver, not what a given MPI's collective puts on the wire; a figure to compare
  * unsharded with sharded tables by (bench/bench_shard.sh). */
 double pn_comm_row_bytes_sent(const pn_comm *c);
+
+/* Payload bytes this rank's stage links have sent since pn_comm_create (values and
+ * gradients, headers and lengths not counted): what --precision bf16 halves. */
+double pn_comm_link_bytes_sent(const pn_comm *c);
 
 /* --- tables sharded by rows over the stage's replicas (the owner exchange) ----------------- */
 

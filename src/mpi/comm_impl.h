@@ -86,6 +86,7 @@ struct pn_comm {
                            slots pn_comm_owner_exchange_start names, then the
                            blocking calls' own; their displacements made once */
     double row_bytes_sent; /* pn_comm_row_bytes_sent: the row-sparse exchanges' bytes */
+    double link_bytes_sent; /* pn_comm_link_bytes_sent: the stage links' payloads */
 };
 
 /* What a wait is for, named in the message when it stalls. */

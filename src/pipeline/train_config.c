@@ -50,7 +50,7 @@ static int read_path(const json_t *train, const pn_json_at *at, const char *key,
 const char *const pn_train_keys[] = {"batch", "epochs", "steps", "seed", "data", "eval",
                                      "eval_every", "recompute", "share_memory", "shard_optimizer",
                                      "schedule", "virtual_stages",
-                                     "device", "transport", "snapshot_dir", "snapshot_every",
+                                     "device", "transport", "precision", "snapshot_dir", "snapshot_every",
                                      "keep", "optimizer", NULL};
 
 /* The snapshot keys, as --snapshot-dir, --snapshot-every and --keep take them. */
@@ -96,6 +96,8 @@ int pn_train_config_from_json(const json_t *train, const char *file, pn_train_co
                              cfg->device_request, &cfg->device_request));
     PN_TRY(pn_json_choice_of(train, &at, "transport", false, &pn_transport_requests,
                              cfg->transport_request, &cfg->transport_request));
+    PN_TRY(pn_json_choice_of(train, &at, "precision", false, &pn_precisions, cfg->precision,
+                             &cfg->precision));
     PN_TRY(read_path(train, &at, "data", cfg->data));
     PN_TRY(read_path(train, &at, "eval", cfg->eval));
     PN_TRY(read_snapshots(train, &at, cfg));

@@ -174,6 +174,7 @@ int pn_trainer_setup(trainer *t, pn_job *job)
     t->threads = blas_threads(t);
     pn_math_set_threads(t->threads);
     pn_math_set_deterministic(cfg->deterministic);
+    pn_math_set_precision((pn_precision)cfg->precision);
     PN_TRY(check_layout(t));
     PN_TRY(pn_graph_check_batch(g, t->replica_rows)); /* evaluation takes a replica's slice */
     PN_TRY(pn_schedule_build_virtual(&t->sched, (pn_schedule_kind)cfg->schedule,
@@ -184,15 +185,18 @@ int pn_trainer_setup(trainer *t, pn_job *job)
                           .micro_rows = t->micro_rows, .eval_rows = t->replica_rows,
                           .deterministic = cfg->deterministic, .recompute = cfg->recompute,
                           .share_memory = cfg->share_memory,
-                          .shard_optimizer = cfg->shard_optimizer};
+                          .shard_optimizer = cfg->shard_optimizer,
+                          .precision = (pn_precision)cfg->precision};
     PN_TRY(pn_stage_create(&t->stage, &sc));
     if (!(t->config = json_dumps(g->root, JSON_INDENT(2) | JSON_PRESERVE_ORDER)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
     if (cfg->snapshot_dir[0]) { /* a snapshot must fit: known before the data is read */
         const char *slots[2];
         int n_slots = pn_optimizer_slot_names(cfg->optimizer.kind, slots);
+        bool sharded = cfg->shard_optimizer && t->grid->replicas > 1 && n_slots > 0;
         PN_TRY(pn_checkpoint_check_room(t->comm, pn_stage_params(t->stage), n_slots, slots,
-                                        t->config, cfg->snapshot_dir, &t->snapshot_bytes));
+                                        sharded, t->config, cfg->snapshot_dir,
+                                        &t->snapshot_bytes));
     }
     PN_TRY(open_data(t));
     long per_epoch = pn_reader_batches_per_epoch(t->train_data);
