@@ -75,11 +75,12 @@ static void usage(FILE *out)
             "  --shard-optimizer  opt slots as --shard-optimizer keeps them: the dense\n"
             "                     parameters' divided by D        [train.shard_optimizer]\n"
             "  --precision P      the links' bytes and the planned arguments in P (fp32\n"
-            "                     or bf16; --measure times fp32)  [train.precision, fp32]\n"
+            "                     or bf16; --measure times fp32)  [train.precision, %s]\n"
             "  --json             print the plan as JSON instead of tables\n"
             "  -h, --help         this text\n",
             pn_choice_list(&pn_schedule_kinds, schedules, sizeof schedules),
-            pn_schedule_kind_name((pn_schedule_kind)d.schedule));
+            pn_schedule_kind_name((pn_schedule_kind)d.schedule),
+            pn_choice_name(&pn_precisions, d.precision));
 }
 
 enum { OPT_STAGES = 256, OPT_REPLICAS, OPT_MICRO, OPT_SCHEDULE, OPT_BATCH, OPT_MEASURE,

@@ -78,7 +78,8 @@ static void usage(FILE *out)
     fprintf(out,
             "  --precision P    the number format of the GEMMs, of the values between layers\n"
             "                   and of what stages send; parameters, their gradients and the\n"
-            "                   optimizer stay fp32 (docs/training.md)  [train.precision, fp32]\n");
+            "                   optimizer stay fp32 (docs/training.md)  [train.precision, %s]\n",
+            pn_choice_name(&pn_precisions, d.precision));
     pn_choice_help(out, &pn_precisions, 19);
     fprintf(out,
             "  --virtual-stages V  with --schedule interleaved: cut the model into P x V\n"
