@@ -26,6 +26,9 @@
 
 static void usage(FILE *out)
 {
+    char schedules[128];
+    pn_train_config d; /* the defaults, for [train.schedule, default] */
+    pn_train_config_default(&d);
     fprintf(out,
             "usage: pipenet plan MODEL.json [options]\n"
             "\n"
@@ -56,7 +59,7 @@ static void usage(FILE *out)
             "  --replicas D       data-parallel copies of the pipeline                 [1]\n"
             "  --micro-batches M  micro-batches per step and replica  [as `pipenet train`:\n"
             "                     the largest divisor of B / D up to 4 P]\n"
-            "  --schedule NAME    gpipe, 1f1b or interleaved      [train.schedule, 1f1b]\n"
+            "  --schedule NAME    %-32s[train.schedule, %s]\n"
             "  --virtual-stages V with --schedule interleaved: cut the model into P x V\n"
             "                     chunks, chunk c on stage c mod P (V >= 2; M a multiple\n"
             "                     of P)                            [train.virtual_stages, 2]\n"
@@ -72,9 +75,12 @@ static void usage(FILE *out)
             "  --shard-optimizer  opt slots as --shard-optimizer keeps them: the dense\n"
             "                     parameters' divided by D        [train.shard_optimizer]\n"
             "  --precision P      the links' bytes and the planned arguments in P (fp32\n"
-            "                     or bf16; --measure times fp32)  [train.precision, fp32]\n"
+            "                     or bf16; --measure times fp32)  [train.precision, %s]\n"
             "  --json             print the plan as JSON instead of tables\n"
-            "  -h, --help         this text\n");
+            "  -h, --help         this text\n",
+            pn_choice_list(&pn_schedule_kinds, schedules, sizeof schedules),
+            pn_schedule_kind_name((pn_schedule_kind)d.schedule),
+            pn_choice_name(&pn_precisions, d.precision));
 }
 
 enum { OPT_STAGES = 256, OPT_REPLICAS, OPT_MICRO, OPT_SCHEDULE, OPT_BATCH, OPT_MEASURE,
@@ -128,10 +134,7 @@ static int parse_options(int argc, char **argv, plan_options *o)
         case OPT_MICRO: rc = pn_opt_int("micro-batches", optarg, 1, 1 << 20, &o->micro); break;
         case OPT_BATCH: rc = pn_opt_int("batch", optarg, 1, 1 << 24, &o->batch); break;
         case OPT_SCHEDULE:
-            kind = pn_schedule_kind_from_name(optarg);
-            if (kind < 0)
-                return pn_opt_report("--schedule: expected gpipe, 1f1b or interleaved, got '%s'",
-                                     optarg);
+            if (pn_opt_choice("schedule", &pn_schedule_kinds, optarg, &kind) < 0) return -1;
             o->schedule = kind;
             break;
         case OPT_VIRTUAL:

@@ -94,10 +94,7 @@ int pn_train_options_parse(int argc, char **argv, pn_train_overrides *o)
         case OPT_STAGES: rc = pn_opt_int("stages", optarg, 1, 1 << 16, &v->stages); break;
         case OPT_MICRO: rc = pn_opt_int("micro-batches", optarg, 1, 1 << 20, &v->micro_batches); break;
         case OPT_SCHEDULE:
-            v->schedule = pn_schedule_kind_from_name(optarg);
-            if (v->schedule < 0)
-                rc = pn_opt_report("--schedule: expected gpipe, 1f1b or interleaved, got '%s'",
-                                   optarg);
+            rc = pn_opt_choice("schedule", &pn_schedule_kinds, optarg, &v->schedule);
             break;
         case OPT_VIRTUAL:
             rc = pn_opt_int("virtual-stages", optarg, 1, 1 << 16, &v->virtual_stages);

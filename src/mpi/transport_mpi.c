@@ -435,7 +435,6 @@ static void release(pn_comm *c)
 }
 
 const pn_transport pn_transport_mpi = {
-    .name = "mpi",
     .link_create = link_create,
     .link_free = link_free,
     .link_post_recv = link_post_recv,

@@ -67,8 +67,6 @@ static int read_snapshots(const json_t *train, const pn_json_at *at, pn_train_co
 
 int pn_train_config_from_json(const json_t *train, const char *file, pn_train_config *cfg)
 {
-    /* in pn_schedule_kind's order */
-    static const char *const schedules[] = {"gpipe", "1f1b", "interleaved"};
     if (!train) return PN_OK;
     pn_json_at top = pn_json_root(file), at = pn_json_field(&top, "train");
     PN_TRY(pn_json_known_keys(train, &at, pn_train_keys, NULL));
@@ -88,8 +86,8 @@ int pn_train_config_from_json(const json_t *train, const char *file, pn_train_co
     PN_TRY(pn_json_bool(train, &at, "share_memory", cfg->share_memory, &cfg->share_memory));
     PN_TRY(pn_json_bool(train, &at, "shard_optimizer", cfg->shard_optimizer,
                         &cfg->shard_optimizer));
-    PN_TRY(pn_json_choice(train, &at, "schedule", false, "a schedule", schedules, 3,
-                          cfg->schedule, &cfg->schedule));
+    PN_TRY(pn_json_choice_of(train, &at, "schedule", false, &pn_schedule_kinds, cfg->schedule,
+                             &cfg->schedule));
     long virtual_stages;
     PN_TRY(pn_json_int(train, &at, "virtual_stages", false, 2, 1 << 16, cfg->virtual_stages,
                        &virtual_stages));
