@@ -8,11 +8,8 @@
 # model, a model that is not over byte tokens, a reverse lstm, --tokens 0 and --top-k 0
 # are refused with exit 1 or 2.
 set -u
-PIPENET=${PIPENET:-./pipenet}
+. "$(dirname "$0")/script_fixture.sh"
 EXAMPLES=${TESTS_BUILDDIR:-./tests}/../examples
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/pn_test_generate.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 "$PIPENET" generate --help | grep -q '^usage: pipenet generate MODEL.h5 --prompt' ||
     fail "generate --help"

@@ -7,12 +7,9 @@
 # times file read back (it moves the cut), one of all-zero times (M + P - 1 slots,
 # no rate made up) and the inputs refused.
 set -u
-PIPENET=${PIPENET:-./pipenet}
+. "$(dirname "$0")/script_fixture.sh"
 here=$(cd "$(dirname "$0")/.." && pwd)
 model=$here/models/fashion_mlp.json
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 "$PIPENET" plan "$model" --stages 2 --micro-batches 4 >"$tmp/p2" 2>&1 ||
     { cat "$tmp/p2"; fail "plan --stages 2 exited non-zero"; }
