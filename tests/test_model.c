@@ -18,42 +18,14 @@
 #include "pipeline/network.h"
 #include "pipenet.h"
 #include "model_fixture.h"
+#include "model_files.h"
 #include "testutil.h"
 
-static const char *const SKIP_MLP =
-    "{\"name\": \"skip\", \"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 5},"
-    "  \"y\": {\"dataset\": \"labels\", \"ids\": true}},"
-    " \"layers\": ["
-    "  {\"name\": \"h1\", \"type\": \"fc\", \"input\": \"x\", \"size\": 6, \"act\": \"tanh\"},"
-    "  {\"name\": \"h2\", \"type\": \"fc\", \"input\": \"h1\", \"size\": 6, \"act\": \"gelu\"},"
-    "  {\"name\": \"sum\", \"type\": \"add\", \"input\": [\"h1\", \"h2\"]},"
-    "  {\"name\": \"norm\", \"type\": \"layernorm\", \"input\": \"sum\"},"
-    "  {\"name\": \"drop\", \"type\": \"dropout\", \"input\": \"norm\", \"rate\": 0.25},"
-    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"drop\", \"size\": 4},"
-    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}"
-    "]}";
+#define SKIP_MLP mf_text("skip_mlp")
 
-static const char *const TINY_TRANSFORMER =
-    "{\"inputs\": {\"tok\": {\"dataset\": \"tokens\", \"ids\": true, \"seq\": 4},"
-    "  \"next\": {\"dataset\": \"next\", \"ids\": true, \"seq\": 4}},"
-    " \"layers\": ["
-    "  {\"name\": \"emb\", \"type\": \"embedding\", \"input\": \"tok\", \"vocab\": 7, \"size\": 6},"
-    "  {\"name\": \"ln\", \"type\": \"layernorm\", \"input\": \"emb\"},"
-    "  {\"name\": \"att\", \"type\": \"attention\", \"input\": \"ln\", \"heads\": 2},"
-    "  {\"name\": \"res\", \"type\": \"add\", \"input\": [\"emb\", \"att\"]},"
-    "  {\"name\": \"head\", \"type\": \"fc\", \"input\": \"res\", \"size\": 7},"
-    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"head\", \"next\"]}"
-    "]}";
+#define TINY_TRANSFORMER mf_text("tiny_transformer")
 
-static const char *const PADDED_LSTM =
-    "{\"inputs\": {\"tok\": {\"dataset\": \"tokens\", \"ids\": true, \"seq\": 4,"
-    "  \"lengths\": \"len\"}, \"next\": {\"dataset\": \"next\", \"ids\": true, \"seq\": 4}},"
-    " \"layers\": ["
-    "  {\"name\": \"emb\", \"type\": \"embedding\", \"input\": \"tok\", \"vocab\": 7, \"size\": 5},"
-    "  {\"name\": \"rnn\", \"type\": \"lstm\", \"input\": \"emb\", \"size\": 6},"
-    "  {\"name\": \"head\", \"type\": \"fc\", \"input\": \"rnn\", \"size\": 7},"
-    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"head\", \"next\"]}"
-    "]}";
+#define PADDED_LSTM mf_text("padded_lstm_tagger")
 
 START_TEST(forward_matches_the_network_bit_for_bit)
 {
