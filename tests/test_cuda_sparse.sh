@@ -16,8 +16,8 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/script_fixture.sh"
 . "$here/gpu_fixture.sh"
-fix=${TESTS_BUILDDIR:-$here}/h5_fixture
-[ -x "$fix" ] || { echo "SKIP: $fix not built (make check builds it)"; exit 77; }
+need_h5_fixture
+fix=$H5
 need_gpu
 
 "$fix" csr "$tmp/train.h5" features 512 1000 3 || fail "h5_fixture csr train"
