@@ -98,13 +98,7 @@ END_TEST
  * same CSR rows, and rows the model cannot take are refused naming input and sample. */
 START_TEST(sparse_inputs_take_csr_rows)
 {
-    static const char *const json =
-        "{\"name\": \"ctr\", \"inputs\": {\"x\": {\"dataset\": \"f\", \"sparse\": true, "
-        "\"columns\": 20, \"fields\": 2}, \"y\": {\"dataset\": \"l\", \"ids\": true}},"
-        " \"layers\": [{\"name\": \"emb\", \"type\": \"embedding_bag\", \"input\": \"x\","
-        " \"rows\": 8, \"size\": 3}, {\"name\": \"pool\", \"type\": \"seq_pool\", \"input\":"
-        " \"emb\", \"mode\": \"mean\"}, {\"name\": \"out\", \"type\": \"fc\", \"input\": \"pool\","
-        " \"size\": 4}, {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}]}";
+    const char *json = mf_text("sparse_bag_pool_classifier");
     direct d;
     direct_init(&d, json, 5);
     write_file(&d, json, PN_FORMAT_MODEL, NULL, NULL, NULL);
