@@ -15,8 +15,7 @@ EXAMPLES=${TESTS_BUILDDIR:-./tests}/../examples
     fail "generate --help"
 
 . "$(dirname "$0")/lm_fixture.sh"
-times_table 400 >"$tmp/text.txt"
-"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
+import_times_table 400
 
 # gpt VOCAB: the tiny GPT with VOCAB embedding rows and logits
 gpt() {
