@@ -20,7 +20,6 @@
  * place); gelu g reads t in backward, so t lives on and g takes another slot; h3's
  * value (read by no backward: dropout and add read none) dies at d. */
 #define ACTS mf_text("activations_in_place")
-
 #define BLOCK mf_text("transformer_block")
 
 /* Types the planner knows nothing of (lstm, seq_pool, mse) keep their values. */

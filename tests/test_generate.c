@@ -26,7 +26,6 @@
 
 /* The recurrent layers carry their state from step to step (window 8). */
 #define TINY_LSTM mf_text("tiny_lstm_lm")
-
 #define TINY_GRU mf_text("tiny_gru_lm")
 
 /* A reverse lstm reads positions generation has not made yet: refused when stepped. */
@@ -45,12 +44,7 @@ enum { PROMPT_LEN = 7, N = 30 };
 /* Writes json's parameters with uniform values in +-0.6 (seeded) to path as a model. */
 static void write_model(const char *json, const char *file)
 {
-    json_t *root = json_loads(json, 0, NULL);
-    ck_assert_ptr_nonnull(root);
-    pn_graph *g;
-    int rc = pn_graph_from_json(&g, root, "test.json");
-    json_decref(root);
-    ck_assert_msg(rc == 0, "%s", pn_error_message());
+    pn_graph *g = tu_graph_of(json);
     pn_network_options o = {.device = pn_device_host(), .forward_only = true};
     pn_params *params;
     pn_network *net;
@@ -66,7 +60,7 @@ static void write_model(const char *json, const char *file)
         tu_fill_uniform(&v, &rng, 0.6f);
         ck_assert_int_eq(pn_train_state_add(st, p->name, v.rows, v.cols, v.data, NULL), 0);
     }
-    rc = pn_snapshot_write(file, st, NULL);
+    int rc = pn_snapshot_write(file, st, NULL);
     ck_assert_msg(rc == 0, "%s", pn_error_message());
     pn_train_state_free(st);
     pn_network_free(net);

@@ -22,9 +22,7 @@
 #include "testutil.h"
 
 #define SKIP_MLP mf_text("skip_mlp")
-
 #define TINY_TRANSFORMER mf_text("tiny_transformer")
-
 #define PADDED_LSTM mf_text("padded_lstm_tagger")
 
 START_TEST(forward_matches_the_network_bit_for_bit)

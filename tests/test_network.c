@@ -14,11 +14,8 @@
 #include "testutil.h"
 
 #define SKIP_MLP mf_text("skip_mlp_concat")
-
 #define TINY_TRANSFORMER mf_text("tiny_transformer")
-
 #define PADDED_LSTM mf_text("padded_lstm_pool")
-
 #define PADDED_TAGGER mf_text("padded_gru_tagger")
 
 typedef struct fixture {
@@ -31,11 +28,7 @@ typedef struct fixture {
 
 static void fixture_init(fixture *f, const char *json, const bool *member, int batch)
 {
-    json_t *root = json_loads(json, 0, NULL);
-    ck_assert_ptr_nonnull(root);
-    int rc = pn_graph_from_json(&f->graph, root, "test.json");
-    json_decref(root);
-    ck_assert_msg(rc == 0, "%s", pn_error_message());
+    f->graph = tu_graph_of(json);
     pn_network_options o = {.member = member, .device = pn_device_host(), .init = true,
                             .seed = 3};
     ck_assert_int_eq(pn_network_build(f->graph, &o, &f->params, &f->net), 0);
