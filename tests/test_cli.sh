@@ -9,16 +9,6 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 "$PIPENET" --help | grep -q '^usage: pipenet' || fail "--help prints no usage"
 "$PIPENET" --version | grep -Eq '^pipenet [0-9]+\.[0-9]+' || fail "--version"
 
-# Every command of the table (as --help lists it) has its own --help, and refuses an
-# unknown option as a wrong command line (exit 2, "pipenet: error:" first)
-"$PIPENET" --help | awk '/^commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 }' \
-    >"$tmp/commands"
-[ "$(wc -l <"$tmp/commands")" -ge 2 ] || fail "--help lists no commands: $(cat "$tmp/commands")"
-while read -r cmd; do
-    "$PIPENET" "$cmd" --help | grep -q "^usage: pipenet $cmd" || fail "$cmd --help prints no usage"
-    expect 2 '^pipenet: error: ..' "$PIPENET" "$cmd" --bogus-option
-done <"$tmp/commands"
-
 # `layers` lists the layer table, one line a type under a header, and docs/layers.md's
 # table documents the same types, no more, no fewer
 "$PIPENET" layers >"$tmp/layers" || fail "layers exited non-zero"
