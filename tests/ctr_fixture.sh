@@ -1,7 +1,6 @@
 # Sourced by the click-through tests (test_ctr.sh, test_cuda_ctr.sh) after
 # script_fixture.sh: $H5 (the h5_fixture program), a planted dataset and the model.
-H5=${TESTS_BUILDDIR:-$(cd "$(dirname "$0")" && pwd)}/h5_fixture
-[ -x "$H5" ] || { echo "SKIP: $H5 not built (make check builds it)"; exit 77; }
+need_h5_fixture
 
 # ctr_set NAME ROWS FIRST: $tmp/NAME.h5 (fields int32 [ROWS, 3], clicks int32
 # [ROWS]) and $tmp/NAME.txt ("f0 f1 f2 click" a line) of rows FIRST.. of the planted

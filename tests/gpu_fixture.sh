@@ -85,6 +85,21 @@ same_binary_evals() {
         exit 1
 }
 
+# same_binary_training MODEL TRAIN EVAL: MODEL (a binary classifier of 16 steps)
+# trained on TRAIN, evaluated on EVAL every 8 steps, on the cpu and on cuda (metrics
+# $tmp/m_DEVICE, snapshots in $tmp/snap_DEVICE): the cuda run names its GPU, and the
+# two follow the same losses (same_losses) and evaluations (same_binary_evals)
+same_binary_training() {
+    for d in cpu cuda; do
+        "$PIPENET" train "$1" --data "$2" --eval "$3" --eval-every 8 \
+            --threads 1 --device $d --metrics "$tmp/m_$d" --snapshot-dir "$tmp/snap_$d" \
+            >"$tmp/out_$d" 2>&1 || { cat "$tmp/out_$d"; fail "train --device $d"; }
+    done
+    grep -q "^device: cuda:0" "$tmp/out_cuda" || { cat "$tmp/out_cuda"; fail "the cuda run names no GPU"; }
+    same_losses "$tmp/m_cuda" "$tmp/m_cpu" 1 16 || fail "the losses of cuda and cpu differ"
+    same_binary_evals "$tmp/m_cpu" "$tmp/m_cuda" 2
+}
+
 # same_binary_inference MODEL DATA H5_FIXTURE: `infer` of MODEL on DATA on the cpu and
 # on cuda writes the same logits (1e-5 relative), the same predictions and the same
 # AUC, which it leaves in $auc_cpu

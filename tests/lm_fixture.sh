@@ -10,6 +10,15 @@ times_table() {
     done
 }
 
+# import_times_table LINES [SEQ]: times_table LINES as $tmp/text.txt, imported by
+# `pipenet import text` in windows of SEQ ids (16 unless given) into $tmp/lm
+# (train.h5, test.h5)
+import_times_table() {
+    times_table "$1" >"$tmp/text.txt"
+    "$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq "${2:-16}" >/dev/null ||
+        fail "import text"
+}
+
 # tiny_gpt VOCAB TRAIN [LOGITS]: a GPT over windows of 16 ids (token + position
 # embedding of width 16, 2 pre-LN blocks written as a repeat block, 2-head causal
 # attention, a gelu MLP of 32), VOCAB embedding rows and logits, TRAIN the "train"

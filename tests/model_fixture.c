@@ -30,11 +30,7 @@ void teardown(void) { tu_remove_tree(dir); }
 void direct_init(direct *d, const char *json, int batch)
 {
     *d = (direct){.batch = batch};
-    json_t *root = json_loads(json, 0, NULL);
-    ck_assert_ptr_nonnull(root);
-    int rc = pn_graph_from_json(&d->graph, root, "test.json");
-    json_decref(root);
-    ck_assert_msg(rc == 0, "%s", pn_error_message());
+    d->graph = tu_graph_of(json);
     pn_network_options o = {.device = pn_device_host()};
     ck_assert_int_eq(pn_network_build(d->graph, &o, &d->params, &d->net), 0);
     pn_rng rng;
@@ -82,7 +78,7 @@ void direct_init(direct *d, const char *json, int batch)
     }
     pn_pass pass = {.training = false};
     pn_network_reset_stats(d->net);
-    rc = pn_network_forward(d->net, &pass);
+    int rc = pn_network_forward(d->net, &pass);
     ck_assert_msg(rc == 0, "%s", pn_error_message());
     pn_network_stats(d->net, &d->stats);
 }

@@ -13,58 +13,17 @@
 #include "pipeline/arg_plan.h"
 #include "pipeline/graph.h"
 #include "pipeline/network.h"
+#include "model_files.h"
 #include "testutil.h"
 
 /* h1 dies into relu a1 (in place), h2 into sigmoid a2 (in place), sum into tanh t (in
  * place); gelu g reads t in backward, so t lives on and g takes another slot; h3's
  * value (read by no backward: dropout and add read none) dies at d. */
-static const char *const ACTS =
-    "{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 5}, \"y\": {\"dataset\": \"l\", \"ids\": true}},"
-    " \"layers\": ["
-    "  {\"name\": \"h1\", \"type\": \"fc\", \"input\": \"x\", \"size\": 8},"
-    "  {\"name\": \"a1\", \"type\": \"act\", \"input\": \"h1\", \"act\": \"relu\"},"
-    "  {\"name\": \"h2\", \"type\": \"fc\", \"input\": \"a1\", \"size\": 8},"
-    "  {\"name\": \"a2\", \"type\": \"act\", \"input\": \"h2\", \"act\": \"sigmoid\"},"
-    "  {\"name\": \"sum\", \"type\": \"add\", \"input\": [\"a1\", \"a2\"]},"
-    "  {\"name\": \"t\", \"type\": \"act\", \"input\": \"sum\", \"act\": \"tanh\"},"
-    "  {\"name\": \"g\", \"type\": \"act\", \"input\": \"t\", \"act\": \"gelu\"},"
-    "  {\"name\": \"h3\", \"type\": \"fc\", \"input\": \"g\", \"size\": 8},"
-    "  {\"name\": \"d\", \"type\": \"dropout\", \"input\": \"h3\", \"rate\": 0.25},"
-    "  {\"name\": \"res\", \"type\": \"add\", \"input\": [\"d\", \"t\"]},"
-    "  {\"name\": \"norm\", \"type\": \"layernorm\", \"input\": \"res\"},"
-    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"norm\", \"size\": 4},"
-    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}"
-    "]}";
-
-static const char *const BLOCK =
-    "{\"inputs\": {\"tok\": {\"dataset\": \"t\", \"ids\": true, \"seq\": 4},"
-    "  \"next\": {\"dataset\": \"n\", \"ids\": true, \"seq\": 4}},"
-    " \"layers\": ["
-    "  {\"name\": \"emb\", \"type\": \"embedding\", \"input\": \"tok\", \"vocab\": 4, \"size\": 6,"
-    "   \"positions\": true},"
-    "  {\"name\": \"ln1\", \"type\": \"layernorm\", \"input\": \"emb\"},"
-    "  {\"name\": \"att\", \"type\": \"attention\", \"input\": \"ln1\", \"heads\": 2},"
-    "  {\"name\": \"res1\", \"type\": \"add\", \"input\": [\"emb\", \"att\"]},"
-    "  {\"name\": \"ln2\", \"type\": \"layernorm\", \"input\": \"res1\"},"
-    "  {\"name\": \"mlp1\", \"type\": \"fc\", \"input\": \"ln2\", \"size\": 12, \"act\": \"gelu\"},"
-    "  {\"name\": \"mlp2\", \"type\": \"fc\", \"input\": \"mlp1\", \"size\": 6},"
-    "  {\"name\": \"res2\", \"type\": \"add\", \"input\": [\"res1\", \"mlp2\"]},"
-    "  {\"name\": \"head\", \"type\": \"fc\", \"input\": \"res2\", \"size\": 4},"
-    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"head\", \"next\"]}"
-    "]}";
+#define ACTS mf_text("activations_in_place")
+#define BLOCK mf_text("transformer_block")
 
 /* Types the planner knows nothing of (lstm, seq_pool, mse) keep their values. */
-static const char *const PADDED =
-    "{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 3, \"seq\": 4, \"lengths\": \"len\"},"
-    "  \"y\": {\"dataset\": \"t\", \"size\": 2}},"
-    " \"layers\": ["
-    "  {\"name\": \"in\", \"type\": \"fc\", \"input\": \"x\", \"size\": 5},"
-    "  {\"name\": \"a\", \"type\": \"act\", \"input\": \"in\", \"act\": \"tanh\"},"
-    "  {\"name\": \"rnn\", \"type\": \"lstm\", \"input\": \"a\", \"size\": 4},"
-    "  {\"name\": \"pool\", \"type\": \"seq_pool\", \"input\": \"rnn\", \"mode\": \"mean\"},"
-    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"pool\", \"size\": 2},"
-    "  {\"name\": \"loss\", \"type\": \"mse\", \"input\": [\"out\", \"y\"]}"
-    "]}";
+#define PADDED mf_text("padded_lstm_pool_act_layer")
 
 static const int LENGTHS[] = {2, 4, 1, 3};
 

@@ -3,19 +3,25 @@
 # against docs/training.md, exit 2 for every command's misuse, and the bundled models
 # read as models.
 set -u
-PIPENET=${PIPENET:-./pipenet}
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/script_fixture.sh"
+here=$(cd "$(dirname "$0")/.." && pwd)
 
 "$PIPENET" --help | grep -q '^usage: pipenet' || fail "--help prints no usage"
 "$PIPENET" --version | grep -Eq '^pipenet [0-9]+\.[0-9]+' || fail "--version"
-"$PIPENET" layers --help | grep -q 'usage: pipenet layers' || fail "layers --help"
 
-out=$("$PIPENET" layers) || fail "layers exited non-zero"
-for t in data fc act embedding layernorm add concat dropout attention softmax_xent mse lstm gru seq_pool \
-         flatten fm inner_product cross sigmoid_xent sparse_input embedding_bag sparse_fc; do
-    echo "$out" | grep -Eq "^$t +[0-9]" || fail "layers does not list $t"
-done
-[ "$(echo "$out" | wc -l)" -eq 23 ] || fail "layers lists $(($(echo "$out" | wc -l) - 1)) types, expected 22"
+# `layers` lists the layer table, one line a type under a header, and docs/layers.md's
+# table documents the same types, no more, no fewer
+"$PIPENET" layers >"$tmp/layers" || fail "layers exited non-zero"
+head -1 "$tmp/layers" | grep -Eq '^type +inputs +description$' || fail "layers header: $(head -1 "$tmp/layers")"
+sed 1d "$tmp/layers" | grep -Ev '^[a-z_]+ +[0-9]+(\+|-[0-9]+)? +[^ ]' &&
+    fail "layers lines not of the form: type inputs description"
+sed 1d "$tmp/layers" | awk '{ print $1 }' | sort >"$tmp/listed"
+awk '/^\| type \|/ { on = 1; next } on && !/^\|/ { exit }
+     on && /^\| `/ { split($0, f, "`"); print f[2] }' "$here/docs/layers.md" | sort >"$tmp/documented"
+[ "$(wc -l <"$tmp/listed")" -ge 2 ] || fail "layers lists $(wc -l <"$tmp/listed") types"
+[ "$(sort -u "$tmp/listed" | wc -l)" -eq "$(wc -l <"$tmp/listed")" ] || fail "layers lists a type twice"
+diff "$tmp/documented" "$tmp/listed" >"$tmp/layers.diff" ||
+    fail "docs/layers.md's layer types (<) differ from pipenet layers' (>): $(cat "$tmp/layers.diff")"
 
 err=$("$PIPENET" frobnicate 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "unknown command exit $rc, expected 2"
@@ -32,9 +38,6 @@ echo "$err" | grep -q "pipenet: error: .*$missing" || fail "inspect message does
 # The train section's keys: docs/training.md's table names those the parser takes
 # (its message for an unknown key lists them all, from pn_train_keys), no more, no
 # fewer, and `train --help` shows each beside its option as [train.KEY...]
-here=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 cat >"$tmp/keys.json" <<'EOF'
 {"inputs": {"x": {"dataset": "f", "size": 2}},
  "layers": [{"name": "o", "type": "fc", "input": "x", "size": 1}], "train": {"bogus": 1}}

@@ -3,16 +3,15 @@
 # (oversubscribed on small machines), then its stall check on 2: replica 1 never joins
 # a push and the job must end (not hang) with the watchdog naming what it waited for.
 set -u
+. "$(dirname "$0")/script_fixture.sh"
 here=${TESTS_BUILDDIR:-$(cd "$(dirname "$0")" && pwd)}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 CK_FORK=no
-fail() { echo "FAIL: $*"; exit 1; }
+export CK_FORK=no
 for np in 2 4; do
     echo "--- $np ranks"
     timeout 300 mpirun --oversubscribe -np $np "$here/test_comm_owner" || fail "$np ranks"
 done
 echo "--- the stall check, 2 ranks"
-err=$(mktemp)
-trap 'rm -f "$err"' EXIT
+err=$tmp/err
 timeout 120 mpirun --oversubscribe -np 2 "$here/test_comm_owner" --stall >/dev/null 2>"$err"
 rc=$?
 [ $rc -ne 124 ] || fail "the stalled push hung"

@@ -15,14 +15,7 @@ need_gpu
 ctr_set train 256 0
 ctr_set eval 96 1000
 ctr_model "$tmp/ctr.json" 16
-for d in cpu cuda; do
-    "$PIPENET" train "$tmp/ctr.json" --data "$tmp/train.h5" --eval "$tmp/eval.h5" --eval-every 8 \
-        --threads 1 --device $d --metrics "$tmp/m_$d" --snapshot-dir "$tmp/snap_$d" \
-        >"$tmp/out_$d" 2>&1 || { cat "$tmp/out_$d"; fail "train --device $d"; }
-done
-grep -q "^device: cuda:0" "$tmp/out_cuda" || { cat "$tmp/out_cuda"; fail "the cuda run names no GPU"; }
-same_losses "$tmp/m_cuda" "$tmp/m_cpu" 1 16 || fail "the losses of cuda and cpu differ"
-same_binary_evals "$tmp/m_cpu" "$tmp/m_cuda" 2
+same_binary_training "$tmp/ctr.json" "$tmp/train.h5" "$tmp/eval.h5"
 
 # one model, inferred on both devices: the same outputs (to rounding) and predictions
 model=$tmp/snap_cpu/snapshot-0000000016.h5

@@ -12,8 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lm_fixture.sh"
 need_gpu
 
-times_table 300 >"$tmp/text.txt"
-"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
+import_times_table 300
 tiny_gpt 256 '{"batch": 16, "steps": 60, "seed": 4, "optimizer": {"type": "adam", "lr": 0.02}}' \
     >"$tmp/gpt.json"
 "$PIPENET" train "$tmp/gpt.json" --data "$tmp/lm/train.h5" --eval= --threads 1 \

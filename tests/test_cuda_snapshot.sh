@@ -17,8 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lm_fixture.sh"
 need_gpu
 
-times_table 600 >"$tmp/text.txt"
-"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
+import_times_table 600
 tiny_gpt 256 '{"batch": 16, "steps": 20, "seed": 11,
            "optimizer": {"type": "adam", "lr": 0.01}}' >"$tmp/gpt.json"
 train() { # train NAME DEVICE ARGS...

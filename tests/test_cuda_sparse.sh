@@ -16,8 +16,8 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/script_fixture.sh"
 . "$here/gpu_fixture.sh"
-fix=${TESTS_BUILDDIR:-$here}/h5_fixture
-[ -x "$fix" ] || { echo "SKIP: $fix not built (make check builds it)"; exit 77; }
+need_h5_fixture
+fix=$H5
 need_gpu
 
 "$fix" csr "$tmp/train.h5" features 512 1000 3 || fail "h5_fixture csr train"
@@ -37,14 +37,7 @@ cat >"$tmp/m.json" <<'JSON'
   {"name": "loss", "type": "sigmoid_xent", "input": ["logit", "y"]}],
  "train": {"batch": 32, "steps": 16, "seed": 3, "optimizer": {"type": "adam", "lr": 0.05}}}
 JSON
-for d in cpu cuda; do
-    "$PIPENET" train "$tmp/m.json" --data "$tmp/train.h5" --eval "$tmp/eval.h5" --eval-every 8 \
-        --threads 1 --device $d --metrics "$tmp/m_$d" --snapshot-dir "$tmp/snap_$d" \
-        >"$tmp/out_$d" 2>&1 || { cat "$tmp/out_$d"; fail "train --device $d"; }
-done
-grep -q "^device: cuda:0" "$tmp/out_cuda" || { cat "$tmp/out_cuda"; fail "the cuda run names no GPU"; }
-same_losses "$tmp/m_cuda" "$tmp/m_cpu" 1 16 || fail "the losses of cuda and cpu differ"
-same_binary_evals "$tmp/m_cpu" "$tmp/m_cuda" 2
+same_binary_training "$tmp/m.json" "$tmp/train.h5" "$tmp/eval.h5"
 
 # one model, inferred on both devices: the same outputs (to rounding) and predictions
 model=$tmp/snap_cpu/snapshot-0000000016.h5

@@ -43,8 +43,7 @@ echo "ok: --device cuda without CUDA or GPU is an error before training; bad val
 # GPU visible) write the same predictions, value for value (inspect --compare,
 # exact); cuda is the error above; a file that differs is found
 . "$here/tests/lm_fixture.sh"
-times_table 300 >"$tmp/text.txt"
-"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
+import_times_table 300
 tiny_gpt 256 '{"batch": 8, "steps": 5, "seed": 2, "optimizer": {"type": "adam", "lr": 0.01}}' \
     >"$tmp/gpt.json"
 "$PIPENET" train "$tmp/gpt.json" --data "$tmp/lm/train.h5" --eval= --threads 1 \

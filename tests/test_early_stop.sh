@@ -23,8 +23,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 at=${TESTS_BUILDDIR:-$here}/signal_at
 [ -x "$at" ] || fail "no $at (make check builds it)"
 
-times_table 300 >"$tmp/text.txt"
-"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
+import_times_table 300
 tiny_gpt 256 '{"batch": 8, "steps": 1000000, "seed": 2}' >"$tmp/gpt.json"
 train="train $tmp/gpt.json --data $tmp/lm/train.h5 --eval= --threads 1 --log-every 1000"
 

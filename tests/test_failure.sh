@@ -6,15 +6,9 @@
 # and stage.
 # Skips (77) without the Debian Fashion-MNIST package.
 set -u
-PIPENET=${PIPENET:-./pipenet}
-SRC=/usr/share/datasets/fashion-mnist
-[ -d "$SRC" ] || { echo "SKIP: $SRC not installed (dataset-fashion-mnist)"; exit 77; }
+. "$(dirname "$0")/script_fixture.sh"
+import_fashion_mnist
 here=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-"$PIPENET" import fashion-mnist --src "$SRC" --out "$tmp/fm" >/dev/null || fail "import"
 
 # run FAULT: a 4-stage job of 30 steps with PIPENET_FAULT=FAULT; sets rc, and secs:
 # whole seconds from the fault to the job's end

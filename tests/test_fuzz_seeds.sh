@@ -4,19 +4,18 @@
 # from (models, train sections, one decision off each default file) are handled
 # without a crash or an unexplained refusal. The fuzzing itself is `make fuzz`.
 set -u
+. "$(dirname "$0")/script_fixture.sh"
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${TESTS_BUILDDIR:-$src/tests}/..
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 "$src/fuzz/make_seeds.sh" "$tmp/seeds" 24 || exit 1
-fail=0
+failed=0
 replay() {
     prog=$1
     shift
     if ! "$build/fuzz/$prog" "$@" >"$tmp/out" 2>&1; then
         echo "FAIL: $prog on its seeds:"
         tail -20 "$tmp/out"
-        fail=1
+        failed=1
     fi
 }
 replay replay_graph "$src/fuzz/seeds/graph" "$src/models"
@@ -26,5 +25,5 @@ replay replay_snapshot "$tmp/seeds" "$src/fuzz/seeds/snapshot"
 replay replay_records "$tmp/seeds"
 replay replay_libsvm "$tmp/seeds" "$src/fuzz/seeds/libsvm"
 replay replay_csr "$tmp/seeds"
-[ $fail -eq 0 ] && echo "PASS: every fuzz target on its seeds"
-exit $fail
+[ $failed -eq 0 ] && echo "PASS: every fuzz target on its seeds"
+exit $failed

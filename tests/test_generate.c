@@ -16,73 +16,26 @@
 #include "pipeline/graph.h"
 #include "pipeline/network.h"
 #include "pipenet.h"
+#include "model_files.h"
 #include "testutil.h"
 
-static const char *const TINY_GPT =
-    "{\"name\": \"tiny_gpt\","
-    " \"inputs\": {\"x\": {\"dataset\": \"tokens\", \"ids\": true, \"seq\": 8},"
-    "  \"y\": {\"dataset\": \"targets\", \"ids\": true, \"seq\": 8}},"
-    " \"layers\": ["
-    "  {\"name\": \"embed\", \"type\": \"embedding\", \"input\": \"x\", \"vocab\": 256,"
-    "   \"size\": 16, \"positions\": true},"
-    "  {\"repeat\": 2, \"name\": \"blocks\", \"input\": \"embed\", \"layers\": ["
-    "    {\"name\": \"ln1\", \"type\": \"layernorm\", \"input\": \"$in\"},"
-    "    {\"name\": \"attn\", \"type\": \"attention\", \"input\": \"ln1\", \"heads\": 2},"
-    "    {\"name\": \"res1\", \"type\": \"add\", \"input\": [\"$in\", \"attn\"]},"
-    "    {\"name\": \"ln2\", \"type\": \"layernorm\", \"input\": \"res1\"},"
-    "    {\"name\": \"mlp1\", \"type\": \"fc\", \"input\": \"ln2\", \"size\": 32, \"act\": \"gelu\"},"
-    "    {\"name\": \"drop\", \"type\": \"dropout\", \"input\": \"mlp1\", \"rate\": 0.1},"
-    "    {\"name\": \"mlp2\", \"type\": \"fc\", \"input\": \"drop\", \"size\": 16},"
-    "    {\"name\": \"res2\", \"type\": \"add\", \"input\": [\"res1\", \"mlp2\"]}]},"
-    "  {\"name\": \"ln_f\", \"type\": \"layernorm\", \"input\": \"blocks\"},"
-    "  {\"name\": \"logits\", \"type\": \"fc\", \"input\": \"ln_f\", \"size\": 256},"
-    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"logits\", \"y\"]}]}";
+#define TINY_GPT mf_text("tiny_gpt_window8")
 
 /* The other per-row types (act, concat) and attention without positions. */
-static const char *const MIXED =
-    "{\"inputs\": {\"x\": {\"dataset\": \"tokens\", \"ids\": true, \"seq\": 6}},"
-    " \"layers\": ["
-    "  {\"name\": \"e\", \"type\": \"embedding\", \"input\": \"x\", \"vocab\": 256, \"size\": 8},"
-    "  {\"name\": \"a\", \"type\": \"attention\", \"input\": \"e\", \"heads\": 4},"
-    "  {\"name\": \"t\", \"type\": \"act\", \"input\": \"a\", \"act\": \"tanh\"},"
-    "  {\"name\": \"c\", \"type\": \"concat\", \"input\": [\"e\", \"t\"]},"
-    "  {\"name\": \"a2\", \"type\": \"attention\", \"input\": \"c\", \"heads\": 1},"
-    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"a2\", \"size\": 256}]}";
+#define MIXED mf_text("mixed_attention_concat")
 
 /* The recurrent layers carry their state from step to step (window 8). */
-static const char *const TINY_LSTM =
-    "{\"inputs\": {\"x\": {\"dataset\": \"tokens\", \"ids\": true, \"seq\": 8}},"
-    " \"layers\": ["
-    "  {\"name\": \"e\", \"type\": \"embedding\", \"input\": \"x\", \"vocab\": 256, \"size\": 12},"
-    "  {\"name\": \"rnn\", \"type\": \"lstm\", \"input\": \"e\", \"size\": 16},"
-    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"rnn\", \"size\": 256}]}";
-
-static const char *const TINY_GRU =
-    "{\"inputs\": {\"x\": {\"dataset\": \"tokens\", \"ids\": true, \"seq\": 8}},"
-    " \"layers\": ["
-    "  {\"name\": \"e\", \"type\": \"embedding\", \"input\": \"x\", \"vocab\": 256, \"size\": 12},"
-    "  {\"name\": \"rnn\", \"type\": \"gru\", \"input\": \"e\", \"size\": 16},"
-    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"rnn\", \"size\": 256}]}";
+#define TINY_LSTM mf_text("tiny_lstm_lm")
+#define TINY_GRU mf_text("tiny_gru_lm")
 
 /* A reverse lstm reads positions generation has not made yet: refused when stepped. */
-static const char *const REVERSE_LSTM =
-    "{\"inputs\": {\"x\": {\"dataset\": \"tokens\", \"ids\": true, \"seq\": 8}},"
-    " \"layers\": ["
-    "  {\"name\": \"e\", \"type\": \"embedding\", \"input\": \"x\", \"vocab\": 256, \"size\": 4},"
-    "  {\"name\": \"back\", \"type\": \"lstm\", \"input\": \"e\", \"size\": 4,"
-    "   \"reverse\": true},"
-    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"back\", \"size\": 256}]}";
+#define REVERSE_LSTM mf_text("reverse_lstm_lm")
 
 /* Floats in, not byte ids: refused. */
-static const char *const MLP =
-    "{\"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 5}},"
-    " \"layers\": [{\"name\": \"out\", \"type\": \"fc\", \"input\": \"x\", \"size\": 256}]}";
+#define MLP mf_text("float_input_logits")
 
 /* Ids of another vocabulary: refused. */
-static const char *const WORDS =
-    "{\"inputs\": {\"x\": {\"dataset\": \"tokens\", \"ids\": true, \"seq\": 4}},"
-    " \"layers\": [{\"name\": \"e\", \"type\": \"embedding\", \"input\": \"x\", \"vocab\": 300,"
-    "  \"size\": 4}, {\"name\": \"out\", \"type\": \"fc\", \"input\": \"e\", \"size\": 256}]}";
+#define WORDS mf_text("word_ids_vocab300")
 
 static char dir[512], path[600];
 static const unsigned char PROMPT[] = "the cat";
@@ -91,12 +44,7 @@ enum { PROMPT_LEN = 7, N = 30 };
 /* Writes json's parameters with uniform values in +-0.6 (seeded) to path as a model. */
 static void write_model(const char *json, const char *file)
 {
-    json_t *root = json_loads(json, 0, NULL);
-    ck_assert_ptr_nonnull(root);
-    pn_graph *g;
-    int rc = pn_graph_from_json(&g, root, "test.json");
-    json_decref(root);
-    ck_assert_msg(rc == 0, "%s", pn_error_message());
+    pn_graph *g = tu_graph_of(json);
     pn_network_options o = {.device = pn_device_host(), .forward_only = true};
     pn_params *params;
     pn_network *net;
@@ -112,7 +60,7 @@ static void write_model(const char *json, const char *file)
         tu_fill_uniform(&v, &rng, 0.6f);
         ck_assert_int_eq(pn_train_state_add(st, p->name, v.rows, v.cols, v.data, NULL), 0);
     }
-    rc = pn_snapshot_write(file, st, NULL);
+    int rc = pn_snapshot_write(file, st, NULL);
     ck_assert_msg(rc == 0, "%s", pn_error_message());
     pn_train_state_free(st);
     pn_network_free(net);
@@ -140,7 +88,7 @@ static void teardown(void) { tu_remove_tree(dir); }
 /* Model k of the loop tests: 0 the GPT (written by setup), then the others into dir. */
 static void use_model(int k)
 {
-    static const char *const jsons[] = {NULL, MIXED, TINY_LSTM, TINY_GRU};
+    const char *const jsons[] = {NULL, MIXED, TINY_LSTM, TINY_GRU};
     static const char *const names[] = {"gpt", "mixed", "lstm", "gru"};
     snprintf(path, sizeof path, "%s/%s.h5", dir, names[k]);
     if (k > 0) write_model(jsons[k], path);

@@ -8,18 +8,14 @@
 # model, a model that is not over byte tokens, a reverse lstm, --tokens 0 and --top-k 0
 # are refused with exit 1 or 2.
 set -u
-PIPENET=${PIPENET:-./pipenet}
+. "$(dirname "$0")/script_fixture.sh"
 EXAMPLES=${TESTS_BUILDDIR:-./tests}/../examples
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/pn_test_generate.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 "$PIPENET" generate --help | grep -q '^usage: pipenet generate MODEL.h5 --prompt' ||
     fail "generate --help"
 
 . "$(dirname "$0")/lm_fixture.sh"
-times_table 400 >"$tmp/text.txt"
-"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
+import_times_table 400
 
 # gpt VOCAB: the tiny GPT with VOCAB embedding rows and logits
 gpt() {

@@ -11,17 +11,10 @@
 #include "pipeline/graph.h"
 #include "pipeline/network.h"
 #include "pipeline/train_config.h"
+#include "model_files.h"
 #include "testutil.h"
 
-static const char *const MLP =
-    "{\"name\": \"mlp\", \"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 784},"
-    " \"y\": {\"dataset\": \"labels\", \"ids\": true}},"
-    " \"layers\": ["
-    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]},"
-    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"fc2\", \"size\": 10},"
-    "  {\"name\": \"fc1\", \"type\": \"fc\", \"input\": \"x\", \"size\": 1024, \"act\": \"relu\"},"
-    "  {\"name\": \"fc2\", \"type\": \"fc\", \"input\": \"fc1\", \"size\": 1024, \"act\": \"relu\"}"
-    "]}";
+#define MLP mf_text("mlp_layers_out_of_order")
 
 static int from_text(const char *text, pn_graph **g)
 {
@@ -255,17 +248,7 @@ END_TEST
 
 /* A block of three layers (one names a later one), repeated 3 times between "pre"
  * and "out", which names the block; a residual to "$in" and to an input outside. */
-static const char *const REPEATED =
-    "{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 4}},"
-    " \"layers\": ["
-    "  {\"name\": \"out\", \"type\": \"mse\", \"input\": [\"blk\", \"x\"]},"
-    "  {\"repeat\": 3, \"name\": \"blk\", \"input\": \"pre\", \"layers\": ["
-    "    {\"name\": \"h\", \"type\": \"fc\", \"input\": \"f\", \"size\": 4},"
-    "    {\"name\": \"f\", \"type\": \"fc\", \"input\": \"$in\", \"size\": 4, \"stage\": 0},"
-    "    {\"name\": \"r\", \"type\": \"add\", \"input\": [\"$in\", \"h\", \"x\"]}"
-    "  ]},"
-    "  {\"name\": \"pre\", \"type\": \"fc\", \"input\": \"x\", \"size\": 4}"
-    "]}";
+#define REPEATED mf_text("repeat_block")
 
 /* The name of input k of node name in g. */
 static const char *input_of(const pn_graph *g, const char *name, int k)

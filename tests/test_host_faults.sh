@@ -46,8 +46,7 @@ hosts_up 3 2
 # node, say), and a host of no ranks otherwise
 head -n 2 "$hostfile" >"$hosts_dir/ranks" && hostfile=$hosts_dir/ranks
 
-times_table 600 >"$tmp/text.txt"
-"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
+import_times_table 600
 tiny_gpt 256 '{"batch": 16, "steps": 30, "seed": 3, "optimizer": {"type": "adam", "lr": 0.01}}' \
     >"$tmp/gpt.json"
 snaps=$tmp/snaps

@@ -24,8 +24,7 @@ set -u
 . "$(dirname "$0")/hosts_fixture.sh"
 hosts_up 2 2
 
-times_table 600 >"$tmp/text.txt"
-"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
+import_times_table 600
 tiny_gpt 256 '{"batch": 16, "steps": 10, "seed": 3, "optimizer": {"type": "adam", "lr": 0.01}}' \
     >"$tmp/gpt.json"
 snaps=$tmp/snaps

@@ -4,9 +4,8 @@
 # installed; else skip) the real Fashion-MNIST import of its 60000 + 10000 samples,
 # and a source directory with a truncated gzip file.
 set -u
-PIPENET=${PIPENET:-./pipenet}
+. "$(dirname "$0")/script_fixture.sh"
 SRC=/usr/share/datasets/fashion-mnist
-fail() { echo "FAIL: $*"; exit 1; }
 
 "$PIPENET" import --help | grep -q '^usage: pipenet import fashion-mnist' || fail "import --help"
 "$PIPENET" import fashion-mnist --help | grep -q -- '--src DIR' || fail "dataset --help"
@@ -19,7 +18,8 @@ echo "$err" | grep -q "unknown dataset 'cifar'" || fail "unknown dataset message
 
 "$PIPENET" import --help | grep -q '^       pipenet import text FILE\.\.\. --out DIR --seq T' ||
     fail "import --help lacks text"
-ttmp=$(mktemp -d "${TMPDIR:-/tmp}/pn_test_import_text.XXXXXX") || fail "mktemp"
+ttmp=$tmp/text
+mkdir "$ttmp" || fail "mkdir"
 i=0; while [ $i -lt 20 ]; do echo "line $i of a small text"; i=$((i + 1)); done > "$ttmp/a.txt"
 err=$("$PIPENET" import text "$ttmp/a.txt" --out "$ttmp/t" 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "import text without --seq: exit $rc, expected 2"
@@ -48,9 +48,6 @@ if [ ! -f "$SRC/train-images-idx3-ubyte.gz" ]; then
     echo "SKIP: $SRC not installed (apt install dataset-fashion-mnist)"
     exit 77
 fi
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/pn_test_import.XXXXXX") || fail "mktemp"
-trap 'rm -rf "$tmp"' EXIT INT TERM
 
 out=$("$PIPENET" import fashion-mnist --out "$tmp/fm" 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "import exited $rc: $out"

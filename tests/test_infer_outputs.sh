@@ -14,8 +14,7 @@
 #    model (no "eval_accuracy" key), the accuracy and no RMSE for the classifier.
 set -u
 . "$(dirname "$0")/script_fixture.sh"
-H5=${TESTS_BUILDDIR:-$(dirname "$0")}/h5_fixture
-[ -x "$H5" ] || { echo "SKIP: $H5 not built (make check builds it)"; exit 77; }
+need_h5_fixture
 
 # values FILE NAME: dataset NAME of FILE, one value a line
 values() { "$H5" print "$1" "$2" 2>"$tmp/h5.err" || { cat "$tmp/h5.err"; fail "read $2 of $1"; }; }

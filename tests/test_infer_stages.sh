@@ -21,8 +21,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/script_fixture.sh"
 . "$here/lm_fixture.sh"
-H5=${TESTS_BUILDDIR:-$here}/h5_fixture
-[ -x "$H5" ] || { echo "SKIP: $H5 not built (make check builds it)"; exit 77; }
+need_h5_fixture
 export OPENBLAS_NUM_THREADS=1
 # bounded: a hang is a failure, not a stuck suite
 mpi() { timeout 300 mpirun --oversubscribe -np "$@"; }
@@ -97,8 +96,7 @@ refused 1 "nolabels.h5: has no dataset 'labels' (input 'y', read by stage 1)" 2 
 refused 1 "has no float layer 'x' (a data input" 2 "$tmp/mlp.h5" --data "$tmp/d.h5" --output x
 
 # --- a GPT, its logits tied to the embedding ---------------------------------------
-times_table 300 >"$tmp/text.txt"
-"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
+import_times_table 300
 tiny_gpt 256 '{"batch": 16, "steps": 60, "seed": 4, "optimizer": {"type": "adam", "lr": 0.02}}' \
     ', "tie": "embed"' >"$tmp/gpt.json"
 "$PIPENET" train "$tmp/gpt.json" --data "$tmp/lm/train.h5" --eval= --threads 1 \

@@ -22,14 +22,10 @@
 #    with a snapshot; the script resubmits itself (a fake qsub records it); a run that
 #    ends first leaves no timer behind; a wall time within STOP_BEFORE is refused.
 set -u
-PIPENET=${PIPENET:-./pipenet}
+. "$(dirname "$0")/script_fixture.sh"
 SRC=/usr/share/datasets/fashion-mnist
 here=$(cd "$(dirname "$0")/.." && pwd)
 PIPENET=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 real_sleep=$(command -v sleep)
 
 # --- stand-in scheduler commands ---------------------------------------------------

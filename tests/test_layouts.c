@@ -33,63 +33,25 @@
 #include "pipeline/schedule.h"
 #include "pipeline/trainer.h"
 
+#include "model_files.h"
+
 enum { SAMPLES = 320, WIDTH = 12, CLASSES = 5, STEPS = 20, DET_STEPS = 50, MAX_PARAMS = 64,
        SEQ = 8, VOCAB = 11 };
 
-static const char *const MLP =
-    "{\"name\": \"mlp\", \"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 12},"
-    " \"y\": {\"dataset\": \"labels\", \"ids\": true}}, \"layers\": ["
-    " {\"name\": \"h1\", \"type\": \"fc\", \"input\": \"x\", \"size\": 16, \"act\": \"tanh\"},"
-    " {\"name\": \"h2\", \"type\": \"fc\", \"input\": \"h1\", \"size\": 16, \"act\": \"relu\"},"
-    " {\"name\": \"h3\", \"type\": \"fc\", \"input\": \"h2\", \"size\": 16, \"act\": \"gelu\"},"
-    " {\"name\": \"out\", \"type\": \"fc\", \"input\": \"h3\", \"size\": 5},"
-    " {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}],"
-    " \"train\": {\"batch\": 32, \"optimizer\": {\"type\": \"momentum\", \"lr\": 0.1}}}";
+#define MLP mf_text("mlp_three_hidden")
 
 /* h1 feeds the add three layers later: with 4 stages it crosses two boundaries. */
-static const char *const SKIP =
-    "{\"name\": \"skip\", \"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 12},"
-    " \"y\": {\"dataset\": \"labels\", \"ids\": true}}, \"layers\": ["
-    " {\"name\": \"h1\", \"type\": \"fc\", \"input\": \"x\", \"size\": 16, \"act\": \"tanh\"},"
-    " {\"name\": \"h2\", \"type\": \"fc\", \"input\": \"h1\", \"size\": 16, \"act\": \"relu\"},"
-    " {\"name\": \"h3\", \"type\": \"fc\", \"input\": \"h2\", \"size\": 16},"
-    " {\"name\": \"sum\", \"type\": \"add\", \"input\": [\"h1\", \"h3\"]},"
-    " {\"name\": \"norm\", \"type\": \"layernorm\", \"input\": \"sum\"},"
-    " {\"name\": \"out\", \"type\": \"fc\", \"input\": \"norm\", \"size\": 5},"
-    " {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}],"
-    " \"train\": {\"batch\": 32, \"optimizer\": {\"type\": \"momentum\", \"lr\": 0.1,"
-    " \"clip_norm\": 0.3}}}";
+#define SKIP mf_text("skip_across_stages")
 
 /* SKIP with dropout before and after the connection that crosses stages: masks
  * drawn again by a recomputed forward must be the first forward's. */
-static const char *const DROP =
-    "{\"name\": \"drop\", \"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 12},"
-    " \"y\": {\"dataset\": \"labels\", \"ids\": true}}, \"layers\": ["
-    " {\"name\": \"h1\", \"type\": \"fc\", \"input\": \"x\", \"size\": 16, \"act\": \"tanh\"},"
-    " {\"name\": \"d1\", \"type\": \"dropout\", \"input\": \"h1\", \"rate\": 0.2},"
-    " {\"name\": \"h2\", \"type\": \"fc\", \"input\": \"d1\", \"size\": 16, \"act\": \"relu\"},"
-    " {\"name\": \"h3\", \"type\": \"fc\", \"input\": \"h2\", \"size\": 16},"
-    " {\"name\": \"sum\", \"type\": \"add\", \"input\": [\"d1\", \"h3\"]},"
-    " {\"name\": \"d2\", \"type\": \"dropout\", \"input\": \"sum\", \"rate\": 0.3},"
-    " {\"name\": \"norm\", \"type\": \"layernorm\", \"input\": \"d2\"},"
-    " {\"name\": \"out\", \"type\": \"fc\", \"input\": \"norm\", \"size\": 5},"
-    " {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}],"
-    " \"train\": {\"batch\": 32, \"optimizer\": {\"type\": \"momentum\", \"lr\": 0.1}}}";
+#define DROP mf_text("skip_across_stages_dropout")
 
 /* Samples of 1..8 tokens padded to 8 (lengths from the data): every layer's output
  * carries the lengths, so a stage boundary anywhere sends them over a link; the loss
  * averages over the batch's real positions, which the last stage must count like
  * one process does. */
-static const char *const PADDED =
-    "{\"name\": \"padded\", \"inputs\": {\"x\": {\"dataset\": \"tokens\", \"ids\": true,"
-    " \"seq\": 8, \"lengths\": \"lengths\"}, \"y\": {\"dataset\": \"next\", \"ids\": true,"
-    " \"seq\": 8}}, \"layers\": ["
-    " {\"name\": \"embed\", \"type\": \"embedding\", \"input\": \"x\", \"vocab\": 11, \"size\": 8},"
-    " {\"name\": \"lstm\", \"type\": \"lstm\", \"input\": \"embed\", \"size\": 12},"
-    " {\"name\": \"attn\", \"type\": \"attention\", \"input\": \"lstm\", \"heads\": 2},"
-    " {\"name\": \"out\", \"type\": \"fc\", \"input\": \"attn\", \"size\": 11},"
-    " {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}],"
-    " \"train\": {\"batch\": 32, \"optimizer\": {\"type\": \"momentum\", \"lr\": 0.5}}}";
+#define PADDED mf_text("padded_lstm_attention")
 
 typedef struct layout {
     int replicas, stages, micro;

@@ -4,14 +4,8 @@
 # process with its parameters named whole; one byte more is refused naming the layer;
 # an evaluation reports its progress at the cadence of steps.
 set -u
-PIPENET=${PIPENET:-./pipenet}
-SRC=/usr/share/datasets/fashion-mnist
-[ -d "$SRC" ] || { echo "SKIP: $SRC not installed (dataset-fashion-mnist)"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-"$PIPENET" import fashion-mnist --src "$SRC" --out "$tmp/fm" >/dev/null || fail "import"
+. "$(dirname "$0")/script_fixture.sh"
+import_fashion_mnist
 data="--data $tmp/fm/train.h5 --eval $tmp/fm/test.h5 --threads 1"
 
 # model FILE NAME: a small MLP whose hidden layer is called NAME

@@ -5,15 +5,10 @@
 # loss must fall, and both layouts must follow the same trajectory (layout
 # invariance, to float rounding); the evaluation after training reports a loss.
 set -u
-PIPENET=${PIPENET:-./pipenet}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/pn_test_lm.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. "$(dirname "$0")/script_fixture.sh"
 
 . "$(dirname "$0")/lm_fixture.sh"
-times_table 600 >"$tmp/text.txt"
-"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
+import_times_table 600
 
 tiny_gpt 256 '{"batch": 16, "steps": 40, "seed": 3,
            "optimizer": {"type": "adam", "lr": 0.01}}' >"$tmp/gpt.json"

@@ -9,11 +9,9 @@
 # the Debian dataset package.
 set -u
 . "$(dirname "$0")/script_fixture.sh"
-SRC=/usr/share/datasets/fashion-mnist
-[ -d "$SRC" ] || { echo "SKIP: $SRC not installed (dataset-fashion-mnist)"; exit 77; }
+import_fashion_mnist
 here=$(cd "$(dirname "$0")/.." && pwd)
 model=$here/models/fashion_mlp.json
-"$PIPENET" import fashion-mnist --src "$SRC" --out "$tmp/fm" >/dev/null || fail "import"
 
 # train NAME [options]: 10 steps under a timeout; stdout in $tmp/NAME.out, stderr in
 # $tmp/NAME.err, the exit status in $rc (137: killed by the timeout)

@@ -18,42 +18,12 @@
 #include "pipeline/network.h"
 #include "pipenet.h"
 #include "model_fixture.h"
+#include "model_files.h"
 #include "testutil.h"
 
-static const char *const SKIP_MLP =
-    "{\"name\": \"skip\", \"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 5},"
-    "  \"y\": {\"dataset\": \"labels\", \"ids\": true}},"
-    " \"layers\": ["
-    "  {\"name\": \"h1\", \"type\": \"fc\", \"input\": \"x\", \"size\": 6, \"act\": \"tanh\"},"
-    "  {\"name\": \"h2\", \"type\": \"fc\", \"input\": \"h1\", \"size\": 6, \"act\": \"gelu\"},"
-    "  {\"name\": \"sum\", \"type\": \"add\", \"input\": [\"h1\", \"h2\"]},"
-    "  {\"name\": \"norm\", \"type\": \"layernorm\", \"input\": \"sum\"},"
-    "  {\"name\": \"drop\", \"type\": \"dropout\", \"input\": \"norm\", \"rate\": 0.25},"
-    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"drop\", \"size\": 4},"
-    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}"
-    "]}";
-
-static const char *const TINY_TRANSFORMER =
-    "{\"inputs\": {\"tok\": {\"dataset\": \"tokens\", \"ids\": true, \"seq\": 4},"
-    "  \"next\": {\"dataset\": \"next\", \"ids\": true, \"seq\": 4}},"
-    " \"layers\": ["
-    "  {\"name\": \"emb\", \"type\": \"embedding\", \"input\": \"tok\", \"vocab\": 7, \"size\": 6},"
-    "  {\"name\": \"ln\", \"type\": \"layernorm\", \"input\": \"emb\"},"
-    "  {\"name\": \"att\", \"type\": \"attention\", \"input\": \"ln\", \"heads\": 2},"
-    "  {\"name\": \"res\", \"type\": \"add\", \"input\": [\"emb\", \"att\"]},"
-    "  {\"name\": \"head\", \"type\": \"fc\", \"input\": \"res\", \"size\": 7},"
-    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"head\", \"next\"]}"
-    "]}";
-
-static const char *const PADDED_LSTM =
-    "{\"inputs\": {\"tok\": {\"dataset\": \"tokens\", \"ids\": true, \"seq\": 4,"
-    "  \"lengths\": \"len\"}, \"next\": {\"dataset\": \"next\", \"ids\": true, \"seq\": 4}},"
-    " \"layers\": ["
-    "  {\"name\": \"emb\", \"type\": \"embedding\", \"input\": \"tok\", \"vocab\": 7, \"size\": 5},"
-    "  {\"name\": \"rnn\", \"type\": \"lstm\", \"input\": \"emb\", \"size\": 6},"
-    "  {\"name\": \"head\", \"type\": \"fc\", \"input\": \"rnn\", \"size\": 7},"
-    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"head\", \"next\"]}"
-    "]}";
+#define SKIP_MLP mf_text("skip_mlp")
+#define TINY_TRANSFORMER mf_text("tiny_transformer")
+#define PADDED_LSTM mf_text("padded_lstm_tagger")
 
 START_TEST(forward_matches_the_network_bit_for_bit)
 {
@@ -126,13 +96,7 @@ END_TEST
  * same CSR rows, and rows the model cannot take are refused naming input and sample. */
 START_TEST(sparse_inputs_take_csr_rows)
 {
-    static const char *const json =
-        "{\"name\": \"ctr\", \"inputs\": {\"x\": {\"dataset\": \"f\", \"sparse\": true, "
-        "\"columns\": 20, \"fields\": 2}, \"y\": {\"dataset\": \"l\", \"ids\": true}},"
-        " \"layers\": [{\"name\": \"emb\", \"type\": \"embedding_bag\", \"input\": \"x\","
-        " \"rows\": 8, \"size\": 3}, {\"name\": \"pool\", \"type\": \"seq_pool\", \"input\":"
-        " \"emb\", \"mode\": \"mean\"}, {\"name\": \"out\", \"type\": \"fc\", \"input\": \"pool\","
-        " \"size\": 4}, {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}]}";
+    const char *json = mf_text("sparse_bag_pool_classifier");
     direct d;
     direct_init(&d, json, 5);
     write_file(&d, json, PN_FORMAT_MODEL, NULL, NULL, NULL);

@@ -5,20 +5,15 @@
 # pipenet.h (the same accuracy), and clean errors. Skips (77) without the Debian
 # dataset package.
 set -u
-PIPENET=${PIPENET:-./pipenet}
+. "$(dirname "$0")/script_fixture.sh"
 TESTS_BUILDDIR=${TESTS_BUILDDIR:-$(dirname "$0")}
 PREDICT=$TESTS_BUILDDIR/../examples/predict
-SRC=/usr/share/datasets/fashion-mnist
-fail() { echo "FAIL: $*"; exit 1; }
 "$PIPENET" export --help | grep -q '^usage: pipenet export SNAPSHOT --out' || fail "export --help"
 "$PIPENET" infer --help | grep -q '^usage: pipenet infer MODEL.h5 --data' || fail "infer --help"
-[ -d "$SRC" ] || { echo "SKIP: $SRC not installed (dataset-fashion-mnist)"; exit 77; }
+import_fashion_mnist
 here=$(cd "$(dirname "$0")/.." && pwd)
 model=$here/models/fashion_mlp.json
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
-"$PIPENET" import fashion-mnist --src "$SRC" --out "$tmp/fm" >/dev/null || fail "import"
 if ! "$PIPENET" train --help | grep -q -- --snapshot-dir; then
     echo "SKIP: pipenet train has no --snapshot-dir yet: nothing to export"
     exit 77

@@ -9,43 +9,18 @@
 
 #include "io/snapshot_file.h"
 #include "model_fixture.h"
+#include "model_files.h"
 #include "testutil.h"
 
 /* A regression: mse against float targets of two values per sample. */
-static const char *const REGRESSION =
-    "{\"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 3},"
-    "  \"t\": {\"dataset\": \"targets\", \"size\": 2}},"
-    " \"layers\": ["
-    "  {\"name\": \"h\", \"type\": \"fc\", \"input\": \"x\", \"size\": 4, \"act\": \"tanh\"},"
-    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"h\", \"size\": 2},"
-    "  {\"name\": \"loss\", \"type\": \"mse\", \"input\": [\"out\", \"t\"]}"
-    "]}";
+#define REGRESSION mf_text("regression_mse")
 
 /* Two heads, a classification and a regression: losses of mixed kinds. */
-static const char *const TWO_HEADS =
-    "{\"inputs\": {\"x\": {\"dataset\": \"features\", \"size\": 3},"
-    "  \"y\": {\"dataset\": \"labels\", \"ids\": true},"
-    "  \"t\": {\"dataset\": \"targets\", \"size\": 2}},"
-    " \"layers\": ["
-    "  {\"name\": \"logits\", \"type\": \"fc\", \"input\": \"x\", \"size\": 4},"
-    "  {\"name\": \"xent\", \"type\": \"softmax_xent\", \"input\": [\"logits\", \"y\"]},"
-    "  {\"name\": \"est\", \"type\": \"fc\", \"input\": \"x\", \"size\": 2},"
-    "  {\"name\": \"sq\", \"type\": \"mse\", \"input\": [\"est\", \"t\"]}"
-    "]}";
+#define TWO_HEADS mf_text("two_heads_xent_mse")
 
 /* A click-through model: a factorization machine and a linear part over the
  * embeddings of 3 fields, their sum a logit against 0/1 clicks. */
-static const char *const CTR =
-    "{\"inputs\": {\"f\": {\"dataset\": \"fields\", \"ids\": true, \"seq\": 3},"
-    "  \"y\": {\"dataset\": \"clicks\", \"ids\": true}},"
-    " \"layers\": ["
-    "  {\"name\": \"emb\", \"type\": \"embedding\", \"input\": \"f\", \"vocab\": 4, \"size\": 2},"
-    "  {\"name\": \"fm\", \"type\": \"fm\", \"input\": \"emb\"},"
-    "  {\"name\": \"flat\", \"type\": \"flatten\", \"input\": \"emb\"},"
-    "  {\"name\": \"deep\", \"type\": \"fc\", \"input\": \"flat\", \"size\": 1},"
-    "  {\"name\": \"logit\", \"type\": \"add\", \"input\": [\"fm\", \"deep\"]},"
-    "  {\"name\": \"loss\", \"type\": \"sigmoid_xent\", \"input\": [\"logit\", \"y\"]}"
-    "]}";
+#define CTR mf_text("ctr_fm_deep")
 
 /* An mse model: the outputs are the network's values as they are, its loss is no
  * classification (no accuracy: NaN) and reports its RMSE, the root of the mean loss. */

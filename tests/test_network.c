@@ -10,53 +10,13 @@
 #include "math/ops.h"
 #include "pipeline/graph.h"
 #include "pipeline/network.h"
+#include "model_files.h"
 #include "testutil.h"
 
-static const char *const SKIP_MLP =
-    "{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 5}, \"y\": {\"dataset\": \"l\", \"ids\": true}},"
-    " \"layers\": ["
-    "  {\"name\": \"h1\", \"type\": \"fc\", \"input\": \"x\", \"size\": 6, \"act\": \"tanh\"},"
-    "  {\"name\": \"h2\", \"type\": \"fc\", \"input\": \"h1\", \"size\": 6, \"act\": \"gelu\"},"
-    "  {\"name\": \"sum\", \"type\": \"add\", \"input\": [\"h1\", \"h2\"]},"
-    "  {\"name\": \"norm\", \"type\": \"layernorm\", \"input\": \"sum\"},"
-    "  {\"name\": \"drop\", \"type\": \"dropout\", \"input\": \"norm\", \"rate\": 0.25},"
-    "  {\"name\": \"cat\", \"type\": \"concat\", \"input\": [\"drop\", \"x\"]},"
-    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"cat\", \"size\": 4},"
-    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}"
-    "]}";
-
-static const char *const TINY_TRANSFORMER =
-    "{\"inputs\": {\"tok\": {\"dataset\": \"t\", \"ids\": true, \"seq\": 4},"
-    "  \"next\": {\"dataset\": \"n\", \"ids\": true, \"seq\": 4}},"
-    " \"layers\": ["
-    "  {\"name\": \"emb\", \"type\": \"embedding\", \"input\": \"tok\", \"vocab\": 7, \"size\": 6},"
-    "  {\"name\": \"ln\", \"type\": \"layernorm\", \"input\": \"emb\"},"
-    "  {\"name\": \"att\", \"type\": \"attention\", \"input\": \"ln\", \"heads\": 2},"
-    "  {\"name\": \"res\", \"type\": \"add\", \"input\": [\"emb\", \"att\"]},"
-    "  {\"name\": \"head\", \"type\": \"fc\", \"input\": \"res\", \"size\": 7},"
-    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"head\", \"next\"]}"
-    "]}";
-
-static const char *const PADDED_LSTM =
-    "{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 3, \"seq\": 4, \"lengths\": \"len\"},"
-    "  \"y\": {\"dataset\": \"t\", \"size\": 2}},"
-    " \"layers\": ["
-    "  {\"name\": \"in\", \"type\": \"fc\", \"input\": \"x\", \"size\": 5, \"act\": \"tanh\"},"
-    "  {\"name\": \"rnn\", \"type\": \"lstm\", \"input\": \"in\", \"size\": 4},"
-    "  {\"name\": \"pool\", \"type\": \"seq_pool\", \"input\": \"rnn\", \"mode\": \"mean\"},"
-    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"pool\", \"size\": 2},"
-    "  {\"name\": \"loss\", \"type\": \"mse\", \"input\": [\"out\", \"y\"]}"
-    "]}";
-
-static const char *const PADDED_TAGGER =
-    "{\"inputs\": {\"x\": {\"dataset\": \"t\", \"ids\": true, \"seq\": 4, \"lengths\": \"len\"},"
-    "  \"y\": {\"dataset\": \"n\", \"ids\": true, \"seq\": 4}},"
-    " \"layers\": ["
-    "  {\"name\": \"emb\", \"type\": \"embedding\", \"input\": \"x\", \"vocab\": 4, \"size\": 3},"
-    "  {\"name\": \"rnn\", \"type\": \"gru\", \"input\": \"emb\", \"size\": 3},"
-    "  {\"name\": \"head\", \"type\": \"fc\", \"input\": \"rnn\", \"size\": 4},"
-    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"head\", \"y\"]}"
-    "]}";
+#define SKIP_MLP mf_text("skip_mlp_concat")
+#define TINY_TRANSFORMER mf_text("tiny_transformer")
+#define PADDED_LSTM mf_text("padded_lstm_pool")
+#define PADDED_TAGGER mf_text("padded_gru_tagger")
 
 typedef struct fixture {
     pn_graph *graph;
@@ -68,11 +28,7 @@ typedef struct fixture {
 
 static void fixture_init(fixture *f, const char *json, const bool *member, int batch)
 {
-    json_t *root = json_loads(json, 0, NULL);
-    ck_assert_ptr_nonnull(root);
-    int rc = pn_graph_from_json(&f->graph, root, "test.json");
-    json_decref(root);
-    ck_assert_msg(rc == 0, "%s", pn_error_message());
+    f->graph = tu_graph_of(json);
     pn_network_options o = {.member = member, .device = pn_device_host(), .init = true,
                             .seed = 3};
     ck_assert_int_eq(pn_network_build(f->graph, &o, &f->params, &f->net), 0);

@@ -21,43 +21,13 @@
 #include "pipeline/arg_plan.h"
 #include "pipeline/graph.h"
 #include "pipeline/network.h"
+#include "model_files.h"
 #include "testutil.h"
 
 /* a1 is read by n1 and s, n1 by b1 and b2 (gradients add up); a1 and a2 run in
  * place over the fc outputs. */
-static const char *const CHAIN =
-    "{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 6},"
-    "  \"y\": {\"dataset\": \"l\", \"ids\": true}},"
-    " \"layers\": ["
-    "  {\"name\": \"h1\", \"type\": \"fc\", \"input\": \"x\", \"size\": 8},"
-    "  {\"name\": \"a1\", \"type\": \"act\", \"input\": \"h1\", \"act\": \"relu\"},"
-    "  {\"name\": \"n1\", \"type\": \"layernorm\", \"input\": \"a1\"},"
-    "  {\"name\": \"b1\", \"type\": \"fc\", \"input\": \"n1\", \"size\": 8, \"act\": \"tanh\"},"
-    "  {\"name\": \"b2\", \"type\": \"fc\", \"input\": \"n1\", \"size\": 8},"
-    "  {\"name\": \"s\", \"type\": \"add\", \"input\": [\"b1\", \"b2\", \"a1\"]},"
-    "  {\"name\": \"a2\", \"type\": \"act\", \"input\": \"s\", \"act\": \"sigmoid\"},"
-    "  {\"name\": \"out\", \"type\": \"fc\", \"input\": \"a2\", \"size\": 4},"
-    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"out\", \"y\"]}"
-    "]}";
-
-static const char *const BLOCKS =
-    "{\"inputs\": {\"tok\": {\"dataset\": \"t\", \"ids\": true, \"seq\": 5},"
-    "  \"next\": {\"dataset\": \"n\", \"ids\": true, \"seq\": 5}},"
-    " \"layers\": ["
-    "  {\"name\": \"emb\", \"type\": \"embedding\", \"input\": \"tok\", \"vocab\": 4, \"size\": 8,"
-    "   \"positions\": true},"
-    "  {\"repeat\": 2, \"name\": \"blk\", \"input\": \"emb\", \"layers\": ["
-    "    {\"name\": \"ln1\", \"type\": \"layernorm\", \"input\": \"$in\"},"
-    "    {\"name\": \"att\", \"type\": \"attention\", \"input\": \"ln1\", \"heads\": 2},"
-    "    {\"name\": \"r1\", \"type\": \"add\", \"input\": [\"$in\", \"att\"]},"
-    "    {\"name\": \"ln2\", \"type\": \"layernorm\", \"input\": \"r1\"},"
-    "    {\"name\": \"m1\", \"type\": \"fc\", \"input\": \"ln2\", \"size\": 16, \"act\": \"gelu\"},"
-    "    {\"name\": \"m2\", \"type\": \"fc\", \"input\": \"m1\", \"size\": 8},"
-    "    {\"name\": \"r2\", \"type\": \"add\", \"input\": [\"r1\", \"m2\"]}"
-    "  ]},"
-    "  {\"name\": \"head\", \"type\": \"fc\", \"input\": \"blk\", \"size\": 4},"
-    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"head\", \"next\"]}"
-    "]}";
+#define CHAIN mf_text("fanout_chain")
+#define BLOCKS mf_text("repeat_transformer_blocks")
 
 static const pn_pass PASS = {.training = true, .seed = 3, .step = 1};
 

@@ -9,10 +9,8 @@
 # to stdout stays a link). Skips (77) without the Debian dataset package.
 set -u
 . "$(dirname "$0")/script_fixture.sh"
-SRC=/usr/share/datasets/fashion-mnist
-[ -d "$SRC" ] || { echo "SKIP: $SRC not installed (dataset-fashion-mnist)"; exit 77; }
+import_fashion_mnist
 here=$(cd "$(dirname "$0")/.." && pwd)
-"$PIPENET" import fashion-mnist --src "$SRC" --out "$tmp/fm" >/dev/null || fail "import"
 # a copy: a regression overwrites this one, not the source tree's
 cp "$here/models/fashion_mlp.json" "$tmp/model.json"
 model=$tmp/model.json data=$tmp/fm/train.h5 eval=$tmp/fm/test.h5

@@ -15,8 +15,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/script_fixture.sh"
 . "$here/lm_fixture.sh"
-H5=${TESTS_BUILDDIR:-$here}/h5_fixture
-[ -x "$H5" ] || { echo "SKIP: $H5 not built (make check builds it)"; exit 77; }
+need_h5_fixture
 PIPENET=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
 models=$here/../models
 export OPENBLAS_NUM_THREADS=1

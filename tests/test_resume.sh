@@ -11,23 +11,10 @@
 # new batches); --resume auto starts fresh before the first snapshot.
 # (Stop signals: test_signals.sh.)
 set -u
-PIPENET=${PIPENET:-./pipenet}
-expect() { # CODE WANT COMMAND...: COMMAND exits CODE and says WANT
-    code=$1 want=$2; shift 2
-    "$@" >"$tmp/expect.out" 2>&1
-    rc=$?
-    [ $rc -eq "$code" ] || { cat "$tmp/expect.out"; fail "exit $rc, not $code: $*"; }
-    grep -q -- "$want" "$tmp/expect.out" || { cat "$tmp/expect.out"; fail "no '$want' from: $*"; }
-}
-SRC=/usr/share/datasets/fashion-mnist
-[ -d "$SRC" ] || { echo "SKIP: $SRC not installed (dataset-fashion-mnist)"; exit 77; }
+. "$(dirname "$0")/script_fixture.sh"
+import_fashion_mnist
 here=$(cd "$(dirname "$0")/.." && pwd)
 model=$here/models/fashion_mlp.json
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-"$PIPENET" import fashion-mnist --src "$SRC" --out "$tmp/fm" >/dev/null || fail "import"
 
 # train NP NAME [options]: 40 steps of batch 64 on NP ranks, output in $tmp/NAME.out
 train() {

@@ -105,8 +105,7 @@ close_losses buckets4_sharded buckets4
 # tied tables (their uses' gradients are summed whole, ties.h): a tiny GPT whose
 # logits use the embedding's table, on 2 replicas x 2 stages, adamw with clipping
 . "$fixtures/lm_fixture.sh"
-times_table 400 >text.txt
-"$PIPENET" import text text.txt --out lm --seq 16 >/dev/null || fail "import text"
+import_times_table 400
 tiny_gpt 256 '{"batch": 16, "steps": 40, "seed": 3,
     "optimizer": {"type": "adamw", "lr": 0.01, "weight_decay": 0.1, "clip_norm": 0.5}}' \
     ', "tie": "embed"' >tied.json

@@ -12,14 +12,12 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/script_fixture.sh"
 . "$here/lm_fixture.sh"
-H5=${TESTS_BUILDDIR:-$here}/h5_fixture
-[ -x "$H5" ] || { echo "SKIP: $H5 not built (make check builds it)"; exit 77; }
+need_h5_fixture
 models=$here/../models
 export OPENBLAS_NUM_THREADS=1
 
 # data: text windows, records, click-through rows, dense features made up here
-times_table 3000 >"$tmp/text.txt"
-"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 64 >/dev/null || fail "import text"
+import_times_table 3000 64
 awk '{ print } NR % 3 == 0 { print "%" }' "$tmp/text.txt" >"$tmp/records.txt"
 "$PIPENET" import text "$tmp/records.txt" --out "$tmp/rec" --seq 64 --records % >/dev/null ||
     fail "import text --records"

@@ -14,16 +14,10 @@
 #     with exit 1 and a message, keeps the snapshots already written, leaves no
 #     temporary file, and the run resumes from the last good one.
 set -u
-PIPENET=${PIPENET:-./pipenet}
-SRC=/usr/share/datasets/fashion-mnist
-[ -d "$SRC" ] || { echo "SKIP: $SRC not installed (dataset-fashion-mnist)"; exit 77; }
+. "$(dirname "$0")/script_fixture.sh"
+import_fashion_mnist
 here=$(cd "$(dirname "$0")/.." && pwd)
 model=$here/models/fashion_mlp.json
-tmp=$(mktemp -d)
-trap '[ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-"$PIPENET" import fashion-mnist --src "$SRC" --out "$tmp/fm" >/dev/null || fail "import"
 
 # train NAME STEPS [options]: 2 stages on 2 ranks, output in $tmp/NAME.out, status in rc
 train() {

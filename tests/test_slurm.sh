@@ -11,7 +11,7 @@
 # Skips (77) unless root with the packages installed and the daemons able to start.
 # Every daemon, and every process of the jobs, is stopped at the end, whatever happens.
 set -u
-PIPENET=${PIPENET:-./pipenet}
+. "$(dirname "$0")/script_fixture.sh"
 SRC=/usr/share/datasets/fashion-mnist
 # Slurm sends the signal at its first check (every 30 s) within LEAD + 30 s of the
 # end: 10-40 s into a one-minute job
@@ -28,9 +28,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 PIPENET=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
 # an enclosing Slurm job's variables would steer sbatch and the script
 unset $(env | sed -n 's/^\(SLURM_[A-Za-z0-9_]*\)=.*/\1/p')
-tmp=$(mktemp -d)
 chmod 755 "$tmp" # munged wants every directory above its socket searchable by all
-fail() { echo "FAIL: $*"; exit 1; }
 
 # --- the cluster -------------------------------------------------------------------
 # Daemons and jobs carry PIPENET_SLURM_TEST=$tmp in their environment (this shell

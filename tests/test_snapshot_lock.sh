@@ -16,8 +16,7 @@
 set -u
 . "$(dirname "$0")/script_fixture.sh"
 . "$(dirname "$0")/lm_fixture.sh"
-times_table 600 >"$tmp/text.txt"
-"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
+import_times_table 600
 tiny_gpt 256 '{"batch": 16, "seed": 3, "optimizer": {"type": "adam", "lr": 0.01}}' >"$tmp/gpt.json"
 snaps=$tmp/snaps
 lock=$snaps/pipenet.lock

@@ -11,8 +11,7 @@ set -u
 . "$(dirname "$0")/lm_fixture.sh"
 mnt=$tmp/small
 trap 'umount "$mnt" 2>/dev/null; rm -rf "$tmp"' EXIT
-times_table 600 >"$tmp/text.txt"
-"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
+import_times_table 600
 tiny_gpt 256 '{"batch": 16, "seed": 3, "optimizer": {"type": "adam", "lr": 0.01}}' >"$tmp/gpt.json"
 
 # train DIR [options]: 10 steps with a snapshot every 5, output in $tmp/out

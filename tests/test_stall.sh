@@ -7,11 +7,9 @@
 # error.
 # Skips (77) without the Debian Fashion-MNIST package.
 set -u
-PIPENET=${PIPENET:-./pipenet}
-SRC=/usr/share/datasets/fashion-mnist
-[ -d "$SRC" ] || { echo "SKIP: $SRC not installed (dataset-fashion-mnist)"; exit 77; }
+. "$(dirname "$0")/script_fixture.sh"
+need_fashion_mnist
 here=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d)
 # this test's ranks are the processes that read $tmp/fm: wake and end any left over
 leftovers() { pgrep -f "train.*$tmp/fm/train.h5"; }
 cleanup() {
@@ -19,8 +17,6 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # ended_once WHAT RC LINE: the job of exit status RC whose stderr is $tmp/err ended
 # (not hung, not 0) within 40 s of its fault, with one error line, matching LINE (a
 # grep pattern), and no process left behind; sets $secs
@@ -45,7 +41,7 @@ ended_once() {
 grep -q -- "--stall-timeout: expected a number in \[0" "$tmp/err" ||
     { cat "$tmp/err"; fail "--stall-timeout -1: no message"; }
 
-"$PIPENET" import fashion-mnist --src "$SRC" --out "$tmp/fm" >/dev/null || fail "import"
+import_fashion_mnist
 PIPENET_FAULT=3:5:stop timeout 120 mpirun --oversubscribe -np 4 "$PIPENET" train \
     "$here/models/fashion_mlp.json" --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" \
     --stages 2 --steps 30 --batch 64 --threads 1 --stall-timeout 5 >"$tmp/out" 2>"$tmp/err"

@@ -10,8 +10,7 @@ set -u
 . "$(dirname "$0")/script_fixture.sh"
 
 . "$(dirname "$0")/lm_fixture.sh"
-times_table 600 >"$tmp/text.txt"
-"$PIPENET" import text "$tmp/text.txt" --out "$tmp/lm" --seq 16 >/dev/null || fail "import text"
+import_times_table 600
 
 # gpt TIE: the tiny GPT with "tie": TIE on its projection
 gpt() {

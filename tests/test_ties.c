@@ -13,30 +13,14 @@
 #include "pipeline/graph.h"
 #include "pipeline/network.h"
 #include "pipeline/ties.h"
+#include "model_files.h"
 #include "testutil.h"
 
 /* data ids -> embedding -> fc tied to it -> softmax_xent */
-static const char *const TIED_DIRECT =
-    "{\"inputs\": {\"x\": {\"dataset\": \"t\", \"ids\": true, \"seq\": 3},"
-    "  \"y\": {\"dataset\": \"n\", \"ids\": true, \"seq\": 3}},"
-    " \"layers\": ["
-    "  {\"name\": \"e\", \"type\": \"embedding\", \"input\": \"x\", \"vocab\": 6, \"size\": 4},"
-    "  {\"name\": \"o\", \"type\": \"fc\", \"input\": \"e\", \"size\": 6, \"tie\": \"e\"},"
-    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"o\", \"y\"]}"
-    "]}";
+#define TIED_DIRECT mf_text("tied_embedding")
 
 /* the same with a hidden layer and positions between, and no bias on the projection */
-static const char *const TIED_DEEP =
-    "{\"inputs\": {\"x\": {\"dataset\": \"t\", \"ids\": true, \"seq\": 3},"
-    "  \"y\": {\"dataset\": \"n\", \"ids\": true, \"seq\": 3}},"
-    " \"layers\": ["
-    "  {\"name\": \"e\", \"type\": \"embedding\", \"input\": \"x\", \"vocab\": 5, \"size\": 4,"
-    "   \"positions\": true},"
-    "  {\"name\": \"h\", \"type\": \"fc\", \"input\": \"e\", \"size\": 4, \"act\": \"tanh\"},"
-    "  {\"name\": \"o\", \"type\": \"fc\", \"input\": \"h\", \"size\": 5, \"tie\": \"e\","
-    "   \"bias\": false},"
-    "  {\"name\": \"loss\", \"type\": \"softmax_xent\", \"input\": [\"o\", \"y\"]}"
-    "]}";
+#define TIED_DEEP mf_text("tied_embedding_hidden")
 
 typedef struct fixture {
     pn_graph *graph;

@@ -8,16 +8,11 @@
 # training; the event cap drops events and says so. Skips (77) without the Debian
 # Fashion-MNIST package.
 set -u
-PIPENET=${PIPENET:-./pipenet}
-SRC=/usr/share/datasets/fashion-mnist
-[ -d "$SRC" ] || { echo "SKIP: $SRC not installed (dataset-fashion-mnist)"; exit 77; }
+. "$(dirname "$0")/script_fixture.sh"
+need_fashion_mnist
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
 here=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d)
-trap '[ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-"$PIPENET" import fashion-mnist --src "$SRC" --out "$tmp/fm" >/dev/null || fail "import"
+import_fashion_mnist
 # the example model without its evaluation set (a whole pass over it per run)
 python3 -c "
 import json, sys

@@ -5,16 +5,11 @@
 # errors for bad options, bad models and missing data. Skips (77) without the
 # Debian dataset package.
 set -u
-PIPENET=${PIPENET:-./pipenet}
-SRC=/usr/share/datasets/fashion-mnist
-[ -d "$SRC" ] || { echo "SKIP: $SRC not installed (dataset-fashion-mnist)"; exit 77; }
+. "$(dirname "$0")/script_fixture.sh"
+import_fashion_mnist
 here=$(cd "$(dirname "$0")/.." && pwd)
 model=$here/models/fashion_mlp.json
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
-"$PIPENET" import fashion-mnist --src "$SRC" --out "$tmp/fm" >/dev/null || fail "import"
 run() { # run NAME SEED [extra args]: 25 steps of batch 64 with metrics
     name=$1 seed=$2; shift 2
     "$PIPENET" train "$model" --data "$tmp/fm/train.h5" --eval "$tmp/fm/test.h5" \
