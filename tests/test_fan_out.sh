@@ -7,10 +7,12 @@
 # on stage 1 and one on stage 2; h0 skips from stage 0 to stage 2. 3 stages under
 # gpipe and 1f1b, with --recompute, --no-share-memory, 2 replicas; a 4-chunk model
 # (fc1 read on chunks 0..3) on 4 stages and interleaved on 2 stages x 2 virtual
-# stages (the chain crosses ranks both ways), with 2 replicas and --recompute.
+# stages (the chain crosses ranks both ways), with 2 replicas and --recompute. With
+# GPUs, 3 stages over the NCCL transport and over MPI against one GPU process.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/script_fixture.sh"
+. "$here/gpu_fixture.sh"
 H5=${TESTS_BUILDDIR:-$here}/h5_fixture
 [ -x "$H5" ] || { echo "SKIP: $H5 not built (make check builds it)"; exit 77; }
 export OPENBLAS_NUM_THREADS=1
@@ -94,4 +96,18 @@ same fan4 "$one" 2 $il --micro-batches 4
 same fan4 "$one" 2 $il --micro-batches 4 --recompute
 # shellcheck disable=SC2086
 same fan4 "$one" 4 $il --micro-batches 2
+
+# On GPU ranks (in CI the CUDA stand-in, scripts/test_cuda_sim.sh): the chain over
+# the NCCL transport's links and over MPI's, against one GPU process.
+(need_gpu) >"$tmp/gpu" 2>&1
+case $? in
+0) ;;
+77) echo "GPU part skipped: $(cat "$tmp/gpu")"; exit 0 ;;
+*) cat "$tmp/gpu"; fail "the CUDA module" ;;
+esac
+one=$(hash fan3_one 1 --micro-batches 4 --device cuda)
+[ -n "$one" ] || fail "no hash from one GPU process"
+for transport in nccl mpi; do
+    same fan3 "$one" 3 --stages 3 --micro-batches 4 --device cuda --transport "$transport"
+done
 exit 0
