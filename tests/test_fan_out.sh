@@ -58,26 +58,26 @@ for m in fan3 fan4; do # one process: the same layers without their stages
     sed 's/, "stage": [0-9]*//' "$tmp/$m.json" >"$tmp/${m}_one.json"
 done
 
-# hash MODEL RANKS ARGS...: 4 steps; prints the parameter hash (the output in $tmp/out)
-hash() {
+# run_hash MODEL RANKS ARGS...: 4 steps; prints the parameter hash, or the run's output
+# on stderr and fails
+run_hash() {
     model=$1 np=$2; shift 2
     timeout -s KILL 300 mpirun --oversubscribe -np "$np" "$PIPENET" train "$tmp/$model.json" \
         --data "$tmp/d.h5" --eval "" --steps 4 --threads 1 --deterministic \
-        --log-every 1000 "$@" >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "$model on $np: $*"; }
-    sed -n 's/^parameter hash after 4 steps: //p' "$tmp/out"
+        --log-every 1000 "$@" >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; return 1; }
+    sed -n 's/^parameter hash after 4 steps: //p' "$tmp/out" | grep . || {
+        cat "$tmp/out" >&2; return 1; }
 }
 
 # same MODEL WANT RANKS ARGS...: the layout gives hash WANT
 same() {
     model=$1 want=$2 np=$3; shift 3
-    got=$(hash "$model" "$np" "$@")
-    [ -n "$got" ] && [ "$got" = "$want" ] ||
-        fail "$model on $np ranks ($*): hash $got, one process gives $want"
+    got=$(run_hash "$model" "$np" "$@") || fail "$model on $np ranks: $*"
+    [ "$got" = "$want" ] || fail "$model on $np ranks ($*): hash $got, one process gives $want"
     echo "ok: $model on $np ranks ($*): $got"
 }
 
-one=$(hash fan3_one 1 --micro-batches 4)
-[ -n "$one" ] || fail "no hash from one process"
+one=$(run_hash fan3_one 1 --micro-batches 4) || fail "fan3 on one process"
 for sched in gpipe 1f1b; do
     same fan3 "$one" 3 --stages 3 --micro-batches 4 --schedule "$sched"
     same fan3 "$one" 3 --stages 3 --micro-batches 4 --schedule "$sched" --recompute
@@ -86,8 +86,7 @@ done
 same fan3 "$one" 3 --stages 3 --micro-batches 4 --no-share-memory
 same fan3 "$one" 6 --stages 3 --micro-batches 2 --recompute --shard-optimizer
 
-one=$(hash fan4_one 1 --micro-batches 4)
-[ -n "$one" ] || fail "no hash from one process"
+one=$(run_hash fan4_one 1 --micro-batches 4) || fail "fan4 on one process"
 same fan4 "$one" 4 --stages 4 --micro-batches 4 --schedule 1f1b
 il="--stages 2 --schedule interleaved --virtual-stages 2"
 # shellcheck disable=SC2086
@@ -105,8 +104,7 @@ case $? in
 77) echo "GPU part skipped: $(cat "$tmp/gpu")"; exit 0 ;;
 *) cat "$tmp/gpu"; fail "the CUDA module" ;;
 esac
-one=$(hash fan3_one 1 --micro-batches 4 --device cuda)
-[ -n "$one" ] || fail "no hash from one GPU process"
+one=$(run_hash fan3_one 1 --micro-batches 4 --device cuda) || fail "fan3 on one GPU process"
 for transport in nccl mpi; do
     same fan3 "$one" 3 --stages 3 --micro-batches 4 --device cuda --transport "$transport"
 done
