@@ -86,6 +86,15 @@ done
 same fan3 "$one" 3 --stages 3 --micro-batches 4 --no-share-memory
 same fan3 "$one" 6 --stages 3 --micro-batches 2 --recompute --shard-optimizer
 
+! grep -q "is read by" "$tmp/out" || { cat "$tmp/out"; fail "a warning on fan3"; }
+# a reader listed before an earlier stage's: that order cannot be kept, and is named
+sed 's/"name": "fc2b", \(.*\)"stage": 1/"name": "fc2b", \1"stage": 2/' "$tmp/fan3.json" \
+    >"$tmp/down.json"
+grep -q '"fc2b".*"stage": 2' "$tmp/down.json" || fail "no fc2b on stage 2 in down.json"
+expect 0 "layer 'fc1' is read by 'fc2c' on stage 1 after a reader on stage 2" \
+    mpirun --oversubscribe -np 3 "$PIPENET" train "$tmp/down.json" --data "$tmp/d.h5" \
+    --eval "" --steps 1 --threads 1 --deterministic --micro-batches 4
+
 one=$(run_hash fan4_one 1 --micro-batches 4) || fail "fan4 on one process"
 same fan4 "$one" 4 --stages 4 --micro-batches 4 --schedule 1f1b
 il="--stages 2 --schedule interleaved --virtual-stages 2"

@@ -176,10 +176,23 @@ static int link_node(pn_stage *s, int p, bool lengths, int *scratch)
     const int *chunk_of = s->cfg.plan->chunk_of;
     int chunks = s->cfg.plan->chunks, cp = chunk_of[p], n = 0;
     int *reads = scratch, *consumers = scratch + chunks;
+    int top = -1, back = -1, above = -1; /* the highest chunk of a reader so far; the
+                                            first reader below one, and that one's */
     for (int c = 0; c < chunks; c++) reads[c] = 0;
     for (int j = 0; j < g->n_nodes; j++)
         for (int k = 0; k < g->nodes[j].n_inputs; k++)
-            if (g->nodes[j].inputs[k] == p) reads[chunk_of[j]] = 1;
+            if (g->nodes[j].inputs[k] == p) {
+                reads[chunk_of[j]] = 1;
+                if (chunk_of[j] < top && back < 0) back = j, above = top;
+                if (chunk_of[j] > top) top = chunk_of[j];
+            }
+    const char *u = s->n_chunks > 1 ? "chunk" : "stage";
+    if (back >= 0 && s->cfg.deterministic && s->grid->replica == 0 &&
+        s->grid->stage == cp % s->grid->stages)
+        pn_log_warn("layer '%s' is read by '%s' on %s %d after a reader on %s %d: stages that "
+                    "go down the list of layers add its gradient in another order than one "
+                    "process, so --deterministic's bits depend on the layout",
+                    g->nodes[p].name, g->nodes[back].name, u, chunk_of[back], u, above);
     for (int c = 0; c < chunks; c++)
         if (reads[c] && c != cp) consumers[n++] = c; /* ascending; all after cp */
     for (int i = 0; i < n; i++) PN_TRY(link_value(s, p, cp, consumers[i], lengths));
