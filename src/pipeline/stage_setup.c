@@ -163,9 +163,9 @@ static int link_grad(pn_stage *s, int p, int from, int to)
  * (which holds p as a supplied input: it writes what it receives into that input's
  * gradient before its backward, and its consumers add to it), ... the first one's
  * to the producer. Chunks are contiguous ranges of the layers' order (automatic
- * placement; "stage" attributes that never go down the list), so the contributions
- * are added in reverse layer order, a left fold, as one process adds them: the same
- * bits on every layout, whatever the fan-out. (Each consumer
+ * placement; "stage" attributes that never go down the list, else a warning), so
+ * the contributions are added in reverse layer order, a left fold, as one process
+ * adds them: the same bits on every layout, whatever the fan-out. (Each consumer
  * chunk's gradient sent straight to the producer would be summed there in another
  * order; floating-point addition is not associative.) Schedules run a chunk's
  * backward of a micro-batch after every later chunk's, so the chain waits on
@@ -186,6 +186,10 @@ static int link_node(pn_stage *s, int p, bool lengths, int *scratch)
                 if (chunk_of[j] < top && back < 0) back = j, above = top;
                 if (chunk_of[j] > top) top = chunk_of[j];
             }
+    for (int c = 0; c < chunks; c++)
+        if (reads[c] && c != cp) consumers[n++] = c; /* ascending; all after cp */
+    for (int i = 0; i < n; i++) PN_TRY(link_value(s, p, cp, consumers[i], lengths));
+    if (!g->nodes[p].needs_grad || s->cfg.forward_only) return PN_OK;
     const char *u = s->n_chunks > 1 ? "chunk" : "stage";
     if (back >= 0 && s->cfg.deterministic && s->grid->replica == 0 &&
         s->grid->stage == cp % s->grid->stages)
@@ -193,10 +197,6 @@ static int link_node(pn_stage *s, int p, bool lengths, int *scratch)
                     "go down the list of layers add its gradient in another order than one "
                     "process, so --deterministic's bits depend on the layout",
                     g->nodes[p].name, g->nodes[back].name, u, chunk_of[back], u, above);
-    for (int c = 0; c < chunks; c++)
-        if (reads[c] && c != cp) consumers[n++] = c; /* ascending; all after cp */
-    for (int i = 0; i < n; i++) PN_TRY(link_value(s, p, cp, consumers[i], lengths));
-    if (!g->nodes[p].needs_grad || s->cfg.forward_only) return PN_OK;
     for (int i = n - 1; i >= 0; i--)
         PN_TRY(link_grad(s, p, consumers[i], i > 0 ? consumers[i - 1] : cp));
     return PN_OK;
