@@ -7,8 +7,9 @@
 # on stage 1 and one on stage 2; h0 skips from stage 0 to stage 2. 3 stages under
 # gpipe and 1f1b, with --recompute, --no-share-memory, 2 replicas; a 4-chunk model
 # (fc1 read on chunks 0..3) on 4 stages and interleaved on 2 stages x 2 virtual
-# stages (the chain crosses ranks both ways), with 2 replicas and --recompute. With
-# GPUs, 3 stages over the NCCL transport and over MPI against one GPU process.
+# stages (the chain crosses ranks both ways, or stays on one), with 2 replicas and
+# --recompute; where a reader's stage goes down the list, a warning. With GPUs,
+# 3 stages over the NCCL transport and over MPI against one GPU process.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/script_fixture.sh"
@@ -54,7 +55,12 @@ $head "layers": [
  {"name": "loss", "type": "softmax_xent", "input": ["out", "y"], "stage": 3}],
  $tail
 EOF
-for m in fan3 fan4; do # one process: the same layers without their stages
+# fc1 not read on chunk 2: the chain goes from chunk 3 to chunk 1, on one rank when
+# interleaved over 2 stages
+sed 's/"name": "fc3", "type": "fc", "input": "fc1"/"name": "fc3", "type": "fc", "input": "fc2"/' \
+    "$tmp/fan4.json" >"$tmp/fan5.json"
+grep -q '"fc3".*"input": "fc2"' "$tmp/fan5.json" || fail "no fc3 on fc2 in fan5.json"
+for m in fan3 fan4 fan5; do # one process: the same layers without their stages
     sed 's/, "stage": [0-9]*//' "$tmp/$m.json" >"$tmp/${m}_one.json"
 done
 
@@ -104,6 +110,9 @@ same fan4 "$one" 2 $il --micro-batches 4
 same fan4 "$one" 2 $il --micro-batches 4 --recompute
 # shellcheck disable=SC2086
 same fan4 "$one" 4 $il --micro-batches 2
+one=$(run_hash fan5_one 1 --micro-batches 4) || fail "fan5 on one process"
+# shellcheck disable=SC2086
+same fan5 "$one" 2 $il --micro-batches 4
 
 # On GPU ranks (in CI the CUDA stand-in, scripts/test_cuda_sim.sh): the chain over
 # the NCCL transport's links and over MPI's, against one GPU process.
