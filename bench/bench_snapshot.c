@@ -139,7 +139,7 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = pn_now();
         pn_run_settings run = {config, 1, 64};
-        CHECK(pn_checkpoint_save(comm, params, run, mark, dir, 2, path, sizeof path));
+        CHECK(pn_checkpoint_save(comm, params, NULL, run, mark, dir, 2, path, sizeof path));
         MPI_Barrier(MPI_COMM_WORLD);
         save[r] = pn_now() - t0;
         char used[1200];
@@ -147,7 +147,7 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         double t1 = pn_now();
         CHECK(pn_checkpoint_find(comm, "auto", dir, used, sizeof used)); /* as --resume auto */
-        CHECK(pn_checkpoint_load(comm, params, used, &got));
+        CHECK(pn_checkpoint_load(comm, params, NULL, used, &got));
         MPI_Barrier(MPI_COMM_WORLD);
         load[r] = pn_now() - t1;
         if (state_sum(params) != saved) {

@@ -58,4 +58,23 @@ void check_rc(ctx *c, int rc, const char *what);
 /* Frees what a run acquired and read back. */
 void ctx_release(ctx *c);
 
+/* The helpers of the cases (backend_ops_cases.c), for the cases kept in other files:
+ * a block on the run's device; a uniform draw; a rows x cols view with ld = cols +
+ * pad filled from host (NULL: uniform in [lo, hi); the padding always so); an output
+ * slot; a view read back as an output (its padding as a second, exact one); n ints
+ * (or elements of elem bytes) read back as an exact output. */
+void *dev_block(ctx *c, size_t bytes);
+float uniform(ctx *c, float lo, float hi);
+pn_matrix mat_from(ctx *c, int rows, int cols, int pad, const float *host, float lo, float hi);
+pn_matrix mat(ctx *c, int rows, int cols, int pad, float lo, float hi);
+out_val *new_out(ctx *c, const char *name, out_kind kind);
+void out_mat(ctx *c, const char *name, const pn_matrix *m, out_kind kind);
+void out_ints(ctx *c, const char *name, const void *dev_ptr, size_t n, size_t elem);
+
+/* The bfloat16 slots' cases (backend_ops_bf16.c). */
+void case_gemm_bf16(ctx *c, shape s, int variant);
+void case_round_bf16(ctx *c, shape s, int variant);
+void case_to_bf16(ctx *c, shape s, int variant);
+void case_from_bf16(ctx *c, shape s, int variant);
+
 #endif

@@ -26,7 +26,7 @@ void check_rc(ctx *c, int rc, const char *what)
     fail(c, msg);
 }
 
-static void *dev_block(ctx *c, size_t bytes)
+void *dev_block(ctx *c, size_t bytes)
 {
     if (c->n_bufs == MAX_BUFS) {
         fail(c, "test: too many buffers in one case");
@@ -37,14 +37,14 @@ static void *dev_block(ctx *c, size_t bytes)
     return b->data;
 }
 
-static float uniform(ctx *c, float lo, float hi)
+float uniform(ctx *c, float lo, float hi)
 {
     return lo + (hi - lo) * (float)pn_rng_uniform(&c->rng);
 }
 
 /* A rows x cols view with ld = cols + pad on the backend's device, filled from host
  * (NULL: uniform in [lo, hi), padding included). */
-static pn_matrix mat_from(ctx *c, int rows, int cols, int pad, const float *host, float lo,
+pn_matrix mat_from(ctx *c, int rows, int cols, int pad, const float *host, float lo,
                           float hi)
 {
     int ld = cols + pad;
@@ -60,7 +60,7 @@ static pn_matrix mat_from(ctx *c, int rows, int cols, int pad, const float *host
     return m;
 }
 
-static pn_matrix mat(ctx *c, int rows, int cols, int pad, float lo, float hi)
+pn_matrix mat(ctx *c, int rows, int cols, int pad, float lo, float hi)
 {
     return mat_from(c, rows, cols, pad, NULL, lo, hi);
 }
@@ -72,7 +72,7 @@ static int *ints_on_device(ctx *c, const int *host, int n)
     return p;
 }
 
-static out_val *new_out(ctx *c, const char *name, out_kind kind)
+out_val *new_out(ctx *c, const char *name, out_kind kind)
 {
     if (c->n_outs == MAX_OUTS) {
         fail(c, "test: too many outputs in one case");
@@ -89,7 +89,7 @@ static out_val *new_out(ctx *c, const char *name, out_kind kind)
  * a row's end and the next row's start, and after the last row) as "name padding",
  * which must be left exactly as it was: a kernel that writes past a row's end or
  * mixes up cols and ld is caught even where the values themselves come out right. */
-static void out_mat(ctx *c, const char *name, const pn_matrix *m, out_kind kind)
+void out_mat(ctx *c, const char *name, const pn_matrix *m, out_kind kind)
 {
     out_val *o = new_out(c, name, kind);
     if (!o) return;
@@ -118,7 +118,7 @@ static void out_mat(ctx *c, const char *name, const pn_matrix *m, out_kind kind)
     free(all);
 }
 
-static void out_ints(ctx *c, const char *name, const void *dev_ptr, size_t n, size_t elem)
+void out_ints(ctx *c, const char *name, const void *dev_ptr, size_t n, size_t elem)
 {
     out_val *o = new_out(c, name, OUT_EXACT);
     if (!o) return;
@@ -512,5 +512,9 @@ const op_case backend_op_cases[] = {
     {"seq_max_backward", "seq_max_backward", 1, case_seq_max_backward},
     {"optimizer_update", "optimizer_update", 6, case_optimizer},
     {"optimizer_update_rows", "optimizer_update_rows", 6, case_optimizer_rows},
+    {"gemm_bf16", "gemm_bf16", 8, case_gemm_bf16},
+    {"round_bf16", "round_bf16", 1, case_round_bf16},
+    {"to_bf16", "to_bf16", 1, case_to_bf16},
+    {"from_bf16", "from_bf16", 1, case_from_bf16},
 };
 const int backend_op_n_cases = (int)(sizeof backend_op_cases / sizeof *backend_op_cases);

@@ -68,17 +68,6 @@ static const char *const PADDED =
 
 static const int LENGTHS[] = {2, 4, 1, 3};
 
-static pn_graph *graph_of(const char *json)
-{
-    json_t *root = json_loads(json, 0, NULL);
-    ck_assert_ptr_nonnull(root);
-    pn_graph *g = NULL;
-    int rc = pn_graph_from_json(&g, root, "test.json");
-    json_decref(root);
-    ck_assert_msg(rc == 0, "%s", pn_error_message());
-    return g;
-}
-
 static int node(const pn_graph *g, const char *name)
 {
     int i = pn_graph_find(g, name);
@@ -122,9 +111,9 @@ static double loss_of(pn_network *net, const pn_pass *pass)
 
 START_TEST(dead_values_share_and_element_wise_layers_run_in_place)
 {
-    pn_graph *g = graph_of(ACTS);
+    pn_graph *g = tu_graph_of(ACTS);
     pn_arg_plan p;
-    ck_assert_int_eq(pn_arg_plan_make(&p, g, NULL, true), 0);
+    ck_assert_int_eq(pn_arg_plan_make(&p, g, NULL, true, PN_PRECISION_FP32), 0);
     const int *v = p.value_slot;
     ck_assert_int_ge(v[node(g, "h1")], 0);
     ck_assert_int_eq(v[node(g, "a1")], v[node(g, "h1")]);   /* relu in place */
@@ -145,7 +134,7 @@ START_TEST(dead_values_share_and_element_wise_layers_run_in_place)
     pn_arg_plan_free(&p);
     /* forward only: values die with their last forward reader (h2 may take h1's) */
     size_t train_values = values;
-    ck_assert_int_eq(pn_arg_plan_make(&p, g, NULL, false), 0);
+    ck_assert_int_eq(pn_arg_plan_make(&p, g, NULL, false, PN_PRECISION_FP32), 0);
     pn_arg_plan_bytes(&p, g, false, &own, &values, &grads);
     ck_assert_uint_lt(values, train_values);
     ck_assert_int_eq(p.n_grad_slots, 0);
@@ -160,7 +149,7 @@ static double planned_loss(void *net) { return loss_of(net, &PASS); }
 /* Every parameter gradient of the planned network against central differences. */
 static void check_finite_differences(const char *json, int batch)
 {
-    pn_graph *g = graph_of(json);
+    pn_graph *g = tu_graph_of(json);
     pn_network *net;
     pn_params *params = build(g, true, NULL, 1, batch, false, &net);
     ck_assert_int_eq(pn_params_zero_grads(params), 0);
@@ -184,7 +173,7 @@ END_TEST
  * losses and gradients, bit for bit. */
 static void check_same_bits(const char *json, int batch)
 {
-    pn_graph *g = graph_of(json);
+    pn_graph *g = tu_graph_of(json);
     pn_network *net[2];
     pn_params *params[2];
     for (int s = 0; s < 2; s++) params[s] = build(g, s == 1, NULL, 1, batch, false, &net[s]);
@@ -227,7 +216,7 @@ END_TEST
  * to the bits of unshared copies; the store holds one copy's gradients. */
 START_TEST(copies_in_flight_share_one_gradient_store)
 {
-    pn_graph *g = graph_of(BLOCK);
+    pn_graph *g = tu_graph_of(BLOCK);
     pn_grad_store store;
     pn_grad_store_init(&store, pn_device_host());
     pn_network *net[2][2];

@@ -1,5 +1,5 @@
-/* The tables of choices (base/choices.h) that --device and --transport, the model
- * file's train.device and train.transport, --help and the messages all read. For
+/* The tables of choices (base/choices.h) that --device, --transport, --schedule and
+ * --precision, the model file's train section, --help and the messages all read. For
  * every name of each table: it round-trips through its enum and has a summary; the
  * option parser and the train section take it; what they say when refusing another
  * name lists it; --help shows it with its summary. No name is written here: the
@@ -12,7 +12,9 @@
 #include "base/error.h"
 #include "cli/options.h"
 #include "math/device.h"
+#include "math/precision.h"
 #include "mpi/comm.h"
+#include "pipeline/schedule.h"
 #include "pipeline/train_config.h"
 #include "testutil.h"
 
@@ -29,13 +31,21 @@ static const char *transport_name(int i)
 {
     return pn_transport_request_name((pn_transport_request)i);
 }
+static const char *schedule_name(int i) { return pn_schedule_kind_name((pn_schedule_kind)i); }
 static int *device_field(pn_train_config *cfg) { return &cfg->device_request; }
 static int *transport_field(pn_train_config *cfg) { return &cfg->transport_request; }
+static int *schedule_field(pn_train_config *cfg) { return &cfg->schedule; }
+/* precision has no functions of its own: the table's */
+static int precision_of(const char *name) { return pn_choice_find(&pn_precisions, name); }
+static const char *precision_name(int i) { return pn_choice_name(&pn_precisions, i); }
+static int *precision_field(pn_train_config *cfg) { return &cfg->precision; }
 
 static const table tables[] = {
     {&pn_device_requests, "device", pn_device_request_from_name, device_name, device_field},
     {&pn_transport_requests, "transport", pn_transport_request_from_name, transport_name,
      transport_field},
+    {&pn_schedule_kinds, "schedule", pn_schedule_kind_from_name, schedule_name, schedule_field},
+    {&pn_precisions, "precision", precision_of, precision_name, precision_field},
 };
 enum { N_TABLES = sizeof tables / sizeof *tables };
 

@@ -7,7 +7,8 @@
 # 1e-6 (relative; both move the same values, a replica sum may add them in another
 # order) and the layout line naming the transport. Then --deterministic on GPUs: one
 # process, 2 stages, 2 x 2 with NCCL and with MPI, and interleaved, all with
-# micro-batches of 2 samples, give one parameter hash. And a rank that stops is named
+# micro-batches of 2 samples, give one parameter hash; in --precision bf16 too
+# (another). And a rank that stops is named
 # by the stall watchdog. Skips (77) without CUDA or NCCL in the build, or with fewer
 # than 4 GPUs.
 set -u
@@ -66,21 +67,30 @@ compare stages 2 --stages 2
 compare replicas 4 --stages 2
 compare interleaved 2 --stages 2 --schedule interleaved --virtual-stages 2
 
-# --deterministic: one hash on every layout and transport
-hashes=
-# (layouts with one micro-batch size, 2 samples: docs/running.md, bit-identical layouts)
-for layout in "one 1 --stages 1 --micro-batches 8" \
-    "stages 2 --stages 2 --micro-batches 8 --transport nccl" \
-    "replicas_nccl 4 --stages 2 --micro-batches 4 --transport nccl" \
-    "replicas_mpi 4 --stages 2 --micro-batches 4 --transport mpi" \
-    "interleaved 2 --stages 2 --micro-batches 8 --schedule interleaved --virtual-stages 2 --transport nccl"; do
+# --deterministic: one hash on every layout and transport, in fp32 and in bf16 (whose
+# links carry bf16: NCCL's payloads as bytes), and bf16's is not fp32's
+fp32_hash=
+for precision in fp32 bf16; do
+    hashes=
+    # (layouts with one micro-batch size, 2 samples: docs/running.md, bit-identical layouts)
+    for layout in "one 1 --stages 1 --micro-batches 8" \
+        "stages 2 --stages 2 --micro-batches 8 --transport nccl" \
+        "replicas_nccl 4 --stages 2 --micro-batches 4 --transport nccl" \
+        "replicas_mpi 4 --stages 2 --micro-batches 4 --transport mpi" \
+        "interleaved 2 --stages 2 --micro-batches 8 --schedule interleaved --virtual-stages 2 --transport nccl"; do
+        # shellcheck disable=SC2086
+        set -- $layout
+        name=det_${precision}_$1 ranks=$2; shift 2
+        train "$name" "$ranks" "$@" --deterministic --precision $precision ||
+            { cat "$tmp/$name"; fail "$name --deterministic"; }
+        keep_hash "$name" 6
+    done
+    one_hash "--deterministic --precision $precision on GPUs gives different hashes across layouts"
     # shellcheck disable=SC2086
-    set -- $layout
-    name=det_$1 ranks=$2; shift 2
-    train "$name" "$ranks" "$@" --deterministic || { cat "$tmp/$name"; fail "$name --deterministic"; }
-    keep_hash "$name" 6
+    set -- $hashes
+    [ "$1" != "$fp32_hash" ] || fail "bf16 on GPUs gives fp32's hash $1: nothing was rounded"
+    fp32_hash=$1
 done
-one_hash "--deterministic on GPUs gives different hashes across layouts"
 
 # A rank that stops (SIGSTOP at step 3, PIPENET_FAULT) is seen by the stall watchdog
 # on NCCL's waits too: the job ends within 40 s with one error naming it, and leaves
@@ -101,4 +111,4 @@ n=$(grep -c "pipenet: error: rank [0-2] .*no progress for 5 s (--stall-timeout) 
 sleep 1
 [ -z "$(leftovers)" ] || fail "processes left behind: $(leftovers)"
 echo "ok: a stopped rank on NCCL ends the job in $secs s: $(grep 'pipenet: error' "$tmp/stall")"
-echo "PASS: nccl trains as mpi on 2 stages, 2 x 2 and interleaved; --deterministic gives one hash; a stopped rank is named"
+echo "PASS: nccl trains as mpi on 2 stages, 2 x 2 and interleaved; --deterministic gives one hash (fp32, and bf16 another); a stopped rank is named"

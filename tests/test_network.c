@@ -284,17 +284,6 @@ START_TEST(copies_share_parameters_not_state)
 }
 END_TEST
 
-static pn_graph *graph_of(const char *json)
-{
-    json_t *root = json_loads(json, 0, NULL);
-    ck_assert_ptr_nonnull(root);
-    pn_graph *g = NULL;
-    int rc = pn_graph_from_json(&g, root, "test.json");
-    json_decref(root);
-    ck_assert_msg(rc == 0, "%s", pn_error_message());
-    return g;
-}
-
 /* Sizes are counted in 64 bits: a batch whose matrices would have more rows than an
  * int holds is refused naming the layer (attention's probabilities are heads x T
  * rows per sample), and memory that cannot be had is named by layer. None of these
@@ -374,7 +363,7 @@ END_TEST
 
 START_TEST(oversized_batches_are_refused_naming_the_layer)
 {
-    pn_graph *g = graph_of("{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 8, \"seq\": 134217728}},"
+    pn_graph *g = tu_graph_of("{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 8, \"seq\": 134217728}},"
                            " \"layers\": [{\"name\": \"att\", \"type\": \"attention\","
                            " \"input\": \"x\", \"heads\": 8}]}");
     ck_assert_int_eq(pn_graph_check_batch(g, 1), 0);
@@ -385,7 +374,7 @@ START_TEST(oversized_batches_are_refused_naming_the_layer)
                   "%s", pn_error_message());
     pn_graph_free(g);
 
-    g = graph_of("{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 1, \"seq\": 1048576}},"
+    g = tu_graph_of("{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 1, \"seq\": 1048576}},"
                  " \"layers\": [{\"name\": \"a\", \"type\": \"act\", \"input\": \"x\", \"act\": \"relu\"}]}");
     pn_network_options o = {.device = pn_device_host(), .forward_only = true};
     pn_params *params;
@@ -398,7 +387,7 @@ START_TEST(oversized_batches_are_refused_naming_the_layer)
     pn_params_free(params);
     pn_graph_free(g);
 
-    g = graph_of("{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 1073741824}},"
+    g = tu_graph_of("{\"inputs\": {\"x\": {\"dataset\": \"f\", \"size\": 1073741824}},"
                  " \"layers\": [{\"name\": \"a\", \"type\": \"act\", \"input\": \"x\", \"act\": \"relu\"}]}");
     ck_assert_int_eq(pn_network_build(g, &o, &params, &net), 0);
     ck_assert_int_eq(pn_network_plan(net, 2147483647), PN_ERR_NOMEM); /* 2^63 bytes */

@@ -161,19 +161,23 @@ START_TEST(packed_index_round_trips)
     const int order[] = {2, 0, 3, 1};
     pn_params *a = make_arena(order, 7);
     char *packed;
-    size_t bytes, floats;
+    size_t bytes, floats, piece;
     pn_param *items;
     int count;
     ck_assert_int_eq(pn_params_pack_index(a, &packed, &bytes), 0);
-    ck_assert_int_eq(pn_params_unpack_index(packed, bytes, &items, &count, &floats), 0);
+    ck_assert_int_eq(pn_params_unpack_index(packed, bytes, &items, &count, &floats, &piece),
+                     0);
     ck_assert_int_eq(count, pn_params_count(a));
     ck_assert_uint_eq(floats, pn_params_size(a));
+    ck_assert_uint_eq(piece, pn_params_grad_piece(a));
     for (int i = 0; i < count; i++) {
         const pn_param *p = pn_params_get(a, i);
         ck_assert_str_eq(items[i].name, p->name);
         ck_assert_int_eq(items[i].rows, p->rows);
         ck_assert_int_eq(items[i].cols, p->cols);
         ck_assert_uint_eq(items[i].offset, p->offset);
+        ck_assert_uint_eq(items[i].grad_offset, p->grad_offset);
+        ck_assert_int_eq(items[i].row_sparse, p->row_sparse);
         ck_assert_int_eq(items[i].table_rows, p->table_rows);
         ck_assert(!items[i].sharded); /* one shard: nothing split */
     }
@@ -181,13 +185,14 @@ START_TEST(packed_index_round_trips)
     /* cut short anywhere, or with a bad magic: refused, nothing returned */
     for (size_t cut = 0; cut < bytes; cut += 3) {
         items = (pn_param *)1;
-        ck_assert_int_eq(pn_params_unpack_index(packed, cut, &items, &count, &floats),
-                         PN_ERR_INTERNAL);
+        ck_assert_int_eq(
+            pn_params_unpack_index(packed, cut, &items, &count, &floats, NULL),
+            PN_ERR_INTERNAL);
         ck_assert_ptr_null(items);
     }
     packed[0] ^= 1;
-    ck_assert_int_eq(pn_params_unpack_index(packed, bytes, &items, &count, &floats),
-                     PN_ERR_INTERNAL);
+    ck_assert_int_eq(
+        pn_params_unpack_index(packed, bytes, &items, &count, &floats, NULL), PN_ERR_INTERNAL);
     free(packed);
     pn_params_free(a);
 }

@@ -19,11 +19,15 @@
 enum { MPI_ = PN_TRANSPORT_REQUEST_MPI, NCCL = PN_TRANSPORT_REQUEST_NCCL,
        AUTO = PN_TRANSPORT_REQUEST_AUTO };
 
-/* The choice for r; *nccl; the error text when refused. */
+/* The choice for r, *nccl when it is NCCL; the error text when refused. */
 static int choose(int r, const pn_rank_gpu *ranks, int size, int stages, bool *nccl)
 {
-    *nccl = true; /* the function must set it either way */
-    return pn_transport_choose((pn_transport_request)r, ranks, size, stages, nccl);
+    pn_transport_request chosen = PN_TRANSPORT_REQUEST_AUTO; /* it must set it either way */
+    int rc = pn_transport_choose((pn_transport_request)r, ranks, size, stages, &chosen);
+    ck_assert_msg(chosen == PN_TRANSPORT_REQUEST_MPI || chosen == PN_TRANSPORT_REQUEST_NCCL,
+                  "chose %d, no transport", (int)chosen);
+    *nccl = chosen == PN_TRANSPORT_REQUEST_NCCL;
+    return rc;
 }
 
 static void refused(const pn_rank_gpu *ranks, int size, int stages, const char *why)

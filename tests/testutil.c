@@ -91,6 +91,17 @@ int tu_run_suite(Suite *suite)
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+pn_graph *tu_graph_of(const char *json)
+{
+    json_t *root = json_loads(json, 0, NULL);
+    ck_assert_ptr_nonnull(root);
+    pn_graph *g = NULL;
+    int rc = pn_graph_from_json(&g, root, "test.json");
+    json_decref(root);
+    ck_assert_msg(rc == 0, "%s", pn_error_message());
+    return g;
+}
+
 pn_graph *tu_fc_chain(int input, const int *widths, int n, const char *file)
 {
     json_t *layers = json_array();

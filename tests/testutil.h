@@ -40,6 +40,10 @@ int tu_list_dir(const char *dir, char *out, size_t cap);
 /* Removes dir and everything under it. */
 void tu_remove_tree(const char *dir);
 
+/* The graph of a model given as JSON text (file "test.json" in messages); fails the
+ * test if refused. */
+pn_graph *tu_graph_of(const char *json);
+
 /* A graph of a chain x -> l1 -> ... -> ln of n fc layers of the given widths over an
  * input of `input` floats, as if read from file (for messages); fails the test if
  * refused. */

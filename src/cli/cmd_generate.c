@@ -15,6 +15,7 @@
 #include "cli/generate_staged.h"
 #include "cli/options.h"
 #include "math/device.h"
+#include "model/model.h"
 #include "pipenet.h"
 
 static void usage(FILE *out)
@@ -47,7 +48,8 @@ static void usage(FILE *out)
             "  --no-cache         recompute the whole window for every byte instead of\n"
             "                     one position over the attention key/value cache (the\n"
             "                     same bytes, slower: a reference)\n"
-            "  --device D         where the model runs (cuda: the first GPU)      [cpu]\n");
+            "  --device D         where the model runs (cuda: the first GPU)      [%s]\n",
+            pn_device_request_name(PN_DEVICE_REQUEST_CPU));
     pn_choice_help(out, &pn_device_requests, 21);
     fprintf(out,
             "  -h, --help         this text\n"
@@ -149,13 +151,14 @@ static int run_generation(void *ctx, pn_model *m, bool print)
         if (isatty(fileno(stdout)) && pn_cli_launcher_ranks() == 1) fputc('\n', stdout);
         fflush(stdout);
         const char *dev = pn_model_device(m);
+        bool gpu = pn_model_device_of(m).kind != PN_DEVICE_HOST;
         fprintf(stderr, "generated %d tokens in %.3f s (%.1f tokens/s, %s, %s%s%s), log-prob "
                         "%.4f (%.4f per token)\n", o->tokens, seconds,
                 seconds > 0 ? o->tokens / seconds : 0.0,
                 o->gen.no_cache ? "no cache" : "cached",
                 o->gen.beam > 0 ? "beam search" : o->gen.temperature == 0.0 ? "greedy"
                                                                              : "sampled",
-                strcmp(dev, "cpu") ? ", device " : "", strcmp(dev, "cpu") ? dev : "",
+                gpu ? ", device " : "", gpu ? dev : "",
                 logprob, logprob / o->tokens);
     }
     free(out);

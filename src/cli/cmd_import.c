@@ -201,7 +201,6 @@ typedef struct import_args {
 static int check_outputs(const char *const *files, int n_files, const char *extra,
                          const char *out)
 {
-    static const char *const names[] = {"train.h5", "test.h5"};
     pn_named_path *inputs = calloc((size_t)n_files + 1, sizeof *inputs);
     if (!inputs) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     for (int i = 0; i < n_files; i++) inputs[i] = (pn_named_path){files[i], "one of the files read"};
@@ -209,7 +208,7 @@ static int check_outputs(const char *const *files, int n_files, const char *extr
     int rc = PN_OK;
     for (int i = 0; rc == PN_OK && i < 2; i++) {
         char path[PATH_MAX];
-        if ((size_t)snprintf(path, sizeof path, "%s/%s", out, names[i]) >= sizeof path)
+        if (pn_import_output(out, i, path, sizeof path) < 0)
             rc = pn_error_set(PN_ERR_INVALID, "--out %s: the path is too long", out);
         else
             rc = pn_path_check_output("--out", path, inputs, n_files, false);

@@ -237,7 +237,7 @@ static int infer(const infer_options *o)
     if (rc == PN_OK) rc = rc_close;
     if (rc == PN_OK) {
         const char *dev = pn_model_device(m);
-        bool gpu = strcmp(dev, "cpu") != 0;
+        bool gpu = pn_model_device_of(m).kind != PN_DEVICE_HOST;
         printf("infer %s on %s: %ld samples, output '%s' (%d per sample), %.2f s "
                "(%.0f samples/s)%s%s\n", o->model, o->data, r.n, out.name,
                out.width * out.seq, seconds, seconds > 0 ? r.n / seconds : 0.0,

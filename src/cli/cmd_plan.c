@@ -26,6 +26,9 @@
 
 static void usage(FILE *out)
 {
+    char schedules[128];
+    pn_train_config d; /* the defaults, for [train.schedule, default] */
+    pn_train_config_default(&d);
     fprintf(out,
             "usage: pipenet plan MODEL.json [options]\n"
             "\n"
@@ -56,7 +59,7 @@ static void usage(FILE *out)
             "  --replicas D       data-parallel copies of the pipeline                 [1]\n"
             "  --micro-batches M  micro-batches per step and replica  [as `pipenet train`:\n"
             "                     the largest divisor of B / D up to 4 P]\n"
-            "  --schedule NAME    gpipe, 1f1b or interleaved      [train.schedule, 1f1b]\n"
+            "  --schedule NAME    %-32s[train.schedule, %s]\n"
             "  --virtual-stages V with --schedule interleaved: cut the model into P x V\n"
             "                     chunks, chunk c on stage c mod P (V >= 2; M a multiple\n"
             "                     of P)                            [train.virtual_stages, 2]\n"
@@ -71,13 +74,18 @@ static void usage(FILE *out)
             "  --repeat N         with --measure: timed steps (medians)               [11]\n"
             "  --shard-optimizer  opt slots as --shard-optimizer keeps them: the dense\n"
             "                     parameters' divided by D        [train.shard_optimizer]\n"
+            "  --precision P      the links' bytes and the planned arguments in P (fp32\n"
+            "                     or bf16; --measure times fp32)  [train.precision, %s]\n"
             "  --json             print the plan as JSON instead of tables\n"
-            "  -h, --help         this text\n");
+            "  -h, --help         this text\n",
+            pn_choice_list(&pn_schedule_kinds, schedules, sizeof schedules),
+            pn_schedule_kind_name((pn_schedule_kind)d.schedule),
+            pn_choice_name(&pn_precisions, d.precision));
 }
 
 enum { OPT_STAGES = 256, OPT_REPLICAS, OPT_MICRO, OPT_SCHEDULE, OPT_BATCH, OPT_MEASURE,
        OPT_TIMES, OPT_SAVE, OPT_THREADS, OPT_REPEAT, OPT_JSON, OPT_VIRTUAL,
-       OPT_SHARD_OPT };
+       OPT_SHARD_OPT, OPT_PRECISION };
 
 static const struct option longopts[] = {
     {"stages", required_argument, NULL, OPT_STAGES},
@@ -93,6 +101,7 @@ static const struct option longopts[] = {
     {"repeat", required_argument, NULL, OPT_REPEAT},
     {"json", no_argument, NULL, OPT_JSON},
     {"shard-optimizer", no_argument, NULL, OPT_SHARD_OPT},
+    {"precision", required_argument, NULL, OPT_PRECISION},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -106,6 +115,7 @@ typedef struct plan_options {
     int virtual_stages; /* 0: the model's train.virtual_stages, else 2 under
                            interleaved, 1 otherwise */
     bool measure, json, shard_optimizer;
+    int precision; /* pn_precision; -1: the model's train.precision */
     int threads;   /* 0: 1 */
     int repeat;
     char times[PN_PATH_MAX], save[PN_PATH_MAX];
@@ -124,10 +134,7 @@ static int parse_options(int argc, char **argv, plan_options *o)
         case OPT_MICRO: rc = pn_opt_int("micro-batches", optarg, 1, 1 << 20, &o->micro); break;
         case OPT_BATCH: rc = pn_opt_int("batch", optarg, 1, 1 << 24, &o->batch); break;
         case OPT_SCHEDULE:
-            kind = pn_schedule_kind_from_name(optarg);
-            if (kind < 0)
-                return pn_opt_report("--schedule: expected gpipe, 1f1b or interleaved, got '%s'",
-                                     optarg);
+            if (pn_opt_choice("schedule", &pn_schedule_kinds, optarg, &kind) < 0) return -1;
             o->schedule = kind;
             break;
         case OPT_VIRTUAL:
@@ -136,6 +143,9 @@ static int parse_options(int argc, char **argv, plan_options *o)
         case OPT_MEASURE: o->measure = true; break;
         case OPT_JSON: o->json = true; break;
         case OPT_SHARD_OPT: o->shard_optimizer = true; break;
+        case OPT_PRECISION:
+            rc = pn_opt_choice("precision", &pn_precisions, optarg, &o->precision);
+            break;
         case OPT_TIMES: rc = pn_opt_path("layer-times", optarg, o->times, PN_PATH_MAX); break;
         case OPT_SAVE: rc = pn_opt_path("save-times", optarg, o->save, PN_PATH_MAX); break;
         case OPT_THREADS: rc = pn_opt_int("threads", optarg, 1, 4096, &o->threads); break;
@@ -256,7 +266,7 @@ static int report(const pn_plan *plan, const pn_graph *g, const pn_schedule *sch
         json_decref(j);
     } else {
         pn_plan_print(plan, g, sched, o->replicas, mb, stdout);
-        rc = pn_plan_print_arg_memory(plan, g, sched, mb, stdout);
+        rc = pn_plan_print_arg_memory(plan, g, sched, mb, plan->precision, stdout);
         pn_plan_print_row_sparse(plan, g, optimizer_slots(cfg->optimizer.kind), o->replicas,
                                  stdout);
         if (t) pn_plan_print_prediction(&pr, plan, g, t, stdout);
@@ -297,6 +307,9 @@ static int plan_model(const char *path, plan_options *o, pn_comm *comm)
     if (rc == PN_OK)
         rc = pn_schedule_build_virtual(&sched, o->schedule, plan->stages, plan->virtual_stages,
                                        o->micro);
+    if (rc == PN_OK)
+        pn_plan_set_precision(plan, (pn_precision)(o->precision >= 0 ? o->precision
+                                                                     : cfg.precision));
     if (rc == PN_OK) rc = report(plan, g, sched, o, &cfg, t);
 done:
     free(layer_s);
@@ -309,7 +322,7 @@ done:
 
 int pn_cmd_plan(int argc, char **argv)
 {
-    plan_options o = {.replicas = 1, .schedule = -1};
+    plan_options o = {.replicas = 1, .schedule = -1, .precision = -1};
     int parsed = parse_options(argc, argv, &o);
     if (parsed > 0) {
         usage(stdout);

@@ -13,10 +13,14 @@
 #include "mpi/comm.h"
 #include "mpi/job.h"
 #include "pipeline/graph.h"
+#include "pipeline/schedule.h"
 #include "pipeline/trainer.h"
 
 static void usage(FILE *out)
 {
+    char schedules[128];
+    pn_train_config d; /* the defaults, for the [train.KEY, default] of the choices */
+    pn_train_config_default(&d);
     fprintf(out,
             "usage: pipenet train MODEL.json [options]\n"
             "\n"
@@ -50,7 +54,8 @@ static void usage(FILE *out)
             "  --log-every S    seconds between progress lines when not on a terminal [10]\n"
             "  --data-cache MB  read a dataset file into memory when it fits in MB [1024];\n"
             "                   0 reads every batch from the file\n"
-            "  --device D       where each rank's stage runs             [train.device, cpu]\n");
+            "  --device D       where each rank's stage runs             [train.device, %s]\n",
+            pn_device_request_name((pn_device_request)d.device_request));
     pn_choice_help(out, &pn_device_requests, 19);
     fprintf(out,
             "                   cuda takes GPU (node-local rank mod visible GPUs); CUDA\n"
@@ -63,10 +68,19 @@ static void usage(FILE *out)
             "  --micro-batches M  micro-batches per step and replica (default: the largest\n"
             "                   divisor of the replica's batch up to 4 P; interleaved:\n"
             "                   the largest such multiple of P)\n"
-            "  --schedule S     gpipe, 1f1b or interleaved              [train.schedule, 1f1b]\n"
+            "  --schedule S     %-40s[train.schedule, %s]\n"
             "  --transport T    what moves activations and gradients between ranks\n"
-            "                                                        [train.transport, auto]\n");
+            "                                                        [train.transport, %s]\n",
+            pn_choice_list(&pn_schedule_kinds, schedules, sizeof schedules),
+            pn_schedule_kind_name((pn_schedule_kind)d.schedule),
+            pn_transport_request_name((pn_transport_request)d.transport_request));
     pn_choice_help(out, &pn_transport_requests, 19);
+    fprintf(out,
+            "  --precision P    the number format of the GEMMs, of the values between layers\n"
+            "                   and of what stages send; parameters, their gradients and the\n"
+            "                   optimizer stay fp32 (docs/training.md)  [train.precision, %s]\n",
+            pn_choice_name(&pn_precisions, d.precision));
+    pn_choice_help(out, &pn_precisions, 19);
     fprintf(out,
             "  --virtual-stages V  with --schedule interleaved: cut the model into P x V\n"
             "                   chunks, chunk c on stage c mod P, so a micro-batch goes\n"

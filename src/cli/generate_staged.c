@@ -50,8 +50,7 @@ static int run_staged(pn_job *job, staged *s, const char *model, int device, gen
     PN_TRY(pn_comm_broadcast(s->comm, path, sizeof path));
     pn_device where;
     PN_TRY(pn_infer_place_device(s->comm, job, device, &where));
-    snprintf(dev, sizeof dev, "cpu");
-    if (where.kind != PN_DEVICE_HOST) pn_device_name(where, dev, sizeof dev);
+    pn_device_label(where, dev, sizeof dev);
     pn_model *m = NULL;
     rc = pn_comm_agree(s->comm, pn_model_load_part(&m, path, dev, members, s));
     int window = rc == PN_OK ? pn_model_gen_window(m) : -1;

@@ -35,7 +35,8 @@ void infer_usage(FILE *out)
             "  --batch B       samples per forward                              [256]\n"
             "  --output LAYER  the layer whose values to write [the loss's prediction]\n"
             "  --device D      where the model runs (cuda: the first GPU visible; under\n"
-            "                  mpirun node-local rank mod visible GPUs)          [cpu]\n");
+            "                  mpirun node-local rank mod visible GPUs)          [%s]\n",
+            pn_device_request_name(PN_DEVICE_REQUEST_CPU));
     pn_choice_help(out, &pn_device_requests, 18);
     fprintf(out,
             "  --stages P      pipeline stages, one rank each: P must be the number of\n"

@@ -14,16 +14,9 @@ typedef struct command {
     int (*run)(int argc, char **argv);
 } command;
 
-static const command commands[] = {
-    {"import", "convert Fashion-MNIST or text files into dataset HDF5", pn_cmd_import},
-    {"train", "train a model JSON on a dataset HDF5 file", pn_cmd_train},
-    {"plan", "place a model's layers on pipeline stages and show their costs", pn_cmd_plan},
-    {"layers", "list the layer types a model can use", pn_cmd_layers},
-    {"inspect", "show what a dataset, snapshot or model file holds", pn_cmd_inspect},
-    {"export", "write a snapshot's model (config and values) as a model file", pn_cmd_export},
-    {"infer", "run a model file over a dataset file: outputs, accuracy or RMSE", pn_cmd_infer},
-    {"generate", "continue a text with a byte-level language model file", pn_cmd_generate},
-};
+#define PN_COMMAND_ROW(name, summary) {#name, summary, pn_cmd_##name},
+static const command commands[] = {PN_COMMANDS(PN_COMMAND_ROW)};
+#undef PN_COMMAND_ROW
 enum { N_COMMANDS = sizeof commands / sizeof *commands };
 
 static void usage(FILE *out)

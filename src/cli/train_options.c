@@ -20,7 +20,7 @@ enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_S
        OPT_SCHEDULE, OPT_DETERMINISTIC, OPT_SNAPSHOT_DIR, OPT_SNAPSHOT_EVERY, OPT_KEEP,
        OPT_RESUME, OPT_RESUME_OVERRIDE, OPT_STALL_TIMEOUT, OPT_EVAL_EVERY, OPT_TRACE,
        OPT_LAYER_TIMES, OPT_RECOMPUTE, OPT_SHARD_OPT, OPT_VIRTUAL, OPT_DEVICE, OPT_TRANSPORT,
-       OPT_NO_SHARE, N_OPTS };
+       OPT_NO_SHARE, OPT_PRECISION, N_OPTS };
 _Static_assert(N_OPTS - OPT_DATA <= PN_TRAIN_OPT_MAX, "pn_train_overrides.given is too small");
 
 #define GIVEN(opt) o->given[(opt) - OPT_DATA]
@@ -56,6 +56,7 @@ static const struct option longopts[] = {
     {"layer-times", required_argument, NULL, OPT_LAYER_TIMES},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"transport", required_argument, NULL, OPT_TRANSPORT},
+    {"precision", required_argument, NULL, OPT_PRECISION},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -93,10 +94,7 @@ int pn_train_options_parse(int argc, char **argv, pn_train_overrides *o)
         case OPT_STAGES: rc = pn_opt_int("stages", optarg, 1, 1 << 16, &v->stages); break;
         case OPT_MICRO: rc = pn_opt_int("micro-batches", optarg, 1, 1 << 20, &v->micro_batches); break;
         case OPT_SCHEDULE:
-            v->schedule = pn_schedule_kind_from_name(optarg);
-            if (v->schedule < 0)
-                rc = pn_opt_report("--schedule: expected gpipe, 1f1b or interleaved, got '%s'",
-                                   optarg);
+            rc = pn_opt_choice("schedule", &pn_schedule_kinds, optarg, &v->schedule);
             break;
         case OPT_VIRTUAL:
             rc = pn_opt_int("virtual-stages", optarg, 1, 1 << 16, &v->virtual_stages);
@@ -106,6 +104,9 @@ int pn_train_options_parse(int argc, char **argv, pn_train_overrides *o)
             break;
         case OPT_TRANSPORT:
             rc = pn_opt_choice("transport", &pn_transport_requests, optarg, &v->transport_request);
+            break;
+        case OPT_PRECISION:
+            rc = pn_opt_choice("precision", &pn_precisions, optarg, &v->precision);
             break;
         case OPT_DETERMINISTIC: v->deterministic = true; break;
         case OPT_RECOMPUTE: v->recompute = true; break;
@@ -164,6 +165,7 @@ void pn_train_options_apply(const pn_train_overrides *o, pn_train_config *cfg)
     if (GIVEN(OPT_DETERMINISTIC)) cfg->deterministic = true;
     if (GIVEN(OPT_DEVICE)) cfg->device_request = v->device_request;
     if (GIVEN(OPT_TRANSPORT)) cfg->transport_request = v->transport_request;
+    if (GIVEN(OPT_PRECISION)) cfg->precision = v->precision;
     if (GIVEN(OPT_RECOMPUTE)) cfg->recompute = true;
     if (GIVEN(OPT_SHARD_OPT)) cfg->shard_optimizer = true;
     if (GIVEN(OPT_NO_SHARE)) cfg->share_memory = false;

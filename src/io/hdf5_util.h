@@ -208,17 +208,26 @@ int pn_hdf5_read_strided(hid_t file, const char *fname, const char *name, hsize_
 
 /* One mapping of a virtual dataset: rows first, first + step, ... (count of them,
  * whole rows) take all of dataset `dataset` of file `file` (a bare name, found beside
- * the virtual dataset's file); a 1-D dataset maps whole (first 0, step 1, count 1). */
+ * the virtual dataset's file); a 1-D dataset maps whole (first 0, step 1, count 1).
+ * With n > 0 instead: values at .. at + n - 1 in row-major order take all of the 1-D
+ * dataset [n] (a run cut mid-row maps as up to three rectangles). */
 typedef struct pn_hdf5_source {
     const char *file;
     const char *dataset;
     hsize_t first, step, count;
+    hsize_t at, n;
 } pn_hdf5_source;
 
 /* Creates float32 virtual dataset name [dims] (rank 1 or 2; groups on the way too)
  * over sources[n], fill value NaN, so that a value no source gives shows as one. */
 int pn_hdf5_write_virtual(hid_t file, const char *fname, const char *name, int rank,
                           const hsize_t *dims, const pn_hdf5_source *sources, int n);
+
+/* Reads values at .. at + n - 1 in row-major order of the float32 dataset name (rank 1
+ * or 2, virtual or not) into out (n floats): a replica's run of a sharded optimizer's
+ * slot, which may start and end mid-row. */
+int pn_hdf5_read_run(hid_t file, const char *fname, const char *name, hsize_t at, hsize_t n,
+                     float *out);
 
 /* Mapping i of a virtual dataset's creation list dcpl: its source file name (file)
  * or dataset name, malloc'd; NULL when HDF5 cannot say. Call it under the lock. */

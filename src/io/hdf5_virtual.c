@@ -1,5 +1,6 @@
 /* Virtual datasets (VDS) over the part files of a snapshot (hdf5_util.h): writing
- * the index's mappings, and the check that lets a reader trust one. A VDS reads
+ * the index's mappings, the check that lets a reader trust one, and reading a run
+ * of values (a sharded optimizer's part of a slot) out of one. A VDS reads
  * whatever files its mappings name, and a source HDF5 cannot find reads as the fill
  * value without an error; so an index is accepted only when every source is a part
  * of the same snapshot, beside it, holding its own checksummed values. */
@@ -13,6 +14,49 @@
 #include "base/error.h"
 
 static const char *slash(const char *name) { return name[0] == '/' ? "" : "/"; }
+
+/* Values at .. at + n - 1 (row-major) of a dataset of cols columns as rectangles: the
+ * rest of a first row cut mid-row, whole rows, the start of a last row; start and
+ * count [rows, cols] of each. Returns how many (at most 3). */
+static int run_rects(hsize_t cols, hsize_t at, hsize_t n, hsize_t start[3][2],
+                     hsize_t count[3][2])
+{
+    int k = 0;
+    hsize_t row = at / cols, col = at % cols;
+    if (col > 0 && n > 0) { /* the first row's rest */
+        hsize_t take = cols - col < n ? cols - col : n;
+        start[k][0] = row, start[k][1] = col, count[k][0] = 1, count[k++][1] = take;
+        n -= take;
+        row++;
+    }
+    if (n >= cols) {
+        start[k][0] = row, start[k][1] = 0, count[k][0] = n / cols, count[k++][1] = cols;
+        row += n / cols;
+        n %= cols;
+    }
+    if (n > 0) start[k][0] = row, start[k][1] = 0, count[k][0] = 1, count[k++][1] = n;
+    return k;
+}
+
+/* The selection of values at .. at + n - 1 of space (rank 1 or 2) as its rectangles'
+ * union; where a rectangle starts in the run too (off, when not NULL). */
+static herr_t select_run(hid_t space, hsize_t at, hsize_t n, int *rects, hsize_t start[3][2],
+                         hsize_t count[3][2], hsize_t off[3])
+{
+    hsize_t dims[2] = {1, 1};
+    int rank = H5Sget_simple_extent_dims(space, dims, NULL);
+    if (rank < 1 || rank > 2) return -1;
+    *rects = rank == 1 ? 1 : run_rects(dims[1], at, n, start, count);
+    if (rank == 1) start[0][0] = at, count[0][0] = n;
+    hsize_t done = 0;
+    herr_t rc = H5Sselect_none(space);
+    for (int k = 0; rc >= 0 && k < *rects; k++) {
+        if (off) off[k] = done;
+        done += count[k][0] * (rank == 1 ? 1 : count[k][1]);
+        rc = H5Sselect_hyperslab(space, H5S_SELECT_OR, start[k], NULL, count[k], NULL);
+    }
+    return rc;
+}
 
 int pn_hdf5_write_virtual(hid_t file, const char *fname, const char *name, int rank,
                           const hsize_t *dims, const pn_hdf5_source *sources, int n)
@@ -36,6 +80,26 @@ int pn_hdf5_write_virtual(hid_t file, const char *fname, const char *name, int r
     for (int i = 0; rc == 0 && i < n; i++) {
         const pn_hdf5_source *s = &sources[i];
         hid_t src = H5I_INVALID_HID;
+        if (s->n > 0) { /* a run: each rectangle from its stretch of the 1-D source */
+            hsize_t start[3][2], count[3][2], off[3], len[1] = {s->n};
+            int rects = 0;
+            PN_HDF5_CHECK(rc, select_run(vspace, s->at, s->n, &rects, start, count, off), what,
+                          fname, slash(name), name);
+            PN_HDF5_CHECK(rc, src = H5Screate_simple(1, len, NULL), what, fname, slash(name),
+                          name);
+            for (int k = 0; rc == 0 && k < rects; k++) {
+                hsize_t one[1] = {count[k][0] * (rank == 1 ? 1 : count[k][1])};
+                PN_HDF5_CHECK(rc, H5Sselect_hyperslab(vspace, H5S_SELECT_SET, start[k], NULL,
+                                                      count[k], NULL), what, fname,
+                              slash(name), name);
+                PN_HDF5_CHECK(rc, H5Sselect_hyperslab(src, H5S_SELECT_SET, &off[k], NULL, one,
+                                                      NULL), what, fname, slash(name), name);
+                PN_HDF5_CHECK(rc, H5Pset_virtual(dcpl, vspace, s->file, s->dataset, src), what,
+                              fname, slash(name), name);
+            }
+            if (src >= 0) H5Sclose(src);
+            continue;
+        }
         if (rank == 1) { /* whole onto whole */
             PN_HDF5_CHECK(rc, H5Sselect_all(vspace), what, fname, slash(name), name);
             PN_HDF5_CHECK(rc, src = H5Screate_simple(1, dims, NULL), what, fname, slash(name),
@@ -60,6 +124,35 @@ int pn_hdf5_write_virtual(hid_t file, const char *fname, const char *name, int r
     if (lcpl >= 0) H5Pclose(lcpl);
     if (dcpl >= 0) H5Pclose(dcpl);
     if (vspace >= 0) H5Sclose(vspace);
+    pn_hdf5_unlock();
+    return rc;
+}
+
+int pn_hdf5_read_run(hid_t file, const char *fname, const char *name, hsize_t at, hsize_t n,
+                     float *out)
+{
+    if (n == 0) return 0;
+    int rc = 0, rects = 0;
+    pn_hdf5_lock();
+    hid_t dset = H5I_INVALID_HID, fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
+    hsize_t start[3][2], count[3][2], len[1] = {n};
+    const char *what = "%s: cannot read values of dataset '%s%s'";
+    PN_HDF5_CHECK(rc, dset = H5Dopen2(file, name, H5P_DEFAULT), what, fname, slash(name), name);
+    PN_HDF5_CHECK(rc, fspace = H5Dget_space(dset), what, fname, slash(name), name);
+    if (rc == 0 && (at + n < at || at + n > (hsize_t)H5Sget_simple_extent_npoints(fspace)))
+        rc = pn_error_set(PN_ERR_INTERNAL, "%s: dataset '%s%s': values %llu to %llu do not "
+                          "fit its shape", fname, slash(name), name, (unsigned long long)at,
+                          (unsigned long long)(at + n - 1));
+    /* the union's values come in row-major order: the run's */
+    PN_HDF5_CHECK(rc, select_run(fspace, at, n, &rects, start, count, NULL), what, fname,
+                  slash(name), name);
+    PN_HDF5_CHECK(rc, mspace = H5Screate_simple(1, len, NULL), what, fname, slash(name), name);
+    PN_HDF5_CHECK(rc, H5Dread(dset, H5T_NATIVE_FLOAT, mspace, fspace, H5P_DEFAULT, out), what,
+                  fname, slash(name), name);
+    if (mspace >= 0) H5Sclose(mspace);
+    if (fspace >= 0) H5Sclose(fspace);
+    if (dset >= 0 && H5Dclose(dset) < 0 && rc == 0)
+        rc = pn_hdf5_fail("H5Dclose", what, fname, slash(name), name);
     pn_hdf5_unlock();
     return rc;
 }

@@ -189,17 +189,15 @@ int pn_import_synthetic_ctr(const pn_ctr_options *o, const char *out_dir, pn_ctr
     for (long r = 0; rc == PN_OK && r < o->vocab; r++) m.cdf[r] /= total;
     if (rc == PN_OK) m.cdf[o->vocab - 1] = 2; /* every uniform below it, whatever rounding */
     if (rc == PN_OK) rc = pn_import_make_dirs(out_dir);
-    static const char *const splits[2] = {"train", "test"};
     pn_ctr_score scores[2];
     for (int s = 0; s < 2 && rc == PN_OK; s++) {
         char out[PATH_MAX], tmp[PATH_MAX + 32];
-        if ((size_t)snprintf(out, sizeof out, "%s/%s.h5", out_dir, splits[s]) >= sizeof out)
-            rc = pn_error_set(PN_ERR_INVALID, "path too long: %s/%s.h5", out_dir, splits[s]);
+        rc = pn_import_output(out_dir, s, out, sizeof out);
         if (rc == PN_OK) rc = pn_import_tmp_name(out, tmp, sizeof tmp);
         long n = s ? o->test_samples : o->samples;
         if (rc == PN_OK)
             rc = pn_import_finish(tmp, out,
-                                  write_split(&m, tmp, splits[s], n, scored, &scores[s]));
+                                  write_split(&m, tmp, pn_import_splits[s], n, scored, &scores[s]));
         if (rc == PN_OK && progress) progress(out, n, ctx);
         if (rc == PN_OK && score) score[s] = scores[s];
     }

@@ -227,13 +227,11 @@ int pn_import_fashion_mnist(const char *src_dir, const char *out_dir,
                             pn_import_progress progress, void *ctx)
 {
     static const char *const prefixes[2] = {"train", "t10k"};
-    static const char *const outputs[2] = {"train.h5", "test.h5"};
     PN_TRY(pn_import_make_dirs(out_dir));
     for (int s = 0; s < 2; s++) {
         char out[PATH_MAX];
         long samples;
-        if ((size_t)snprintf(out, sizeof out, "%s/%s", out_dir, outputs[s]) >= sizeof out)
-            return pn_error_set(PN_ERR_INVALID, "path too long: %s/%s", out_dir, outputs[s]);
+        PN_TRY(pn_import_output(out_dir, s, out, sizeof out));
         PN_TRY(import_split(src_dir, prefixes[s], out, &samples));
         if (progress) progress(out, samples, ctx);
     }

@@ -353,11 +353,9 @@ int pn_import_libsvm(const char *const *files, int n_files, const char *out_dir,
     int rc = first_pass(&p, files, n_files, &s.test_from);
     if (p.form == PN_SVM_AUTO) p.base = o->index_base > 0 ? o->index_base : 0;
     if (rc == PN_OK) rc = pn_import_make_dirs(out_dir);
-    static const char *const names[2] = {"train.h5", "test.h5"};
     char out[2][PATH_MAX], tmp[2][PATH_MAX + 32] = {"", ""};
     for (int k = 0; k < s.n_out && rc == PN_OK; k++) {
-        if ((size_t)snprintf(out[k], sizeof out[k], "%s/%s", out_dir, names[k]) >= sizeof out[k])
-            rc = pn_error_set(PN_ERR_INVALID, "path too long: %s/%s", out_dir, names[k]);
+        rc = pn_import_output(out_dir, k, out[k], sizeof out[k]);
         if (rc == PN_OK) rc = pn_import_tmp_name(out[k], tmp[k], sizeof tmp[k]);
     }
     if (rc == PN_OK) rc = write_files(&p, &s, files, n_files, tmp, res);

@@ -151,17 +151,13 @@ int pn_import_text_records(const char *const *files, int n_files, const char *ou
     if (n_test > l.n - 1) n_test = l.n - 1;
     long n_train = l.n - n_test;
     if (rc == 0) rc = pn_import_make_dirs(out_dir);
-    static const char *const outputs[2] = {"train.h5", "test.h5"};
     for (int s = 0; s < 2 && rc == 0; s++) {
         char out[PATH_MAX], tmp[PATH_MAX + 32], source[sizeof t.label + 160];
-        if ((size_t)snprintf(out, sizeof out, "%s/%s", out_dir, outputs[s]) >= sizeof out) {
-            rc = pn_error_set(PN_ERR_INVALID, "path too long: %s/%s", out_dir, outputs[s]);
-            break;
-        }
+        if ((rc = pn_import_output(out_dir, s, out, sizeof out)) < 0) break;
         long first = s ? n_train : 0, n = s ? n_test : n_train, samples = 0;
         for (long r = first; r < first + n; r++) samples += record_samples(l.at[r].len, seq);
         snprintf(source, sizeof source, "text: %s, %s split: records %ld..%ld of %ld "
-                 "(separated by lines '%.20s')", t.label, s ? "test" : "train", first,
+                 "(separated by lines '%.20s')", t.label, pn_import_splits[s], first,
                  first + n, l.n, records->separator);
         rc = pn_import_tmp_name(out, tmp, sizeof tmp);
         if (rc == 0)

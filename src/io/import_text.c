@@ -78,18 +78,14 @@ int pn_import_text(const char *const *files, int n_files, const char *out_dir, i
     snprintf(part, sizeof part, "its last %g%%", 100 * eval_fraction);
     if (rc == 0) rc = check_split(&t, "test", part, test_len, seq);
     if (rc == 0) rc = pn_import_make_dirs(out_dir);
-    static const char *const outputs[2] = {"train.h5", "test.h5"};
     for (int s = 0; s < 2 && rc == 0; s++) {
         char out[PATH_MAX], tmp[PATH_MAX + 32];
-        if ((size_t)snprintf(out, sizeof out, "%s/%s", out_dir, outputs[s]) >= sizeof out) {
-            rc = pn_error_set(PN_ERR_INVALID, "path too long: %s/%s", out_dir, outputs[s]);
-            break;
-        }
+        if ((rc = pn_import_output(out_dir, s, out, sizeof out)) < 0) break;
         size_t offset = s ? train_len : 0, m = s ? test_len : train_len;
         rc = pn_import_tmp_name(out, tmp, sizeof tmp);
         if (rc == 0)
             rc = pn_import_finish(tmp, out, write_split(tmp, &t, t.bytes + offset, m, seq,
-                                                        s ? "test" : "train", offset));
+                                                        pn_import_splits[s], offset));
         if (rc == 0 && progress) progress(out, split_samples(m, seq), ctx);
     }
     pn_text_free(&t);

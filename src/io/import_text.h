@@ -11,9 +11,6 @@
 /* The default share of the text, from its end, that becomes the test split. */
 #define PN_TEXT_EVAL_FRACTION 0.1
 
-/* The vocabulary of the byte tokenizer; the most positions a sample may have. */
-enum { PN_TEXT_VOCAB = 256, PN_TEXT_MAX_SEQ = 1 << 20 };
-
 /* Reads files[n_files] in order as one text and writes out_dir/train.h5 (its first
  * 1 - eval_fraction) and out_dir/test.h5 (the rest), each with samples of seq
  * positions cut from consecutive non-overlapping windows (stride seq). out_dir is

@@ -13,6 +13,16 @@
 #include "base/error.h"
 #include "base/out_file.h"
 
+const char *const pn_import_splits[2] = {"train", "test"};
+
+int pn_import_output(const char *out_dir, int split, char *path, size_t cap)
+{
+    if ((size_t)snprintf(path, cap, "%s/%s.h5", out_dir, pn_import_splits[split]) >= cap)
+        return pn_error_set(PN_ERR_INVALID, "path too long: %s/%s.h5", out_dir,
+                            pn_import_splits[split]);
+    return PN_OK;
+}
+
 int pn_import_make_dirs(const char *dir)
 {
     char path[PATH_MAX];

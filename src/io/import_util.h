@@ -1,5 +1,5 @@
-/* What the importers (import_fashion.c, import_text.c) share: the progress callback
- * the command line passes them, creating the output directory, and putting a file
+/* What the importers share: the progress callback the command line passes them, the
+ * names of the files they write, creating the output directory, and putting a file
  * written under a temporary name in place. */
 #ifndef PN_IMPORT_UTIL_H
 #define PN_IMPORT_UTIL_H
@@ -8,6 +8,13 @@
 
 /* Told about each output file once it is complete under its final name. */
 typedef void (*pn_import_progress)(const char *path, long samples, void *ctx);
+
+/* The splits every importer writes into its output directory, by index (0: train,
+ * 1: test), each as the file <split>.h5 (pn_import_output). */
+extern const char *const pn_import_splits[2];
+
+/* out_dir/<split>.h5 into path (cap bytes); a path too long is refused naming it. */
+int pn_import_output(const char *out_dir, int split, char *path, size_t cap);
 
 /* mkdir -p: creates dir and any missing parents; an existing non-directory on the
  * way is an error naming it. */

@@ -49,8 +49,9 @@ int pn_snapshot_read_values(const char *path, const char *expect_format,
 int pn_snapshot_read_header(const char *path, const char *expect_format, pn_train_state **out);
 
 /* Per-rank reads of a snapshot (version 1, or an index over its parts): each rank
- * opens the file read-only and reads only its own parameters, or its rows of a
- * split table, without any rank reading the whole (pipeline/checkpoint.c). */
+ * opens the file read-only and reads only its own parameters, its rows of a split
+ * table or its run of a sharded optimizer's slots, without any rank reading the
+ * whole (pipeline/checkpoint.c). */
 typedef struct pn_snapshot_reader pn_snapshot_reader;
 
 /* Opens the snapshot at path and reads its header (format, version, counters,
@@ -67,6 +68,11 @@ const pn_train_state *pn_snapshot_reader_header(const pn_snapshot_reader *r);
  * the file and the parameter), stored as its format allows. */
 int pn_snapshot_reader_rows(pn_snapshot_reader *r, const char *name, int slot, int rows,
                             int cols, int first, int step, int count, float *out);
+
+/* The same for values at .. at + n - 1 in row-major order (a run that may start and
+ * end mid-row: a sharded optimizer's part of a slot) into out (n floats). */
+int pn_snapshot_reader_run(pn_snapshot_reader *r, const char *name, int slot, int rows,
+                           int cols, size_t at, size_t n, float *out);
 
 /* Reads every value of the snapshot at path and verifies it (checksums, shapes,
  * parts), one dataset at a time: what a reader checks, without holding the model. */

@@ -55,12 +55,14 @@ static int write_arrays(hid_t file, const char *fname, const pn_snapshot_part *p
         if (strlen(a->name) > PN_PARAM_NAME_MAX)
             return pn_error_set(PN_ERR_INVALID, "%s: parameter '%.40s...': name too long",
                                 fname, a->name);
-        for (int s = -1; s < h->n_slot_names; s++) {
+        for (int s = a->no_values ? 0 : -1; s < (a->run < 0 ? 0 : h->n_slot_names); s++) {
             const float *data = NULL;
+            bool run = s >= 0 && a->run > 0; /* a sharded optimizer's run: [run] */
             PN_TRY(part->fill(part->ctx, i, s, staging, &data));
             dataset_name(h, a->name, s, name, sizeof name);
-            PN_TRY(pn_snapshot_write_floats(file, fname, name, a->rows, a->cols,
-                                            part->matrix && part->matrix[i], data));
+            PN_TRY(pn_snapshot_write_floats(file, fname, name, run ? 1 : a->rows,
+                                            run ? (int)a->run : a->cols,
+                                            !run && part->matrix && part->matrix[i], data));
         }
     }
     return 0;
@@ -114,23 +116,39 @@ int pn_snapshot_part_check(const char *path, long step, int stage, int replica)
     return pn_hdf5_close_after(file, path, rc);
 }
 
-/* One virtual dataset of the index: array p's values (slot < 0) or slot. */
+/* One virtual dataset of the index: array p's values (slot < 0) or slot, from its
+ * sources, or for a slot from its runs when it has any. */
 static int write_mapped(hid_t file, const char *fname, const pn_train_state *h,
-                        const pn_snapshot_index_param *p, int slot, char (*parts)[64])
+                        const pn_snapshot_index_param *p, int slot)
 {
     char name[NAME_CAP];
     dataset_name(h, p->name, slot, name, sizeof name);
-    pn_hdf5_source *src = malloc((size_t)(p->n_sources ? p->n_sources : 1) * sizeof *src);
-    if (!src) return pn_error_set(PN_ERR_NOMEM, "%s: out of memory", fname);
-    for (int k = 0; k < p->n_sources; k++) {
+    bool runs = slot >= 0 && p->n_runs > 0;
+    int n = runs ? p->n_runs : p->n_sources;
+    pn_hdf5_source *src = malloc((size_t)(n ? n : 1) * sizeof *src);
+    char (*parts)[64] = malloc((size_t)(n ? n : 1) * sizeof *parts);
+    if (!src || !parts) {
+        free(src);
+        free(parts);
+        return pn_error_set(PN_ERR_NOMEM, "%s: out of memory", fname);
+    }
+    for (int k = 0; k < n; k++) {
+        if (runs) {
+            const pn_snapshot_run *u = &p->runs[k];
+            pn_snapshot_part_name(h->step, u->stage, u->replica, parts[k], sizeof parts[k]);
+            src[k] = (pn_hdf5_source){parts[k], name, 0, 1, 0, (hsize_t)u->at, (hsize_t)u->n};
+            continue;
+        }
         const pn_snapshot_source *s = &p->sources[k];
+        pn_snapshot_part_name(h->step, s->stage, s->replica, parts[k], sizeof parts[k]);
         src[k] = s->step ? (pn_hdf5_source){parts[k], name, (hsize_t)s->first, (hsize_t)s->step,
-                                            (hsize_t)s->count}
-                         : (pn_hdf5_source){parts[k], name, 0, 1, (hsize_t)p->rows};
+                                            (hsize_t)s->count, 0, 0}
+                         : (pn_hdf5_source){parts[k], name, 0, 1, (hsize_t)p->rows, 0, 0};
     }
     int rank = p->rows == 1 ? 1 : 2;
     hsize_t dims[2] = {p->rows == 1 ? (hsize_t)p->cols : (hsize_t)p->rows, (hsize_t)p->cols};
-    int rc = pn_hdf5_write_virtual(file, fname, name, rank, dims, src, p->n_sources);
+    int rc = pn_hdf5_write_virtual(file, fname, name, rank, dims, src, n);
+    free(parts);
     free(src);
     return rc;
 }
@@ -144,16 +162,7 @@ static int write_index(hid_t file, const char *fname, const pn_train_state *h,
         if (strlen(p->name) > PN_PARAM_NAME_MAX)
             return pn_error_set(PN_ERR_INVALID, "%s: parameter '%.40s...': name too long",
                                 fname, p->name);
-        char (*parts)[64] = malloc((size_t)(p->n_sources ? p->n_sources : 1) * sizeof *parts);
-        if (!parts) return pn_error_set(PN_ERR_NOMEM, "%s: out of memory", fname);
-        for (int k = 0; k < p->n_sources; k++)
-            pn_snapshot_part_name(h->step, p->sources[k].stage, p->sources[k].replica, parts[k],
-                                  sizeof parts[k]);
-        int rc = 0;
-        for (int s = -1; rc == 0 && s < h->n_slot_names; s++)
-            rc = write_mapped(file, fname, h, p, s, parts);
-        free(parts);
-        PN_TRY(rc);
+        for (int s = -1; s < h->n_slot_names; s++) PN_TRY(write_mapped(file, fname, h, p, s));
     }
     return 0;
 }

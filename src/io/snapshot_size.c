@@ -206,10 +206,14 @@ int pn_snapshot_file_bytes(const pn_snapshot_contents *c, uint64_t *bytes)
         int first = i;
         for (; i < n && layer_len(sorted[i]->name) == len &&
                !strncmp(sorted[i]->name, sorted[first]->name, len); i++) {
-            add_link(&layer, strlen(param_part(sorted[i]->name)));
-            for (int s = 0; s <= slots; s++)
-                add_dataset(sorted[i]->rows, sorted[i]->cols, &metadata, &data);
-            if (slots > 0) metadata += group_bytes(&slot_group); /* /optimizer/<layer>/<param> */
+            const pn_snapshot_array *a = sorted[i];
+            add_link(&layer, strlen(param_part(a->name)));
+            if (!a->no_values) add_dataset(a->rows, a->cols, &metadata, &data);
+            for (int s = 0; a->run >= 0 && s < slots; s++)
+                add_dataset(a->run ? 1 : a->rows, a->run ? (int)a->run : a->cols, &metadata,
+                            &data);
+            if (slots > 0 && a->run >= 0) /* /optimizer/<layer>/<param> */
+                metadata += group_bytes(&slot_group);
         }
         add_link(&layers, len);
         metadata += (slots > 0 ? 2 : 1) * group_bytes(&layer); /* and /optimizer/<layer> */
@@ -228,7 +232,7 @@ int pn_snapshot_state_bytes(const pn_train_state *st, bool snapshot, uint64_t *b
     if (!arrays) return pn_error_set(PN_ERR_NOMEM, "out of memory sizing a snapshot");
     for (int i = 0; i < n; i++)
         arrays[i] = (pn_snapshot_array){st->params[i].name, st->params[i].rows,
-                                        st->params[i].cols};
+                                        st->params[i].cols, 0, false};
     pn_snapshot_contents c = {arrays, n, st->n_slot_names, (const char *const *)st->slot_names,
                               st->config ? strlen(st->config) : 0, snapshot};
     int rc = pn_snapshot_file_bytes(&c, bytes);

@@ -13,10 +13,14 @@
 
 #include "io/train_state.h"
 
-/* One parameter of a file to be. */
+/* One parameter of a file to be. A part of a snapshot whose optimizer is sharded
+ * (docs/snapshots.md) may hold of it a run of each slot, or its slots only. */
 typedef struct pn_snapshot_array {
     const char *name; /* "<layer>/<param>" */
     int rows, cols;
+    long run;         /* its slots: 0 whole (rows x cols), > 0 a run of so many values
+                       * (a dataset [run]), < 0 none */
+    bool no_values;   /* its slots only */
 } pn_snapshot_array;
 
 /* What a file will hold. */

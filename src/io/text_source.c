@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "io/import_text.h"
 
 /* Appends all of path to t. */
 static int read_file(pn_text *t, size_t *cap, const char *path)

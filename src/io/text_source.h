@@ -7,6 +7,9 @@
 #include <limits.h>
 #include <stddef.h>
 
+/* The most positions a sample of a text import may have. */
+enum { PN_TEXT_MAX_SEQ = 1 << 20 };
+
 typedef struct pn_text {
     unsigned char *bytes;
     size_t len;

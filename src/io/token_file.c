@@ -3,7 +3,7 @@
 
 #include "base/error.h"
 #include "io/hdf5_util.h"
-#include "io/import_text.h"
+#include "io/text_vocab.h"
 
 enum { CHUNK_BYTES = 1 << 20 }; /* at most this many bytes of ids per HDF5 chunk */
 

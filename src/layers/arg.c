@@ -9,17 +9,19 @@
 #include "base/error.h"
 #include "math/ops.h"
 
-/* A float block: a view on `on` (the planner's storage, at least bytes), else a's own
- * buffer. */
-static int float_block(pn_buffer *own, const pn_buffer *on, pn_device dev, size_t bytes,
-                       int rows, int cols, pn_matrix *m)
+/* A float block: a view on `on` (the planner's storage, at least bytes; bf16: stored
+ * as bf16), else a's own buffer. */
+static int float_block(pn_buffer *own, const pn_buffer *on, bool bf16, pn_device dev,
+                       size_t bytes, int rows, int cols, pn_matrix *m)
 {
     if (on) {
         pn_buffer_release(own);
         if (on->bytes < bytes)
             return pn_error_set(PN_ERR_INTERNAL, "planned storage of %zu bytes for %zu",
                                 on->bytes, bytes);
-        *m = pn_matrix_on(on, rows, cols);
+        /* bf16 storage: a matrix only in name, which the network widens for a call */
+        *m = bf16 ? (pn_matrix){on->data, rows, cols, cols, on->device}
+                  : pn_matrix_on(on, rows, cols);
         return PN_OK;
     }
     PN_TRY(pn_buffer_reserve(own, dev, bytes));
@@ -34,6 +36,14 @@ int pn_arg_reserve(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool wit
 
 int pn_arg_reserve_on(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool with_grad,
                       const pn_buffer *value_on, const pn_buffer *grad_on)
+{
+    return pn_arg_reserve_on_bf16(a, dev, shape, batch, with_grad, value_on, grad_on, false,
+                                  false);
+}
+
+int pn_arg_reserve_on_bf16(pn_arg *a, pn_device dev, pn_shape shape, int batch,
+                           bool with_grad, const pn_buffer *value_on, const pn_buffer *grad_on,
+                           bool value_bf16, bool grad_bf16)
 {
     int64_t rows64 = (int64_t)batch * shape.seq; /* pn_layer_check_batch says why */
     if (batch < 0 || rows64 > INT_MAX)
@@ -64,11 +74,15 @@ int pn_arg_reserve_on(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool 
         a->grad = a->value;
         return PN_OK;
     }
-    size_t bytes = (size_t)rows * (size_t)shape.width * sizeof(float);
-    PN_TRY(float_block(&a->value_buf, value_on, dev, bytes, rows, shape.width, &a->value));
+    size_t elems = (size_t)rows * (size_t)shape.width, bytes = elems * sizeof(float);
+    size_t half = elems * sizeof(uint16_t);
+    bool value_half = value_on && value_bf16, grad_half = grad_on && grad_bf16;
+    PN_TRY(float_block(&a->value_buf, value_on, value_half, dev, value_half ? half : bytes, rows,
+                       shape.width, &a->value));
     a->ids = NULL;
     if (with_grad) {
-        PN_TRY(float_block(&a->grad_buf, grad_on, dev, bytes, rows, shape.width, &a->grad));
+        PN_TRY(float_block(&a->grad_buf, grad_on, grad_half, dev, grad_half ? half : bytes,
+                           rows, shape.width, &a->grad));
     } else {
         pn_buffer_release(&a->grad_buf);
         a->grad = (pn_matrix){NULL, rows, shape.width, shape.width, dev};

@@ -82,6 +82,13 @@ int pn_arg_reserve(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool wit
 int pn_arg_reserve_on(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool with_grad,
                       const pn_buffer *value_on, const pn_buffer *grad_on);
 
+/* The same, where value_bf16 (grad_bf16) says that value_on (grad_on) stores the
+ * matrix as bf16, 2 bytes an element: the matrix then points at that storage, which
+ * only the network that planned it reads (pipeline/arg_bf16.h). */
+int pn_arg_reserve_on_bf16(pn_arg *a, pn_device dev, pn_shape shape, int batch,
+                           bool with_grad, const pn_buffer *value_on, const pn_buffer *grad_on,
+                           bool value_bf16, bool grad_bf16);
+
 /* Makes a sparse arg's nnz arrays hold at least nnz features (growing only; the
  * contents do not survive a growth), and sets csr.nnz. */
 int pn_arg_csr_reserve(pn_arg *a, int nnz);

@@ -1,31 +1,22 @@
-/* The layer types compiled into pipenet; layers/registry.c lists them. */
+/* The layer types compiled into pipenet: the one list of them (PN_LAYER_TYPES), which
+ * layers/registry.c makes the table of. */
 #ifndef PN_LAYER_TYPES_H
 #define PN_LAYER_TYPES_H
 
 #include "layers/layer.h"
 
-extern const pn_layer_type pn_layer_data;
-extern const pn_layer_type pn_layer_fc;
-extern const pn_layer_type pn_layer_act;
-extern const pn_layer_type pn_layer_embedding;
-extern const pn_layer_type pn_layer_layernorm;
-extern const pn_layer_type pn_layer_add;
-extern const pn_layer_type pn_layer_concat;
-extern const pn_layer_type pn_layer_dropout;
-extern const pn_layer_type pn_layer_attention;
-extern const pn_layer_type pn_layer_softmax_xent;
-extern const pn_layer_type pn_layer_mse;
-extern const pn_layer_type pn_layer_lstm;
-extern const pn_layer_type pn_layer_gru;
-extern const pn_layer_type pn_layer_seq_pool;
-extern const pn_layer_type pn_layer_flatten;
-extern const pn_layer_type pn_layer_fm;
-extern const pn_layer_type pn_layer_inner_product;
-extern const pn_layer_type pn_layer_cross;
-extern const pn_layer_type pn_layer_sigmoid_xent;
-extern const pn_layer_type pn_layer_sparse_input;
-extern const pn_layer_type pn_layer_embedding_bag;
-extern const pn_layer_type pn_layer_sparse_fc;
+/* The one list of the layer types, in the order `pipenet layers` prints them: a new
+ * type is its file and its name here. X(name) names the table pn_layer_<name>; the
+ * registry (registry.c) is built from this list. */
+#define PN_LAYER_TYPES(X)                                                               \
+    X(data) X(fc) X(act) X(embedding) X(layernorm) X(add) X(concat) X(dropout)          \
+    X(attention) X(softmax_xent) X(mse) X(lstm) X(gru) X(seq_pool) X(flatten) X(fm)     \
+    X(inner_product) X(cross) X(sigmoid_xent) X(sparse_input) X(embedding_bag)          \
+    X(sparse_fc)
+
+#define PN_LAYER_TYPE_DECLARE(name) extern const pn_layer_type pn_layer_##name;
+PN_LAYER_TYPES(PN_LAYER_TYPE_DECLARE)
+#undef PN_LAYER_TYPE_DECLARE
 
 /* The dataset a data or sparse_input layer reads (its "dataset" attribute, else its
  * name; a CSR group for sparse_input). */

@@ -323,21 +323,21 @@ size_t pn_params_grad_room(const pn_params *p)
     return p->grad_pieces > 1 ? pn_params_grad_piece(p) * (size_t)p->grad_pieces : p->grad_total;
 }
 
+bool pn_params_piece_run(size_t first, size_t count, size_t piece, int r, size_t *a,
+                         size_t *b)
+{
+    size_t lo = piece * (size_t)r, hi = lo + piece, end = first + count;
+    *a = first > lo ? first : lo;
+    *b = end < hi ? end : hi;
+    return *a < *b;
+}
+
 void pn_params_grad_own(const pn_params *p, size_t *lo, size_t *hi)
 {
     size_t piece = pn_params_grad_piece(p);
     *lo = piece * (size_t)(p->grad_pieces > 1 ? p->shard : 0);
     *hi = *lo + piece < p->grad_total ? *lo + piece : p->grad_total;
     if (*hi < *lo) *hi = *lo;
-}
-
-void pn_params_drop_slots(pn_params *p)
-{
-    for (int s = 0; s < p->n_slots; s++) {
-        free(p->slots[s].name);
-        pn_buffer_release(&p->slots[s].buf);
-    }
-    p->n_slots = 0;
 }
 
 void pn_params_grad_span(const pn_params *p, int index, size_t *first, size_t *end)
@@ -395,10 +395,10 @@ pn_matrix pn_params_slot(const pn_params *p, int s, int index)
     return slice(p, &p->slots[s].buf, index);
 }
 
-/* --- the packed index: "pnix", count, floats, then per parameter rows, cols, offset,
- * table rows and whether the table is split across shards, name length and the
- * name's bytes, tie length (0: none) and the tie's bytes (native byte order: the
- * ranks of a job share it) */
+/* --- the packed index: "pnix", count, floats, the gradient piece, then per parameter
+ * rows, cols, offset, gradient offset (all ones: row-sparse), table rows and whether
+ * the table is split across shards, name length and the name's bytes, tie length (0:
+ * none) and the tie's bytes (native byte order: the ranks of a job share it) */
 
 enum { INDEX_MAGIC = 0x78696e70 };
 
@@ -410,25 +410,27 @@ static void put(char **at, const void *v, size_t n)
 
 int pn_params_pack_index(const pn_params *p, char **out, size_t *bytes)
 {
-    size_t n = 2 * sizeof(uint32_t) + sizeof(uint64_t);
+    size_t n = 2 * sizeof(uint32_t) + 2 * sizeof(uint64_t);
     for (int i = 0; i < p->count; i++)
-        n += 4 * sizeof(int32_t) + sizeof(uint64_t) + 2 * sizeof(uint32_t) +
+        n += 4 * sizeof(int32_t) + 2 * sizeof(uint64_t) + 2 * sizeof(uint32_t) +
              strlen(p->items[i].name) + (p->items[i].tie ? strlen(p->items[i].tie) : 0);
     char *buf = malloc(n), *at = buf;
     if (!buf) return pn_error_set(PN_ERR_NOMEM, "out of memory packing the arena's index");
     uint32_t magic = INDEX_MAGIC, count = (uint32_t)p->count;
-    uint64_t total = p->total;
+    uint64_t total = p->total, piece = pn_params_grad_piece(p);
     put(&at, &magic, sizeof magic);
     put(&at, &count, sizeof count);
     put(&at, &total, sizeof total);
+    put(&at, &piece, sizeof piece);
     for (int i = 0; i < p->count; i++) {
         const pn_param *q = &p->items[i];
         int32_t shape[2] = {q->rows, q->cols};
         int32_t table[2] = {q->table_rows, pn_params_split(p, q)};
-        uint64_t offset = q->offset;
+        uint64_t offset = q->offset, grad_offset = q->row_sparse ? UINT64_MAX : q->grad_offset;
         uint32_t len = (uint32_t)strlen(q->name);
         put(&at, shape, sizeof shape);
         put(&at, &offset, sizeof offset);
+        put(&at, &grad_offset, sizeof grad_offset);
         put(&at, table, sizeof table);
         put(&at, &len, sizeof len);
         put(&at, q->name, len);
@@ -451,25 +453,26 @@ static bool take(const char **at, const char *end, void *v, size_t n)
 }
 
 int pn_params_unpack_index(const char *in, size_t bytes, pn_param **params, int *count,
-                           size_t *floats)
+                           size_t *floats, size_t *grad_piece)
 {
     const char *at = in, *end = in + bytes;
     uint32_t magic = 0, n = 0;
-    uint64_t total = 0;
+    uint64_t total = 0, piece = 0;
     *params = NULL;
     *count = 0;
     if (!take(&at, end, &magic, sizeof magic) || magic != INDEX_MAGIC ||
         !take(&at, end, &n, sizeof n) || !take(&at, end, &total, sizeof total) ||
-        n > bytes / 20)
+        !take(&at, end, &piece, sizeof piece) || n > bytes / 28)
         return pn_error_set(PN_ERR_INTERNAL, "malformed arena index (%zu bytes)", bytes);
     pn_param *items = calloc(n ? n : 1, sizeof *items);
     if (!items) return pn_error_set(PN_ERR_NOMEM, "out of memory unpacking an arena index");
     int rc = PN_OK;
     for (uint32_t i = 0; rc == PN_OK && i < n; i++) {
         int32_t shape[2], table[2];
-        uint64_t offset;
+        uint64_t offset, grad_offset;
         uint32_t len;
         if (!take(&at, end, shape, sizeof shape) || !take(&at, end, &offset, sizeof offset) ||
+            !take(&at, end, &grad_offset, sizeof grad_offset) ||
             !take(&at, end, table, sizeof table) || !take(&at, end, &len, sizeof len) ||
             (size_t)(end - at) < len || shape[0] <= 0 || shape[1] <= 0 ||
             table[0] < shape[0] || (!table[1] && table[0] != shape[0]) ||
@@ -495,6 +498,8 @@ int pn_params_unpack_index(const char *in, size_t bytes, pn_param **params, int 
         items[i].rows = shape[0];
         items[i].cols = shape[1];
         items[i].offset = (size_t)offset;
+        items[i].row_sparse = grad_offset == UINT64_MAX;
+        items[i].grad_offset = items[i].row_sparse ? 0 : (size_t)grad_offset;
         items[i].table_rows = table[0];
         items[i].sharded = table[1] != 0;
     }
@@ -505,6 +510,7 @@ int pn_params_unpack_index(const char *in, size_t bytes, pn_param **params, int 
     *params = items;
     *count = (int)n;
     *floats = (size_t)total;
+    if (grad_piece) *grad_piece = (size_t)piece;
     return PN_OK;
 }
 

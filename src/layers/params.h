@@ -128,9 +128,11 @@ size_t pn_params_grad_room(const pn_params *p);
  * buffer, [*lo, *hi) in floats, hi at most pn_params_grad_size. */
 void pn_params_grad_own(const pn_params *p, size_t *lo, size_t *hi);
 
-/* Frees every optimizer slot (a sharded optimizer keeps its own part elsewhere and
- * adds whole slots back only around a snapshot). Handles are reused from 0. */
-void pn_params_drop_slots(pn_params *p);
+/* The run [*a, *b) of the gradient slice [first, first + count) of a dense parameter
+ * that lies in piece r of pieces of `piece` floats (pn_params_grad_piece): what
+ * replica r of a sharded optimizer keeps slots of; false when it is empty. */
+bool pn_params_piece_run(size_t first, size_t count, size_t piece, int r, size_t *a,
+                         size_t *b);
 
 /* Views of one parameter: rows x cols (a row-sparse parameter's grad: 0 x cols). */
 pn_matrix pn_params_value(const pn_params *p, int index);
@@ -147,17 +149,19 @@ void pn_params_reset_row_grads(pn_params *p);
 pn_matrix pn_params_slot(const pn_params *p, int slot, int index);
 
 /* The arena's index for another process: each parameter's name, shape, offset, tie
- * (the name it copies, or none), table rows and whether it is split across shards
- * (sharded with more than one shard: unpacked as .sharded), and the arena's size in
- * floats, packed into *out (malloc'd, *bytes long). With the arena's buffers it is
- * all a snapshot needs of a stage. */
+ * (the name it copies, or none), table rows, whether it is split across shards
+ * (sharded with more than one shard: unpacked as .sharded), whether it is row-sparse
+ * and its gradient offset, and the arena's size in floats and its gradient piece
+ * (pn_params_grad_piece), packed into *out (malloc'd, *bytes long). With the arena's
+ * buffers it is all a snapshot needs of a stage (of each replica's part of a sharded
+ * optimizer's slots too). */
 int pn_params_pack_index(const pn_params *p, char **out, size_t *bytes);
 
 /* Reads a packed index back: *params (*count entries, names and ties malloc'd; free them
- * with pn_params_free_index) and *floats, the size of the arena it describes. A
- * malformed index is PN_ERR_INTERNAL. */
+ * with pn_params_free_index), *floats, the size of the arena it describes, and
+ * *grad_piece (unless NULL), its gradient piece. A malformed index is PN_ERR_INTERNAL. */
 int pn_params_unpack_index(const char *in, size_t bytes, pn_param **params, int *count,
-                           size_t *floats);
+                           size_t *floats, size_t *grad_piece);
 void pn_params_free_index(pn_param *params, int count);
 
 /* Whole-arena views: 1 x pn_params_size (gradients: 1 x pn_params_grad_size). */

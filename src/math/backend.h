@@ -27,6 +27,15 @@ typedef struct pn_backend {
     int (*gemm)(bool trans_a, bool trans_b, float alpha, const pn_matrix *a,
                 const pn_matrix *b, float beta, pn_matrix *c);
 
+    /* bfloat16 (math/precision.h): gemm with both operands rounded to bf16 and fp32
+     * accumulation (what pn_gemm runs under PN_PRECISION_BF16), and the conversions
+     * between float matrices and dense bf16 arrays on the same device. */
+    int (*gemm_bf16)(bool trans_a, bool trans_b, float alpha, const pn_matrix *a,
+                     const pn_matrix *b, float beta, pn_matrix *c);
+    int (*round_bf16)(pn_matrix *m);
+    int (*to_bf16)(const pn_matrix *src, uint16_t *dst);
+    int (*from_bf16)(const uint16_t *src, pn_matrix *dst);
+
     /* Elementwise. */
     int (*fill)(pn_matrix *m, float value);
     int (*copy)(const pn_matrix *src, pn_matrix *dst);
@@ -74,8 +83,8 @@ typedef struct pn_backend {
 /* Every slot of pn_backend, in order: what tests/test_backend_ops.c enumerates (it
  * fails when this list and the struct disagree, or when a slot has no case). */
 #define PN_BACKEND_SLOTS(X)                                                              \
-    X(alloc) X(free) X(zero) X(copy_from_host) X(copy_to_host) X(gemm) X(fill) X(copy)   \
-    X(scale) X(axpy) X(mul) X(act_forward) X(act_backward) X(dropout_forward)            \
+    X(alloc) X(free) X(zero) X(copy_from_host) X(copy_to_host) X(gemm) X(gemm_bf16)          \
+    X(round_bf16) X(to_bf16) X(from_bf16) X(fill) X(copy) X(scale) X(axpy) X(mul) X(act_forward) X(act_backward) X(dropout_forward)            \
     X(add_row_vector) X(col_sums) X(sum_squares) X(softmax_rows) X(xent_forward)         \
     X(xent_backward) X(mse_forward) X(mse_backward) X(layernorm_forward)                 \
     X(layernorm_backward) X(gather_rows) X(scatter_add_rows) X(seq_max_forward)          \

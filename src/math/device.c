@@ -44,6 +44,29 @@ const char *pn_device_request_name(pn_device_request r)
     return pn_choice_name(&pn_device_requests, (int)r);
 }
 
+int pn_device_parse(const char *name, pn_device_request *request, int *index)
+{
+    int r = pn_device_request_from_name(name);
+    char end;
+    *index = 0;
+    if (r < 0 && sscanf(name, "cuda:%d%c", index, &end) == 1 && *index >= 0 &&
+        *index < PN_MAX_CUDA_DEVICES)
+        r = PN_DEVICE_REQUEST_CUDA;
+    char list[128];
+    if (r < 0)
+        return pn_error_set(PN_ERR_INVALID, "device '%s': expected %s, or cuda:N (the N-th GPU)",
+                            name, pn_choice_list(&pn_device_requests, list, sizeof list));
+    *request = (pn_device_request)r;
+    return PN_OK;
+}
+
+const char *pn_device_label(pn_device dev, char *buf, int cap)
+{
+    if (dev.kind != PN_DEVICE_HOST) return pn_device_name(dev, buf, cap);
+    snprintf(buf, (size_t)cap, "%s", pn_device_request_name(PN_DEVICE_REQUEST_CPU));
+    return buf;
+}
+
 /* auto without a module that loads: the host, said once (a node without the CUDA
  * libraries is a cpu node, not an error). */
 static int auto_on_host(void)

@@ -40,6 +40,15 @@ extern const pn_choices pn_device_requests;
 int pn_device_request_from_name(const char *name);
 const char *pn_device_request_name(pn_device_request r);
 
+/* A device as a program names one (pn_model_load_on): a name of pn_device_requests
+ * (*index 0) or a GPU's label "cuda:N" (N below PN_MAX_CUDA_DEVICES: the request cuda,
+ * *index N). Any other name is refused (PN_ERR_INVALID), listing the accepted ones. */
+int pn_device_parse(const char *name, pn_device_request *request, int *index);
+
+/* What a run's messages and pn_model_device call dev: the host by the name of the cpu
+ * request (pn_device_requests), a GPU "cuda:N"; into buf. */
+const char *pn_device_label(pn_device dev, char *buf, int cap);
+
 /* The device of a rank that is node_rank-th on its node: the host for cpu (and for
  * auto without a CUDA module that loads, or without a GPU), else GPU node_rank mod
  * the GPUs visible. cuda where the module cannot be loaded (this build has none, the

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "math/backend.h"
 #include "math/cuda_module.h"
+#include "math/precision.h"
 
 static const char *const act_names[] = {"none", "relu", "tanh", "sigmoid", "gelu", "softmax"};
 
@@ -90,7 +91,21 @@ int pn_gemm(bool trans_a, bool trans_b, float alpha, const pn_matrix *a, const p
                             a->cols, trans_a ? "^T" : "", b->rows, b->cols, trans_b ? "^T" : "",
                             c->rows, c->cols);
     DEVICES("gemm", c->device, a, b);
+    if (pn_math_precision() == PN_PRECISION_BF16)
+        DISPATCH("gemm_bf16", c->device, gemm_bf16, trans_a, trans_b, alpha, a, b, beta, c);
     DISPATCH("gemm", c->device, gemm, trans_a, trans_b, alpha, a, b, beta, c);
+}
+
+int pn_round_bf16(pn_matrix *m) { DISPATCH("round_bf16", m->device, round_bf16, m); }
+
+int pn_to_bf16(const pn_matrix *src, uint16_t *dst)
+{
+    DISPATCH("to_bf16", src->device, to_bf16, src, dst);
+}
+
+int pn_from_bf16(const uint16_t *src, pn_matrix *dst)
+{
+    DISPATCH("from_bf16", dst->device, from_bf16, src, dst);
 }
 
 int pn_fill(pn_matrix *m, float value) { DISPATCH("fill", m->device, fill, m, value); }

@@ -33,9 +33,17 @@ void pn_math_set_threads(int threads);
 void pn_math_set_deterministic(bool on);
 bool pn_math_deterministic(void);
 
-/* c = alpha * op(a) * op(b) + beta * c, op = transpose when trans_* is set. */
+/* c = alpha * op(a) * op(b) + beta * c, op = transpose when trans_* is set. Under
+ * PN_PRECISION_BF16 (math/precision.h) a and b enter rounded to bf16, c accumulates
+ * in fp32 (the backend's gemm_bf16). */
 int pn_gemm(bool trans_a, bool trans_b, float alpha, const pn_matrix *a, const pn_matrix *b,
             float beta, pn_matrix *c);
+
+/* bfloat16 (math/precision.h, math/bf16_math.h): m = m rounded to bf16, in place; dst
+ * (rows x cols bf16, dense, on src's device) = src narrowed; dst = src widened. */
+int pn_round_bf16(pn_matrix *m);
+int pn_to_bf16(const pn_matrix *src, uint16_t *dst);
+int pn_from_bf16(const uint16_t *src, pn_matrix *dst);
 
 int pn_fill(pn_matrix *m, float value);
 int pn_copy(const pn_matrix *src, pn_matrix *dst);

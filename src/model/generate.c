@@ -15,10 +15,11 @@
 
 #include "base/error.h"
 #include "base/rng.h"
+#include "io/text_vocab.h"
 #include "model/model.h"
 #include "pipeline/network.h"
 
-enum { VOCAB = 256, MAX_BEAM = 256 };
+enum { VOCAB = PN_TEXT_VOCAB, MAX_BEAM = 256 };
 
 struct pn_gen {
     pn_model *m;

@@ -138,10 +138,7 @@ static int model_from_state(pn_model **out, const pn_train_state *st, const char
         return pn_error_set(PN_ERR_NOMEM, "%s: out of memory", path);
     }
     m->device = dev;
-    if (dev.kind == PN_DEVICE_HOST)
-        snprintf(m->device_name, sizeof m->device_name, "cpu");
-    else
-        pn_device_name(dev, m->device_name, sizeof m->device_name);
+    pn_device_label(dev, m->device_name, sizeof m->device_name);
     int rc = pn_graph_from_json(&m->graph, root, path);
     json_decref(root);
     if (rc == PN_OK && members) {
@@ -170,25 +167,19 @@ static int device_of(const char *name, pn_device *dev)
 {
     *dev = pn_device_host();
     if (!name) return PN_OK;
-    int request = pn_device_request_from_name(name), index = 0;
-    char end;
-    if (request < 0 && sscanf(name, "cuda:%d%c", &index, &end) == 1 && index >= 0 &&
-        index < PN_MAX_CUDA_DEVICES)
-        request = PN_DEVICE_REQUEST_CUDA;
-    char list[128];
-    if (request < 0)
-        return pn_error_set(PN_ERR_INVALID, "device '%s': expected %s, or cuda:N (the N-th GPU)",
-                            name, pn_choice_list(&pn_device_requests, list, sizeof list));
+    pn_device_request request;
+    int index;
+    PN_TRY(pn_device_parse(name, &request, &index));
     /* resolving index as a node rank gives GPU index mod the visible count: refuse a
      * GPU that is not there instead */
-    PN_TRY(pn_device_resolve((pn_device_request)request, index, dev));
-    if (dev->kind == PN_DEVICE_CUDA && dev->index != index)
+    PN_TRY(pn_device_resolve(request, index, dev));
+    if (dev->kind != PN_DEVICE_HOST && dev->index != index)
         return pn_error_set(PN_ERR_INVALID, "device '%s': no such GPU (this process sees "
                             "fewer than %d)", name, index + 1);
     return pn_device_select(*dev);
 }
 
-int pn_model_load(pn_model **out, const char *path) { return pn_model_load_on(out, path, "cpu"); }
+int pn_model_load(pn_model **out, const char *path) { return pn_model_load_on(out, path, NULL); }
 
 int pn_model_load_on(pn_model **out, const char *path, const char *device)
 {

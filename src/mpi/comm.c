@@ -45,6 +45,7 @@ int pn_comm_create(pn_comm **out, pn_job *job, int stages)
     if (!c) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     c->world = c->pipe = c->replicas = c->watch = MPI_COMM_NULL;
     c->transport = &pn_transport_mpi;
+    c->transport_kind = PN_TRANSPORT_REQUEST_MPI;
     *out = c;
     pn_grid *g = &c->grid;
     *g = (pn_grid){.rank = rank, .size = size, .stages = stages, .replicas = size / stages,
@@ -148,19 +149,27 @@ int pn_comm_use_transport(pn_comm *c, pn_transport_request r, pn_device dev)
                                           &(pn_wait_for){"the devices of", NULL, -1,
                                                          PN_SCOPE_WORLD})
                            : pn_mpi_fail(rc, "MPI_Iallgather", __FILE__, __LINE__);
-    bool nccl = false;
-    if (rc == PN_OK) rc = pn_transport_choose(r, all, g->size, g->stages, &nccl);
+    pn_transport_request chosen = PN_TRANSPORT_REQUEST_MPI;
+    if (rc == PN_OK) rc = pn_transport_choose(r, all, g->size, g->stages, &chosen);
     free(all);
     PN_TRY(rc);
-    if (!nccl || c->transport != &pn_transport_mpi) return PN_OK;
-    if (!nccl_transport) /* every rank said it has one */
-        return pn_error_set(PN_ERR_INTERNAL, "NCCL chosen on a rank without it");
-    if (c->transport_state) c->transport->release(c); /* nothing moved on MPI yet */
-    c->transport = nccl_transport;
+    if (chosen == c->transport_kind) return PN_OK;
+    const pn_transport *table = chosen == PN_TRANSPORT_REQUEST_NCCL ? nccl_transport
+                                : chosen == PN_TRANSPORT_REQUEST_MPI  ? &pn_transport_mpi
+                                                                      : NULL;
+    if (!table) /* every rank said it has one */
+        return pn_error_set(PN_ERR_INTERNAL, "transport %s chosen on a rank without it",
+                            pn_transport_request_name(chosen));
+    if (c->transport_state) c->transport->release(c); /* nothing moved yet */
+    c->transport = table;
+    c->transport_kind = chosen;
     return c->transport->start ? c->transport->start(c) : PN_OK;
 }
 
-const char *pn_comm_transport_name(const pn_comm *c) { return c->transport->name; }
+const char *pn_comm_transport_name(const pn_comm *c)
+{
+    return pn_transport_request_name(c->transport_kind);
+}
 
 int pn_comm_links_ready(pn_comm *c)
 {
@@ -397,7 +406,7 @@ int pn_comm_bucket_reduce_start(pn_comm *c, pn_matrix *m, int root)
 {
     if (!c->transport->bucket_reduce_start)
         return pn_error_set(PN_ERR_INTERNAL, "transport %s reduces no bucket to one replica",
-                            c->transport->name);
+                            pn_comm_transport_name(c));
     return c->transport->bucket_reduce_start(c, m, root);
 }
 
@@ -502,3 +511,5 @@ double pn_comm_row_bytes_sent(const pn_comm *c)
 {
     return c->row_bytes_sent;
 }
+
+double pn_comm_link_bytes_sent(const pn_comm *c) { return c->link_bytes_sent; }

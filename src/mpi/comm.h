@@ -80,15 +80,16 @@ typedef struct pn_rank_gpu {
 } pn_rank_gpu;
 
 /* The decision, from every rank's place (ranks[0 .. size), laid out as size / stages
- * replicas of stages): *nccl when r is nccl and NCCL can run; auto takes mpi until the
- * NCCL transport has run on GPUs (docs/running.md, "Transports"). NCCL can run when
+ * replicas of stages), into *chosen (a transport, never auto): nccl when r is nccl and
+ * NCCL can run, else mpi; auto takes mpi until the NCCL transport has run on GPUs
+ * (docs/running.md, "Transports"). NCCL can run when
  * every rank has it, every rank is on a GPU, and no two ranks of one communicator
  * (a replica's pipe, a stage's replicas) use one GPU of a node (same node and id;
  * the index when an id is unknown), which NCCL does not support. nccl where it
  * cannot run is an error (PN_ERR_UNSUPPORTED) that says which condition fails; the
  * same on every rank, as every rank decides from the same list. Pure. */
 int pn_transport_choose(pn_transport_request r, const pn_rank_gpu *ranks, int size, int stages,
-                        bool *nccl);
+                        pn_transport_request *chosen);
 
 /* Gathers every rank's place (its device is dev, already selected) over the job,
  * decides (pn_transport_choose) and, for NCCL, makes its communicators. Collective,
@@ -97,7 +98,7 @@ int pn_transport_choose(pn_transport_request r, const pn_rank_gpu *ranks, int si
  * its device came from it). */
 int pn_comm_use_transport(pn_comm *c, pn_transport_request r, pn_device dev);
 
-/* "mpi" or "nccl": the transport the data plane takes. */
+/* The name (pn_transport_requests) of the transport the data plane takes. */
 const char *pn_comm_transport_name(const pn_comm *c);
 
 /* Collective, after every link of the run is made (pn_stage_create) and before the
@@ -181,6 +182,9 @@ typedef struct pn_link_spec {
                           each over its own link, kept apart by tag and header */
     int slot_rows;     /* rows of a training micro-batch, at most max_rows (0: max_rows);
                           max_rows is evaluation's larger batch, which travels alone */
+    bool bf16;         /* the payload travels as bfloat16 (math/precision.h): half the
+                          bytes, and exact for the values a bf16 network makes, which
+                          are bf16 already; others are rounded on the way */
 } pn_link_spec;
 
 /* Creates a link with a buffer per micro-batch, so that receives are posted ahead and
@@ -261,6 +265,10 @@ int pn_comm_gather_rows(pn_comm *c, const int *counts, const int *ids, const pn_
  * deliver, not what a given MPI's collective puts on the wire; a figure to compare
  * unsharded with sharded tables by (bench/bench_shard.sh). */
 double pn_comm_row_bytes_sent(const pn_comm *c);
+
+/* Payload bytes this rank's stage links have sent since pn_comm_create (values and
+ * gradients, headers and lengths not counted): what --precision bf16 halves. */
+double pn_comm_link_bytes_sent(const pn_comm *c);
 
 /* --- tables sharded by rows over the stage's replicas (the owner exchange) ----------------- */
 

@@ -19,8 +19,9 @@
  * small enough to gather every rank's at start. */
 enum { PN_HOST_CAP = 64 };
 
+/* A transport's name is its request's in pn_transport_requests (the one list of the
+ * names): the comm keeps which one it took (transport_kind), the table has none. */
 typedef struct pn_transport {
-    const char *name;
     int (*link_create)(pn_comm *c, const pn_link_spec *spec, pn_link **out);
     void (*link_free)(pn_link *l);
     int (*link_post_recv)(pn_link *l, int micro);
@@ -73,6 +74,7 @@ struct pn_comm {
     int image_tag;     /* arena images on pipe: MPI_TAG_UB, above every link's tag */
     int tie_tag;       /* tied gradients on pipe: image_tag - 1, also above the links' */
     const pn_transport *transport;
+    pn_transport_request transport_kind; /* which of pn_transport_requests it is */
     void *transport_state;
     double stall_s;    /* pn_comm_watch: a wait this long ends the job; 0: never */
     char doing[80];    /* pn_comm_watch: the work, for the message */
@@ -84,6 +86,7 @@ struct pn_comm {
                            slots pn_comm_owner_exchange_start names, then the
                            blocking calls' own; their displacements made once */
     double row_bytes_sent; /* pn_comm_row_bytes_sent: the row-sparse exchanges' bytes */
+    double link_bytes_sent; /* pn_comm_link_bytes_sent: the stage links' payloads */
 };
 
 /* What a wait is for, named in the message when it stalls. */

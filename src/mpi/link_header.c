@@ -19,6 +19,8 @@ int pn_link_slot_rows(const pn_link *l)
     return l->spec.slot_rows > 0 ? l->spec.slot_rows : l->spec.max_rows;
 }
 
+size_t pn_link_elem_bytes(const pn_link *l) { return l->spec.bf16 ? sizeof(uint16_t) : sizeof(float); }
+
 int pn_link_samples(const pn_link *l, int rows)
 {
     return l->spec.seq > 0 ? rows / l->spec.seq : 0;
@@ -42,7 +44,8 @@ pn_link_header pn_link_header_of(const pn_link *l, long step, int micro, const p
 {
     const pn_link_spec *sp = &l->spec;
     return (pn_link_header){LINK_MAGIC, (int32_t)sp->kind, sp->node, micro, step, m->rows,
-                            m->cols, pn_link_samples(l, m->rows), sp->chunk, seq};
+                            m->cols, pn_link_samples(l, m->rows), sp->chunk, seq,
+                            (int32_t)pn_link_elem_bytes(l)};
 }
 
 int pn_link_check_recv(const pn_link *l, const pn_link_header *h, size_t got, size_t want,
@@ -53,16 +56,17 @@ int pn_link_check_recv(const pn_link *l, const pn_link_header *h, size_t got, si
     int rows = into->rows, samples = pn_link_samples(l, rows);
     if (h->magic != LINK_MAGIC || h->kind != (int)sp->kind || h->node != sp->node ||
         h->chunk != sp->chunk || h->step != step || h->micro != micro || h->rows != rows ||
-        h->cols != sp->cols || h->samples != samples || into->cols != sp->cols || got != want)
+        h->cols != sp->cols || h->samples != samples || into->cols != sp->cols || got != want ||
+        h->elem_bytes != (int32_t)pn_link_elem_bytes(l))
         return pn_error_set(PN_ERR_MPI,
                             "stage %d expected the %s of '%s' for step %ld, micro-batch %d "
-                            "(%d x %d, %d lengths) from stage %d for chunk %d, and received a "
-                            "message for node %d, %s, step %ld, micro-batch %d (%d x %d, %d "
-                            "lengths, %zu bytes) for chunk %d",
+                            "(%d x %d of %zu bytes, %d lengths) from stage %d for chunk %d, "
+                            "and received a message for node %d, %s, step %ld, micro-batch %d "
+                            "(%d x %d of %d bytes, %d lengths, %zu bytes) for chunk %d",
                             l->comm->grid.stage, kind_name(sp->kind), sp->name, step, micro,
-                            rows, sp->cols, samples, sp->peer, sp->chunk, h->node,
-                            kind_name(h->kind), (long)h->step, h->micro, h->rows, h->cols,
-                            h->samples, got, h->chunk);
+                            rows, sp->cols, pn_link_elem_bytes(l), samples, sp->peer, sp->chunk,
+                            h->node, kind_name(h->kind), (long)h->step, h->micro, h->rows,
+                            h->cols, (int)h->elem_bytes, h->samples, got, h->chunk);
     for (int k = 0; k < samples; k++)
         if (lengths[k] < 1 || lengths[k] > sp->seq)
             return pn_error_set(PN_ERR_MPI,

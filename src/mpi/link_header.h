@@ -21,6 +21,7 @@ typedef struct pn_link_header {
     int32_t samples; /* lengths that travel with it: rows / seq, or 0 */
     int32_t chunk;   /* the consuming chunk (virtual stages), else 0 */
     uint32_t seq;    /* the link's message count (NCCL: payloads match in this order) */
+    int32_t elem_bytes; /* of the payload: 4 (float) or 2 (bf16, spec.bf16) */
 } pn_link_header;
 _Static_assert(sizeof(pn_link_header) <= PN_LINK_HEADER_BYTES, "a link's header fits its bytes");
 
@@ -31,6 +32,9 @@ int pn_link_tag(const pn_link *l);
 
 /* Rows a micro-batch's slot holds (spec.slot_rows, or max_rows where it is 0). */
 int pn_link_slot_rows(const pn_link *l);
+
+/* Bytes of one payload element: 2 where the link carries bf16 (spec.bf16), else 4. */
+size_t pn_link_elem_bytes(const pn_link *l);
 
 /* Lengths a message of rows carries: one per sample when the link carries them. */
 int pn_link_samples(const pn_link *l, int rows);

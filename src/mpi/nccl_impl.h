@@ -57,6 +57,8 @@ struct nccl_link {
     bool large_in_flight;
     cudaEvent_t ordered;  /* compute -> link stream (sender), link -> compute (receiver) */
     cudaEvent_t consumed; /* receiver: the landing's copy into the destination is done */
+    pn_buffer wide;       /* receiver of a bf16 link: a payload widened to floats, to be
+                             added into its destination */
     bool landing_used;
     uint32_t count;       /* messages sent, or received */
 };

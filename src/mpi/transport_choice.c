@@ -55,9 +55,9 @@ static bool shared_gpu(const pn_rank_gpu *ranks, int size, int stages, int *a, i
 }
 
 int pn_transport_choose(pn_transport_request r, const pn_rank_gpu *ranks, int size, int stages,
-                        bool *nccl)
+                        pn_transport_request *chosen)
 {
-    *nccl = false;
+    *chosen = PN_TRANSPORT_REQUEST_MPI;
     if (r == PN_TRANSPORT_REQUEST_MPI) return PN_OK;
     bool asked = r == PN_TRANSPORT_REQUEST_NCCL;
     static const char *const instead = "; use --transport mpi or auto";
@@ -97,6 +97,6 @@ int pn_transport_choose(pn_transport_request r, const pn_rank_gpu *ranks, int si
      * stand-in (tools/cuda-sim), not on GPUs, and its links and bucket sums run on
      * several communicators at once, which NCCL allows only where the GPU runs their
      * kernels together: a default must not hang a job on that. */
-    *nccl = asked;
+    if (asked) *chosen = PN_TRANSPORT_REQUEST_NCCL;
     return PN_OK;
 }

@@ -66,17 +66,21 @@ static mpi_state *state_of(pn_comm *c)
 
 static const char *kind_name(int kind) { return kind == PN_LINK_GRAD ? "gradient" : "value"; }
 
+static size_t payload_bytes(const pn_link *l, int rows)
+{
+    return (size_t)rows * (size_t)l->spec.cols * pn_link_elem_bytes(l);
+}
+
 static size_t bytes_for(const pn_link *l, int rows)
 {
-    return HEADER_BYTES + (size_t)rows * (size_t)l->spec.cols * sizeof(float) +
+    return HEADER_BYTES + payload_bytes(l, rows) +
            (size_t)pn_link_samples(l, rows) * sizeof(int32_t);
 }
 
 /* Where a message's lengths start in its buffer (after a payload of rows). */
 static int32_t *lengths_in(const mpi_link *l, int slot, int rows)
 {
-    return (int32_t *)(l->buf[slot] + HEADER_BYTES +
-                       (size_t)rows * (size_t)l->base.spec.cols * sizeof(float));
+    return (int32_t *)(l->buf[slot] + HEADER_BYTES + payload_bytes(&l->base, rows));
 }
 
 static void link_cancel(pn_link *base)
@@ -143,18 +147,50 @@ static int link_post_recv(pn_link *base, int micro)
     return PN_OK;
 }
 
-/* Adds the host payload to into, through a landing buffer on into's device when that
- * is not the host. */
-static int add_payload(mpi_link *l, const float *payload, pn_matrix *into)
+/* The host payload as floats on into's device, in *out: the message buffer itself
+ * when it holds floats and into is on the host, else the landing buffer (floats,
+ * then on a GPU the bf16 payload copied behind them to be widened from). */
+static int land_payload(mpi_link *l, const void *payload, const pn_matrix *into,
+                        pn_matrix *out)
 {
-    pn_matrix src = pn_matrix_host((float *)payload, into->rows, into->cols);
-    if (into->device.kind != PN_DEVICE_HOST) {
-        size_t bytes = pn_matrix_count(*into) * sizeof(float);
-        PN_TRY(pn_buffer_reserve(&l->landing, into->device, bytes));
-        src = pn_matrix_on(&l->landing, into->rows, into->cols);
-        PN_TRY(pn_matrix_write(&src, payload));
+    bool host = into->device.kind == PN_DEVICE_HOST, bf16 = l->base.spec.bf16;
+    if (host && !bf16) {
+        *out = pn_matrix_host((float *)payload, into->rows, into->cols);
+        return PN_OK;
     }
-    return pn_axpy(1.0f, &src, into);
+    size_t n = pn_matrix_count(*into), wide = n * sizeof(float);
+    size_t narrow = bf16 && !host ? n * sizeof(uint16_t) : 0;
+    PN_TRY(pn_buffer_reserve(&l->landing, into->device, wide + narrow));
+    *out = pn_matrix_on(&l->landing, into->rows, into->cols);
+    if (!bf16) return pn_matrix_write(out, payload);
+    const uint16_t *src = payload;
+    if (!host) {
+        PN_TRY(pn_buffer_write(&l->landing, wide, payload, narrow));
+        src = (const uint16_t *)((const char *)l->landing.data + wide);
+    }
+    return pn_from_bf16(src, out);
+}
+
+/* Writes (or adds) the host payload into into. */
+static int take_payload(mpi_link *l, const void *payload, pn_matrix *into, bool add)
+{
+    if (!add && !l->base.spec.bf16) return pn_matrix_write(into, payload);
+    if (!add && into->device.kind == PN_DEVICE_HOST) return pn_from_bf16(payload, into);
+    pn_matrix src;
+    PN_TRY(land_payload(l, payload, into, &src));
+    return add ? pn_axpy(1.0f, &src, into) : pn_copy(&src, into);
+}
+
+/* m into the host payload: floats, or narrowed to bf16 (on a GPU through the landing
+ * buffer, which a sending link does not otherwise use). */
+static int put_payload(mpi_link *l, const pn_matrix *m, void *payload)
+{
+    if (!l->base.spec.bf16) return pn_matrix_read(m, payload);
+    if (m->device.kind == PN_DEVICE_HOST) return pn_to_bf16(m, payload);
+    size_t bytes = pn_matrix_count(*m) * sizeof(uint16_t);
+    PN_TRY(pn_buffer_reserve(&l->landing, m->device, bytes));
+    PN_TRY(pn_to_bf16(m, l->landing.data));
+    return pn_buffer_read(&l->landing, 0, payload, bytes);
 }
 
 static int link_recv(pn_link *base, long step, int micro, pn_matrix *into, bool add)
@@ -172,8 +208,7 @@ static int link_recv(pn_link *base, long step, int micro, pn_matrix *into, bool 
                               lengths, l->received));
     l->received++;
     if (pn_link_samples(base, rows)) l->lengths[micro] = lengths;
-    const float *payload = (const float *)(l->buf[micro] + HEADER_BYTES);
-    return add ? add_payload(l, payload, into) : pn_matrix_write(into, payload);
+    return take_payload(l, l->buf[micro] + HEADER_BYTES, into, add);
 }
 
 static int link_send(pn_link *base, long step, int micro, const pn_matrix *m, const int *lengths)
@@ -184,7 +219,8 @@ static int link_send(pn_link *base, long step, int micro, const pn_matrix *m, co
     int samples = pn_link_samples(base, m->rows);
     pn_link_header h = pn_link_header_of(base, step, micro, m, l->sent++);
     memcpy(l->buf[micro], &h, sizeof h);
-    PN_TRY(pn_matrix_read(m, (float *)(l->buf[micro] + HEADER_BYTES)));
+    PN_TRY(put_payload(l, m, l->buf[micro] + HEADER_BYTES));
+    base->comm->link_bytes_sent += (double)payload_bytes(base, m->rows);
     for (int k = 0; k < samples; k++) lengths_in(l, micro, m->rows)[k] = lengths[k];
     PN_MPI_CHECK(MPI_Isend(l->buf[micro], (int)bytes_for(base, m->rows), MPI_BYTE, sp->peer,
                            pn_link_tag(base), base->comm->pipe, &l->req[micro]));
@@ -399,7 +435,6 @@ static void release(pn_comm *c)
 }
 
 const pn_transport pn_transport_mpi = {
-    .name = "mpi",
     .link_create = link_create,
     .link_free = link_free,
     .link_post_recv = link_post_recv,

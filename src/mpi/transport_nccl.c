@@ -491,7 +491,6 @@ static int pipe_exchange(pn_comm *c, int n_send, const pn_matrix *send, const in
 }
 
 const pn_transport pn_transport_nccl = {
-    .name = "nccl",
     .link_create = pn_nccl_link_create,
     .link_free = pn_nccl_link_free,
     .link_post_recv = pn_nccl_link_post_recv,

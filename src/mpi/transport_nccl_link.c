@@ -61,6 +61,7 @@ void pn_nccl_link_free(pn_link *base)
     for (int s = 0; l->msg && s < slots; s++) free(l->msg[s]);
     for (int s = 0; l->payload && s < buffers; s++) pn_buffer_release(&l->payload[s]);
     pn_buffer_release(&l->large);
+    pn_buffer_release(&l->wide);
     /* best effort: a failure here must not become a later launch's error */
     for (int s = 0; l->sent && s < slots; s++)
         if (l->sent[s]) pn_cuda_forget(cudaEventDestroy(l->sent[s]));
@@ -101,7 +102,7 @@ static int link_parts(nccl_link *l)
     }
     int dev;
     CUDA_CHECK(cudaGetDevice(&dev));
-    size_t row = (size_t)sp->cols * sizeof(float);
+    size_t row = (size_t)sp->cols * pn_link_elem_bytes(&l->base);
     size_t bytes = (size_t)(sp->sends ? pn_link_slot_rows(&l->base) : sp->max_rows) * row;
     for (int s = 0; s < buffers; s++)
         PN_TRY(pn_buffer_reserve(&l->payload[s], pn_device_cuda(dev), bytes ? bytes : 1));
@@ -254,6 +255,31 @@ int pn_nccl_link_post_recv(pn_link *base, int micro)
     return PN_OK;
 }
 
+/* The landing's payload of rows written (or added) into into: floats, or bf16 widened
+ * (through wide when added). On the compute stream. */
+static int take_payload(nccl_link *l, int rows, pn_matrix *into, bool add)
+{
+    int cols = l->base.spec.cols;
+    if (!l->base.spec.bf16) {
+        pn_matrix src = pn_matrix_on(&l->payload[0], rows, cols);
+        return add ? pn_axpy(1.0f, &src, into) : pn_copy(&src, into);
+    }
+    const uint16_t *narrow = l->payload[0].data;
+    if (!add) return pn_from_bf16(narrow, into);
+    PN_TRY(pn_buffer_reserve(&l->wide, into->device, (size_t)rows * (size_t)cols * sizeof(float)));
+    pn_matrix src = pn_matrix_on(&l->wide, rows, cols);
+    PN_TRY(pn_from_bf16(narrow, &src));
+    return pn_axpy(1.0f, &src, into);
+}
+
+/* m into a send buffer: a copy, or narrowed to bf16 on a bf16 link. */
+static int put_payload(const pn_link *base, const pn_matrix *m, pn_buffer *slot)
+{
+    if (base->spec.bf16) return pn_to_bf16(m, slot->data);
+    pn_matrix dst = pn_matrix_on(slot, m->rows, m->cols);
+    return pn_copy(m, &dst);
+}
+
 int pn_nccl_link_recv(pn_link *base, long step, int micro, pn_matrix *into, bool add)
 {
     nccl_link *l = (nccl_link *)base;
@@ -275,14 +301,14 @@ int pn_nccl_link_recv(pn_link *base, long step, int micro, pn_matrix *into, bool
     if (l->landing_used) /* the previous payload has left the landing */
         CUDA_CHECK(cudaStreamWaitEvent(l->stream, l->consumed, 0));
     size_t n = (size_t)rows * (size_t)base->spec.cols;
-    NCCL_CALL(c, ncclRecv(l->payload[0].data, n, ncclFloat, 0, l->comm, l->stream), l->comm,
-              &what);
+    NCCL_CALL(c, ncclRecv(l->payload[0].data, n * pn_link_elem_bytes(base), ncclUint8, 0,
+                          l->comm, l->stream),
+              l->comm, &what);
     CUDA_CHECK(cudaEventRecord(l->ordered, l->stream));
     PN_TRY(pn_nccl_await(c, l->ordered, &l->comm, 1, &what));
     CUDA_CHECK(cudaStreamWaitEvent(compute, l->ordered, 0));
     if (pn_link_samples(base, rows)) l->lengths[micro] = lengths_in(l, micro);
-    pn_matrix src = pn_matrix_on(&l->payload[0], rows, base->spec.cols);
-    PN_TRY(add ? pn_axpy(1.0f, &src, into) : pn_copy(&src, into));
+    PN_TRY(take_payload(l, rows, into, add));
     CUDA_CHECK(cudaEventRecord(l->consumed, compute));
     l->landing_used = true;
     return PN_OK;
@@ -303,16 +329,17 @@ int pn_nccl_link_send(pn_link *base, long step, int micro, const pn_matrix *m,
     bool large = m->rows > pn_link_slot_rows(base);
     if (large ? l->large_in_flight : l->in_flight[micro])
         CUDA_CHECK(cudaStreamWaitEvent(compute, large ? l->large_sent : l->sent[micro], 0));
-    pn_matrix slot = pn_matrix_on(large ? &l->large : &l->payload[micro], m->rows, m->cols);
-    PN_TRY(pn_copy(m, &slot)); /* m may change once this returns: the copy is the send's */
+    pn_buffer *slot = large ? &l->large : &l->payload[micro];
+    PN_TRY(put_payload(base, m, slot)); /* m may change once this returns: the copy is the send's */
     PN_TRY(pn_nccl_order(l->ordered, compute, l->stream));
     pn_link_header h = pn_link_header_of(base, step, micro, m, l->count++);
     memcpy(l->msg[micro], &h, sizeof h);
     for (int k = 0; k < h.samples; k++) lengths_in(l, micro)[k] = lengths[k];
     PN_MPI_CHECK(MPI_Isend(l->msg[micro], (int)msg_bytes(base, m->rows), MPI_BYTE, sp->peer,
                            pn_link_tag(base), c->pipe, &l->req[micro]));
-    size_t n = (size_t)m->rows * (size_t)m->cols;
-    NCCL_CALL(c, ncclSend(slot.data, n, ncclFloat, 1, l->comm, l->stream), l->comm,
+    size_t bytes = (size_t)m->rows * (size_t)m->cols * pn_link_elem_bytes(base);
+    c->link_bytes_sent += (double)bytes;
+    NCCL_CALL(c, ncclSend(slot->data, bytes, ncclUint8, 1, l->comm, l->stream), l->comm,
               &((pn_wait_for){"the send of", base, micro, PN_SCOPE_PIPE}));
     CUDA_CHECK(cudaEventRecord(l->sent[micro], l->stream));
     l->in_flight[micro] = true;

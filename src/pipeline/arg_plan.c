@@ -3,6 +3,7 @@
  * 2N - i; slots handed out greedily, best fit, in order of birth. */
 #include "pipeline/arg_plan.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "base/error.h"
@@ -15,9 +16,17 @@ typedef struct node_facts {
     int value_end;  /* the last time its value is read */
 } node_facts;
 
-static bool reads(const pn_layer *l, int k)
+bool pn_arg_plan_reads(const pn_layer *l, int k)
 {
     return !l->type->backward_reads || l->type->backward_reads(l, k);
+}
+
+static bool reads(const pn_layer *l, int k) { return pn_arg_plan_reads(l, k); }
+
+/* Bytes of one sample of shape in a slot: bf16's or fp32's. */
+static size_t slot_bytes(pn_shape shape, bool bf16)
+{
+    return bf16 ? pn_shape_bytes(shape) / sizeof(float) * sizeof(uint16_t) : pn_shape_bytes(shape);
 }
 
 static void learn(node_facts *f, const pn_graph *g, const bool *member, bool with_grad)
@@ -120,7 +129,8 @@ static int plan_values(pn_arg_plan *p, const node_facts *f, const pn_graph *g, s
 {
     for (int i = 0; i < g->n_nodes; i++) {
         if (!value_shared(f, g, i)) continue;
-        size_t need = pn_shape_bytes(g->nodes[i].layer->out_shape);
+        p->value_bf16[i] = p->precision == PN_PRECISION_BF16;
+        size_t need = slot_bytes(g->nodes[i].layer->out_shape, p->value_bf16[i]);
         int slot = in_place_slot(p, f, s, g, i);
         if (slot >= 0)
             s->end[slot] = f[i].value_end;
@@ -151,13 +161,16 @@ static int plan_grads(pn_arg_plan *p, const node_facts *f, const pn_graph *g, sl
         order[2 * m] = at_begin ? n : 2 * n - f[i].last_use;
         order[2 * m + 1] = i;
         m++;
+        /* what the stage writes (a later stage's gradient) or seeds stays fp32 */
+        p->grad_bf16[i] = p->precision == PN_PRECISION_BF16 && !f[i].outside &&
+                          !g->nodes[i].layer->type->is_loss;
     }
     qsort(order, (size_t)m, 2 * sizeof *order, by_start);
     int rc = PN_OK;
     for (int k = 0; k < m && rc == PN_OK; k++) {
         int i = order[2 * k + 1];
-        int slot = take_slot(s, pn_shape_bytes(g->nodes[i].layer->out_shape), order[2 * k],
-                             2 * n - i);
+        int slot = take_slot(s, slot_bytes(g->nodes[i].layer->out_shape, p->grad_bf16[i]),
+                             order[2 * k], 2 * n - i);
         if (slot < 0) rc = pn_error_set(PN_ERR_NOMEM, "out of memory planning activations");
         p->grad_slot[i] = slot;
     }
@@ -165,16 +178,19 @@ static int plan_grads(pn_arg_plan *p, const node_facts *f, const pn_graph *g, sl
     return rc;
 }
 
-int pn_arg_plan_make(pn_arg_plan *p, const pn_graph *g, const bool *member, bool with_grad)
+int pn_arg_plan_make(pn_arg_plan *p, const pn_graph *g, const bool *member, bool with_grad,
+                     pn_precision precision)
 {
     int n = g->n_nodes;
-    *p = (pn_arg_plan){.n_nodes = n};
+    *p = (pn_arg_plan){.n_nodes = n, .precision = precision};
     node_facts *f = malloc((size_t)(n ? n : 1) * sizeof *f);
     p->value_slot = malloc((size_t)(n ? n : 1) * sizeof *p->value_slot);
     p->grad_slot = malloc((size_t)(n ? n : 1) * sizeof *p->grad_slot);
     p->held = malloc((size_t)(n ? n : 1) * sizeof *p->held);
+    p->value_bf16 = calloc((size_t)(n ? n : 1), sizeof *p->value_bf16);
+    p->grad_bf16 = calloc((size_t)(n ? n : 1), sizeof *p->grad_bf16);
     slots vs = {0}, gs = {0};
-    int rc = f && p->value_slot && p->grad_slot && p->held
+    int rc = f && p->value_slot && p->grad_slot && p->held && p->value_bf16 && p->grad_bf16
                  ? PN_OK
                  : pn_error_set(PN_ERR_NOMEM, "out of memory planning activations");
     if (rc == PN_OK) {
@@ -198,6 +214,8 @@ void pn_arg_plan_free(pn_arg_plan *p)
     free(p->value_slot);
     free(p->grad_slot);
     free(p->held);
+    free(p->value_bf16);
+    free(p->grad_bf16);
     free(p->value_slot_bytes);
     free(p->grad_slot_bytes);
     *p = (pn_arg_plan){0};
@@ -234,6 +252,12 @@ int pn_grad_store_reserve(pn_grad_store *s, int i, size_t bytes)
     return pn_buffer_reserve(&s->bufs[i], s->device, bytes);
 }
 
+int pn_grad_store_reserve_work(pn_grad_store *s, size_t bytes)
+{
+    if (s->work.data && s->work.bytes >= bytes) return PN_OK;
+    return pn_buffer_reserve(&s->work, s->device, bytes);
+}
+
 size_t pn_grad_store_bytes(const pn_grad_store *s)
 {
     size_t bytes = 0;
@@ -241,8 +265,11 @@ size_t pn_grad_store_bytes(const pn_grad_store *s)
     return bytes;
 }
 
+size_t pn_grad_store_work_bytes(const pn_grad_store *s) { return s->work.capacity; }
+
 void pn_grad_store_free(pn_grad_store *s)
 {
+    pn_buffer_release(&s->work);
     for (int k = 0; k < s->n; k++) pn_buffer_release(&s->bufs[k]);
     free(s->bufs);
     *s = (pn_grad_store){0};

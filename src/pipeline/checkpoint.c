@@ -54,19 +54,21 @@ static bool holds_split(const pn_params *p)
     return false;
 }
 
-/* Collective: every rank that writes parts (the first replica, and the split tables'
- * owners) sees the directory rank 0 writes to: a marker file of rank 0's. */
-static int check_writers_see(pn_comm *c, const pn_params *params, const char *dir)
+/* Collective: every rank that writes parts (the first replica, the split tables'
+ * owners, and with a sharded optimizer every replica) sees the directory rank 0
+ * writes to: a marker file of rank 0's. */
+static int check_writers_see(pn_comm *c, const pn_params *params, bool sharded,
+                             const char *dir)
 {
     const pn_grid *g = pn_comm_grid(c);
     char mark[64] = "";
     bool split = false;
     int rc = pn_shards_any(c, params, &split);
-    if (rc < 0 || (g->stages == 1 && !split)) return rc; /* rank 0 alone writes */
+    if (rc < 0 || (g->stages == 1 && !split && !sharded)) return rc; /* rank 0 alone writes */
     if (g->rank == 0) rc = pn_snapshot_dir_mark(dir, mark, sizeof mark, true);
     PN_TRY(pn_comm_agree_root(c, rc, "mark the snapshot directory"));
     rc = pn_comm_broadcast(c, mark, sizeof mark);
-    if (rc == PN_OK && g->rank != 0 && (g->replica == 0 || holds_split(params)))
+    if (rc == PN_OK && g->rank != 0 && (g->replica == 0 || holds_split(params) || sharded))
         rc = pn_snapshot_dir_mark(dir, mark, sizeof mark, false);
     rc = pn_comm_agree(c, rc);
     if (g->rank == 0) pn_snapshot_dir_unmark(dir, mark);
@@ -76,8 +78,9 @@ static int check_writers_see(pn_comm *c, const pn_params *params, const char *di
     snprintf(who, sizeof who, "%s", pn_error_message()); /* "rank N failed" */
     if (rc == PN_ERR_PEER && g->rank == 0)
         return pn_error_set(PN_ERR_IO, "snapshot directory '%s': %s to see it: every rank that "
-                            "writes a part of a snapshot (the first replica's, and the owners "
-                            "of tables sharded by rows) must see the directory rank 0 writes "
+                            "writes a part of a snapshot (the first replica's, the owners of "
+                            "tables sharded by rows, every replica with --shard-optimizer) "
+                            "must see the directory rank 0 writes "
                             "to (a file system they share, not a node-local path)", dir, who);
     return rc < 0 && g->rank != 0 ? pn_error_set(PN_ERR_PEER, "rank 0 reports it") : rc;
 }
@@ -95,7 +98,7 @@ static int snapshot_bytes(int stages, const char *own, const char *indexes,
     for (int s = 0; rc == PN_OK && s < stages; s++) {
         size_t floats;
         rc = pn_params_unpack_index(s ? index : own, index_bytes[s], &items[s], &counts[s],
-                                    &floats);
+                                    &floats, NULL);
         if (s) index += index_bytes[s];
         total += counts[s];
     }
@@ -106,7 +109,7 @@ static int snapshot_bytes(int stages, const char *own, const char *indexes,
         for (int i = 0; i < counts[s]; i++)
             if (!items[s][i].tie) /* a split table: whole in the file */
                 arrays[contents.n_params++] = (pn_snapshot_array){
-                    items[s][i].name, items[s][i].table_rows, items[s][i].cols};
+                    items[s][i].name, items[s][i].table_rows, items[s][i].cols, 0, false};
     contents.params = arrays;
     if (rc == PN_OK) rc = pn_snapshot_file_bytes(&contents, bytes);
     for (int s = 0; items && counts && s < stages; s++) pn_params_free_index(items[s], counts[s]);
@@ -117,8 +120,8 @@ static int snapshot_bytes(int stages, const char *own, const char *indexes,
 }
 
 int pn_checkpoint_check_room(pn_comm *c, const pn_params *params, int n_slots,
-                             const char *const *slot_names, const char *config,
-                             const char *dir, double *snap_bytes)
+                             const char *const *slot_names, bool sharded_slots,
+                             const char *config, const char *dir, double *snap_bytes)
 {
     const pn_grid *g = pn_comm_grid(c);
     size_t *index_bytes = NULL;
@@ -140,15 +143,17 @@ int pn_checkpoint_check_room(pn_comm *c, const pn_params *params, int n_slots,
     PN_TRY(pn_comm_agree(c, rc));
     PN_TRY(pn_comm_broadcast(c, &bytes, sizeof bytes)); /* rank 0's figure, for everyone */
     *snap_bytes = (double)bytes;
-    return check_writers_see(c, params, dir);
+    return check_writers_see(c, params, sharded_slots, dir);
 }
 
 /* --- save ------------------------------------------------------------------------------- */
 
 /* What this rank writes: its arena's parameters (all but tied copies) on the first
- * replica, its rows of the split tables on the others. */
+ * replica, its rows of the split tables on the others, and with a sharded optimizer
+ * (slots) its run of every dense parameter's slots. */
 typedef struct part_source {
     const pn_params *params;
+    const pn_slot_parts *slots; /* NULL: the arena's */
     pn_snapshot_array *arrays;
     bool *matrix; /* a split table's rows */
     int *index;   /* the arena's parameter of each array */
@@ -158,14 +163,30 @@ typedef struct part_source {
     int calls;
 } part_source;
 
+/* Slot k of parameter i as this rank writes and reads it: from the arena, or its part
+ * of a sharded optimizer's (false: it keeps none; *at and *n its run). */
+static bool slot_of_param(const pn_params *p, const pn_slot_parts *slots, int i, int k,
+                          size_t *at, size_t *n, pn_matrix *m)
+{
+    if (slots) return slots->part(slots->ctx, i, k, at, n, m);
+    *m = pn_params_slot(p, k, i);
+    *at = 0;
+    *n = pn_matrix_count(*m);
+    return true;
+}
+
 static int part_fill(void *ctx, int array, int slot, float *staging, const float **data)
 {
     part_source *ps = ctx;
     if (++ps->calls == 2) PN_TRY(pn_fault_at(&ps->fault, "part"));
     int i = ps->index[array];
-    pn_matrix m = slot < 0 ? pn_params_value(ps->params, i) : pn_params_slot(ps->params, slot, i);
+    size_t at, n;
+    pn_matrix m = pn_params_value(ps->params, i);
+    if (slot >= 0 && !slot_of_param(ps->params, ps->slots, i, slot, &at, &n, &m))
+        return pn_error_set(PN_ERR_INTERNAL, "no slot %d of '%s' here", slot,
+                            ps->arrays[array].name);
     if (m.device.kind == PN_DEVICE_HOST && pn_matrix_dense(m)) {
-        *data = m.data; /* the arena itself: no copy */
+        *data = m.data; /* the arena (or the optimizer's part) itself: no copy */
         return PN_OK;
     }
     if (!staging) return pn_error_set(PN_ERR_INTERNAL, "no staging buffer for '%s'",
@@ -175,19 +196,30 @@ static int part_fill(void *ctx, int array, int slot, float *staging, const float
     return PN_OK;
 }
 
-static int part_source_make(part_source *ps, const pn_params *p, bool first_replica)
+/* ps's arrays: parameter i with its values when values, and its slots whole (run 0),
+ * as this replica's run of a sharded optimizer's, or none (run < 0). */
+static int part_source_make(part_source *ps, const pn_params *p, const pn_slot_parts *slots,
+                            bool first_replica)
 {
     int n = pn_params_count(p);
     ps->params = p;
+    ps->slots = slots;
     ps->arrays = malloc((size_t)(n ? n : 1) * sizeof *ps->arrays);
     ps->matrix = malloc((size_t)(n ? n : 1) * sizeof *ps->matrix);
     ps->index = malloc((size_t)(n ? n : 1) * sizeof *ps->index);
     if (!ps->arrays || !ps->matrix || !ps->index) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     for (int i = 0; i < n; i++) {
         const pn_param *q = pn_params_get(p, i);
-        bool split = pn_params_split(p, q);
-        if (q->tie || (!first_replica && !split) || q->rows == 0) continue;
-        ps->arrays[ps->n] = (pn_snapshot_array){q->name, q->rows, q->cols};
+        bool split = pn_params_split(p, q), values = first_replica || split;
+        if (q->tie || q->rows == 0) continue;
+        long run = values ? 0 : -1; /* the slots with the values, as the arena holds them */
+        size_t at, len;
+        pn_matrix m;
+        if (slots && !q->row_sparse) /* a dense parameter's: this replica's run */
+            run = slots->n_slots > 0 && slot_of_param(p, slots, i, 0, &at, &len, &m) ? (long)len
+                                                                                       : -1;
+        if (!values && run < 0) continue;
+        ps->arrays[ps->n] = (pn_snapshot_array){q->name, q->rows, q->cols, run, !values};
         ps->matrix[ps->n] = split;
         ps->index[ps->n++] = i;
         if ((size_t)q->rows * (size_t)q->cols > ps->largest)
@@ -204,8 +236,8 @@ static void part_source_free(part_source *ps)
 }
 
 /* The snapshot's attributes: counters, run settings, slot names; no parameters. */
-static int make_header(const pn_params *params, pn_run_settings run, pn_progress_mark mark,
-                       pn_train_state **out)
+static int make_header(const pn_params *params, const pn_slot_parts *slots, pn_run_settings run,
+                       pn_progress_mark mark, pn_train_state **out)
 {
     PN_TRY(pn_train_state_create(out, PN_FORMAT_SNAPSHOT));
     pn_train_state *st = *out;
@@ -215,22 +247,24 @@ static int make_header(const pn_params *params, pn_run_settings run, pn_progress
     st->seed = run.seed;
     st->batch = run.batch;
     const char *names[PN_STATE_MAX_SLOTS];
-    int n_slots = pn_params_n_slots(params);
+    int n_slots = slots ? slots->n_slots : pn_params_n_slots(params);
     if (n_slots > PN_STATE_MAX_SLOTS)
         return pn_error_set(PN_ERR_UNSUPPORTED, "%d optimizer slots", n_slots);
-    for (int s = 0; s < n_slots; s++) names[s] = pn_params_slot_name(params, s);
+    for (int s = 0; s < n_slots; s++)
+        names[s] = slots ? slots->names[s] : pn_params_slot_name(params, s);
     PN_TRY(pn_train_state_set_config(st, run.config));
     return pn_train_state_set_slots(st, n_slots, names);
 }
 
 /* This rank's part (stage < 0: the whole file of a one-writer job). */
-static int write_own_part(const pn_params *params, const pn_train_state *header, int stage,
-                          int replica, bool first_replica, const char *dir, long pid, int rank,
-                          char *path, size_t cap)
+static int write_own_part(const pn_params *params, const pn_slot_parts *slots,
+                          const pn_train_state *header, int stage, int replica,
+                          bool first_replica, const char *dir, long pid, int rank, char *path,
+                          size_t cap)
 {
     part_source ps = {0};
     ps.fault = pn_fault_for_rank(rank);
-    int rc = part_source_make(&ps, params, first_replica);
+    int rc = part_source_make(&ps, params, slots, first_replica);
     bool host = pn_params_device(params).kind == PN_DEVICE_HOST;
     pn_snapshot_part part = {header, stage, replica, ps.arrays, ps.matrix, ps.n,
                              host ? 0 : ps.largest, part_fill, &ps};
@@ -239,11 +273,26 @@ static int write_own_part(const pn_params *params, const pn_train_state *header,
     return rc;
 }
 
+/* The runs of stage s's dense parameter q's slots, one per replica that keeps some
+ * (a sharded optimizer: replica r the part of q in piece r of the gradient buffer,
+ * optimizer_shard.h), into runs; returns how many. */
+static int slot_runs(const pn_shard_layout *l, int s, const pn_param *q, pn_snapshot_run *runs)
+{
+    int n = 0;
+    size_t count = (size_t)q->rows * (size_t)q->cols, a, b;
+    for (int r = 0; r < l->replicas; r++)
+        if (pn_params_piece_run(q->grad_offset, count, l->pieces[s], r, &a, &b))
+            runs[n++] = (pn_snapshot_run){s, r, a - q->grad_offset, b - a};
+    return n;
+}
+
 /* Rank 0: the index's parameters, from the stages' unpacked indexes: each stage's
  * parameters from its first replica's part, a split table's rows r, r + D, ... from
- * replica r's; a tied copy is its table's. *parts counts the part files. */
-static int index_params(const pn_shard_layout *l, pn_snapshot_index_param **out, int *n,
-                        pn_snapshot_source **sources, int *parts)
+ * replica r's, a sharded optimizer's slots (sharded) of a dense parameter from every
+ * replica's run; a tied copy is its table's. *parts counts the part files. */
+static int index_params(const pn_shard_layout *l, bool sharded, pn_snapshot_index_param **out,
+                        int *n, pn_snapshot_source **sources, pn_snapshot_run **runs,
+                        int *parts)
 {
     int total = 0, n_src = 0;
     *parts = 0;
@@ -254,19 +303,22 @@ static int index_params(const pn_shard_layout *l, pn_snapshot_index_param **out,
             n_src += l->items[s][i].sharded ? l->replicas : 1;
             split = split || l->items[s][i].sharded;
         }
-        *parts += split ? l->replicas : 1;
+        *parts += split || sharded ? l->replicas : 1; /* sharded: every replica writes */
     }
     *out = malloc((size_t)(total ? total : 1) * sizeof **out);
     *sources = malloc((size_t)(n_src ? n_src : 1) * sizeof **sources);
-    if (!*out || !*sources) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    size_t n_runs = sharded ? (size_t)total * (size_t)l->replicas : 1;
+    *runs = malloc((n_runs ? n_runs : 1) * sizeof **runs);
+    if (!*out || !*sources || !*runs) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     pn_snapshot_source *src = *sources;
+    pn_snapshot_run *run = *runs;
     *n = 0;
     for (int s = 0; s < l->stages; s++)
         for (int i = 0; i < l->counts[s]; i++) {
             const pn_param *q = &l->items[s][i];
             if (q->tie) continue;
             pn_snapshot_index_param *p = &(*out)[(*n)++];
-            *p = (pn_snapshot_index_param){q->name, q->table_rows, q->cols, src, 0};
+            *p = (pn_snapshot_index_param){q->name, q->table_rows, q->cols, src, 0, run, 0};
             for (int r = 0; r < (q->sharded ? l->replicas : 1); r++) {
                 int rows = q->sharded ? pn_shard_row_count(q->table_rows, l->replicas, r)
                                       : q->rows;
@@ -275,6 +327,8 @@ static int index_params(const pn_shard_layout *l, pn_snapshot_index_param **out,
                                                                                    : 0, rows};
             }
             src += p->n_sources;
+            if (sharded && !q->row_sparse) p->n_runs = slot_runs(l, s, q, run);
+            run += p->n_runs;
         }
     return PN_OK;
 }
@@ -282,40 +336,46 @@ static int index_params(const pn_shard_layout *l, pn_snapshot_index_param **out,
 static int index_fault(void *ctx) { return pn_fault_at(ctx, "index"); }
 
 /* Rank 0, once every part is in place: the index over them, committed. */
-static int commit(const pn_grid *g, int n_slots, const char *own, const char *indexes,
+static int commit(const pn_grid *g, bool sharded, const char *own, const char *indexes,
                   const size_t *index_bytes, const pn_train_state *header, const char *dir,
                   char *path, size_t cap)
 {
     pn_shard_layout layout = {0};
     pn_snapshot_index_param *params = NULL;
     pn_snapshot_source *sources = NULL;
+    pn_snapshot_run *runs = NULL;
     int n = 0, parts = 0;
     pn_fault fault = pn_fault_for_rank(0);
     int rc = pn_fault_at(&fault, "parts"); /* between the parts and the index */
-    if (rc == PN_OK) rc = pn_shard_layout_make(&layout, g, n_slots, own, indexes, index_bytes);
-    if (rc == PN_OK) rc = index_params(&layout, &params, &n, &sources, &parts);
+    if (rc == PN_OK)
+        rc = pn_shard_layout_make(&layout, g, header->n_slot_names, own, indexes, index_bytes);
+    if (rc == PN_OK) rc = index_params(&layout, sharded, &params, &n, &sources, &runs, &parts);
     if (rc == PN_OK)
         rc = pn_snapshot_commit_index(dir, header, parts, params, n, index_fault, &fault, path,
                                       cap);
     free(params);
     free(sources);
+    free(runs);
     pn_shard_layout_free(&layout);
     return rc;
 }
 
-int pn_checkpoint_save(pn_comm *c, const pn_params *params, pn_run_settings run,
-                       pn_progress_mark mark, const char *dir, int keep, char *written_path,
-                       size_t cap)
+int pn_checkpoint_save(pn_comm *c, const pn_params *params, const pn_slot_parts *slots,
+                       pn_run_settings run, pn_progress_mark mark, const char *dir, int keep,
+                       char *written_path, size_t cap)
 {
     const pn_grid *g = pn_comm_grid(c);
     size_t *index_bytes = NULL;
     char *own_index = NULL, *indexes = NULL, part_path[4096 + 64];
-    bool split = false;
+    bool split = false, sharded = false;
     pn_train_state *header = NULL;
     long pid = (long)getpid(); /* rank 0's names every temporary */
     int rc = pn_shards_any(c, params, &split);
-    bool multi = g->stages > 1 || split; /* else rank 0 alone writes one file */
-    bool writer = multi ? g->replica == 0 || holds_split(params) : g->rank == 0;
+    if (rc == PN_OK) rc = pn_comm_any(c, slots && slots->n_slots > 0, &sharded);
+    if (!sharded) slots = NULL; /* the arena's slots: there are none elsewhere */
+    /* else rank 0 alone writes one file; sharded, every replica writes its part */
+    bool multi = g->stages > 1 || split || sharded;
+    bool writer = multi ? g->replica == 0 || holds_split(params) || sharded : g->rank == 0;
     if (rc == PN_OK) rc = pn_comm_broadcast(c, &pid, sizeof pid);
     if (rc == PN_OK && g->rank == 0) {
         rc = pn_snapshot_dir_create(dir);
@@ -330,9 +390,9 @@ int pn_checkpoint_save(pn_comm *c, const pn_params *params, pn_run_settings run,
     rc = pn_comm_agree(c, rc);
     if (rc == PN_OK && multi) rc = gather_indexes(c, params, &own_index, &indexes, index_bytes);
     if (rc == PN_OK) {
-        if (writer) rc = make_header(params, run, mark, &header);
+        if (writer) rc = make_header(params, slots, run, mark, &header);
         if (rc == PN_OK && writer)
-            rc = write_own_part(params, header, multi ? g->stage : -1, g->replica,
+            rc = write_own_part(params, slots, header, multi ? g->stage : -1, g->replica,
                                 g->replica == 0, dir, pid, g->rank,
                                 g->rank == 0 && !multi ? written_path : part_path,
                                 g->rank == 0 && !multi ? cap : sizeof part_path);
@@ -342,8 +402,8 @@ int pn_checkpoint_save(pn_comm *c, const pn_params *params, pn_run_settings run,
     }
     if (rc == PN_OK && multi) {
         if (g->rank == 0)
-            rc = commit(g, pn_params_n_slots(params), own_index, indexes, index_bytes, header,
-                        dir, written_path, cap);
+            rc = commit(g, sharded, own_index, indexes, index_bytes, header, dir, written_path,
+                        cap);
         rc = pn_comm_agree(c, rc);
         if (rc < 0 && rc != PN_ERR_STALL && writer) /* no index: the parts go too */
             pn_snapshot_drop_part(dir, mark.step, g->stage, g->replica, pid);
@@ -361,26 +421,30 @@ int pn_checkpoint_save(pn_comm *c, const pn_params *params, pn_run_settings run,
 
 /* --- load ------------------------------------------------------------------------------- */
 
-/* slot_of[s]: the slot of the file named like slot s of params, or an error naming it. */
-static int match_slots(const pn_train_state *st, const pn_params *params, const char *path,
-                       int *slot_of)
+/* slot_of[s]: the slot of the file named like slot s of the n_slots names, or an
+ * error naming it. */
+static int match_slots(const pn_train_state *st, int n_slots, const char *const *names,
+                       const char *path, int *slot_of)
 {
-    if (pn_params_n_slots(params) > PN_STATE_MAX_SLOTS)
-        return pn_error_set(PN_ERR_UNSUPPORTED, "%d optimizer slots", pn_params_n_slots(params));
-    for (int s = 0; s < pn_params_n_slots(params); s++) {
+    if (n_slots > PN_STATE_MAX_SLOTS)
+        return pn_error_set(PN_ERR_UNSUPPORTED, "%d optimizer slots", n_slots);
+    for (int s = 0; s < n_slots; s++) {
         for (slot_of[s] = 0; slot_of[s] < st->n_slot_names; slot_of[s]++)
-            if (!strcmp(st->slot_names[slot_of[s]], pn_params_slot_name(params, s))) break;
+            if (!strcmp(st->slot_names[slot_of[s]], names[s])) break;
         if (slot_of[s] == st->n_slot_names)
             return pn_error_set(PN_ERR_INVALID, "%s: has no optimizer slot '%s' (was it written "
                                                 "with another optimizer?)",
-                                path, pn_params_slot_name(params, s));
+                                path, names[s]);
     }
     return PN_OK;
 }
 
-/* Reads this rank's parameters from r into its arena: each whole, a tied copy from
- * its table, a split table's own rows (shard k of D: rows k, k + D, ...). */
-static int read_own(pn_snapshot_reader *r, pn_params *params, const int *slot_of)
+/* Reads this rank's parameters from r into its arena (and its slots into slots, a
+ * sharded optimizer's, when not NULL): each whole, a tied copy from its table, a
+ * split table's own rows (shard k of D: rows k, k + D, ...), a sharded optimizer's
+ * run of a dense parameter's slots. */
+static int read_own(pn_snapshot_reader *r, pn_params *params, const pn_slot_parts *slots,
+                    const int *slot_of)
 {
     bool host = pn_params_device(params).kind == PN_DEVICE_HOST;
     size_t largest = 1;
@@ -393,19 +457,26 @@ static int read_own(pn_snapshot_reader *r, pn_params *params, const int *slot_of
     if (!host && !staging)
         return pn_error_set(PN_ERR_NOMEM, "out of memory for %zu floats", largest);
     int shards, shard, rc = PN_OK;
+    int n_slots = slots ? slots->n_slots : pn_params_n_slots(params);
     pn_params_shards(params, &shards, &shard);
     for (int i = 0; rc == PN_OK && i < pn_params_count(params); i++) {
         const pn_param *p = pn_params_get(params, i);
         bool split = pn_params_split(params, p);
         const char *name = p->tie ? p->tie : p->name;
-        for (int a = -1; rc == PN_OK && a < pn_params_n_slots(params); a++) {
-            pn_matrix m = a < 0 ? pn_params_value(params, i) : pn_params_slot(params, a, i);
+        for (int a = -1; rc == PN_OK && a < n_slots; a++) {
+            size_t at = 0, n = 0;
+            pn_matrix m = pn_params_value(params, i);
+            if (a >= 0 && !slot_of_param(params, slots, i, a, &at, &n, &m)) continue;
             bool direct = m.device.kind == PN_DEVICE_HOST && pn_matrix_dense(m);
             float *to = direct ? m.data : staging;
-            rc = split ? pn_snapshot_reader_rows(r, name, a < 0 ? -1 : slot_of[a], p->table_rows,
-                                                 p->cols, shard, shards, p->rows, to)
-                       : pn_snapshot_reader_rows(r, name, a < 0 ? -1 : slot_of[a], p->rows,
-                                                 p->cols, 0, 1, p->rows, to);
+            int slot = a < 0 ? -1 : slot_of[a];
+            if (a >= 0 && slots && !p->row_sparse) /* its run: whatever D wrote the file */
+                rc = pn_snapshot_reader_run(r, name, slot, p->rows, p->cols, at, n, to);
+            else if (split)
+                rc = pn_snapshot_reader_rows(r, name, slot, p->table_rows, p->cols, shard,
+                                             shards, p->rows, to);
+            else
+                rc = pn_snapshot_reader_rows(r, name, slot, p->rows, p->cols, 0, 1, p->rows, to);
             if (rc == PN_OK && !direct) rc = pn_matrix_write(&m, staging);
         }
     }
@@ -433,15 +504,20 @@ int pn_checkpoint_find(pn_comm *c, const char *resume, const char *dir, char *pa
     return pn_comm_broadcast(c, path, cap); /* every rank takes what rank 0 found */
 }
 
-int pn_checkpoint_load(pn_comm *c, pn_params *params, const char *path,
-                       pn_progress_mark *mark)
+int pn_checkpoint_load(pn_comm *c, pn_params *params, const pn_slot_parts *slots,
+                       const char *path, pn_progress_mark *mark)
 {
     pn_snapshot_reader *r = NULL;
     int slot_of[PN_STATE_MAX_SLOTS] = {0};
+    const char *names[PN_STATE_MAX_SLOTS];
+    int n_slots = slots ? slots->n_slots : pn_params_n_slots(params);
+    for (int s = 0; s < n_slots && s < PN_STATE_MAX_SLOTS; s++)
+        names[s] = slots ? slots->names[s] : pn_params_slot_name(params, s);
     /* every rank reads its own part of the file: read-only opens, side by side */
     int rc = pn_snapshot_reader_open(path, &r);
-    if (rc == PN_OK) rc = match_slots(pn_snapshot_reader_header(r), params, path, slot_of);
-    if (rc == PN_OK) rc = read_own(r, params, slot_of);
+    if (rc == PN_OK)
+        rc = match_slots(pn_snapshot_reader_header(r), n_slots, names, path, slot_of);
+    if (rc == PN_OK) rc = read_own(r, params, slots, slot_of);
     long counters[3] = {0};
     if (rc == PN_OK) {
         const pn_train_state *h = pn_snapshot_reader_header(r);

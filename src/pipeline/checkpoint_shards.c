@@ -20,15 +20,16 @@ int pn_shards_any(pn_comm *c, const pn_params *p, bool *any)
 int pn_shard_layout_make(pn_shard_layout *l, const pn_grid *g, int n_slots, const char *own,
                          const char *indexes, const size_t *index_bytes)
 {
-    *l = (pn_shard_layout){g->stages, g->replicas, n_slots, NULL, NULL};
+    *l = (pn_shard_layout){g->stages, g->replicas, n_slots, NULL, NULL, NULL};
     l->items = calloc((size_t)g->stages, sizeof *l->items);
     l->counts = calloc((size_t)g->stages, sizeof *l->counts);
-    if (!l->items || !l->counts) return pn_error_set(PN_ERR_NOMEM, "out of memory");
+    l->pieces = calloc((size_t)g->stages, sizeof *l->pieces);
+    if (!l->items || !l->counts || !l->pieces) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     const char *index = indexes;
     for (int s = 0; s < g->stages; s++) {
         size_t floats;
         PN_TRY(pn_params_unpack_index(s ? index : own, index_bytes[s], &l->items[s],
-                                      &l->counts[s], &floats));
+                                      &l->counts[s], &floats, &l->pieces[s]));
         if (s) index += index_bytes[s];
     }
     return PN_OK;
@@ -40,7 +41,9 @@ void pn_shard_layout_free(pn_shard_layout *l)
         pn_params_free_index(l->items[s], l->counts[s]);
     free(l->items);
     free(l->counts);
+    free(l->pieces);
     l->items = NULL;
     l->counts = NULL;
+    l->pieces = NULL;
 }
 

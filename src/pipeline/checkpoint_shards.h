@@ -17,11 +17,13 @@
 /* Whether any stage of the job has a split table (collective: one answer for all). */
 int pn_shards_any(pn_comm *c, const pn_params *p, bool *any);
 
-/* Rank 0's view of the stages' indexes: which parameters, which split. */
+/* Rank 0's view of the stages' indexes: which parameters, which split, and how a
+ * sharded optimizer's replicas cut the dense ones. */
 typedef struct pn_shard_layout {
     int stages, replicas, n_slots;
     pn_param **items; /* [stages] unpacked indexes */
     int *counts;
+    size_t *pieces;   /* [stages] their gradient pieces (pn_params_grad_piece) */
 } pn_shard_layout;
 
 /* From stage 0's packed index (own) and stages 1 .. P-1's back to back (indexes). */

@@ -34,7 +34,7 @@ static int add_link(pn_gen_stages *s, int p, int peer, int consumer, bool sends)
 {
     const pn_graph_node *n = &s->graph->nodes[p];
     pn_link_spec spec = {PN_LINK_VALUE, sends, p, n->name, peer, n->layer->out_shape.width,
-                         s->n_max, 1, 0, consumer, 1, s->n_max};
+                         s->n_max, 1, 0, consumer, 1, s->n_max, false /* fp32 */};
     return pn_link_create(s->comm, &spec, &s->links[s->n_links++]);
 }
 

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/trace.h"
 #include "math/ops.h"
+#include "pipeline/arg_bf16.h"
 
 enum { MAX_INPUTS = 64 };
 
@@ -41,6 +42,8 @@ struct pn_network {
     pn_arg_plan plan;
     pn_buffer *value_slots;
     pn_grad_store *grads, own_grads;
+    bool bf16;             /* options.precision: arguments in bf16 (arg_bf16.h) */
+    pn_bf16_frame frame;   /* the call running now */
 };
 
 /* Marks the nodes held: the members, and whatever they consume (supplied). */
@@ -71,7 +74,8 @@ static int plan_memory(pn_network *net, const pn_network_options *o)
     net->share = true;
     pn_grad_store_init(&net->own_grads, o->device);
     net->grads = o->grads ? o->grads : &net->own_grads;
-    PN_TRY(pn_arg_plan_make(&net->plan, net->graph, o->member, !o->forward_only));
+    PN_TRY(pn_arg_plan_make(&net->plan, net->graph, o->member, !o->forward_only,
+                            o->precision));
     int n = net->plan.n_value_slots;
     if (!(net->value_slots = calloc((size_t)(n ? n : 1), sizeof *net->value_slots)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
@@ -88,6 +92,7 @@ int pn_network_create(pn_network **out, const pn_graph *g, const pn_network_opti
     net->device = o->device;
     net->params = params;
     net->forward_only = o->forward_only;
+    net->bf16 = o->precision == PN_PRECISION_BF16;
     net->nodes = calloc((size_t)g->n_nodes, sizeof *net->nodes);
     net->inst = calloc((size_t)g->n_nodes, sizeof *net->inst);
     net->args = calloc((size_t)g->n_nodes, sizeof *net->args);
@@ -194,15 +199,22 @@ int pn_network_plan(pn_network *net, int max_batch)
         const pn_graph_node *gn = &net->graph->nodes[net->nodes[i].node];
         PN_TRY(pn_layer_check_batch(gn->layer, max_batch));
         const pn_buffer *value_on, *grad_on;
-        int rc = planned_storage(net, net->nodes[i].node, max_batch, &value_on, &grad_on);
+        int gi = net->nodes[i].node;
+        int rc = planned_storage(net, gi, max_batch, &value_on, &grad_on);
+        bool value_bf16 = net->share && net->plan.value_bf16[gi];
+        bool grad_bf16 = net->share && net->plan.grad_bf16[gi];
         if (rc == PN_OK)
-            rc = pn_arg_reserve_on(&net->args[net->nodes[i].node], net->device,
-                                   gn->layer->out_shape, max_batch,
-                                   gn->needs_grad && !net->forward_only, value_on, grad_on);
+            rc = pn_arg_reserve_on_bf16(&net->args[gi], net->device, gn->layer->out_shape,
+                                        max_batch, gn->needs_grad && !net->forward_only,
+                                        value_on, grad_on, value_bf16, grad_bf16);
         const pn_json_at *at = &gn->layer->where;
         if (rc < 0)
             return pn_error_wrap(rc, "%s: %s: the output of %d samples (layer '%s')", at->file,
                                  at->path, max_batch, gn->name);
+    }
+    if (net->bf16 && net->share) {
+        size_t work = pn_arg_plan_work_bytes(&net->plan, net->graph, max_batch);
+        if (work > 0) PN_TRY(pn_grad_store_reserve_work(net->grads, work));
     }
     net->max_batch = max_batch;
     net->batch = max_batch;
@@ -285,6 +297,20 @@ int pn_network_pull_source(pn_network *net, int k, const pn_layer_inst **layer, 
     return PN_OK;
 }
 
+/* Node gi's forward (backward) in a bf16 network: on fp32 views of its bf16-stored
+ * arguments, what it wrote rounded to bf16 after (arg_bf16.h). */
+static int bf16_call(pn_network *net, int gi, const pn_pass *pass, bool backward)
+{
+    pn_bf16_frame *f = &net->frame;
+    PN_TRY(pn_bf16_call_begin(f, net->share ? &net->plan : NULL, net->graph, net->args, gi,
+                              backward, net->share ? &net->grads->work : NULL));
+    pn_arg *const *in = inputs_of(net, gi);
+    int rc = backward ? pn_layer_backward(&net->inst[gi], pass, in, &net->args[gi])
+                      : pn_layer_forward(&net->inst[gi], pass, in, &net->args[gi]);
+    int end = pn_bf16_call_end(f, net->graph, net->args, gi, backward, rc == PN_OK);
+    return rc < 0 ? rc : end;
+}
+
 int pn_network_forward(pn_network *net, const pn_pass *pass)
 {
     for (int i = 0; i < net->n; i++) {
@@ -294,7 +320,10 @@ int pn_network_forward(pn_network *net, const pn_pass *pass)
         pn_layer_stats kept = net->inst[gi].stats;
         pn_arg *const *in = inputs_of(net, gi);
         inherit_lengths(&net->args[gi], in, net->graph->nodes[gi].n_inputs);
-        PN_TRY(pn_layer_forward(&net->inst[gi], pass, in, &net->args[gi]));
+        if (net->bf16)
+            PN_TRY(bf16_call(net, gi, pass, false));
+        else
+            PN_TRY(pn_layer_forward(&net->inst[gi], pass, in, &net->args[gi]));
         if (net->forward_s) net->forward_s[gi] = pn_now() - start;
         if (pass->recompute) net->inst[gi].stats = kept; /* counted by the first forward */
         PN_TRACE(net->graph->nodes[gi].name, pass->training ? "forward" : "eval forward", NULL,
@@ -305,6 +334,8 @@ int pn_network_forward(pn_network *net, const pn_pass *pass)
 
 int pn_network_step(pn_network *net, int pos, int n)
 {
+    if (net->bf16) /* generation runs forward-only networks, which stay fp32 */
+        return pn_error_set(PN_ERR_UNSUPPORTED, "generation steps through a bf16 network");
     if (n < 1 || n > net->max_batch)
         return pn_error_set(PN_ERR_INTERNAL, "step of %d sequences outside the planned 1..%d",
                             n, net->max_batch);
@@ -374,14 +405,22 @@ int pn_network_backward_run(pn_network *net, const pn_pass *pass)
         if (!net->nodes[i].computed || !net->graph->nodes[gi].needs_grad) continue;
         pn_layer_inst *x = &net->inst[gi];
         double t0 = PN_TRACE_T0(), start = net->backward_s ? pn_now() : 0.0;
-        PN_TRY(pn_layer_backward(x, pass, inputs_of(net, gi), &net->args[gi]));
+        if (net->bf16)
+            PN_TRY(bf16_call(net, gi, pass, true));
+        else
+            PN_TRY(pn_layer_backward(x, pass, inputs_of(net, gi), &net->args[gi]));
         if (net->backward_s) net->backward_s[gi] = pn_now() - start;
         PN_TRACE(net->graph->nodes[gi].name, "backward", NULL, pass->step, pass->micro, t0);
         if (net->grads_ready && x->layer->n_params > 0)
             PN_TRY(net->grads_ready(net->grads_ready_ctx, x));
     }
-    for (int i = 0; i < net->n; i++) /* what nothing produced is zeros, as before */
-        PN_TRY(pn_arg_grad_zero_stale(&net->args[net->nodes[i].node]));
+    for (int i = 0; i < net->n; i++) { /* what nothing produced is zeros, as before */
+        int gi = net->nodes[i].node;
+        if (net->bf16 && net->share && net->plan.grad_bf16[gi])
+            net->args[gi].grad_stale = false; /* a slot, dead now: nothing reads it */
+        else
+            PN_TRY(pn_arg_grad_zero_stale(&net->args[gi]));
+    }
     return PN_OK;
 }
 
@@ -415,6 +454,11 @@ size_t pn_network_arg_bytes(const pn_network *net)
         bytes += net->value_slots[k].capacity;
     if (net->grads == &net->own_grads) bytes += pn_grad_store_bytes(&net->own_grads);
     return bytes;
+}
+
+size_t pn_network_work_bytes(const pn_network *net)
+{
+    return net->bf16 && net->share ? pn_grad_store_work_bytes(net->grads) : 0;
 }
 
 const pn_layer_stats *pn_network_node_stats(const pn_network *net, int node)

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "layers/layer.h"
+#include "math/precision.h"
 #include "pipeline/arg_plan.h"
 #include "pipeline/graph.h"
 
@@ -32,6 +33,14 @@ typedef struct pn_network_options {
      * inputs' holds its values after a backward. */
     bool share_memory;
     pn_grad_store *grads;
+    /* PN_PRECISION_BF16: after every layer call (forward, a recompute's forward,
+     * backward) what the layer wrote into an argument is rounded to bf16 (the
+     * output's value; the input gradients); with share_memory the planned slots store
+     * bf16 and layers compute on fp32 copies in grads' work area (pipeline/arg_bf16.h
+     * says what is and is not rounded). The same bits with share_memory on and off.
+     * The network does not read pn_math_precision (which makes GEMMs round their
+     * operands): the trainer sets both. pn_network_step refuses a bf16 network. */
+    pn_precision precision;
     /* pn_network_build only: */
     int copies;          /* networks over the one arena (0 counts as 1) */
     bool init;           /* fill the new arena's values from (seed, parameter name) */
@@ -128,8 +137,14 @@ void pn_network_time_layers(pn_network *net, double *forward_s, double *backward
 
 /* Bytes of the blocks the network's arguments hold now (values, gradients, ids),
  * inputs supplied by the caller included, its planned value slots too; layer
- * scratch and a shared pn_grad_store (options.grads) are not counted. */
+ * scratch and a shared pn_grad_store (options.grads) are not counted, nor the work
+ * area of a bf16 network (pn_network_work_bytes). */
 size_t pn_network_arg_bytes(const pn_network *net);
+
+/* Bytes of the fp32 work area the network's bf16 layer calls use (in its gradient
+ * store, shared with the stage's other networks when options.grads is given); 0 for
+ * an fp32 or unplanned network. */
+size_t pn_network_work_bytes(const pn_network *net);
 
 /* Loss statistics of the member loss layers since the last reset, summed; and
  * those of one node (NULL unless it is a loss layer computed here). */

@@ -237,7 +237,7 @@ int pn_optimizer_create_sharded(pn_optimizer **out, const pn_optimizer_config *c
     const char *names[2];
     int n;
     PN_TRY(make(&o, cfg, params, names, &n));
-    if (n > 0) o->slot1 = 0; /* handles of the whole slots pn_optimizer_shard_gather adds */
+    if (n > 0) o->slot1 = 0; /* which slots there are; the arena holds none of them */
     if (n > 1) o->slot2 = 1;
     int rc = pn_opt_shard_create(&o->shard, params, comm, n, names);
     if (rc < 0) {
@@ -255,19 +255,12 @@ void pn_optimizer_free(pn_optimizer *o)
     free(o);
 }
 
-int pn_optimizer_shard_gather(pn_optimizer *o)
-{
-    return o->shard ? pn_opt_shard_give(o->shard) : PN_OK;
-}
+bool pn_optimizer_sharded(const pn_optimizer *o) { return o->shard && o->slot1 >= 0; }
 
-int pn_optimizer_shard_scatter(pn_optimizer *o)
+bool pn_optimizer_slot_part(const pn_optimizer *o, int i, int k, size_t *at, size_t *n,
+                            pn_matrix *slot)
 {
-    return o->shard ? pn_opt_shard_take(o->shard) : PN_OK;
-}
-
-void pn_optimizer_shard_drop(pn_optimizer *o)
-{
-    if (o->shard) pn_params_drop_slots(o->params);
+    return o->shard && pn_opt_shard_slot(o->shard, i, k, at, n, slot);
 }
 
 size_t pn_optimizer_slot_floats(const pn_optimizer *o)

@@ -118,14 +118,15 @@ const pn_optimizer_config *pn_optimizer_config_of(const pn_optimizer *o);
 int pn_optimizer_create_sharded(pn_optimizer **out, const pn_optimizer_config *cfg,
                                 pn_params *params, pn_comm *comm);
 
-/* Around a snapshot: _gather puts the whole slots back in the arena (every replica's
- * part gathered, collective over the replicas), so a snapshot is written or read as
- * without sharding; after a load _scatter keeps this replica's part of them and frees
- * them, after a save _drop frees them (the parts are unchanged). All do nothing for
- * an optimizer that is not sharded. */
-int pn_optimizer_shard_gather(pn_optimizer *o);
-int pn_optimizer_shard_scatter(pn_optimizer *o);
-void pn_optimizer_shard_drop(pn_optimizer *o);
+/* Whether o keeps only this replica's part of its slots (created sharded, with slots). */
+bool pn_optimizer_sharded(const pn_optimizer *o);
+
+/* A sharded o's slot k of parameter i as this replica keeps it, as a snapshot writes
+ * and reads it (pipeline/checkpoint.h: pn_slot_parts): a dense parameter's run of *n
+ * values from value *at (row-major) as a 1 x n view, a row-sparse one's whole rows x
+ * cols (*at 0); false when it keeps none of it, or o is not sharded. */
+bool pn_optimizer_slot_part(const pn_optimizer *o, int i, int k, size_t *at, size_t *n,
+                            pn_matrix *slot);
 
 /* Floats of optimizer state per slot this rank holds (0 without slots). */
 size_t pn_optimizer_slot_floats(const pn_optimizer *o);

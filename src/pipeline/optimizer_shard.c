@@ -1,8 +1,9 @@
-/* pn_opt_shard: the replica's part of the optimizer's slots, and the moves between
- * it, the arena's whole slots and the replicas (optimizer_shard.h). A dense
- * parameter's part is its gradient slice cut to this replica's piece [lo, hi) of the
- * gradient buffer; its slot part sits at the same place less lo in the compact slot
- * buffer, after which come the row-sparse parameters' whole slices. */
+/* pn_opt_shard: the replica's part of the optimizer's slots, and the gather of the
+ * values its update makes (optimizer_shard.h). A dense parameter's part is its
+ * gradient slice cut to this replica's piece [lo, lo + piece) of the gradient buffer
+ * (pn_params_piece_run, which a snapshot's index uses too); its slot part sits at the
+ * same place less lo in the compact slot buffer, after which come the row-sparse
+ * parameters' whole slices. */
 #include "pipeline/optimizer_shard.h"
 
 #include <limits.h>
@@ -15,7 +16,7 @@ struct pn_opt_shard {
     pn_params *params;
     pn_comm *comm;
     int replicas;
-    size_t piece, lo, hi;  /* this replica's run of the gradient buffer, hi <= its size */
+    size_t piece, lo;      /* this replica's run of the gradient buffer starts at lo */
     int n_slots;
     const char *names[2];
     pn_buffer slots[2];    /* [piece] dense part, then the row-sparse slices */
@@ -43,9 +44,10 @@ int pn_opt_shard_create(pn_opt_shard **out, pn_params *params, pn_comm *comm, in
         free(sh);
         return pn_error_set(PN_ERR_NOMEM, "out of memory for the sharded optimizer");
     }
-    *sh = (pn_opt_shard){params, comm, g->replicas, piece, 0, 0, n_slots, {0}, {{0}}, 0,
+    *sh = (pn_opt_shard){params, comm, g->replicas, piece, 0, n_slots, {0}, {{0}}, 0,
                          sh->sparse_at, g->replica};
-    pn_params_grad_own(params, &sh->lo, &sh->hi);
+    size_t hi;
+    pn_params_grad_own(params, &sh->lo, &hi);
     size_t at = piece;
     for (int i = 0; i < n; i++) {
         const pn_param *q = pn_params_get(params, i);
@@ -84,13 +86,11 @@ static pn_matrix run_of(const pn_buffer *buf, size_t at, size_t n)
     return pn_matrix_cols(all, (int)at, (int)n);
 }
 
-/* Dense parameter q's overlap [*a, *b) with [lo, hi), in gradient floats. */
-static bool overlap(const pn_param *q, size_t lo, size_t hi, size_t *a, size_t *b)
+/* Dense parameter q's overlap [*a, *b) with this replica's piece, in gradient floats. */
+static bool overlap(const pn_opt_shard *sh, const pn_param *q, size_t *a, size_t *b)
 {
-    size_t first = q->grad_offset, end = first + count_of(q);
-    *a = first > lo ? first : lo;
-    *b = end < hi ? end : hi;
-    return !q->row_sparse && *a < *b;
+    return !q->row_sparse &&
+           pn_params_piece_run(q->grad_offset, count_of(q), sh->piece, sh->replica, a, b);
 }
 
 bool pn_opt_shard_part(const pn_opt_shard *sh, int i, pn_matrix *w, pn_matrix *g,
@@ -106,7 +106,7 @@ bool pn_opt_shard_part(const pn_opt_shard *sh, int i, pn_matrix *w, pn_matrix *g
         return true;
     }
     size_t a, b;
-    if (!overlap(q, sh->lo, sh->hi, &a, &b)) return false;
+    if (!overlap(sh, q, &a, &b)) return false;
     pn_matrix values = pn_params_all_values(sh->params), grads = pn_params_all_grads(sh->params);
     *w = pn_matrix_cols(values, (int)(q->offset + (a - q->grad_offset)), (int)(b - a));
     *g = pn_matrix_cols(grads, (int)a, (int)(b - a));
@@ -130,8 +130,8 @@ static pn_matrix mine_of(const pn_opt_shard *sh)
 }
 
 /* Every replica's piece (mine_of) into the whole gradient buffer, then each dense
- * parameter's slice of it into `into` (1 x the arena: the values, or a whole slot),
- * then the gradients zero. */
+ * parameter's slice of it into `into` (1 x the arena's values), then the gradients
+ * zero. */
 static int gather_into(pn_opt_shard *sh, pn_matrix into)
 {
     if (sh->piece == 0) return PN_OK; /* no dense parameter on this stage */
@@ -148,70 +148,42 @@ static int gather_into(pn_opt_shard *sh, pn_matrix into)
     return pn_fill(&grads, 0.0f);
 }
 
-/* This replica's part of `whole` (1 x the arena: values or a whole slot) into `mine`,
- * or the other way (back). */
-static int move_part(pn_opt_shard *sh, pn_matrix whole, pn_matrix part, bool back)
+/* This replica's part of `whole` (1 x the arena's values) into `part`. */
+static int take_part(pn_opt_shard *sh, pn_matrix whole, pn_matrix part)
 {
     for (int i = 0; i < pn_params_count(sh->params); i++) {
         const pn_param *q = pn_params_get(sh->params, i);
         size_t a, b;
-        if (!overlap(q, sh->lo, sh->hi, &a, &b)) continue;
+        if (!overlap(sh, q, &a, &b)) continue;
         pn_matrix w = pn_matrix_cols(whole, (int)(q->offset + (a - q->grad_offset)), (int)(b - a));
         pn_matrix m = pn_matrix_cols(part, (int)(a - sh->lo), (int)(b - a));
-        PN_TRY(back ? pn_copy(&m, &w) : pn_copy(&w, &m));
+        PN_TRY(pn_copy(&w, &m));
     }
     return PN_OK;
 }
 
-/* Between a whole slot and the row-sparse slices of this replica's slot k. */
-static int move_sparse(pn_opt_shard *sh, int k, pn_matrix whole, bool back)
+bool pn_opt_shard_slot(const pn_opt_shard *sh, int i, int k, size_t *at, size_t *n,
+                       pn_matrix *slot)
 {
-    for (int i = 0; i < pn_params_count(sh->params); i++) {
-        const pn_param *q = pn_params_get(sh->params, i);
-        if (!q->row_sparse || count_of(q) == 0) continue;
-        pn_matrix w = pn_matrix_cols(whole, (int)q->offset, (int)count_of(q));
-        pn_matrix m = run_of(&sh->slots[k], sh->sparse_at[i], count_of(q));
-        PN_TRY(back ? pn_copy(&m, &w) : pn_copy(&w, &m));
+    const pn_param *q = pn_params_get(sh->params, i);
+    size_t a, b;
+    if (k < 0 || k >= sh->n_slots || count_of(q) == 0) return false;
+    if (q->row_sparse) {
+        *at = 0;
+        *n = count_of(q);
+        *slot = pn_matrix_reshape(run_of(&sh->slots[k], sh->sparse_at[i], *n), q->rows, q->cols);
+        return true;
     }
-    return PN_OK;
-}
-
-int pn_opt_shard_take(pn_opt_shard *sh)
-{
-    if (pn_params_n_slots(sh->params) != sh->n_slots)
-        return pn_error_set(PN_ERR_INTERNAL, "sharded optimizer: the arena has %d slots, not %d",
-                            pn_params_n_slots(sh->params), sh->n_slots);
-    for (int k = 0; k < sh->n_slots; k++) {
-        pn_matrix whole = pn_params_all_slot(sh->params, k);
-        pn_matrix dense = run_of(&sh->slots[k], 0, sh->piece);
-        PN_TRY(move_part(sh, whole, dense, false));
-        PN_TRY(move_sparse(sh, k, whole, false));
-    }
-    pn_params_drop_slots(sh->params);
-    return PN_OK;
-}
-
-int pn_opt_shard_give(pn_opt_shard *sh)
-{
-    if (pn_params_n_slots(sh->params) != 0)
-        return pn_error_set(PN_ERR_INTERNAL, "sharded optimizer: whole slots given twice");
-    for (int k = 0; k < sh->n_slots; k++) {
-        int handle;
-        PN_TRY(pn_params_add_slot(sh->params, sh->names[k], &handle));
-        pn_matrix whole = pn_params_all_slot(sh->params, handle);
-        if (sh->piece > 0) {
-            pn_matrix dense = run_of(&sh->slots[k], 0, sh->piece), mine = mine_of(sh);
-            PN_TRY(pn_copy(&dense, &mine));
-        }
-        PN_TRY(gather_into(sh, whole));
-        PN_TRY(move_sparse(sh, k, whole, true));
-    }
-    return PN_OK;
+    if (!overlap(sh, q, &a, &b)) return false;
+    *at = a - q->grad_offset;
+    *n = b - a;
+    *slot = run_of(&sh->slots[k], a - sh->lo, b - a);
+    return true;
 }
 
 int pn_opt_shard_finish(pn_opt_shard *sh)
 {
     if (sh->piece == 0) return PN_OK;
-    PN_TRY(move_part(sh, pn_params_all_values(sh->params), mine_of(sh), false));
+    PN_TRY(take_part(sh, pn_params_all_values(sh->params), mine_of(sh)));
     return gather_into(sh, pn_params_all_values(sh->params));
 }

@@ -4,9 +4,8 @@
  * parameter (those are updated row by row on every replica, as without sharding).
  * After its update each replica's piece of the values is gathered by all, through the
  * gradient buffer, which has room for every piece and is zero again afterwards. The
- * arena holds no slots meanwhile: _give puts whole slots back (before a snapshot is
- * written or read), _take cuts them to this replica's part and frees them. Private
- * to optimizer.c. */
+ * arena never holds slots: a snapshot writes and reads each replica's part where it
+ * is (pn_opt_shard_slot). Private to optimizer.c. */
 #ifndef PN_OPTIMIZER_SHARD_H
 #define PN_OPTIMIZER_SHARD_H
 
@@ -23,13 +22,12 @@ int pn_opt_shard_create(pn_opt_shard **out, pn_params *params, pn_comm *comm, in
                         const char *const *names);
 void pn_opt_shard_free(pn_opt_shard *sh);
 
-/* The arena's whole slots (as added by pn_params_add_slot, handles 0 ..) into this
- * replica's part; the arena's slots are then dropped. */
-int pn_opt_shard_take(pn_opt_shard *sh);
-
-/* Adds the whole slots back to the arena, every replica's part gathered (collective
- * over the stage's replicas). */
-int pn_opt_shard_give(pn_opt_shard *sh);
+/* Slot k of parameter i as this replica keeps it: a dense parameter's run of *n
+ * values from value *at of the parameter (row-major; it may start and end mid-row)
+ * as a 1 x n view, a row-sparse one's whole (*at 0: its rows x cols); false when it
+ * keeps none of it. */
+bool pn_opt_shard_slot(const pn_opt_shard *sh, int i, int k, size_t *at, size_t *n,
+                       pn_matrix *slot);
 
 /* Parameter i's part this replica updates: values, gradient and slot views (1 x n of
  * its own run for a dense parameter, its rows x cols for a row-sparse one); false

@@ -331,6 +331,17 @@ static int finish_stages(pn_plan *p, const pn_graph *g)
     return PN_OK;
 }
 
+void pn_plan_set_precision(pn_plan *p, pn_precision precision)
+{
+    double bytes[] = {[PN_PRECISION_FP32] = 4.0, [PN_PRECISION_BF16] = 2.0};
+    double scale = bytes[precision] / bytes[p->precision];
+    for (int c = 0; c < p->chunks; c++) {
+        p->cost[c].send_bytes *= scale;
+        p->cost[c].recv_bytes *= scale;
+    }
+    p->precision = precision;
+}
+
 int pn_plan_build_virtual(pn_plan **out, const pn_graph *g, int stages, int virtual_stages,
                           const double *layer_s)
 {

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "math/precision.h"
 #include "pipeline/graph.h"
 #include "pipeline/schedule.h"
 
@@ -35,7 +36,13 @@ typedef struct pn_plan {
     int *stage_of;        /* [graph->n_nodes]: stage of each layer, chunk_of mod P (chunk c
                              runs on stage c mod P); -1 for data inputs */
     pn_stage_cost *cost;  /* [chunks] (with one virtual stage: [stages]) */
+    pn_precision precision; /* of the links' bytes in cost (pn_plan_set_precision) */
 } pn_plan;
+
+/* The links' bytes of a run in precision (a bf16 run's carry 2 bytes a value, not
+ * 4: math/precision.h): what the plan prints and predicts from; built plans are
+ * fp32's. The cut does not change: a uniform scale leaves its choice alone. */
+void pn_plan_set_precision(pn_plan *p, pn_precision precision);
 
 /* Places g's layers. stages > 0: that many stages (automatic unless the model has
  * "stage" attributes, which must then use exactly stages stages); stages == 0: from
@@ -86,14 +93,18 @@ double pn_plan_activation_bytes(const pn_plan *p, const pn_schedule *s, int stag
 /* The argument bytes (values and gradients) of stage's networks at the peak of
  * schedule s (one network per chunk under recompute), with micro-batches of
  * micro_batch samples: *own with every argument in a block of its own
- * (`train --no-share-memory`), *shared as the activation memory planner
- * (pipeline/arg_plan.h) lays them out, gradients in one store for the stage. */
+ * (`train --no-share-memory`; fp32 in either precision), *shared as the activation
+ * memory planner (pipeline/arg_plan.h) lays them out in precision (bf16 slots),
+ * gradients in one store for the stage; *work (NULL: not asked) the fp32 work area
+ * the stage's bf16 layer calls share (pipeline/arg_bf16.h; 0 in fp32). */
 int pn_plan_arg_bytes(const pn_plan *p, const pn_graph *g, const pn_schedule *s, int stage,
-                      int micro_batch, bool recompute, double *own, double *shared);
+                      int micro_batch, bool recompute, pn_precision precision, double *own,
+                      double *shared, double *work);
 
-/* Prints both per stage, and the same under --recompute (plan_args.c). */
+/* Prints them per stage, and the same under --recompute (plan_args.c), for the run's
+ * precision. */
 int pn_plan_print_arg_memory(const pn_plan *p, const pn_graph *g, const pn_schedule *s,
-                             int micro_batch, FILE *out);
+                             int micro_batch, pn_precision precision, FILE *out);
 
 /* Prints the per-stage table of `pipenet plan` for a layout of `replicas` copies of
  * the pipeline with `micro` micro-batches of `micro_batch` samples under schedule s:

@@ -254,7 +254,9 @@ static json_t *stage_json(const pn_plan *p, const pn_graph *g, const pn_schedule
     put(o, "activation_bytes",
         json_real(pn_plan_activation_bytes(p, s, st, micro_batch, false)), bad);
     double own, shared; /* the activation memory planner's (plan_args.c) */
-    if (pn_plan_arg_bytes(p, g, s, st, micro_batch, false, &own, &shared) < 0) *bad = 1;
+    if (pn_plan_arg_bytes(p, g, s, st, micro_batch, false, PN_PRECISION_FP32, &own, &shared,
+                          NULL) < 0)
+        *bad = 1;
     put(o, "arg_bytes_own", json_real(own), bad);
     put(o, "arg_bytes_shared", json_real(shared), bad);
     if (pr) {

@@ -46,7 +46,9 @@ static double chunk_activation_bytes(const pn_plan *p, const pn_schedule *s, int
 {
     const pn_stage_cost *x = &p->cost[c];
     double mb = (double)micro_batch, peak = chunk_peak(p, s, c);
-    return recompute ? x->activation_bytes * mb + x->recv_bytes * mb * peak
+    /* the kept inputs are floats, whatever the links carry */
+    double kept = x->recv_bytes * (p->precision == PN_PRECISION_BF16 ? 2.0 : 1.0);
+    return recompute ? x->activation_bytes * mb + kept * mb * peak
                      : x->activation_bytes * mb * peak;
 }
 
@@ -144,8 +146,9 @@ void pn_plan_print(const pn_plan *p, const pn_graph *g, const pn_schedule *s, in
             "FLOPs: forward + backward. act MiB: activations held at the schedule's peak\n"
             "(in flight x %d samples). recomp MiB: the same under `train --recompute` (one\n"
             "micro-batch's, plus the received values of those in flight). KiB: forward\n"
-            "values per micro-batch.\n",
-            micro_batch);
+            "values per micro-batch%s.\n",
+            micro_batch, p->precision == PN_PRECISION_BF16
+                             ? " in bf16 (MiB: fp32's; the planner's lines below: bf16)" : "");
     if (chunk_params != total.params)
         fprintf(out, "params: a %s counts the copy of a tied table it holds (an fc's \"tie\");\n"
                      "the total counts the table once.\n", chunked ? "chunk" : "stage");

@@ -16,23 +16,23 @@
 
 enum { COST_FORWARD = 1, COST_BACKWARD = 2 };
 
+static const pn_choice kind_items[] = {
+    [PN_SCHEDULE_GPIPE] = {"gpipe", "every forward of a step, then every backward"},
+    [PN_SCHEDULE_1F1B] = {"1f1b", "after a warm-up, one forward then one backward"},
+    [PN_SCHEDULE_INTERLEAVED] = {"interleaved", "1f1b over V chunks per stage (--virtual-stages)"},
+};
+_Static_assert(sizeof kind_items / sizeof *kind_items == PN_SCHEDULE_INTERLEAVED + 1,
+               "one line per pn_schedule_kind");
+const pn_choices pn_schedule_kinds = {"a schedule", PN_SCHEDULE_INTERLEAVED + 1, kind_items};
+
 int pn_schedule_kind_from_name(const char *name)
 {
-    if (!name) return -1;
-    if (strcmp(name, "gpipe") == 0) return PN_SCHEDULE_GPIPE;
-    if (strcmp(name, "1f1b") == 0) return PN_SCHEDULE_1F1B;
-    if (strcmp(name, "interleaved") == 0) return PN_SCHEDULE_INTERLEAVED;
-    return -1;
+    return name ? pn_choice_find(&pn_schedule_kinds, name) : -1;
 }
 
 const char *pn_schedule_kind_name(pn_schedule_kind kind)
 {
-    switch (kind) {
-    case PN_SCHEDULE_GPIPE: return "gpipe";
-    case PN_SCHEDULE_1F1B: return "1f1b";
-    case PN_SCHEDULE_INTERLEAVED: return "interleaved";
-    }
-    return "unknown";
+    return pn_choice_name(&pn_schedule_kinds, (int)kind);
 }
 
 void pn_schedule_free(pn_schedule *s)

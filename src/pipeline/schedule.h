@@ -23,6 +23,8 @@
 #ifndef PN_SCHEDULE_H
 #define PN_SCHEDULE_H
 
+#include "base/choices.h"
+
 typedef enum pn_schedule_kind {
     PN_SCHEDULE_GPIPE = 0,
     PN_SCHEDULE_1F1B = 1,
@@ -45,9 +47,13 @@ typedef struct pn_schedule {
     pn_action **actions; /* [stages][count[s]] */
 } pn_schedule;
 
-/* "gpipe" / "1f1b" / "interleaved" -> kind; -1 for anything else. */
+/* The one table of the schedules' names (--schedule, train.schedule), in
+ * pn_schedule_kind's order. */
+extern const pn_choices pn_schedule_kinds;
+
+/* A name of pn_schedule_kinds -> kind; -1 for anything else. */
 int pn_schedule_kind_from_name(const char *name);
-/* kind -> "gpipe" / "1f1b" / "interleaved" ("unknown" outside the enum). */
+/* kind -> its name ("?" outside the enum). */
 const char *pn_schedule_kind_name(pn_schedule_kind kind);
 
 /* Builds the action lists of gpipe or 1f1b (stages >= 1, micro >= 1); the same as

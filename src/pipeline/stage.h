@@ -18,6 +18,7 @@
 #include "io/reader.h"
 #include "layers/params.h"
 #include "mpi/comm.h"
+#include "math/precision.h"
 #include "pipeline/graph.h"
 #include "pipeline/network.h"
 #include "pipeline/plan.h"
@@ -45,6 +46,7 @@ typedef struct pn_stage_config {
     bool share_memory;           /* the activation memory planner (pipeline/arg_plan.h):
                                     one set of argument gradients for every network of
                                     the stage, values shared within each network */
+    pn_precision precision;      /* bf16: the links carry bf16 (math/precision.h) */
 } pn_stage_config;
 
 /* What the stage's activations take now: every network's arguments (values,
@@ -53,6 +55,7 @@ typedef struct pn_stage_config {
 typedef struct pn_stage_mem {
     int networks;
     size_t arg_bytes, kept_bytes, scratch_bytes;
+    size_t work_bytes; /* a bf16 stage's fp32 work area of a layer call (arg_bf16.h) */
 } pn_stage_mem;
 
 /* Builds this rank's stage: networks, arena (initialized from the seed), links. */

@@ -34,7 +34,9 @@ static int create_chunk(pn_stage *s, stage_chunk *ch, int v)
     if (!ch->nets || !ch->holder) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     pn_network_options o = {.member = ch->member, .device = s->cfg.device,
                             .forward_only = s->cfg.forward_only,
-                            .share_memory = s->cfg.share_memory, .grads = &s->grads};
+                            .share_memory = s->cfg.share_memory, .grads = &s->grads,
+                            .precision = s->cfg.forward_only ? PN_PRECISION_FP32
+                                                             : s->cfg.precision};
     for (int k = 0; k < ch->n_nets; k++) {
         ch->holder[k] = -1;
         PN_TRY(pn_network_create(&ch->nets[k], g, &o, s->params));
@@ -108,7 +110,8 @@ static int add_link(pn_stage *s, stage_chunk *ch, pn_link_kind kind, bool sends,
     pn_link_spec spec = {kind, sends, node, n->name, peer, shape.width,
                          s->cfg.eval_rows * shape.seq, s->micro,
                          lengths && kind == PN_LINK_VALUE ? shape.seq : 0, consumer,
-                         s->n_chunks, s->cfg.micro_rows * shape.seq};
+                         s->n_chunks, s->cfg.micro_rows * shape.seq,
+                         s->cfg.precision == PN_PRECISION_BF16};
     ch->peer_chunk[ch->n_links] = peer_chunk;
     return pn_link_create(s->cfg.comm, &spec, &ch->links[ch->n_links++]);
 }

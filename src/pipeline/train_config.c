@@ -50,7 +50,7 @@ static int read_path(const json_t *train, const pn_json_at *at, const char *key,
 const char *const pn_train_keys[] = {"batch", "epochs", "steps", "seed", "data", "eval",
                                      "eval_every", "recompute", "share_memory", "shard_optimizer",
                                      "schedule", "virtual_stages",
-                                     "device", "transport", "snapshot_dir", "snapshot_every",
+                                     "device", "transport", "precision", "snapshot_dir", "snapshot_every",
                                      "keep", "optimizer", NULL};
 
 /* The snapshot keys, as --snapshot-dir, --snapshot-every and --keep take them. */
@@ -67,8 +67,6 @@ static int read_snapshots(const json_t *train, const pn_json_at *at, pn_train_co
 
 int pn_train_config_from_json(const json_t *train, const char *file, pn_train_config *cfg)
 {
-    /* in pn_schedule_kind's order */
-    static const char *const schedules[] = {"gpipe", "1f1b", "interleaved"};
     if (!train) return PN_OK;
     pn_json_at top = pn_json_root(file), at = pn_json_field(&top, "train");
     PN_TRY(pn_json_known_keys(train, &at, pn_train_keys, NULL));
@@ -88,8 +86,8 @@ int pn_train_config_from_json(const json_t *train, const char *file, pn_train_co
     PN_TRY(pn_json_bool(train, &at, "share_memory", cfg->share_memory, &cfg->share_memory));
     PN_TRY(pn_json_bool(train, &at, "shard_optimizer", cfg->shard_optimizer,
                         &cfg->shard_optimizer));
-    PN_TRY(pn_json_choice(train, &at, "schedule", false, "a schedule", schedules, 3,
-                          cfg->schedule, &cfg->schedule));
+    PN_TRY(pn_json_choice_of(train, &at, "schedule", false, &pn_schedule_kinds, cfg->schedule,
+                             &cfg->schedule));
     long virtual_stages;
     PN_TRY(pn_json_int(train, &at, "virtual_stages", false, 2, 1 << 16, cfg->virtual_stages,
                        &virtual_stages));
@@ -98,6 +96,8 @@ int pn_train_config_from_json(const json_t *train, const char *file, pn_train_co
                              cfg->device_request, &cfg->device_request));
     PN_TRY(pn_json_choice_of(train, &at, "transport", false, &pn_transport_requests,
                              cfg->transport_request, &cfg->transport_request));
+    PN_TRY(pn_json_choice_of(train, &at, "precision", false, &pn_precisions, cfg->precision,
+                             &cfg->precision));
     PN_TRY(read_path(train, &at, "data", cfg->data));
     PN_TRY(read_path(train, &at, "eval", cfg->eval));
     PN_TRY(read_snapshots(train, &at, cfg));

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "math/device.h"
+#include "math/precision.h"
 #include "pipeline/optimizer.h"
 
 enum { PN_PATH_MAX = 1024 };
@@ -39,6 +40,7 @@ typedef struct pn_train_config {
     int device_request;        /* pn_device_request (the default: cpu) */
     pn_device device;          /* where this rank's stage lives: set by the trainer from
                                   device_request and the rank's place on its node */
+    int precision;             /* pn_precision (math/precision.h; the default: fp32) */
     int transport_request;     /* pn_transport_request (mpi/comm.h; the default: auto) */
     char snapshot_dir[PN_PATH_MAX]; /* "" for none */
     long snapshot_every;       /* steps between snapshots (0: only at the end and on signals) */

@@ -16,6 +16,7 @@
 #include "base/stop_signal.h"
 #include "base/trace.h"
 #include "pipeline/tracing.h"
+#include "pipeline/train_report.h"
 
 /* --- the stall watchdog ----------------------------------------------------------- */
 
@@ -235,6 +236,21 @@ static int stop_requested(trainer *t, int *sig)
     return pn_comm_max(t->comm, pn_stop_signal(), sig);
 }
 
+static bool opt_slot_part(void *ctx, int i, int k, size_t *at, size_t *n, pn_matrix *slot)
+{
+    return pn_optimizer_slot_part(ctx, i, k, at, n, slot);
+}
+
+/* A sharded optimizer's slots as a snapshot writes and reads them, each replica its
+ * own part (NULL: the slots are the arena's). */
+static const pn_slot_parts *slot_parts(trainer *t, pn_slot_parts *out)
+{
+    if (!pn_optimizer_sharded(t->opt)) return NULL;
+    *out = (pn_slot_parts){0, {NULL, NULL}, opt_slot_part, t->opt};
+    out->n_slots = pn_optimizer_slot_names(t->opt_cfg.kind, out->names);
+    return out;
+}
+
 /* Collective. A failure is known to every rank (they stop together) and leaves the
  * snapshots already in the directory as they were. */
 static int snapshot(trainer *t, pn_progress_mark mark)
@@ -244,12 +260,9 @@ static int snapshot(trainer *t, pn_progress_mark mark)
     pn_comm_watch_as(t->comm, snapshot_bound(t), "the bound of a snapshot, docs/running.md",
                      "writing the snapshot of step %ld", mark.step);
     pn_run_settings run = {t->config, t->cfg.seed, t->cfg.batch};
-    /* a sharded optimizer's slots whole in the arena while it is written */
-    int rc = pn_comm_agree(t->comm, pn_optimizer_shard_gather(t->opt));
-    if (rc == PN_OK)
-        rc = pn_checkpoint_save(t->comm, pn_stage_params(t->stage), run, mark,
-                                t->cfg.snapshot_dir, t->cfg.keep, path, sizeof path);
-    pn_optimizer_shard_drop(t->opt);
+    pn_slot_parts parts; /* a sharded optimizer's: each replica writes its own */
+    int rc = pn_checkpoint_save(t->comm, pn_stage_params(t->stage), slot_parts(t, &parts), run,
+                                mark, t->cfg.snapshot_dir, t->cfg.keep, path, sizeof path);
     PN_TRACE("snapshot", "snapshot", NULL, mark.step, -1, t0);
     if (rc == PN_ERR_STALL) return rc; /* not agreed: the job ends (pn_job_abort) */
     if (rc < 0) {
@@ -336,10 +349,9 @@ static int resume(trainer *t)
         return PN_OK;
     }
     double t0 = PN_TRACE_T0();
-    /* a sharded optimizer reads whole slots and keeps its part of them */
-    PN_TRY(pn_comm_agree(t->comm, pn_optimizer_shard_gather(t->opt)));
-    PN_TRY(pn_checkpoint_load(t->comm, pn_stage_params(t->stage), t->resume_path, &t->start));
-    PN_TRY(pn_comm_agree(t->comm, pn_optimizer_shard_scatter(t->opt)));
+    pn_slot_parts parts; /* a sharded optimizer's: each replica reads only its own */
+    PN_TRY(pn_checkpoint_load(t->comm, pn_stage_params(t->stage), slot_parts(t, &parts),
+                              t->resume_path, &t->start));
     PN_TRACE("resume", "snapshot", NULL, t->start.step, -1, t0);
     snprintf(t->newest_path, sizeof t->newest_path, "%s", t->resume_path);
     t->newest_step = t->start.step; /* the run's parameters until it trains a step */
@@ -364,100 +376,6 @@ static int resume(trainer *t)
 
 /* --- the run ------------------------------------------------------------------------ */
 
-static void announce(trainer *t)
-{
-    const pn_train_config *cfg = &t->cfg;
-    if (!is_root(t)) return;
-    pn_progress_print(&t->progress,
-                      "training %s: %ld parameters, %ld samples, batch %d, %ld steps/epoch, "
-                      "%ld steps, %d BLAS thread(s) per rank",
-                      t->graph->name, pn_graph_param_count(t->graph),
-                      pn_reader_samples(t->train_data), cfg->batch,
-                      pn_reader_batches_per_epoch(t->train_data), t->total_steps,
-                      t->threads);
-    char chunks[64] = "";
-    if (t->plan->virtual_stages > 1)
-        snprintf(chunks, sizeof chunks, " x %d virtual stages (%d chunks)",
-                 t->plan->virtual_stages, t->plan->chunks);
-    if (t->grid->size > 1)
-        pn_progress_print(&t->progress,
-                          "layout: %d replica(s) x %d stage(s)%s, %d micro-batches of %d, "
-                          "schedule %s, transport %s, device %s",
-                          t->grid->replicas, t->grid->stages, chunks, t->micro, t->micro_rows,
-                          pn_schedule_kind_name(t->sched->kind),
-                          pn_comm_transport_name(t->comm), t->devices);
-    else if (t->cfg.device.kind != PN_DEVICE_HOST) /* one process on the CPU: as before */
-        pn_progress_print(&t->progress, "device: %s", t->devices);
-    const pn_params *arena = pn_stage_params(t->stage);
-    const char *names[2];
-    int slots = pn_optimizer_slot_names(cfg->optimizer.kind, names);
-    if (cfg->shard_optimizer && t->grid->replicas > 1 && slots > 0) /* rank 0's stage */
-        pn_progress_print(&t->progress, "optimizer slots: sharded over %d replicas, %.2f MiB "
-                          "per rank instead of %.2f MiB (stage 0); gradients %s",
-                          t->grid->replicas,
-                          4.0 * slots * (double)pn_optimizer_slot_floats(t->opt) / 1048576.0,
-                          4.0 * slots * (double)pn_params_size(arena) / 1048576.0,
-                          pn_stage_grads_in_pieces(t->stage) ? "reduced to their pieces' replicas"
-                          : cfg->deterministic ? "added in the fixed tree piece by piece"
-                                               : "summed whole");
-    else if (cfg->shard_optimizer && slots > 0)
-        pn_progress_print(&t->progress, "optimizer slots: whole (--shard-optimizer shards "
-                          "them over 2 or more replicas; this stage has 1)");
-}
-
-/* One line of what each stage's activations took (the first replica's; the others
- * are alike): arguments of its networks, inputs kept by --recompute, layer scratch. */
-static int report_memory(trainer *t)
-{
-    int p = t->grid->stages, at = 0;
-    double *v = calloc((size_t)p * 4, sizeof *v), mib = 1024.0 * 1024.0;
-    char line[2048];
-    if (!v) return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    pn_stage_mem m;
-    pn_stage_memory(t->stage, &m);
-    if (t->grid->replica == 0)
-        memcpy(&v[4 * t->grid->stage], (double[4]){m.networks, (double)m.arg_bytes,
-                                                    (double)m.kept_bytes, (double)m.scratch_bytes},
-               sizeof(double[4]));
-    int rc = pn_comm_sum(t->comm, PN_SCOPE_WORLD, v, 4 * p);
-    for (int s = 0; rc == PN_OK && is_root(t) && s < p && at < (int)sizeof line - 200; s++) {
-        const double *x = &v[4 * s];
-        at += snprintf(line + at, sizeof line - (size_t)at,
-                       "%s stage %d %.2f MiB (%d network%s %.2f + kept inputs %.2f + scratch "
-                       "%.2f)", s ? "," : "", s, (x[1] + x[2] + x[3]) / mib, (int)x[0],
-                       x[0] == 1 ? "" : "s", x[1] / mib, x[2] / mib, x[3] / mib);
-    }
-    if (rc == PN_OK && is_root(t))
-        pn_progress_print(&t->progress, "activation memory%s:%s",
-                          t->cfg.recompute ? " (--recompute)" : "", line);
-    free(v);
-    return rc;
-}
-
-/* What the row-sparse exchanges moved (pn_comm_row_bytes_sent): per step, the mean
- * and the largest of the ranks'; nothing when none moved (one replica, or no table).
- * Said because it is what sharding a table trades its memory for. Evaluations'
- * pulls are in the sum too, spread over the steps (the line says so). */
-static int report_row_traffic(trainer *t, long steps)
-{
-    int n = t->grid->size;
-    double *v = calloc((size_t)n, sizeof *v), kib = 1024.0, sum = 0.0, most = 0.0;
-    if (!v) return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    v[t->grid->rank] = pn_comm_row_bytes_sent(t->comm);
-    int rc = pn_comm_sum(t->comm, PN_SCOPE_WORLD, v, n);
-    for (int r = 0; r < n; r++) {
-        sum += v[r];
-        if (v[r] > most) most = v[r];
-    }
-    if (rc == PN_OK && is_root(t) && sum > 0.0 && steps > 0)
-        pn_progress_print(&t->progress,
-                          "row-sparse exchange: %.1f KiB sent per step per rank (mean of %d "
-                          "ranks; the most %.1f KiB; evaluations' pulls included)",
-                          sum / n / steps / kib, n, most / steps / kib);
-    free(v);
-    return rc;
-}
-
 /* After the last step: the final snapshot, the parameter hash, the result. */
 static int finish(trainer *t, long step, pn_progress_mark next, double start, pn_train_result *r)
 {
@@ -466,8 +384,8 @@ static int finish(trainer *t, long step, pn_progress_mark next, double start, pn
         PN_TRY(snapshot(t, next));
     pn_comm_watch(t->comm, stall_bound(t), "the end of the run after step %ld", step);
     if (is_root(t)) pn_progress_finish(&t->progress);
-    PN_TRY(report_memory(t));
-    PN_TRY(report_row_traffic(t, step - t->start.step));
+    PN_TRY(pn_train_report_memory(t));
+    PN_TRY(pn_train_report_traffic(t, step - t->start.step));
     PN_TRY(pn_global_param_hash(t->sums, &r->param_hash));
     if (is_root(t) && !(r->stopped_by_signal && step == t->start.step)) /* trained */
         pn_progress_print(&t->progress, "parameter hash after %ld steps: %016llx", step,
@@ -504,7 +422,7 @@ static int run(trainer *t, pn_train_result *r)
     long per_epoch = pn_reader_batches_per_epoch(t->train_data), total = t->total_steps;
     long step = t->start.step;
     pn_progress_start(&t->progress, stdout, step, total, cfg->log_every_s, t->grid->size == 1);
-    announce(t);
+    pn_train_announce(t);
     if (t->hooks && t->hooks->collect_losses &&
         !(r->losses = calloc((size_t)(total ? total : 1), sizeof *r->losses)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory");

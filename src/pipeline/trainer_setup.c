@@ -109,21 +109,22 @@ static int place_devices(trainer *t, pn_job *job)
     if (rc == PN_OK) rc = pn_device_select(t->cfg.device);
     PN_TRY(pn_comm_agree(t->comm, rc));
     int n = t->grid->size;
-    double *code = calloc((size_t)n, sizeof *code);
+    double *code = calloc(2 * (size_t)n, sizeof *code); /* each rank's device: kind, index */
     if (!code) return pn_error_set(PN_ERR_NOMEM, "out of memory");
-    code[t->grid->rank] = t->cfg.device.kind == PN_DEVICE_HOST ? -1.0 : t->cfg.device.index;
-    rc = pn_comm_sum(t->comm, PN_SCOPE_WORLD, code, n);
+    code[2 * t->grid->rank] = t->cfg.device.kind;
+    code[2 * t->grid->rank + 1] = t->cfg.device.index;
+    rc = pn_comm_sum(t->comm, PN_SCOPE_WORLD, code, 2 * n);
     size_t at = 0;
     bool any_gpu = false;
-    for (int r = 0; r < n; r++) any_gpu |= code[r] >= 0.0;
+    for (int r = 0; r < n; r++) any_gpu |= code[2 * r] != PN_DEVICE_HOST;
     t->devices[0] = '\0';
     for (int r = 0; rc == PN_OK && r < n && at + 48 < sizeof t->devices; r++) {
         if (!any_gpu) { /* all on the host: one word */
-            snprintf(t->devices, sizeof t->devices, "cpu");
+            pn_device_label(pn_device_host(), t->devices, (int)sizeof t->devices);
             break;
         }
         char name[32];
-        pn_device dev = code[r] < 0.0 ? pn_device_host() : pn_device_cuda((int)code[r]);
+        pn_device dev = {(pn_device_kind)code[2 * r], (int)code[2 * r + 1]};
         at += (size_t)snprintf(t->devices + at, sizeof t->devices - at, "%s%s", r ? ", " : "",
                                pn_device_name(dev, name, sizeof name));
         if (n > 1)
@@ -173,6 +174,7 @@ int pn_trainer_setup(trainer *t, pn_job *job)
     t->threads = blas_threads(t);
     pn_math_set_threads(t->threads);
     pn_math_set_deterministic(cfg->deterministic);
+    pn_math_set_precision((pn_precision)cfg->precision);
     PN_TRY(check_layout(t));
     PN_TRY(pn_graph_check_batch(g, t->replica_rows)); /* evaluation takes a replica's slice */
     PN_TRY(pn_schedule_build_virtual(&t->sched, (pn_schedule_kind)cfg->schedule,
@@ -183,15 +185,18 @@ int pn_trainer_setup(trainer *t, pn_job *job)
                           .micro_rows = t->micro_rows, .eval_rows = t->replica_rows,
                           .deterministic = cfg->deterministic, .recompute = cfg->recompute,
                           .share_memory = cfg->share_memory,
-                          .shard_optimizer = cfg->shard_optimizer};
+                          .shard_optimizer = cfg->shard_optimizer,
+                          .precision = (pn_precision)cfg->precision};
     PN_TRY(pn_stage_create(&t->stage, &sc));
     if (!(t->config = json_dumps(g->root, JSON_INDENT(2) | JSON_PRESERVE_ORDER)))
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
     if (cfg->snapshot_dir[0]) { /* a snapshot must fit: known before the data is read */
         const char *slots[2];
         int n_slots = pn_optimizer_slot_names(cfg->optimizer.kind, slots);
+        bool sharded = cfg->shard_optimizer && t->grid->replicas > 1 && n_slots > 0;
         PN_TRY(pn_checkpoint_check_room(t->comm, pn_stage_params(t->stage), n_slots, slots,
-                                        t->config, cfg->snapshot_dir, &t->snapshot_bytes));
+                                        sharded, t->config, cfg->snapshot_dir,
+                                        &t->snapshot_bytes));
     }
     PN_TRY(open_data(t));
     long per_epoch = pn_reader_batches_per_epoch(t->train_data);

@@ -1,5 +1,5 @@
 /* The CPU backend's table: host memory for the pool, OpenBLAS for GEMM, and the
- * kernels of cpu_elementwise.c, cpu_rowwise.c and cpu_optimizer.c. */
+ * kernels of cpu_elementwise.c, cpu_rowwise.c, cpu_optimizer.c and cpu_bf16.c. */
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +60,10 @@ const pn_backend pn_cpu_backend = {
     .copy_from_host = host_copy,
     .copy_to_host = host_copy,
     .gemm = cpu_gemm,
+    .gemm_bf16 = pn_cpu_gemm_bf16,
+    .round_bf16 = pn_cpu_round_bf16,
+    .to_bf16 = pn_cpu_to_bf16,
+    .from_bf16 = pn_cpu_from_bf16,
     .fill = pn_cpu_fill,
     .copy = pn_cpu_copy,
     .scale = pn_cpu_scale,

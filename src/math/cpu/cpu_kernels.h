@@ -4,6 +4,11 @@
 
 #include "math/backend.h"
 
+int pn_cpu_gemm_bf16(bool trans_a, bool trans_b, float alpha, const pn_matrix *a,
+                     const pn_matrix *b, float beta, pn_matrix *c);
+int pn_cpu_round_bf16(pn_matrix *m);
+int pn_cpu_to_bf16(const pn_matrix *src, uint16_t *dst);
+int pn_cpu_from_bf16(const uint16_t *src, pn_matrix *dst);
 int pn_cpu_fill(pn_matrix *m, float value);
 int pn_cpu_copy(const pn_matrix *src, pn_matrix *dst);
 int pn_cpu_scale(pn_matrix *m, float alpha);

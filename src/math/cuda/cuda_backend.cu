@@ -1,35 +1,27 @@
 /* The CUDA backend's table and what its kernels share: device memory for the pool,
  * host<->device copies, the one compute stream per device (so per rank), the fault
  * record and scratch block of cuda_common.h, cuBLAS GEMM and fill. The kernels of
- * the other slots are in cuda_elementwise.cu, cuda_rowwise.cu, cuda_index.cu and
- * cuda_optimizer.cu. Every slot is filled.
+ * the other slots are in cuda_elementwise.cu, cuda_rowwise.cu, cuda_index.cu,
+ * cuda_optimizer.cu and cuda_bf16.cu. Every slot is filled.
  *
  * Status: compiled for sm_80 and sm_90 on machines without a GPU; no record says
  * that any of it (GEMM and fill, from the first step, included) has run on one.
  * tests/test_backend_ops.c and tests/test_cuda.c compare every slot with the CPU's
  * where a GPU is visible: run them first on one (docs/running.md, GPU runs). */
+#include "math/cuda/cuda_blas.h"
 #include "math/cuda/cuda_common.h"
-
-#include <cublas_v2.h>
-
 #include "math/cuda/cuda_exports.h"
 
-#define CUBLAS_CHECK(call)                                                              \
-    do {                                                                                \
-        cublasStatus_t s_ = (call);                                                     \
-        if (s_ != CUBLAS_STATUS_SUCCESS)                                                \
-            return pn_error_set(PN_ERR_DEVICE, "%s:%d: %s: cuBLAS status %d", __FILE__, \
-                                __LINE__, #call, (int)s_);                              \
-    } while (0)
-
-/* Per device: the stream, the cuBLAS handle bound to it, the fault record and the
- * scratch block. */
+/* Per device: the stream, the cuBLAS handle bound to it, the fault record, the
+ * scratch block and the bf16 GEMM's operand block. */
 typedef struct device_state {
     cudaStream_t stream;
     cublasHandle_t blas;
     unsigned long long *fault;
     void *scratch;
     size_t scratch_bytes;
+    void *operands;
+    size_t operand_bytes;
 } device_state;
 
 static device_state devices[PN_MAX_CUDA_DEVICES];
@@ -99,21 +91,37 @@ int pn_cuda_fault_take(bool *hit, int *row, int *value)
     return PN_OK;
 }
 
+/* *block grown to at least bytes, on the compute stream: the old block is freed once
+ * the kernels queued before that use it are done, the new one is there for those
+ * queued after; neither call waits. */
+static int grow(device_state *d, void **block, size_t *have, size_t bytes)
+{
+    if (*have < bytes) {
+        if (*block) {
+            CUDA_CHECK(cudaFreeAsync(*block, d->stream));
+            *block = NULL, *have = 0;
+        }
+        CUDA_CHECK(cudaMallocAsync(block, bytes, d->stream));
+        *have = bytes;
+    }
+    return PN_OK;
+}
+
 int pn_cuda_scratch(size_t bytes, void **out)
 {
     device_state *d;
     PN_TRY(current(&d));
-    if (d->scratch_bytes < bytes) {
-        /* the old block is freed once the kernels queued before that use it are done,
-         * the new one is there for those queued after; neither call waits */
-        if (d->scratch) {
-            CUDA_CHECK(cudaFreeAsync(d->scratch, d->stream));
-            d->scratch = NULL, d->scratch_bytes = 0;
-        }
-        CUDA_CHECK(cudaMallocAsync(&d->scratch, bytes, d->stream));
-        d->scratch_bytes = bytes;
-    }
+    PN_TRY(grow(d, &d->scratch, &d->scratch_bytes, bytes));
     *out = d->scratch;
+    return PN_OK;
+}
+
+int pn_cuda_operand_scratch(size_t bytes, void **out)
+{
+    device_state *d;
+    PN_TRY(current(&d));
+    PN_TRY(grow(d, &d->operands, &d->operand_bytes, bytes));
+    *out = d->operands;
     return PN_OK;
 }
 
@@ -202,7 +210,7 @@ static int cuda_copy_to_host(void *dst, const void *src, size_t bytes)
     return PN_OK;
 }
 
-static int blas_handle(cublasHandle_t *out)
+int pn_cuda_blas_handle(cublasHandle_t *out)
 {
     device_state *d;
     PN_TRY(current(&d));
@@ -231,7 +239,7 @@ static int cuda_gemm(bool trans_a, bool trans_b, float alpha, const pn_matrix *a
                      const pn_matrix *b, float beta, pn_matrix *c)
 {
     cublasHandle_t h;
-    PN_TRY(blas_handle(&h));
+    PN_TRY(pn_cuda_blas_handle(&h));
     int k = trans_a ? a->rows : a->cols;
     if (c->rows == 0 || c->cols == 0) return PN_OK;
     if (k == 0) { /* as the CPU's: C = beta C, and exactly 0 when beta is 0 (NaN too) */
@@ -252,6 +260,10 @@ const pn_backend pn_cuda_backend = {
     /* .copy_from_host = */ cuda_copy_from_host,
     /* .copy_to_host = */ cuda_copy_to_host,
     /* .gemm = */ cuda_gemm,
+    /* .gemm_bf16 = */ pn_cuda_gemm_bf16,
+    /* .round_bf16 = */ pn_cuda_round_bf16,
+    /* .to_bf16 = */ pn_cuda_to_bf16,
+    /* .from_bf16 = */ pn_cuda_from_bf16,
     /* .fill = */ cuda_fill,
     /* .copy = */ pn_cuda_copy,
     /* .scale = */ pn_cuda_scale,

@@ -42,6 +42,10 @@ int pn_cuda_fault_take(bool *hit, int *row, int *value);
  * on the compute stream only: it grows in stream order (cudaMallocAsync). */
 int pn_cuda_scratch(size_t bytes, void **out);
 
+/* A second block of the same kind, for the bf16 GEMM's operands (cuda_bf16.cu): kept
+ * apart so that the reductions' block stays small. */
+int pn_cuda_operand_scratch(size_t bytes, void **out);
+
 /* Records (row, value) in the fault record unless a lower row is there already. */
 __device__ __forceinline__ void pn_cuda_fault(unsigned long long *fault, int row, int value)
 {
@@ -193,5 +197,11 @@ int pn_cuda_optimizer_update_rows(const pn_update_hparams *hp, pn_matrix *w, con
                                   pn_matrix *g, pn_matrix *slot1, pn_matrix *slot2);
 int pn_cuda_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
                              pn_matrix *slot1, pn_matrix *slot2);
+
+int pn_cuda_gemm_bf16(bool trans_a, bool trans_b, float alpha, const pn_matrix *a,
+                      const pn_matrix *b, float beta, pn_matrix *c);
+int pn_cuda_round_bf16(pn_matrix *m);
+int pn_cuda_to_bf16(const pn_matrix *src, uint16_t *dst);
+int pn_cuda_from_bf16(const uint16_t *src, pn_matrix *dst);
 
 #endif

@@ -5,6 +5,7 @@
 #define PN_CUDA_SIM_CUBLAS_V2_H
 
 #include "cuda_runtime.h"
+#include "library_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,6 +31,20 @@ typedef enum {
     CUBLAS_TF32_TENSOR_OP_MATH = 3
 } cublasMath_t;
 typedef enum { CUBLAS_POINTER_MODE_HOST = 0, CUBLAS_POINTER_MODE_DEVICE = 1 } cublasPointerMode_t;
+typedef enum {
+    CUBLAS_COMPUTE_16F = 64,
+    CUBLAS_COMPUTE_16F_PEDANTIC = 65,
+    CUBLAS_COMPUTE_32F = 68,
+    CUBLAS_COMPUTE_32F_PEDANTIC = 69,
+    CUBLAS_COMPUTE_64F = 70,
+    CUBLAS_COMPUTE_64F_PEDANTIC = 71,
+    CUBLAS_COMPUTE_32I = 72,
+    CUBLAS_COMPUTE_32I_PEDANTIC = 73,
+    CUBLAS_COMPUTE_32F_FAST_16F = 74,
+    CUBLAS_COMPUTE_32F_FAST_16BF = 75,
+    CUBLAS_COMPUTE_32F_FAST_TF32 = 77
+} cublasComputeType_t;
+typedef enum { CUBLAS_GEMM_DFALT = -1, CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
 
 typedef struct cublasContext *cublasHandle_t;
 
@@ -43,6 +58,15 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
                               cublasOperation_t transb, int m, int n, int k, const float *alpha,
                               const float *A, int lda, const float *B, int ldb, const float *beta,
                               float *C, int ldc);
+/* The GemmEx combinations pipenet uses: A, B and C all CUDA_R_32F, or A and B
+ * CUDA_R_16BF and C CUDA_R_32F, with CUBLAS_COMPUTE_32F (or its _PEDANTIC) and float
+ * scalars; any other is CUBLAS_STATUS_NOT_SUPPORTED here. */
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
+                            cublasOperation_t transb, int m, int n, int k, const void *alpha,
+                            const void *A, cudaDataType Atype, int lda, const void *B,
+                            cudaDataType Btype, int ldb, const void *beta, void *C,
+                            cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
+                            cublasGemmAlgo_t algo);
 const char *cublasGetStatusString(cublasStatus_t status);
 const char *cublasGetStatusName(cublasStatus_t status);
 

@@ -1,6 +1,8 @@
 /* libcublas.so of pipenet's CUDA stand-in (tools/cuda-sim): the cuBLAS calls pipenet's
  * CUDA backend makes, queued on the handle's stream and run there by OpenBLAS's
- * column-major SGEMM. As cuBLAS: scalars are read from the host when the call is made
+ * column-major SGEMM (GemmEx's bf16 operands widened to float first: exact, and the
+ * product of two bf16 values is exact in float, so that is bf16 inputs with fp32
+ * accumulation, what cuBLAS computes up to its order of adds). As cuBLAS: scalars are read from the host when the call is made
  * (pointer mode host), beta 0 overwrites C without reading it (NaN in C included), a
  * leading dimension too small for its operand is CUBLAS_STATUS_INVALID_VALUE, and every
  * matrix must be device memory of the handle's GPU. */
@@ -70,9 +72,23 @@ struct gemm {
     CBLAS_TRANSPOSE ta, tb;
     int m, n, k, lda, ldb, ldc;
     float alpha, beta;
-    const float *a, *b;
+    const void *a, *b;
     float *c;
+    bool bf16; /* a and b hold bf16 values (uint16_t, the top half of a float) */
 };
+
+/* The rows x cols column-major bf16 operand p (leading dimension ld) as floats,
+ * dense (ld = rows): exact. */
+static float *widened(const void *p, int rows, int cols, int ld)
+{
+    float *out = new float[(size_t)rows * (size_t)cols];
+    for (int j = 0; j < cols; j++)
+        for (int i = 0; i < rows; i++) {
+            uint32_t bits = (uint32_t)((const uint16_t *)p)[(size_t)j * ld + i] << 16;
+            memcpy(&out[(size_t)j * rows + i], &bits, sizeof bits);
+        }
+    return out;
+}
 
 static void run_gemm(void *ctx)
 {
@@ -85,34 +101,44 @@ static void run_gemm(void *ctx)
             for (int j = 0; j < g->n; j++) cblas_sscal(g->m, g->beta, g->c + (size_t)j * g->ldc, 1);
         return;
     }
-    cblas_sgemm(CblasColMajor, g->ta, g->tb, g->m, g->n, g->k, g->alpha, g->a, g->lda, g->b, g->ldb,
-                g->beta, g->c, g->ldc);
+    const float *a = (const float *)g->a, *b = (const float *)g->b;
+    float *wa = NULL, *wb = NULL;
+    int lda = g->lda, ldb = g->ldb;
+    if (g->bf16) { /* read now, when the stream runs the call, as a GPU would */
+        int a_rows = g->ta == CblasNoTrans ? g->m : g->k, b_rows = g->tb == CblasNoTrans ? g->k : g->n;
+        a = wa = widened(g->a, a_rows, g->ta == CblasNoTrans ? g->k : g->m, g->lda);
+        b = wb = widened(g->b, b_rows, g->tb == CblasNoTrans ? g->n : g->k, g->ldb);
+        lda = a_rows, ldb = b_rows;
+    }
+    cblas_sgemm(CblasColMajor, g->ta, g->tb, g->m, g->n, g->k, g->alpha, a, lda, b, ldb, g->beta,
+                g->c, g->ldc);
+    delete[] wa;
+    delete[] wb;
 }
 
 static void delete_gemm(void *ctx) { delete (gemm *)ctx; }
 
 /* A column-major rows x cols operand with leading dimension ld: in one live allocation
  * of the handle's GPU. */
-static bool operand_ok(const cublasContext *h, const char *name, const float *p, int rows, int cols,
-                       int ld)
+static bool operand_ok(const cublasContext *h, const char *call, const char *name, const void *p,
+                       int rows, int cols, int ld, size_t elem)
 {
     if (rows == 0 || cols == 0) return true;
-    size_t bytes = ((size_t)(cols - 1) * (size_t)ld + (size_t)rows) * sizeof(float);
+    size_t bytes = ((size_t)(cols - 1) * (size_t)ld + (size_t)rows) * elem;
     int live = 0, dev = cuda_sim_device_of(p, bytes, &live);
     if (dev == h->device && live) return true;
-    cuda_sim_warn("cublasSgemm: %s (%p, %d x %d, ld %d) is %s", name, (const void *)p, rows, cols,
-                  ld,
+    cuda_sim_warn("%s: %s (%p, %d x %d, ld %d) is %s", call, name, p, rows, cols, ld,
                   dev < 0            ? "not device memory"
                   : dev != h->device ? "another GPU's memory"
                                      : "not inside one live allocation");
     return false;
 }
 
-extern "C" cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t transa,
-                                         cublasOperation_t transb, int m, int n, int k,
-                                         const float *alpha, const float *A, int lda,
-                                         const float *B, int ldb, const float *beta, float *C,
-                                         int ldc)
+/* Checks and queues one GEMM (Sgemm, or GemmEx with element size elem of A and B). */
+static cublasStatus_t queue_gemm(cublasHandle_t h, const char *call, cublasOperation_t transa,
+                                 cublasOperation_t transb, int m, int n, int k, const float *alpha,
+                                 const void *A, int lda, const void *B, int ldb, const float *beta,
+                                 float *C, int ldc, bool bf16)
 {
     if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
     if (m < 0 || n < 0 || k < 0) return CUBLAS_STATUS_INVALID_VALUE;
@@ -122,8 +148,10 @@ extern "C" cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t tra
         return CUBLAS_STATUS_INVALID_VALUE;
     if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
     if (!alpha || !beta) return CUBLAS_STATUS_INVALID_VALUE;
-    if (!operand_ok(h, "A", A, a_rows, a_cols, lda) ||
-        !operand_ok(h, "B", B, b_rows, b_cols, ldb) || !operand_ok(h, "C", C, m, n, ldc))
+    size_t elem = bf16 ? sizeof(uint16_t) : sizeof(float);
+    if (!operand_ok(h, call, "A", A, a_rows, a_cols, lda, elem) ||
+        !operand_ok(h, call, "B", B, b_rows, b_cols, ldb, elem) ||
+        !operand_ok(h, call, "C", C, m, n, ldc, sizeof(float)))
         return CUBLAS_STATUS_INVALID_VALUE;
     gemm *g = new gemm{transa == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
                        transb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
@@ -137,10 +165,46 @@ extern "C" cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t tra
                        *beta,
                        A,
                        B,
-                       C};
-    if (cuda_sim_enqueue_host(h->stream, run_gemm, delete_gemm, g, "cublasSgemm") != cudaSuccess)
+                       C,
+                       bf16};
+    if (cuda_sim_enqueue_host(h->stream, run_gemm, delete_gemm, g, call) != cudaSuccess)
         return CUBLAS_STATUS_EXECUTION_FAILED;
     return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t transa,
+                                         cublasOperation_t transb, int m, int n, int k,
+                                         const float *alpha, const float *A, int lda,
+                                         const float *B, int ldb, const float *beta, float *C,
+                                         int ldc)
+{
+    return queue_gemm(h, "cublasSgemm", transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C,
+                      ldc, false);
+}
+
+/* What cuBLAS documents for these types: fp32 C with bf16 or fp32 A and B under a
+ * 32F compute type takes float scalars. Other combinations exist on GPUs but not
+ * here: a loud NOT_SUPPORTED rather than a GEMM in the wrong precision. */
+extern "C" cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t transa,
+                                       cublasOperation_t transb, int m, int n, int k,
+                                       const void *alpha, const void *A, cudaDataType Atype,
+                                       int lda, const void *B, cudaDataType Btype, int ldb,
+                                       const void *beta, void *C, cudaDataType Ctype, int ldc,
+                                       cublasComputeType_t computeType, cublasGemmAlgo_t algo)
+{
+    if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+    bool types = Atype == Btype && (Atype == CUDA_R_16BF || Atype == CUDA_R_32F) &&
+                 Ctype == CUDA_R_32F;
+    bool compute = computeType == CUBLAS_COMPUTE_32F || computeType == CUBLAS_COMPUTE_32F_PEDANTIC;
+    if (!types || !compute) {
+        cuda_sim_warn("cublasGemmEx: types A %d, B %d, C %d with compute type %d: the stand-in "
+                      "runs bf16 or fp32 A and B into fp32 C under CUBLAS_COMPUTE_32F only",
+                      (int)Atype, (int)Btype, (int)Ctype, (int)computeType);
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    /* algo picks among cuBLAS's kernels, one here */
+    return queue_gemm(h, "cublasGemmEx", transa, transb, m, n, k, (const float *)alpha, A, lda, B,
+                      ldb, (const float *)beta, (float *)C, ldc, Atype == CUDA_R_16BF);
 }
 
 extern "C" const char *cublasGetStatusString(cublasStatus_t s)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #define CHECK(call)                                                                                \
@@ -173,6 +174,60 @@ static int run_streams(bool wait)
     return report(right);
 }
 
+/* cublasGemmEx with bf16 A and B (column-major, lda and ldb past their rows) into fp32
+ * C, beta 1: every value is a bf16 whose low significand bits matter (1 + 2^-7 and
+ * friends), so reading A or B as floats, a wrong ld or a rounding of C shows; the
+ * sums are exact in float, so the result must be exact. */
+static int run_gemm_ex()
+{
+    const int m = 2, n = 3, k = 4, lda = 3, ldb = 5, ldc = 2;
+    uint16_t a[lda * k], b[ldb * n];
+    float af[m * k], bf[k * n], c[ldc * n], want[m * n];
+    for (int j = 0; j < k; j++)
+        for (int i = 0; i < lda; i++) {
+            a[j * lda + i] = i < m ? (uint16_t)(0x3f81 + i + 2 * j) : 0x7fc0; /* NaN padding */
+            uint32_t bits = (uint32_t)a[j * lda + i] << 16;
+            if (i < m) memcpy(&af[j * m + i], &bits, 4);
+        }
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < ldb; i++) {
+            b[j * ldb + i] = i < k ? (uint16_t)(0xbf83 - i - j) : 0x7fc0;
+            uint32_t bits = (uint32_t)b[j * ldb + i] << 16;
+            if (i < k) memcpy(&bf[j * k + i], &bits, 4);
+        }
+    for (int x = 0; x < ldc * n; x++) c[x] = 0.25f * (float)x;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            double sum = 0;
+            for (int l = 0; l < k; l++) sum += (double)af[l * m + i] * bf[j * k + l];
+            want[j * m + i] = (float)(0.5 * sum + c[j * ldc + i]);
+        }
+    void *da, *db;
+    float *dc;
+    CHECK(cudaMalloc(&da, sizeof a));
+    CHECK(cudaMalloc(&db, sizeof b));
+    CHECK(cudaMalloc(&dc, sizeof c));
+    CHECK(cudaMemcpy(da, a, sizeof a, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(db, b, sizeof b, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dc, c, sizeof c, cudaMemcpyHostToDevice));
+    cublasHandle_t h;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 3;
+    float alpha = 0.5f, beta = 1.0f;
+    cublasStatus_t half = cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, da,
+                                       CUDA_R_16F, lda, db, CUDA_R_16F, ldb, &beta, dc,
+                                       CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    printf("fp16 operands: %s\n", cublasGetStatusName(half));
+    cublasStatus_t st = cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, da,
+                                     CUDA_R_16BF, lda, db, CUDA_R_16BF, ldb, &beta, dc,
+                                     CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    printf("bf16 operands: %s\n", cublasGetStatusName(st));
+    CHECK(cudaMemcpy(c, dc, sizeof c, cudaMemcpyDeviceToHost));
+    bool right = half == CUBLAS_STATUS_NOT_SUPPORTED && st == CUBLAS_STATUS_SUCCESS;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) right &= c[j * ldc + i] == want[j * m + i];
+    return report(right);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -188,6 +243,7 @@ int main(int argc, char **argv)
     if (!strcmp(c, "removed-barrier")) return run_sums<false>();
     if (!strcmp(c, "streams")) return run_streams(true);
     if (!strcmp(c, "missing-stream-wait")) return run_streams(false);
+    if (!strcmp(c, "gemm-ex-bf16")) return run_gemm_ex();
     if (!strcmp(c, "racy-max")) {
         float host[1024], got[4];
         for (int i = 0; i < 1024; i++) host[i] = (float)(i % 300);

@@ -8,7 +8,7 @@ set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/cuda-sim-check.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
-"$root/bin/nvcc" -O1 -o "$work/cases" "$root/tests/cases.cu" || { echo "FAIL: cases.cu does not build"; exit 1; }
+"$root/bin/nvcc" -O1 -o "$work/cases" "$root/tests/cases.cu" -lcublas || { echo "FAIL: cases.cu does not build"; exit 1; }
 failed=0 ran=0
 
 # expect CASE STATUS REGEX [ORDER]: the case exits with STATUS (abort: 134) and its
@@ -55,6 +55,7 @@ expect copy-past-end 0 "copy: invalid argument"
 expect copy-wrong-kind 0 "copy: invalid argument"
 expect error-kept 0 "malloc: out of memory; launch, then cudaGetLastError: out of memory"
 expect racy-max 0 "result right"
+expect gemm-ex-bf16 0 "result right"
 
 # NCCL over MPI, two ranks (mpirun from the PATH, or $MPIRUN)
 mpirun=${MPIRUN:-mpirun}
@@ -96,7 +97,7 @@ fi
 
 # The ThreadSanitizer toolkit (make tsan), where built: the race above is reported.
 if [ -x "$root/tsan/bin/nvcc" ] && [ -x "$root/tsan/lib64/libcudart.so" ]; then
-    if "$root/tsan/bin/nvcc" -O1 -o "$work/cases-tsan" "$root/tests/cases.cu" 2>"$work/build"; then
+    if "$root/tsan/bin/nvcc" -O1 -o "$work/cases-tsan" "$root/tests/cases.cu" -lcublas 2>"$work/build"; then
         for name in racy-max sums; do
             TSAN_OPTIONS=halt_on_error=0 "$work/cases-tsan" "$name" >"$work/out" 2>&1
             ran=$((ran + 1))
