@@ -8,8 +8,9 @@
 # gpipe and 1f1b, with --recompute, --no-share-memory, 2 replicas; a 4-chunk model
 # (fc1 read on chunks 0..3) on 4 stages and interleaved on 2 stages x 2 virtual
 # stages (the chain crosses ranks both ways, or stays on one), with 2 replicas and
-# --recompute; where a reader's stage goes down the list, a warning. With GPUs,
-# 3 stages over the NCCL transport and over MPI against one GPU process.
+# --recompute; fan3 also in bf16; where a reader's stage goes down the list, a
+# warning. With GPUs, 3 stages over the NCCL transport and over MPI against one GPU
+# process.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/script_fixture.sh"
@@ -93,6 +94,11 @@ same fan3 "$one" 3 --stages 3 --micro-batches 4 --no-share-memory
 same fan3 "$one" 6 --stages 3 --micro-batches 2 --recompute --shard-optimizer
 
 ! grep -q "is read by" "$tmp/out" || { cat "$tmp/out"; fail "a warning on fan3"; }
+# bf16 arguments and links: a layer's sum is rounded, so is each link of the chain's
+one=$(run_hash fan3_one 1 --micro-batches 4 --precision bf16) || fail "fan3 bf16 on one process"
+same fan3 "$one" 3 --stages 3 --micro-batches 4 --precision bf16
+same fan3 "$one" 6 --stages 3 --micro-batches 2 --precision bf16 --schedule gpipe
+
 # a reader listed before an earlier stage's: that order cannot be kept, and is named
 sed 's/"name": "fc2b", \(.*\)"stage": 1/"name": "fc2b", \1"stage": 2/' "$tmp/fan3.json" \
     >"$tmp/down.json"
