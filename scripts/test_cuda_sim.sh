@@ -18,7 +18,7 @@ tests/test_model tests/test_cuda_train.sh tests/test_cuda_snapshot.sh \
 tests/test_cuda_infer.sh tests/test_cuda_transport.sh tests/test_device.sh \
 tests/test_transport.sh tests/test_cuda_ctr.sh tests/test_cuda_sparse.sh \
 tests/test_cuda_ranks.sh tests/test_infer_stages.sh tests/test_shard_optimizer.sh \
-tests/test_network_bf16"
+tests/test_network_bf16 tests/test_fan_out.sh"
 [ $# -gt 0 ] && CUDA_SIM_TESTS="$*"
 
 echo "== the CUDA stand-in (tools/cuda-sim)"

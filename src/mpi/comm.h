@@ -162,7 +162,8 @@ typedef enum pn_link_kind { PN_LINK_VALUE = 0, PN_LINK_GRAD = 1 } pn_link_kind;
 
 /* One direction of one Argument between this stage and a neighbour of its replica:
  * the forward value of a graph node from the stage that computes it to a stage that
- * consumes it, or that consumer's gradient back. */
+ * consumes it, or that consumer's gradient back (to the previous consumer, where the
+ * node has several: the stage runtime chains them, stage_setup.c). */
 typedef struct pn_link_spec {
     pn_link_kind kind;
     bool sends;        /* this side sends (else receives) */
@@ -175,7 +176,8 @@ typedef struct pn_link_spec {
     int seq;           /* > 0 (values only): each message also carries its samples'
                         * lengths (rows / seq of them, each in [1, seq]), which the
                         * receiving stage's layers need for padded sequences */
-    int chunk;         /* the consuming chunk of the model (virtual stages; else 0) */
+    int chunk;         /* the consuming chunk of the model (virtual stages; else 0);
+                          of a gradient link, the reader that sends it */
     int virtual_stages;/* V (0 counts as 1): a node reaches up to V chunks of one stage,
                           each over its own link, kept apart by tag and header */
     int slot_rows;     /* rows of a training micro-batch, at most max_rows (0: max_rows);

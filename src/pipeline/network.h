@@ -108,8 +108,9 @@ int pn_network_backward(pn_network *net, const pn_pass *pass, long global_batch)
  * over the global batch; a loss whose rows carry lengths with 1 / (real positions
  * of the global batch), as set by pn_network_set_positions (unset: this network's
  * batch is the global batch, and its own lengths count). Between begin and run, a
- * pipeline stage adds the gradients that later stages sent for its outputs (into a
- * stale gradient: writes them, pn_arg_grad_beta). */
+ * pipeline stage adds the gradients that later stages sent for its outputs, and for
+ * a supplied input that later stages read too their sum (into a stale gradient:
+ * writes them, pn_arg_grad_beta; the layers here then add theirs). */
 int pn_network_backward_begin(pn_network *net, long global_batch);
 
 /* The real positions (sum of the lengths) of the step's global batch, over every

@@ -131,33 +131,86 @@ static void mark_lengths(const pn_graph *g, bool *carries)
     }
 }
 
-/* Node p of chunk cp feeds chunk cc: the producer's side (a value sent, its gradient
- * received) and the consumer's side, whichever this stage holds (both when the two
- * chunks are this stage's); the value with its lengths when it carries them. */
-static int link_chunks(pn_stage *s, int p, int cp, int cc, bool lengths)
+/* Node p of chunk cp feeds chunk cc its value: the sending side or the receiving
+ * side, whichever this stage holds (both when the two chunks are this stage's); the
+ * value with its lengths when it carries them. */
+static int link_value(pn_stage *s, int p, int cp, int cc, bool lengths)
 {
     int P = s->grid->stages, self = s->grid->stage;
-    bool grad = s->cfg.graph->nodes[p].needs_grad && !s->cfg.forward_only;
-    if (self == cp % P) {
-        stage_chunk *ch = &s->chunks[cp / P];
-        PN_TRY(add_link(s, ch, PN_LINK_VALUE, true, p, cc % P, cc, cc / P, lengths));
-        if (grad) PN_TRY(add_link(s, ch, PN_LINK_GRAD, false, p, cc % P, cc, cc / P, false));
-    }
-    if (self == cc % P) {
-        stage_chunk *ch = &s->chunks[cc / P];
-        PN_TRY(add_link(s, ch, PN_LINK_VALUE, false, p, cp % P, cc, cp / P, lengths));
-        if (grad) PN_TRY(add_link(s, ch, PN_LINK_GRAD, true, p, cp % P, cc, cp / P, false));
-    }
+    if (self == cp % P)
+        PN_TRY(add_link(s, &s->chunks[cp / P], PN_LINK_VALUE, true, p, cc % P, cc, cc / P,
+                        lengths));
+    if (self == cc % P)
+        PN_TRY(add_link(s, &s->chunks[cc / P], PN_LINK_VALUE, false, p, cp % P, cc, cp / P,
+                        lengths));
     return PN_OK;
 }
 
-/* One link per direction for every Argument that crosses chunks, per consuming chunk;
- * a value that carries lengths takes them along. */
-static int build_links(pn_stage *s)
+/* Chunk from, a consumer of node p, sends p's gradient to chunk to (the previous
+ * consumer chunk, or p's producer); the link is named by the sending chunk, which
+ * sends p's gradient on one link only. */
+static int link_grad(pn_stage *s, int p, int from, int to)
+{
+    int P = s->grid->stages, self = s->grid->stage;
+    if (self == from % P)
+        PN_TRY(add_link(s, &s->chunks[from / P], PN_LINK_GRAD, true, p, to % P, from, to / P,
+                        false));
+    if (self == to % P)
+        PN_TRY(add_link(s, &s->chunks[to / P], PN_LINK_GRAD, false, p, from % P, from,
+                        from / P, false));
+    return PN_OK;
+}
+
+/* Node p's links: its value to every chunk that consumes it, and its gradient back as
+ * a chain through those chunks in reverse order, the last one's to the one before
+ * (which holds p as a supplied input: it writes what it receives into that input's
+ * gradient before its backward, and its consumers add to it), ... the first one's
+ * to the producer. Chunks are contiguous ranges of the layers' order (automatic
+ * placement; "stage" attributes that never go down the list, else a warning), so
+ * the contributions are added in reverse layer order, a left fold, as one process
+ * adds them: the same bits on every layout, whatever the fan-out. (Each consumer
+ * chunk's gradient sent straight to the producer would be summed there in another
+ * order; floating-point addition is not associative.) Schedules run a chunk's
+ * backward of a micro-batch after every later chunk's, so the chain waits on
+ * nothing the producer did not already wait on. scratch: [2 x chunks] ints. */
+static int link_node(pn_stage *s, int p, bool lengths, int *scratch)
 {
     const pn_graph *g = s->cfg.graph;
     const int *chunk_of = s->cfg.plan->chunk_of;
-    int chunks = s->cfg.plan->chunks, P = s->grid->stages, cap = 1;
+    int chunks = s->cfg.plan->chunks, cp = chunk_of[p], n = 0;
+    int *reads = scratch, *consumers = scratch + chunks;
+    int top = -1, back = -1, above = -1; /* the highest chunk of a reader so far; the
+                                            first reader below one, and that one's */
+    for (int c = 0; c < chunks; c++) reads[c] = 0;
+    for (int j = 0; j < g->n_nodes; j++)
+        for (int k = 0; k < g->nodes[j].n_inputs; k++)
+            if (g->nodes[j].inputs[k] == p) {
+                reads[chunk_of[j]] = 1;
+                if (chunk_of[j] < top && back < 0) back = j, above = top;
+                if (chunk_of[j] > top) top = chunk_of[j];
+            }
+    for (int c = 0; c < chunks; c++)
+        if (reads[c] && c != cp) consumers[n++] = c; /* ascending; all after cp */
+    for (int i = 0; i < n; i++) PN_TRY(link_value(s, p, cp, consumers[i], lengths));
+    if (!g->nodes[p].needs_grad || s->cfg.forward_only) return PN_OK;
+    const char *u = s->n_chunks > 1 ? "chunk" : "stage";
+    if (back >= 0 && s->cfg.deterministic && s->grid->replica == 0 &&
+        s->grid->stage == cp % s->grid->stages)
+        pn_log_warn("layer '%s' is read by '%s' on %s %d after a reader on %s %d: stages that "
+                    "go down the list of layers add its gradient in another order than one "
+                    "process, so --deterministic's bits depend on the layout",
+                    g->nodes[p].name, g->nodes[back].name, u, chunk_of[back], u, above);
+    for (int i = n - 1; i >= 0; i--)
+        PN_TRY(link_grad(s, p, consumers[i], i > 0 ? consumers[i - 1] : cp));
+    return PN_OK;
+}
+
+/* A value link per consuming chunk for every Argument that crosses chunks (with its
+ * lengths where it carries them), and its gradient's chain (link_node). */
+static int build_links(pn_stage *s)
+{
+    const pn_graph *g = s->cfg.graph;
+    int chunks = s->cfg.plan->chunks, cap = 1;
     for (int p = 0; p < g->n_nodes; p++) cap += 4 * g->nodes[p].n_consumers;
     for (int v = 0; v < s->n_chunks; v++) {
         stage_chunk *ch = &s->chunks[v];
@@ -165,29 +218,18 @@ static int build_links(pn_stage *s)
         ch->peer_chunk = calloc((size_t)cap, sizeof *ch->peer_chunk);
         if (!ch->links || !ch->peer_chunk) return pn_error_set(PN_ERR_NOMEM, "out of memory");
     }
-    bool *seen = calloc((size_t)chunks, sizeof *seen);
+    int *scratch = calloc(2 * (size_t)chunks, sizeof *scratch);
     bool *carries = calloc((size_t)g->n_nodes, sizeof *carries);
-    if (!seen || !carries) {
-        free(seen);
+    if (!scratch || !carries) {
+        free(scratch);
         free(carries);
         return pn_error_set(PN_ERR_NOMEM, "out of memory");
     }
     mark_lengths(g, carries);
     int rc = PN_OK;
-    for (int p = 0; rc == PN_OK && p < g->n_nodes; p++) {
-        if (g->nodes[p].is_input) continue;
-        int cp = chunk_of[p];
-        for (int k = 0; k < chunks; k++) seen[k] = false;
-        for (int c = 0; rc == PN_OK && c < g->n_nodes; c++)
-            for (int k = 0; rc == PN_OK && k < g->nodes[c].n_inputs; k++) {
-                int cc = chunk_of[c];
-                if (g->nodes[c].inputs[k] != p || cc == cp || seen[cc]) continue;
-                seen[cc] = true;
-                if (s->grid->stage != cp % P && s->grid->stage != cc % P) continue;
-                rc = link_chunks(s, p, cp, cc, carries[p]);
-            }
-    }
-    free(seen);
+    for (int p = 0; rc == PN_OK && p < g->n_nodes; p++)
+        if (!g->nodes[p].is_input) rc = link_node(s, p, carries[p], scratch);
+    free(scratch);
     free(carries);
     return rc;
 }
