@@ -264,11 +264,7 @@ static int backward_pass(pn_stage *s, stage_chunk *ch, const pn_batch *b, long s
         const pn_link_spec *l = pn_link_spec_of(ch->links[i]);
         if (l->kind == PN_LINK_GRAD && !l->sends) {
             pn_arg *a = pn_network_arg(net, l->node); /* stale: written, not added */
-            bool add = pn_arg_grad_beta(a) != 0.0f;
-            PN_TRY(pn_link_recv(ch->links[i], step, micro, &a->grad, add));
-            /* a sum of two stages' gradients rounded as a layer's sum would be (bf16
-             * arguments, pipeline/arg_bf16.h), whatever the layout */
-            if (add && l->bf16) PN_TRY(pn_round_bf16(&a->grad));
+            PN_TRY(pn_link_recv(ch->links[i], step, micro, &a->grad, pn_arg_grad_beta(a) != 0.0f));
         }
     }
     pn_pass pass = {true, s->cfg.seed, step, b->sample0 + (long)micro * s->cfg.micro_rows, micro,
