@@ -6,7 +6,8 @@
 #     GPT, an MLP and a sparse model (dcn: feature crosses, row-sparse tables); and
 #     that hash is not fp32's;
 #  b. the stage links carry half the bytes of fp32's (the run's "stage links" line),
-#     and the memory line names a stage's work area only where it has one;
+#     per step (evaluations apart), and the memory line names a stage's work area
+#     only where it has one;
 #  c. the loss after 40 steps within 2% of fp32's;
 #  d. snapshots hold fp32 masters: a bf16 run resumed in bf16 gives the uninterrupted
 #     run's hash (masters saved rounded would not), and resumed in fp32 (or fp32 resumed in bf16) one hash on 1 process
@@ -84,6 +85,11 @@ f=$(kib links.fp32) b=$(kib links.bf16)
 [ -n "$f" ] && [ -n "$b" ] || { cat "$tmp/links.bf16"; fail "no 'stage links' line"; }
 awk -v f="$f" -v b="$b" 'BEGIN { exit !(b * 2 == f) }' ||
     fail "stage links: $b KiB per step in bf16, $f in fp32: not half"
+# a step's bytes: the evaluations' sends are not spread over the steps
+run links.eval "$tmp/gpt.json" "$tmp/lm/train.h5" 2 40 --stages 2 --precision bf16 \
+    --eval "$tmp/lm/test.h5" --eval-every 10
+[ "$(kib links.eval)" = "$b" ] ||
+    fail "stage links: $(kib links.eval) KiB per step with evaluations, $b without"
 last() { tail -n 1 "$tmp/$1.jsonl" | sed -n 's/.*"loss": \([0-9.e+-]*\),.*/\1/p'; }
 lf=$(last fp32) lb=$(last bf16)
 awk -v f="$lf" -v b="$lb" 'BEGIN { d = (b - f) / f; if (d < 0) d = -d; exit !(d < 0.02) }' ||

@@ -107,7 +107,8 @@ int pn_train_report_traffic(trainer *t, long steps)
 {
     char note[64];
     snprintf(note, sizeof note, "; %s", pn_choice_name(&pn_precisions, t->cfg.precision));
-    PN_TRY(report_sent(t, steps, pn_comm_link_bytes_sent(t->comm), "stage links", note));
+    PN_TRY(report_sent(t, steps, pn_comm_link_bytes_sent(t->comm) - t->eval_link_bytes,
+                       "stage links", note));
     return report_sent(t, steps, pn_comm_row_bytes_sent(t->comm), "row-sparse exchange",
                        "; evaluations' pulls included");
 }
