@@ -4,13 +4,14 @@
  * failing rank; a link that delivers, adds, and refuses a message for another step
  * or one received before a message sent earlier, with an error naming both sides;
  * a link that carries samples' lengths with the values, and refuses lengths out of
- * range or a sender that sends none; gradient buckets and the replica gather, also
+ * range or a sender that sends none (also bf16, its lengths aligned); gradient buckets and the replica gather, also
  * on strided views (which the MPI transport stages through host copies, as it does
  * GPU memory), and the tied-gradient exchange on them; the transport's choice from
  * every rank's device (mpi on the cpu; nccl refused, naming why); and arena images
  * gathered to rank 0 and scattered back (odd sizes, 4 stages, and 2 x 2 with the
  * replica broadcast). Prints one line per check and "N passed, N failed". */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +125,36 @@ static void links(pn_comm *c)
     pn_link_free(l);
 }
 
+/* A bf16 link with lengths where the payload is an odd number of bf16 values (3
+ * samples of seq 3, 3 columns: 27): the values arrive, and so do the lengths that
+ * follow the payload in the MPI message, at an address an int may be read at (they
+ * are handed to the layers as int arrays). */
+static void bf16_link_with_lengths(pn_comm *c)
+{
+    const pn_grid *g = pn_comm_grid(c);
+    bool sender = g->stage == 0;
+    pn_link_spec spec = {PN_LINK_VALUE, sender, 7, "gru1", 1 - g->stage, 3, 9, 1, 3, 0, 1};
+    spec.bf16 = true;
+    pn_link *l;
+    check(c, pn_link_create(c, &spec, &l) == 0, "bf16 link with lengths created");
+    float data[27], got[27];
+    for (int i = 0; i < 27; i++) data[i] = (float)(g->replica * 100 + i); /* exact in bf16 */
+    int lengths[3] = {3, 1 + g->replica, 2};
+    pn_matrix m = pn_matrix_host(data, 9, 3), into = pn_matrix_host(got, 9, 3);
+    bool ok;
+    if (sender) {
+        ok = pn_link_send(l, 5, 0, &m, lengths) == 0 && pn_link_wait_sends(l) == 0;
+    } else {
+        ok = pn_link_post_recv(l, 0) == 0 && pn_link_recv(l, 5, 0, &into, false) == 0 &&
+             !memcmp(got, data, sizeof got);
+        const int *at = pn_link_lengths(l, 0);
+        ok = ok && at && (uintptr_t)at % _Alignof(int) == 0 && at[0] == 3 &&
+             at[1] == 1 + g->replica && at[2] == 2;
+    }
+    check(c, ok, "link: bf16 values of an odd count, their lengths aligned after them");
+    pn_link_free(l);
+}
+
 /* Stage 0 sends 2 samples of seq 3 (6 x 2) with their lengths to stage 1: they
  * arrive with the payload; a length past seq, and a message without lengths where
  * they were expected, are errors naming both sides. */
@@ -166,8 +197,8 @@ static void links_with_lengths(pn_comm *c)
     } else {
         ok = pn_link_post_recv(plain, 0) == 0 &&
              pn_link_recv(plain, 5, 0, &into, false) == PN_ERR_MPI &&
-             strstr(pn_error_message(), "(6 x 2, 2 lengths) from stage 0") &&
-             strstr(pn_error_message(), "(6 x 2, 0 lengths");
+             strstr(pn_error_message(), "(6 x 2 of 4 bytes, 2 lengths) from stage 0") &&
+             strstr(pn_error_message(), "(6 x 2 of 4 bytes, 0 lengths");
     }
     check(c, ok, "link: a message without the lengths expected is an error naming both");
     pn_link_spec grad = spec;
@@ -337,6 +368,7 @@ int main(int argc, char **argv)
     agreement(c);
     links(c);
     links_with_lengths(c);
+    bf16_link_with_lengths(c);
     chunk_links(c);
     replicas(c);
     staged(c);

@@ -3,7 +3,8 @@
 # rows, a totals line, the (P-1)/(M+P-1) bubble), the expanded repeat blocks of
 # models/char_gpt.json on 4 stages, and clean errors for more stages than layers, an
 # unknown schedule and a batch that does not split into micro-batches; --measure
-# (a row per stage, the step's prediction), --json (python3 parses it), the layer
+# (a row per stage, the step's prediction), --json (python3 parses it; in bf16 its
+# bytes are bf16's, as the text's), the layer
 # times file read back (it moves the cut), one of all-zero times (M + P - 1 slots,
 # no rate made up) and the inputs refused.
 set -u
@@ -110,6 +111,25 @@ assert t["format"] == "pipenet layer times" and set(t["layers"]) == {"fc1", "fc2
 PY
 "$PIPENET" plan "$model" --stages 2 --json | python3 -c 'import json, sys; p = json.load(sys.stdin); assert not p["measured"] and "prediction" not in p' ||
     fail "--json without --measure"
+# --json in bf16 says the bytes the text does: the links' and the planner's slots
+# halved (bf16), the work area beside them, and the precision by name
+for pr in fp32 bf16; do
+    "$PIPENET" plan "$model" --stages 2 --micro-batches 4 --precision $pr --json >"$tmp/p_$pr" ||
+        fail "plan --precision $pr --json exited non-zero"
+done
+python3 - "$tmp/p_fp32" "$tmp/p_bf16" <<'PY' || fail "--json --precision bf16: $(cat "$tmp/p_bf16")"
+import json, sys
+f, b = (json.load(open(a)) for a in sys.argv[1:3])
+assert f["precision"] == "fp32" and b["precision"] == "bf16", (f["precision"], b["precision"])
+for x, y in zip(f["stage"], b["stage"]):
+    assert y["send_bytes"] * 2 == x["send_bytes"] and y["recv_bytes"] * 2 == x["recv_bytes"], (x, y)
+    assert y["arg_bytes_own"] == x["arg_bytes_own"], (x, y)  # own blocks stay fp32
+    assert y["arg_bytes_shared"] <= x["arg_bytes_shared"], (x, y)
+    assert x["arg_bytes_work"] == 0 and y["arg_bytes_work"] >= 0, (x, y)
+# stage 0 (fc1 alone, its output sent) plans nothing; stage 1 (fc2, out, loss) does
+x, y = f["stage"][1], b["stage"][1]
+assert y["arg_bytes_shared"] < x["arg_bytes_shared"] and y["arg_bytes_work"] > 0, (x, y)
+PY
 # the sharing measured with 2 ranks is kept in the file and used for 2-rank layouts
 # only; 4 ranks on this machine's cores without it take turns by their count alone
 for stages in 2 4; do

@@ -5,7 +5,9 @@
 #     --no-share-memory; the GPT also 2 stages x 2 virtual stages), for the tiny
 #     GPT, an MLP and a sparse model (dcn: feature crosses, row-sparse tables); and
 #     that hash is not fp32's;
-#  b. the stage links carry half the bytes of fp32's (the run's "stage links" line);
+#  b. the stage links carry half the bytes of fp32's (the run's "stage links" line),
+#     per step (evaluations apart), and the memory line names a stage's work area
+#     only where it has one;
 #  c. the loss after 40 steps within 2% of fp32's;
 #  d. snapshots hold fp32 masters: a bf16 run resumed in bf16 gives the uninterrupted
 #     run's hash (masters saved rounded would not), and resumed in fp32 (or fp32 resumed in bf16) one hash on 1 process
@@ -82,11 +84,31 @@ f=$(kib links.fp32) b=$(kib links.bf16)
 [ -n "$f" ] && [ -n "$b" ] || { cat "$tmp/links.bf16"; fail "no 'stage links' line"; }
 awk -v f="$f" -v b="$b" 'BEGIN { exit !(b * 2 == f) }' ||
     fail "stage links: $b KiB per step in bf16, $f in fp32: not half"
+# a step's bytes: the evaluations' sends are not spread over the steps
+run links.eval "$tmp/gpt.json" "$tmp/lm/train.h5" 2 40 --stages 2 --precision bf16 \
+    --eval "$tmp/lm/test.h5" --eval-every 10
+[ "$(kib links.eval)" = "$b" ] ||
+    fail "stage links: $(kib links.eval) KiB per step with evaluations, $b without"
 last() { tail -n 1 "$tmp/$1.jsonl" | sed -n 's/.*"loss": \([0-9.e+-]*\),.*/\1/p'; }
 lf=$(last fp32) lb=$(last bf16)
 awk -v f="$lf" -v b="$lb" 'BEGIN { d = (b - f) / f; if (d < 0) d = -d; exit !(d < 0.02) }' ||
     fail "loss after 40 steps: $lb in bf16, $lf in fp32: more than 2% apart"
 echo "links: $f KiB per step in fp32, $b in bf16; loss after 40 steps $lf fp32, $lb bf16"
+# the memory line names a work area only for the stages that have one: here stage 1
+# holds the loss alone (its input received, its output its own), so none
+cat >"$tmp/mlp3.json" <<'JSON'
+{"name": "mlp3", "inputs": {"x": {"dataset": "features", "size": 64},
+                            "y": {"dataset": "labels", "ids": true}},
+ "layers": [
+  {"name": "fc1", "type": "fc", "input": "x", "size": 128, "act": "relu", "stage": 0},
+  {"name": "fc2", "type": "fc", "input": "fc1", "size": 64, "act": "tanh", "stage": 0},
+  {"name": "out", "type": "fc", "input": "fc2", "size": 10, "stage": 0},
+  {"name": "loss", "type": "softmax_xent", "input": ["out", "y"], "stage": 1}],
+ "train": {"batch": 16, "seed": 1, "optimizer": {"type": "adam", "lr": 0.001}}}
+JSON
+run work "$tmp/mlp3.json" "$tmp/digits.h5" 2 2 --micro-batches 2 --precision bf16
+grep -q "^activation memory: stage 0 .*bf16 work area [0-9.]*), stage 1 [^+]*+ [^+]*+ scratch [0-9.]*)$" \
+    "$tmp/work" || { grep "^activation memory" "$tmp/work"; fail "work area: stage 0 has one, stage 1 none"; }
 
 # d. resume across precisions (snapshots hold the fp32 masters)
 g="$tmp/gpt.json" d="$tmp/lm/train.h5"

@@ -71,16 +71,25 @@ static size_t payload_bytes(const pn_link *l, int rows)
     return (size_t)rows * (size_t)l->spec.cols * pn_link_elem_bytes(l);
 }
 
+/* The payload with the padding after it that starts the lengths on an int32's
+ * boundary: an odd count of bf16 values ends mid-word, and the receiver hands the
+ * lengths to the layers as an int array in place. */
+static size_t padded_payload_bytes(const pn_link *l, int rows)
+{
+    size_t a = _Alignof(int32_t);
+    return (payload_bytes(l, rows) + a - 1) / a * a;
+}
+
 static size_t bytes_for(const pn_link *l, int rows)
 {
-    return HEADER_BYTES + payload_bytes(l, rows) +
+    return HEADER_BYTES + padded_payload_bytes(l, rows) +
            (size_t)pn_link_samples(l, rows) * sizeof(int32_t);
 }
 
 /* Where a message's lengths start in its buffer (after a payload of rows). */
 static int32_t *lengths_in(const mpi_link *l, int slot, int rows)
 {
-    return (int32_t *)(l->buf[slot] + HEADER_BYTES + payload_bytes(&l->base, rows));
+    return (int32_t *)(l->buf[slot] + HEADER_BYTES + padded_payload_bytes(&l->base, rows));
 }
 
 static void link_cancel(pn_link *base)

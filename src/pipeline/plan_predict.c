@@ -253,12 +253,15 @@ static json_t *stage_json(const pn_plan *p, const pn_graph *g, const pn_schedule
     put(o, "recv_bytes", json_real(c->recv_bytes * mb), bad);
     put(o, "activation_bytes",
         json_real(pn_plan_activation_bytes(p, s, st, micro_batch, false)), bad);
-    double own, shared; /* the activation memory planner's (plan_args.c) */
-    if (pn_plan_arg_bytes(p, g, s, st, micro_batch, false, PN_PRECISION_FP32, &own, &shared,
-                          NULL) < 0)
+    /* the activation memory planner's (plan_args.c), in the precision the links'
+     * bytes above are in, as the text prints them */
+    double own, shared, work;
+    if (pn_plan_arg_bytes(p, g, s, st, micro_batch, false, p->precision, &own, &shared,
+                          &work) < 0)
         *bad = 1;
     put(o, "arg_bytes_own", json_real(own), bad);
     put(o, "arg_bytes_shared", json_real(shared), bad);
+    put(o, "arg_bytes_work", json_real(work), bad);
     if (pr) {
         const pn_stage_prediction *sp = &pr->stage[st];
         put(o, "forward_s", json_real(sp->forward_s), bad);
@@ -287,6 +290,7 @@ json_t *pn_plan_json(const pn_plan *p, const pn_graph *g, const pn_schedule *s, 
     put(root, "micro_batch", json_integer(micro_batch), &bad);
     put(root, "batch", json_integer((json_int_t)micro_batch * s->micro * replicas), &bad);
     put(root, "schedule", json_string(pn_schedule_kind_name(s->kind)), &bad);
+    put(root, "precision", json_string(pn_choice_name(&pn_precisions, p->precision)), &bad);
     put(root, "bubble_equal_stages", json_real(pn_schedule_bubble(s)), &bad);
     put(root, "measured", json_boolean(pr != NULL), &bad);
     for (int st = 0; !bad && st < p->stages; st++)

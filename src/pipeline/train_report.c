@@ -67,6 +67,7 @@ int pn_train_report_memory(trainer *t)
     int rc = pn_comm_sum(t->comm, PN_SCOPE_WORLD, v, N * p);
     for (int s = 0; rc == PN_OK && is_root(t) && s < p && at < (int)sizeof line - 240; s++) {
         const double *x = &v[N * s];
+        work[0] = '\0'; /* a stage without one says nothing of the previous stage's */
         if (x[4] > 0) snprintf(work, sizeof work, " + bf16 work area %.2f", x[4] / mib);
         at += snprintf(line + at, sizeof line - (size_t)at,
                        "%s stage %d %.2f MiB (%d network%s %.2f + kept inputs %.2f + scratch "
@@ -106,7 +107,8 @@ int pn_train_report_traffic(trainer *t, long steps)
 {
     char note[64];
     snprintf(note, sizeof note, "; %s", pn_choice_name(&pn_precisions, t->cfg.precision));
-    PN_TRY(report_sent(t, steps, pn_comm_link_bytes_sent(t->comm), "stage links", note));
+    PN_TRY(report_sent(t, steps, pn_comm_link_bytes_sent(t->comm) - t->eval_link_bytes,
+                       "stage links", note));
     return report_sent(t, steps, pn_comm_row_bytes_sent(t->comm), "row-sparse exchange",
                        "; evaluations' pulls included");
 }

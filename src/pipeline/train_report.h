@@ -13,7 +13,8 @@ void pn_train_announce(trainer *t);
 int pn_train_report_memory(trainer *t);
 
 /* What the ranks sent each other per step over the steps since the start: the stage
- * links' payloads (pn_comm_link_bytes_sent: what bf16 halves) and the row-sparse
+ * links' payloads of the steps (pn_comm_link_bytes_sent, less what the evaluations
+ * sent: what bf16 halves) and the row-sparse
  * exchanges' (pn_comm_row_bytes_sent: what sharding a table trades its memory for;
  * evaluations' pulls are in the sum too, spread over the steps). Collective. */
 int pn_train_report_traffic(trainer *t, long steps);

@@ -128,7 +128,7 @@ static int evaluate(trainer *t, pn_train_result *r)
 {
     long samples = pn_reader_samples(t->eval_data);
     long batches = (samples + t->cfg.batch - 1) / t->cfg.batch;
-    double started = pn_now();
+    double started = pn_now(), sent = pn_comm_link_bytes_sent(t->comm);
     PN_TRY(pn_reader_seek(t->eval_data, 0, 0));
     for (long i = 0; i < batches; i++) {
         const pn_batch *b;
@@ -140,6 +140,7 @@ static int evaluate(trainer *t, pn_train_result *r)
         if (is_root(t)) /* a long set shows it is moving, as steps do */
             pn_progress_eval(&t->progress, started, (i + 1) * t->cfg.batch, samples);
     }
+    t->eval_link_bytes += pn_comm_link_bytes_sent(t->comm) - sent; /* not a step's */
     double s[3];
     pn_loss_kind kind = pn_graph_loss_kind(t->graph);
     pn_auc *auc = NULL; /* 1 MiB, for an evaluation only */

@@ -50,6 +50,7 @@ typedef struct trainer {
     long timed;                          /* steps timed in this run */
     double snapshot_bytes;               /* one snapshot's, all parts (--snapshot-dir) */
     double longest_snapshot_s;           /* the longest snapshot this run has written */
+    double eval_link_bytes;              /* stage links' bytes its evaluations sent */
     pn_snapshot_lock *snapshot_lock;     /* rank 0's, with --snapshot-dir */
     bool failed_together;                /* an agreed failure (a snapshot): no abort */
     bool tracing;                        /* --trace: every rank records its timeline */
