@@ -63,7 +63,7 @@ read -r _ lf ef sf rf <"$out/fp32.row"
 read -r _ lb eb sb rb <"$out/bf16.row"
 awk -v lf="$lf" -v lb="$lb" -v sf="$sf" -v sb="$sb" -v rf="$rf" -v rb="$rb" 'BEGIN {
     d = (lb - lf) / lf
-    printf "bf16/fp32: final loss %+.2f%% (%s 2%%), time per step %.2fx, peak RSS %.2fx\n",
+    printf "bf16/fp32: final loss %+.3f%% (%s 2%%), time per step %.2fx, peak RSS %.2fx\n",
            100 * d, (d < 0.02 && d > -0.02) ? "within" : "NOT within", sb / sf, rb / rf
 }'
 echo "(outputs in $out)"
