@@ -17,7 +17,10 @@
 #          h5_fixture; its ulimit -v part is CI's, left out here),
 #          test_shard_optimizer.sh (--shard-optimizer: its CPU cases, and on cuda the
 #          unsharded hash over --transport mpi; needs the bundle's mpirun and
-#          /usr/bin/time)
+#          /usr/bin/time), test_network_bf16 (bf16 arguments on cuda:0: planner on
+#          and off, cut networks, against fp32; needs the bundle's test binary),
+#          test_fan_out.sh (a gradient read on several later stages, 3 ranks on the
+#          one GPU over --transport mpi, against one process)
 #   bench: bench/bench_gpu.sh (pipenet against PyTorch, about 2-4 minutes)
 # Each step's output goes to OUTDIR/<step>.log, one line per step to
 # OUTDIR/summary.txt (PASS, FAIL with its exit status, SKIP, TIMEOUT); a failing
@@ -48,13 +51,14 @@ failed=0
 
 # Each step's time limit (s); the bench's is what is left of BUDGET_S.
 BUDGET_S=540
-T_SMI=10 T_BACKEND_OPS=40 T_CUDA=30 T_MODEL=30 T_TRAIN=40 T_SNAPSHOT=60 T_INFER=30 T_CTR=40
-T_SPARSE=40 T_RANKS=40 T_STAGED=60 T_ZERO=60
-T_TESTS=$((T_SMI + T_BACKEND_OPS + T_CUDA + T_MODEL + T_TRAIN + T_SNAPSHOT + T_INFER + T_CTR + T_SPARSE + T_RANKS + T_STAGED + T_ZERO))
+T_SMI=10 T_BACKEND_OPS=40 T_CUDA=30 T_MODEL=30 T_TRAIN=40 T_SNAPSHOT=40 T_INFER=30 T_CTR=40
+T_SPARSE=40 T_RANKS=40 T_STAGED=50 T_ZERO=80 T_BF16=20 T_FAN=40
+T_TESTS=$((T_SMI + T_BACKEND_OPS + T_CUDA + T_MODEL + T_TRAIN + T_SNAPSHOT + T_INFER + T_CTR + T_SPARSE + T_RANKS + T_STAGED + T_ZERO + T_BF16 + T_FAN))
 tests="nvidia_smi $T_SMI, test_backend_ops $T_BACKEND_OPS, test_cuda $T_CUDA, test_model $T_MODEL"
 tests="$tests, test_cuda_train $T_TRAIN, test_cuda_snapshot $T_SNAPSHOT, test_cuda_infer $T_INFER"
 tests="$tests, test_cuda_ctr $T_CTR, test_cuda_sparse $T_SPARSE, test_cuda_ranks $T_RANKS"
 tests="$tests, test_infer_stages $T_STAGED, test_shard_optimizer $T_ZERO"
+tests="$tests, test_network_bf16 $T_BF16, test_fan_out $T_FAN"
 case $part in
 tests) total=$T_TESTS limits=$tests ;;
 bench) T_BENCH=$BUDGET_S total=$BUDGET_S limits="bench_gpu $BUDGET_S" ;;
@@ -94,6 +98,8 @@ if [ "$part" = tests ] || [ "$part" = all ]; then
     step test_infer_stages $T_STAGED env TESTS_BUILDDIR="$bundle" INFER_STAGES_NO_MEMORY=1 \
         sh tests/test_infer_stages.sh
     step test_shard_optimizer $T_ZERO sh tests/test_shard_optimizer.sh
+    step test_network_bf16 $T_BF16 env srcdir=. "$bundle/test_network_bf16"
+    step test_fan_out $T_FAN env TESTS_BUILDDIR="$bundle" sh tests/test_fan_out.sh
 fi
 if [ "$part" = bench ] || [ "$part" = all ]; then
     step bench_gpu "$T_BENCH" sh bench/bench_gpu.sh "$out/bench"
