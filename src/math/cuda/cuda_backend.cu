@@ -4,10 +4,10 @@
  * the other slots are in cuda_elementwise.cu, cuda_rowwise.cu, cuda_index.cu,
  * cuda_optimizer.cu and cuda_bf16.cu. Every slot is filled.
  *
- * Status: compiled for sm_80 and sm_90 on machines without a GPU; no record says
- * that any of it (GEMM and fill, from the first step, included) has run on one.
- * tests/test_backend_ops.c and tests/test_cuda.c compare every slot with the CPU's
- * where a GPU is visible: run them first on one (docs/running.md, GPU runs). */
+ * Status: compiled for sm_80 and sm_90 on machines without a GPU; every slot but the
+ * bf16 ones has run on an H200 (docs/running.md, GPU runs: scripts/gpu_checks.sh on
+ * 2026-11-25 and -26). tests/test_backend_ops.c and tests/test_cuda.c compare every
+ * slot with the CPU's where a GPU is visible: run them first on one. */
 #include "math/cuda/cuda_blas.h"
 #include "math/cuda/cuda_common.h"
 #include "math/cuda/cuda_exports.h"
@@ -143,7 +143,8 @@ int pn_cuda_device_count(void)
 
 /* GPU index's PCI domain, bus and device packed into one non-negative int (domain
  * 15 bits, bus 8, device 5): what two processes that see the GPU under different
- * indices share; -1 when CUDA cannot say. Never run (no GPU where it was written). */
+ * indices share; -1 when CUDA cannot say. On an H200 it told two ranks of the one
+ * GPU alike (tests/test_cuda_ranks.sh, 2026-11-26). */
 int pn_cuda_pci_id(int index)
 {
     int domain = 0, bus = 0, device = 0;

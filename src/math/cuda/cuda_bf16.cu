@@ -3,7 +3,8 @@
  * (math/bf16_math.h: the same bits, NaN and ties included), and the GEMM whose
  * operands enter as bf16 with fp32 accumulation: a and b are narrowed into the
  * device's operand block, then cuBLAS GemmEx multiplies them (bf16 inputs, fp32
- * output and compute) into c. Never run on a GPU yet (see cuda_backend.cu). */
+ * output and compute) into c. Not yet run on a GPU, only on the stand-in
+ * (tools/cuda-sim): scripts/gpu_checks.sh runs its cases on the next one. */
 #include "math/cuda/cuda_blas.h"
 #include "math/cuda/cuda_common.h"
 #include "math/cuda/cuda_exports.h"
