@@ -12,7 +12,7 @@
 #include "base/error.h"
 #include "bench_util.h"
 #include "layers/params.h"
-#include "pipeline/optimizer.h"
+#include "optim/optimizer.h"
 
 enum { RUNS = 41, FLUSH_BYTES = 64 << 20 };
 

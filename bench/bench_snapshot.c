@@ -24,12 +24,12 @@
 #include "io/snapshot_file.h"
 #include "mpi/comm.h"
 #include "mpi/job_mpi.h"
-#include "pipeline/checkpoint.h"
-#include "pipeline/graph.h"
-#include "pipeline/network.h"
-#include "pipeline/optimizer.h"
-#include "pipeline/plan.h"
-#include "pipeline/train_config.h"
+#include "train/checkpoint.h"
+#include "net/graph.h"
+#include "net/network.h"
+#include "optim/optimizer.h"
+#include "plan/plan.h"
+#include "train/train_config.h"
 
 #define CHECK(call)                                                                       \
     do {                                                                                  \

@@ -26,10 +26,10 @@
 #include "io/reader.h"
 #include "layers/layer_types.h"
 #include "math/ops.h"
-#include "pipeline/graph.h"
-#include "pipeline/network.h"
-#include "pipeline/optimizer.h"
-#include "pipeline/train_config.h"
+#include "net/graph.h"
+#include "net/network.h"
+#include "optim/optimizer.h"
+#include "train/train_config.h"
 
 #define CHECK(call)                                                                    \
     do {                                                                               \

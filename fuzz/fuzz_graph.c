@@ -11,11 +11,11 @@
 #include "base/error.h"
 #include "fuzz_util.h"
 #include "layers/arg.h"
-#include "pipeline/graph.h"
-#include "pipeline/network.h"
-#include "pipeline/plan.h"
-#include "pipeline/schedule.h"
-#include "pipeline/train_config.h"
+#include "net/graph.h"
+#include "net/network.h"
+#include "plan/plan.h"
+#include "plan/schedule.h"
+#include "train/train_config.h"
 
 static const char *const FILE_NAME = "fuzz.json";
 

@@ -21,8 +21,8 @@
 #include "io/snapshot_file.h"
 #include "io/train_state.h"
 #include "model/model.h"
-#include "pipeline/graph.h"
-#include "pipeline/resume.h"
+#include "net/graph.h"
+#include "train/resume.h"
 
 /* Where the values of this input's datasets lie, for fz_damage. */
 static fz_region regions[FZ_MAX_REGIONS];

@@ -14,9 +14,9 @@
 #include "cli/train_options.h"
 #include "fuzz_util.h"
 #include "layers/params.h"
-#include "pipeline/optimizer.h"
-#include "pipeline/schedule.h"
-#include "pipeline/train_config.h"
+#include "optim/optimizer.h"
+#include "plan/schedule.h"
+#include "train/train_config.h"
 
 enum { MAX_ARGS = 64, MAX_SCHEDULE_MICRO = 4096, MAX_SCHEDULE_STAGES = 64 };
 

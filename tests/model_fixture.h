@@ -5,8 +5,8 @@
 
 #include "layers/layer.h"
 #include "layers/params.h"
-#include "pipeline/graph.h"
-#include "pipeline/network.h"
+#include "net/graph.h"
+#include "net/network.h"
 #include "pipenet.h"
 
 enum { MAX_INPUTS = 4 };

@@ -1,4 +1,4 @@
-/* The optimizer's formulas (pipeline/optimizer.h) in double, written from the
+/* The optimizer's formulas (optim/optimizer.h) in double, written from the
  * formulas and not from the kernel: the reference test_optimizer and test_row_grad
  * compare the fused update and the row-sparse update with. */
 #ifndef PN_TEST_OPTIMIZER_REF_H
@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdbool.h>
 
-#include "pipeline/optimizer.h"
+#include "optim/optimizer.h"
 
 /* Learning rate the test expects at step: constant, with an optional linear warm-up. */
 static inline double ref_lr(const pn_optimizer_config *c, long step)

@@ -1,4 +1,4 @@
-/* The activation memory planner (pipeline/arg_plan.h) and networks planned with it
+/* The activation memory planner (net/arg_plan.h) and networks planned with it
  * (pn_network_options.share_memory): which arguments share a slot and which run in
  * place; gradients against finite differences on the planned layout; and the same
  * bits as the unplanned network, step after step, for an MLP of element-wise layers,
@@ -10,9 +10,9 @@
 
 #include "base/error.h"
 #include "math/ops.h"
-#include "pipeline/arg_plan.h"
-#include "pipeline/graph.h"
-#include "pipeline/network.h"
+#include "net/arg_plan.h"
+#include "net/graph.h"
+#include "net/network.h"
 #include "model_files.h"
 #include "testutil.h"
 

@@ -14,8 +14,8 @@
 #include "math/device.h"
 #include "math/precision.h"
 #include "mpi/comm.h"
-#include "pipeline/schedule.h"
-#include "pipeline/train_config.h"
+#include "plan/schedule.h"
+#include "train/train_config.h"
 #include "testutil.h"
 
 typedef struct table {

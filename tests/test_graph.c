@@ -8,9 +8,9 @@
 
 #include "base/error.h"
 #include "base/names.h"
-#include "pipeline/graph.h"
-#include "pipeline/network.h"
-#include "pipeline/train_config.h"
+#include "net/graph.h"
+#include "net/network.h"
+#include "train/train_config.h"
 #include "model_files.h"
 #include "testutil.h"
 

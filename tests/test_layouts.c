@@ -29,9 +29,9 @@
 #include "base/rng.h"
 #include "io/hdf5_util.h"
 #include "mpi/job_mpi.h"
-#include "pipeline/graph.h"
-#include "pipeline/schedule.h"
-#include "pipeline/trainer.h"
+#include "net/graph.h"
+#include "plan/schedule.h"
+#include "train/trainer.h"
 
 #include "model_files.h"
 

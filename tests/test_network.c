@@ -8,8 +8,8 @@
 
 #include "base/error.h"
 #include "math/ops.h"
-#include "pipeline/graph.h"
-#include "pipeline/network.h"
+#include "net/graph.h"
+#include "net/network.h"
 #include "model_files.h"
 #include "testutil.h"
 

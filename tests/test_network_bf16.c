@@ -1,4 +1,4 @@
-/* bf16 networks (pn_network_options.precision, pipeline/arg_bf16.h): with the
+/* bf16 networks (pn_network_options.precision, net/arg_bf16.h): with the
  * activation memory planner on (bf16 slots, fp32 work area) and off (fp32 blocks
  * rounded in place) the same bits; every value and gradient that crosses a layer
  * boundary bf16-exact; a network cut in two (values and gradients copied across the
@@ -17,10 +17,10 @@
 #include "math/cuda_module.h"
 #include "math/ops.h"
 #include "math/precision.h"
-#include "pipeline/arg_bf16.h"
-#include "pipeline/arg_plan.h"
-#include "pipeline/graph.h"
-#include "pipeline/network.h"
+#include "net/arg_bf16.h"
+#include "net/arg_plan.h"
+#include "net/graph.h"
+#include "net/network.h"
 #include "model_files.h"
 #include "testutil.h"
 

@@ -9,7 +9,7 @@
 #include "base/error.h"
 #include "layers/params.h"
 #include "math/ops.h"
-#include "pipeline/optimizer.h"
+#include "optim/optimizer.h"
 #include "optimizer_ref.h"
 #include "testutil.h"
 

@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "pipeline/graph.h"
-#include "pipeline/plan.h"
-#include "pipeline/plan_measure.h"
+#include "net/graph.h"
+#include "plan/plan.h"
+#include "plan/plan_measure.h"
 #include "testutil.h"
 
 #define FILE_NAME "models/x.json"

@@ -7,11 +7,11 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "pipeline/graph.h"
-#include "pipeline/plan.h"
-#include "pipeline/plan_measure.h"
-#include "pipeline/plan_predict.h"
-#include "pipeline/schedule.h"
+#include "net/graph.h"
+#include "plan/plan.h"
+#include "plan/plan_measure.h"
+#include "plan/plan_predict.h"
+#include "plan/schedule.h"
 #include "testutil.h"
 
 /* Writes text to a temporary file; returns its path (static). */

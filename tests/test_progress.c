@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "pipeline/metrics.h"
-#include "pipeline/progress.h"
+#include "train/metrics.h"
+#include "train/progress.h"
 #include "testutil.h"
 
 static void nap(double seconds)

@@ -12,7 +12,7 @@
 #include "layers/row_grad.h"
 #include "math/ops.h"
 #include "optimizer_ref.h"
-#include "pipeline/optimizer.h"
+#include "optim/optimizer.h"
 #include "testutil.h"
 
 static pn_matrix host_rows(float *data, int rows, int cols)

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "pipeline/schedule.h"
+#include "plan/schedule.h"
 #include "testutil.h"
 
 enum { MAX_P = 8, MAX_M = 16, HAND_STAGES = 8, HAND_ACTIONS = 64, LIST_CHARS = 4096 };

@@ -1,4 +1,4 @@
-/* The schedule's makespan with times (pipeline/schedule_time.h): with a core per rank
+/* The schedule's makespan with times (plan/schedule_time.h): with a core per rank
  * and a forward costing 1, a backward 2, every gpipe, 1f1b and interleaved layout
  * takes 3 M V / (1 - its analytic bubble), and hour-long passes the same scaled;
  * uneven stages, messages and updates give the times worked out by hand below; ranks
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 
 #include "base/error.h"
-#include "pipeline/schedule.h"
-#include "pipeline/schedule_time.h"
+#include "plan/schedule.h"
+#include "plan/schedule_time.h"
 #include "testutil.h"
 
 enum { MAX_CHUNKS = 32 };

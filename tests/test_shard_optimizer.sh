@@ -1,5 +1,5 @@
 #!/bin/sh
-# --shard-optimizer (ZeRO stage 1, pipeline/optimizer_shard.h): each of D replicas keeps
+# --shard-optimizer (ZeRO stage 1, optim/optimizer_shard.h): each of D replicas keeps
 # the optimizer slots of 1/D of its stage's dense parameters and the results do not
 # change. On the small DeepFM of shard_fixture.sh (row-sparse tables, whole or sharded
 # by rows, and dense fc layers; adam):

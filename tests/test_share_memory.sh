@@ -1,5 +1,5 @@
 #!/bin/sh
-# The activation memory planner (pipeline/arg_plan.h) on every bundled model
+# The activation memory planner (net/arg_plan.h) on every bundled model
 # (models/*.json): each trains 3 steps under --deterministic with micro-batches of
 # 8 samples on one process and on 2 stages under gpipe (micro-batches in flight),
 # with the planner (the default) and with --no-share-memory: one parameter hash.

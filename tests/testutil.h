@@ -11,8 +11,8 @@
 #include "base/rng.h"
 #include "layers/params.h"
 #include "math/matrix.h"
-#include "pipeline/graph.h"
-#include "pipeline/network.h"
+#include "net/graph.h"
+#include "net/network.h"
 
 /* Fills m (host) with uniform values in [-scale, scale]. */
 void tu_fill_uniform(pn_matrix *m, pn_rng *rng, float scale);

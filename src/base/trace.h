@@ -2,7 +2,7 @@
  * name, a category, a start and an end on the monotonic clock, the step and
  * micro-batch they belong to) in one in-memory buffer, written out as the objects of
  * a Chrome trace-event file (docs/running.md). It needs nothing but libc: the
- * gather of every rank's events and the file are pipeline/tracing.c's.
+ * gather of every rank's events and the file are train/tracing.c's.
  * When no trace records, an event site costs one predictable branch on pn_trace_on. */
 #ifndef PN_TRACE_H
 #define PN_TRACE_H

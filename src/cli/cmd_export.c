@@ -15,7 +15,7 @@
 #include "io/snapshot_dir.h"
 #include "io/snapshot_file.h"
 #include "model/model.h"
-#include "pipeline/train_config.h"
+#include "train/train_config.h"
 
 static void usage(FILE *out)
 {

@@ -21,7 +21,7 @@
 #include "io/predictions.h"
 #include "io/reader.h"
 #include "model/model.h"
-#include "pipeline/train_config.h"
+#include "train/train_config.h"
 
 enum { OPT_DATA = 256, OPT_OUT, OPT_BATCH, OPT_OUTPUT, OPT_DEVICE, OPT_STAGES, OPT_IN_FLIGHT };
 

@@ -17,12 +17,12 @@
 #include "math/ops.h"
 #include "mpi/comm.h"
 #include "mpi/job.h"
-#include "pipeline/graph.h"
-#include "pipeline/plan.h"
-#include "pipeline/plan_measure.h"
-#include "pipeline/plan_predict.h"
-#include "pipeline/schedule.h"
-#include "pipeline/train_config.h"
+#include "net/graph.h"
+#include "plan/plan.h"
+#include "plan/plan_measure.h"
+#include "plan/plan_predict.h"
+#include "plan/schedule.h"
+#include "train/train_config.h"
 
 static void usage(FILE *out)
 {

@@ -12,9 +12,9 @@
 #include "cli/train_options.h"
 #include "mpi/comm.h"
 #include "mpi/job.h"
-#include "pipeline/graph.h"
-#include "pipeline/schedule.h"
-#include "pipeline/trainer.h"
+#include "net/graph.h"
+#include "plan/schedule.h"
+#include "train/trainer.h"
 
 static void usage(FILE *out)
 {

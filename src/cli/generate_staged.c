@@ -14,7 +14,7 @@
 #include "mpi/job.h"
 #include "pipeline/gen_stages.h"
 #include "pipeline/infer_stages.h"
-#include "pipeline/plan.h"
+#include "plan/plan.h"
 
 /* A wait on another stage longer than this ends the job (a lost or failed rank). */
 enum { STALL_SECONDS = 300 };

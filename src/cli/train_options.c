@@ -12,8 +12,8 @@
 #include "io/snapshot_dir.h"
 #include "io/snapshot_lock.h"
 #include "mpi/comm.h"
-#include "pipeline/optimizer.h"
-#include "pipeline/schedule.h"
+#include "optim/optimizer.h"
+#include "plan/schedule.h"
 
 enum { OPT_DATA = 256, OPT_EVAL, OPT_EPOCHS, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_SEED,
        OPT_METRICS, OPT_THREADS, OPT_LOG_EVERY, OPT_DATA_CACHE, OPT_STAGES, OPT_MICRO,

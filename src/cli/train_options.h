@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-#include "pipeline/train_config.h"
+#include "train/train_config.h"
 
 enum { PN_TRAIN_OPT_MAX = 32 }; /* room for this many long options */
 

@@ -51,7 +51,7 @@ int pn_snapshot_read_header(const char *path, const char *expect_format, pn_trai
 /* Per-rank reads of a snapshot (version 1, or an index over its parts): each rank
  * opens the file read-only and reads only its own parameters, its rows of a split
  * table or its run of a sharded optimizer's slots, without any rank reading the
- * whole (pipeline/checkpoint.c). */
+ * whole (train/checkpoint.c). */
 typedef struct pn_snapshot_reader pn_snapshot_reader;
 
 /* Opens the snapshot at path and reads its header (format, version, counters,

@@ -2,7 +2,7 @@
  * it will hold before a byte is written: its parameters' names and shapes, the
  * optimizer slots and the config text. The writer reserves that much, so that a full
  * disk or a quota is found before anything is written, and a run checks at start
- * that its snapshot directory has room for one snapshot (pipeline/checkpoint.h).
+ * that its snapshot directory has room for one snapshot (train/checkpoint.h).
  * Also the one place that decides how a parameter's dataset is cut into chunks. */
 #ifndef PN_SNAPSHOT_SIZE_H
 #define PN_SNAPSHOT_SIZE_H

@@ -2,7 +2,7 @@
  * of the layout that made it: every parameter by name with its shape, values and
  * optimizer slots, the step counters, the data position, the seed, the global batch
  * and the model's JSON text. It is what a snapshot file holds (io/snapshot_file.h) and what rank 0
- * assembles from the stages' arenas (pipeline/checkpoint.h). Parameters point into
+ * assembles from the stages' arenas (train/checkpoint.h). Parameters point into
  * blocks the state owns: one block per arena image (values, then each slot), so
  * taking in a stage's arena costs no allocation per parameter. */
 #ifndef PN_TRAIN_STATE_H

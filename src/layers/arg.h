@@ -78,13 +78,13 @@ int pn_arg_reserve(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool wit
 
 /* The same, a float edge's value (gradient) a view on value_on (grad_on) when not
  * NULL, which holds at least the batch's bytes: storage a memory planner shares
- * between arguments (pipeline/arg_plan.h); the arg's own block is released. */
+ * between arguments (net/arg_plan.h); the arg's own block is released. */
 int pn_arg_reserve_on(pn_arg *a, pn_device dev, pn_shape shape, int batch, bool with_grad,
                       const pn_buffer *value_on, const pn_buffer *grad_on);
 
 /* The same, where value_bf16 (grad_bf16) says that value_on (grad_on) stores the
  * matrix as bf16, 2 bytes an element: the matrix then points at that storage, which
- * only the network that planned it reads (pipeline/arg_bf16.h). */
+ * only the network that planned it reads (net/arg_bf16.h). */
 int pn_arg_reserve_on_bf16(pn_arg *a, pn_device dev, pn_shape shape, int batch,
                            bool with_grad, const pn_buffer *value_on, const pn_buffer *grad_on,
                            bool value_bf16, bool grad_bf16);

@@ -119,7 +119,7 @@ typedef struct pn_layer_type {
     /* Forward plus backward FLOPs for one sample. */
     double (*flops)(const pn_layer *l);
     /* Whether its backward reads the value of input k (k >= 0) or of its output
-     * (k = -1): the memory planner (pipeline/arg_plan.h) keeps those to the backward
+     * (k = -1): the memory planner (net/arg_plan.h) keeps those to the backward
      * and lets others share storage once the forwards are past them. NULL: it reads
      * them all. */
     bool (*backward_reads)(const pn_layer *l, int k);

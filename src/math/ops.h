@@ -132,7 +132,7 @@ typedef struct pn_update_hparams {
 
 /* One pass over w, g and the slots: g' = grad_scale * g (+ wd * w unless decoupled),
  * then the rule updates the slots and w from g', and g is set to 0. slot2 is NULL
- * unless the rule is ADAM; slot1 is NULL for SGD. Formulas: pipeline/optimizer.h. */
+ * unless the rule is ADAM; slot1 is NULL for SGD. Formulas: optim/optimizer.h. */
 int pn_optimizer_update(const pn_update_hparams *hp, pn_matrix *w, pn_matrix *g,
                         pn_matrix *slot1, pn_matrix *slot2);
 

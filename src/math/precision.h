@@ -4,7 +4,7 @@
  *    bfloat16 and accumulates in fp32 (pn_gemm dispatches to the backend's gemm_bf16:
  *    OpenBLAS's sbgemm where the library has it, cuBLAS GemmEx on GPUs);
  *  - the values and gradients that flow between layers are bf16 (the network stores
- *    them so, pipeline/network.h), and so is what stages send each other;
+ *    them so, net/network.h), and so is what stages send each other;
  *  - parameters, their gradients and the optimizer state stay fp32 (the masters), so
  *    snapshots are the same either way and a run may resume in the other precision;
  *  - element-wise math, layernorm, softmax and losses run in fp32 on those values.

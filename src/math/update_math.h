@@ -2,7 +2,7 @@
  * the CPU loops and the CUDA kernel: the hyper-parameters resolved once per call
  * into pn_update_coefs (on the host, in double where the CPU did), then one
  * function per rule that takes an element's w, g and slots and returns the new ones
- * (the gradient becomes 0). Formulas: pipeline/optimizer.h. */
+ * (the gradient becomes 0). Formulas: optim/optimizer.h. */
 #ifndef PN_UPDATE_MATH_H
 #define PN_UPDATE_MATH_H
 

@@ -17,7 +17,7 @@
 #include "base/rng.h"
 #include "io/text_vocab.h"
 #include "model/model.h"
-#include "pipeline/network.h"
+#include "net/network.h"
 
 enum { VOCAB = PN_TEXT_VOCAB, MAX_BEAM = 256 };
 

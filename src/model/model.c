@@ -18,7 +18,7 @@
 #include "io/snapshot_file.h"
 #include "layers/layer_types.h"
 #include "pipeline/infer_stages.h"
-#include "pipeline/network.h"
+#include "net/network.h"
 
 /* Activation bytes one chunk of a forward may hold; larger batches run in chunks. */
 enum { CHUNK_BYTES = 256 << 20 };

@@ -6,8 +6,8 @@
 
 #include "io/train_state.h"
 #include "math/device.h"
-#include "pipeline/graph.h"
-#include "pipeline/network.h"
+#include "net/graph.h"
+#include "net/network.h"
 #include "pipenet.h"
 
 /* A model from st's config and values, on the host; path names the file in messages. */

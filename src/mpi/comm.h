@@ -352,7 +352,7 @@ int pn_comm_gather_stages(pn_comm *c, const void *mine, size_t count, pn_comm_ty
  * trip). Other ranks, and a job of one rank, take no part: *seconds = 0 at once. */
 int pn_comm_pingpong(pn_comm *c, size_t bytes, int reps, double *seconds);
 
-/* --- traces (pipeline/tracing.c) ------------------------------------------------------------ */
+/* --- traces (train/tracing.c) ------------------------------------------------------------ */
 
 /* Compares every rank's monotonic clock with rank 0's (round trips, the quickest of
  * a few per rank): *offset = rank 0's clock minus this rank's, and *origin = rank

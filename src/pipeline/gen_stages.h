@@ -12,8 +12,8 @@
 #include <stdbool.h>
 
 #include "mpi/comm.h"
-#include "pipeline/network.h"
-#include "pipeline/plan.h"
+#include "net/network.h"
+#include "plan/plan.h"
 
 typedef struct pn_gen_stages pn_gen_stages;
 

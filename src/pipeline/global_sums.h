@@ -11,7 +11,7 @@
 
 #include "layers/params.h"
 #include "mpi/comm.h"
-#include "pipeline/graph.h"
+#include "net/graph.h"
 
 typedef struct pn_global_sums pn_global_sums;
 

@@ -16,7 +16,7 @@
 #include "io/snapshot_file.h"
 #include "math/ops.h"
 #include "mpi/comm.h"
-#include "pipeline/plan.h"
+#include "plan/plan.h"
 #include "pipeline/stage.h"
 
 /* A wait on another stage longer than this ends the job (a lost or failed rank):

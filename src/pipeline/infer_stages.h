@@ -16,7 +16,7 @@
 #include "layers/params.h"
 #include "mpi/comm.h"
 #include "mpi/job.h"
-#include "pipeline/graph.h"
+#include "net/graph.h"
 
 typedef struct pn_infer_stages pn_infer_stages;
 

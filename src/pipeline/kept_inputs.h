@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "math/buffer.h"
-#include "pipeline/network.h"
+#include "net/network.h"
 
 typedef struct pn_kept_inputs {
     pn_device device;

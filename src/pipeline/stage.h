@@ -1,6 +1,6 @@
 /* pn_stage: the stage runtime of one rank, Paddle's ParallelNeuralNetwork seen from
  * one stage. It holds the stage's layers as one network per micro-batch in flight
- * over one parameter arena (pipeline/network.h), the links that carry Arguments to
+ * over one parameter arena (net/network.h), the links that carry Arguments to
  * and from the neighbour stages (mpi/comm.h), and runs one step's passes in the
  * order of the schedule: receive inputs -> forward -> send outputs; receive output
  * gradients -> backward -> send input gradients. The last backward starts summing
@@ -19,10 +19,10 @@
 #include "layers/params.h"
 #include "mpi/comm.h"
 #include "math/precision.h"
-#include "pipeline/graph.h"
-#include "pipeline/network.h"
-#include "pipeline/plan.h"
-#include "pipeline/schedule.h"
+#include "net/graph.h"
+#include "net/network.h"
+#include "plan/plan.h"
+#include "plan/schedule.h"
 
 typedef struct pn_stage pn_stage;
 
@@ -43,7 +43,7 @@ typedef struct pn_stage_config {
                                     (pn_params_set_grad_pieces) for a sharded optimizer */
     bool forward_only;           /* inference: one network per chunk without gradients,
                                     no gradient links; pn_stage_step is refused */
-    bool share_memory;           /* the activation memory planner (pipeline/arg_plan.h):
+    bool share_memory;           /* the activation memory planner (net/arg_plan.h):
                                     one set of argument gradients for every network of
                                     the stage, values shared within each network */
     pn_precision precision;      /* bf16: the links carry bf16 (math/precision.h) */

@@ -13,7 +13,7 @@
 
 #include "pipeline/grad_tree.h"
 #include "pipeline/kept_inputs.h"
-#include "pipeline/network.h"
+#include "net/network.h"
 #include "pipeline/shard_rows.h"
 #include "pipeline/stage.h"
 #include "pipeline/ties.h"

@@ -13,7 +13,7 @@
 
 #include "layers/params.h"
 #include "mpi/comm.h"
-#include "pipeline/graph.h"
+#include "net/graph.h"
 
 typedef struct pn_ties pn_ties;
 
