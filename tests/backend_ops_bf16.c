@@ -62,7 +62,7 @@ static pn_matrix bits_matrix(ctx *c, shape s, float **host)
     float *h = malloc((n ? n : 1) * sizeof *h);
     for (size_t k = 0; k < n; k++) h[k] = float_of(input_bits(c, k));
     pn_matrix m = {dev_block(c, (n ? n : 1) * sizeof *h), s.rows, s.cols, ld, c->dev};
-    if (m.data && n) check_rc(c, BE->copy_from_host(m.data, h, n * sizeof *h), "copy_from_host");
+    if (m.data && n) check_rc(c, BE->memory.copy_from_host(m.data, h, n * sizeof *h), "copy_from_host");
     *host = h;
     return m;
 }
@@ -72,7 +72,7 @@ static float *read_block(ctx *c, const pn_matrix *m)
 {
     size_t n = (size_t)m->rows * (size_t)m->ld;
     float *h = calloc(n ? n : 1, sizeof *h);
-    if (n) check_rc(c, BE->copy_to_host(h, m->data, n * sizeof *h), "copy_to_host");
+    if (n) check_rc(c, BE->memory.copy_to_host(h, m->data, n * sizeof *h), "copy_to_host");
     return h;
 }
 
@@ -118,9 +118,9 @@ void case_to_bf16(ctx *c, shape s, int v)
     uint16_t *init = malloc(total * sizeof *init), *got = malloc(total * sizeof *got);
     for (size_t k = 0; k < total; k++) init[k] = (uint16_t)(0xa5a5u + k);
     uint16_t *dst = dev_block(c, total * sizeof *dst);
-    if (dst) check_rc(c, BE->copy_from_host(dst, init, total * sizeof *dst), "copy_from_host");
+    if (dst) check_rc(c, BE->memory.copy_from_host(dst, init, total * sizeof *dst), "copy_from_host");
     check_rc(c, BE->to_bf16(&src, dst), "to_bf16");
-    if (dst) check_rc(c, BE->copy_to_host(got, dst, total * sizeof *got), "copy_to_host");
+    if (dst) check_rc(c, BE->memory.copy_to_host(got, dst, total * sizeof *got), "copy_to_host");
     for (size_t k = 0; k < total && !c->error[0]; k++) {
         uint32_t in = k < n ? bits_of(host[(k / s.cols) * src.ld + k % s.cols]) : 0;
         uint16_t want = k < n ? pn_bf16_from_float(float_of(in)) : init[k];
@@ -154,7 +154,7 @@ void case_from_bf16(ctx *c, shape s, int v)
     uint16_t *in = malloc((n ? n : 1) * sizeof *in);
     for (size_t k = 0; k < n; k++) in[k] = bf16_input(c, k);
     uint16_t *src = dev_block(c, (n ? n : 1) * sizeof *src);
-    if (src && n) check_rc(c, BE->copy_from_host(src, in, n * sizeof *src), "copy_from_host");
+    if (src && n) check_rc(c, BE->memory.copy_from_host(src, in, n * sizeof *src), "copy_from_host");
     pn_matrix dst = mat(c, s.rows, s.cols, s.pad, -1, 1);
     float *before = read_block(c, &dst);
     check_rc(c, BE->from_bf16(src, &dst), "from_bf16");

@@ -55,7 +55,7 @@ pn_matrix mat_from(ctx *c, int rows, int cols, int pad, const float *host, float
         for (int i = 0; i < rows; i++) memcpy(h + (size_t)i * ld, host + (size_t)i * cols,
                                               (size_t)cols * sizeof *h);
     pn_matrix m = {dev_block(c, n * sizeof *h), rows, cols, ld, c->dev};
-    if (m.data) check_rc(c, c->be->copy_from_host(m.data, h, n * sizeof *h), "copy_from_host");
+    if (m.data) check_rc(c, c->be->memory.copy_from_host(m.data, h, n * sizeof *h), "copy_from_host");
     free(h);
     return m;
 }
@@ -68,7 +68,7 @@ pn_matrix mat(ctx *c, int rows, int cols, int pad, float lo, float hi)
 static int *ints_on_device(ctx *c, const int *host, int n)
 {
     int *p = dev_block(c, (size_t)(n > 0 ? n : 1) * sizeof(int));
-    if (p && n > 0) check_rc(c, c->be->copy_from_host(p, host, (size_t)n * sizeof(int)), "copy_from_host");
+    if (p && n > 0) check_rc(c, c->be->memory.copy_from_host(p, host, (size_t)n * sizeof(int)), "copy_from_host");
     return p;
 }
 
@@ -99,7 +99,7 @@ void out_mat(ctx *c, const char *name, const pn_matrix *m, out_kind kind)
     if (m->rows == 0 || m->cols == 0) return;
     size_t block = (size_t)m->rows * (size_t)m->ld; /* mat_from's block, padding included */
     float *all = malloc(block * sizeof *all);
-    check_rc(c, c->be->copy_to_host(all, m->data, block * sizeof *all), "copy_to_host");
+    check_rc(c, c->be->memory.copy_to_host(all, m->data, block * sizeof *all), "copy_to_host");
     for (int i = 0; i < m->rows; i++)
         memcpy((float *)o->data + (size_t)i * m->cols, all + (size_t)i * m->ld,
                (size_t)m->cols * sizeof *all);
@@ -125,7 +125,7 @@ void out_ints(ctx *c, const char *name, const void *dev_ptr, size_t n, size_t el
     o->ints = true;
     o->n = n * elem / sizeof(char);
     o->data = calloc(o->n ? o->n : 1, 1);
-    if (n) check_rc(c, c->be->copy_to_host(o->data, dev_ptr, n * elem), "copy_to_host");
+    if (n) check_rc(c, c->be->memory.copy_to_host(o->data, dev_ptr, n * elem), "copy_to_host");
 }
 
 static void out_double(ctx *c, const char *name, double v, out_kind kind)
@@ -155,14 +155,14 @@ static void case_memory(ctx *c, shape s, int v)
     size_t bytes = sizes[v];
     unsigned char *h = malloc(bytes), *back = malloc(bytes);
     for (size_t k = 0; k < bytes; k++) h[k] = (unsigned char)pn_rng_next(&c->rng);
-    void *p = BE->alloc(c->dev.index, bytes);
+    void *p = BE->memory.alloc(c->dev.index, bytes);
     if (!p) {
         fail(c, "alloc returned NULL");
     } else {
-        check_rc(c, BE->copy_from_host(p, h, bytes), "copy_from_host");
-        check_rc(c, BE->zero((char *)p + bytes / 3, bytes / 2), "zero");
-        check_rc(c, BE->copy_to_host(back, p, bytes), "copy_to_host");
-        BE->free(c->dev.index, p);
+        check_rc(c, BE->memory.copy_from_host(p, h, bytes), "copy_from_host");
+        check_rc(c, BE->memory.zero((char *)p + bytes / 3, bytes / 2), "zero");
+        check_rc(c, BE->memory.copy_to_host(back, p, bytes), "copy_to_host");
+        BE->memory.free(c->dev.index, p);
         memset(h + bytes / 3, 0, bytes / 2);
         if (memcmp(h, back, bytes)) fail(c, "bytes read back differ from those written");
         out_val *o = new_out(c, "bytes", OUT_EXACT);
@@ -488,7 +488,8 @@ static void case_optimizer_rows(ctx *c, shape s, int v)
 }
 
 const op_case backend_op_cases[] = {
-    {"memory", "alloc free zero copy_from_host copy_to_host", 4, case_memory},
+    {"memory", "memory.alloc memory.free memory.zero memory.copy_from_host memory.copy_to_host", 4,
+     case_memory},
     {"gemm", "gemm", 8, case_gemm},
     {"fill", "fill", 2, case_fill},
     {"copy/scale/axpy", "copy scale axpy", 5, case_copy_scale_axpy},

@@ -11,17 +11,14 @@
 #include <stddef.h>
 
 #include "math/matrix.h"
+#include "math/memory_backend.h"
 #include "math/ops.h"
 
 typedef struct pn_backend {
     const char *name;
 
-    /* Memory: raw blocks for the pool, and copies. */
-    void *(*alloc)(int device_index, size_t bytes);
-    void (*free)(int device_index, void *ptr);
-    int (*zero)(void *ptr, size_t bytes);
-    int (*copy_from_host)(void *dst, const void *src, size_t bytes);
-    int (*copy_to_host)(void *dst, const void *src, size_t bytes);
+    /* Memory: raw blocks for the pool, and copies (memory_backend.h). */
+    pn_memory_backend memory;
 
     /* Dense algebra. */
     int (*gemm)(bool trans_a, bool trans_b, float alpha, const pn_matrix *a,
@@ -82,13 +79,14 @@ typedef struct pn_backend {
 
 /* Every slot of pn_backend, in order: what tests/test_backend_ops.c enumerates (it
  * fails when this list and the struct disagree, or when a slot has no case). */
-#define PN_BACKEND_SLOTS(X)                                                              \
-    X(alloc) X(free) X(zero) X(copy_from_host) X(copy_to_host) X(gemm) X(gemm_bf16)          \
-    X(round_bf16) X(to_bf16) X(from_bf16) X(fill) X(copy) X(scale) X(axpy) X(mul) X(act_forward) X(act_backward) X(dropout_forward)            \
-    X(add_row_vector) X(col_sums) X(sum_squares) X(softmax_rows) X(xent_forward)         \
-    X(xent_backward) X(mse_forward) X(mse_backward) X(layernorm_forward)                 \
-    X(layernorm_backward) X(gather_rows) X(scatter_add_rows) X(seq_max_forward)          \
-    X(seq_max_backward) X(optimizer_update) X(optimizer_update_rows)
+#define PN_BACKEND_SLOTS(X)                                                          \
+    X(memory.alloc) X(memory.free) X(memory.zero) X(memory.copy_from_host)           \
+    X(memory.copy_to_host) X(gemm) X(gemm_bf16) X(round_bf16) X(to_bf16)             \
+    X(from_bf16) X(fill) X(copy) X(scale) X(axpy) X(mul) X(act_forward)              \
+    X(act_backward) X(dropout_forward) X(add_row_vector) X(col_sums) X(sum_squares)  \
+    X(softmax_rows) X(xent_forward) X(xent_backward) X(mse_forward) X(mse_backward)  \
+    X(layernorm_forward) X(layernorm_backward) X(gather_rows) X(scatter_add_rows)    \
+    X(seq_max_forward) X(seq_max_backward) X(optimizer_update) X(optimizer_update_rows)
 
 extern const pn_backend pn_cpu_backend;
 

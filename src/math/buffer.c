@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "math/backend.h"
+#include "math/memory_backend.h"
 
 enum { MIN_BLOCK = 256, N_CLASSES = 64 * 4, N_POOLS = 1 + PN_MAX_CUDA_DEVICES };
 
@@ -56,11 +56,13 @@ static int check_device(pn_device dev)
 
 int pn_buffer_acquire(pn_buffer *buf, pn_device dev, size_t bytes)
 {
-    const pn_backend *be;
+    const pn_memory_backend *be;
     PN_TRY(check_device(dev));
-    PN_TRY(pn_backend_for(dev, &be));
+    PN_TRY(pn_memory_backend_for(dev, &be));
+    char where[32];
+    pn_device_label(dev, where, sizeof where); /* "cpu", "cuda:0" */
     if (bytes > (size_t)1 << 62) /* past the size classes; no machine has it anyway */
-        return pn_error_set(PN_ERR_NOMEM, "cannot allocate %zu bytes on %s", bytes, be->name);
+        return pn_error_set(PN_ERR_NOMEM, "cannot allocate %zu bytes on %s", bytes, where);
     size_t capacity;
     int cls = size_class(bytes ? bytes : 1, &capacity);
     void *ptr = NULL;
@@ -82,7 +84,7 @@ int pn_buffer_acquire(pn_buffer *buf, pn_device dev, size_t bytes)
         ptr = be->alloc(dev.index, capacity);
         if (!ptr)
             return pn_error_set(PN_ERR_NOMEM, "cannot allocate %zu bytes on %s", capacity,
-                                be->name);
+                                where);
         pthread_mutex_lock(&pool_lock);
         pool_of(dev)->stats.system_allocs++;
         pthread_mutex_unlock(&pool_lock);
@@ -126,29 +128,29 @@ void pn_buffer_release(pn_buffer *buf)
         pthread_mutex_unlock(&pool_lock);
     } else { /* no memory even for a list node: hand the block back to the system */
         pthread_mutex_unlock(&pool_lock);
-        const pn_backend *be;
-        if (pn_backend_for(buf->device, &be) == PN_OK) be->free(buf->device.index, buf->data);
+        const pn_memory_backend *be;
+        if (pn_memory_backend_for(buf->device, &be) == PN_OK) be->free(buf->device.index, buf->data);
     }
     *buf = (pn_buffer){0};
 }
 
 int pn_buffer_write(pn_buffer *buf, size_t offset, const void *src, size_t bytes)
 {
-    const pn_backend *be;
+    const pn_memory_backend *be;
     if (offset + bytes > buf->bytes)
         return pn_error_set(PN_ERR_INTERNAL, "buffer write past the end (%zu + %zu > %zu)",
                             offset, bytes, buf->bytes);
-    PN_TRY(pn_backend_for(buf->device, &be));
+    PN_TRY(pn_memory_backend_for(buf->device, &be));
     return be->copy_from_host((char *)buf->data + offset, src, bytes);
 }
 
 int pn_buffer_read(const pn_buffer *buf, size_t offset, void *dst, size_t bytes)
 {
-    const pn_backend *be;
+    const pn_memory_backend *be;
     if (offset + bytes > buf->bytes)
         return pn_error_set(PN_ERR_INTERNAL, "buffer read past the end (%zu + %zu > %zu)",
                             offset, bytes, buf->bytes);
-    PN_TRY(pn_backend_for(buf->device, &be));
+    PN_TRY(pn_memory_backend_for(buf->device, &be));
     return be->copy_to_host(dst, (const char *)buf->data + offset, bytes);
 }
 
@@ -161,8 +163,8 @@ void pn_pool_stats_get(pn_device dev, pn_pool_stats *out)
 
 void pn_pool_trim(pn_device dev)
 {
-    const pn_backend *be;
-    if (check_device(dev) < 0 || pn_backend_for(dev, &be) < 0) return;
+    const pn_memory_backend *be;
+    if (check_device(dev) < 0 || pn_memory_backend_for(dev, &be) < 0) return;
     pthread_mutex_lock(&pool_lock);
     pool *p = pool_of(dev);
     for (int c = 0; c < N_CLASSES; c++) {

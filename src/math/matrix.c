@@ -4,7 +4,7 @@
 #include <assert.h>
 
 #include "base/error.h"
-#include "math/backend.h"
+#include "math/memory_backend.h"
 
 pn_matrix pn_matrix_on(const pn_buffer *buf, int rows, int cols)
 {
@@ -44,8 +44,8 @@ pn_matrix pn_matrix_reshape(pn_matrix m, int rows, int cols)
 
 int pn_matrix_write(pn_matrix *m, const float *host)
 {
-    const pn_backend *be;
-    PN_TRY(pn_backend_for(m->device, &be));
+    const pn_memory_backend *be;
+    PN_TRY(pn_memory_backend_for(m->device, &be));
     size_t row = (size_t)m->cols * sizeof(float);
     if (pn_matrix_dense(*m)) return be->copy_from_host(m->data, host, row * (size_t)m->rows);
     for (int r = 0; r < m->rows; r++)
@@ -56,8 +56,8 @@ int pn_matrix_write(pn_matrix *m, const float *host)
 
 int pn_matrix_read(const pn_matrix *m, float *host)
 {
-    const pn_backend *be;
-    PN_TRY(pn_backend_for(m->device, &be));
+    const pn_memory_backend *be;
+    PN_TRY(pn_memory_backend_for(m->device, &be));
     size_t row = (size_t)m->cols * sizeof(float);
     if (pn_matrix_dense(*m)) return be->copy_to_host(host, m->data, row * (size_t)m->rows);
     for (int r = 0; r < m->rows; r++)

@@ -42,6 +42,14 @@ int pn_backend_for(pn_device dev, const pn_backend **out)
     return PN_OK;
 }
 
+int pn_memory_backend_for(pn_device dev, const pn_memory_backend **out)
+{
+    const pn_backend *be;
+    PN_TRY(pn_backend_for(dev, &be));
+    *out = &be->memory;
+    return PN_OK;
+}
+
 /* Every operand of one op must live on the device of the first. */
 static int same_device(const char *op, pn_device dev, const pn_matrix *const *ms, int n)
 {

@@ -54,11 +54,11 @@ void pn_math_set_threads(int threads)
 
 const pn_backend pn_cpu_backend = {
     .name = "cpu",
-    .alloc = host_alloc,
-    .free = host_free,
-    .zero = host_zero,
-    .copy_from_host = host_copy,
-    .copy_to_host = host_copy,
+    .memory = {.alloc = host_alloc,
+               .free = host_free,
+               .zero = host_zero,
+               .copy_from_host = host_copy,
+               .copy_to_host = host_copy},
     .gemm = cpu_gemm,
     .gemm_bf16 = pn_cpu_gemm_bf16,
     .round_bf16 = pn_cpu_round_bf16,

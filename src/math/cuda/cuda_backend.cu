@@ -255,11 +255,8 @@ static int cuda_gemm(bool trans_a, bool trans_b, float alpha, const pn_matrix *a
 
 const pn_backend pn_cuda_backend = {
     /* .name = */ "cuda",
-    /* .alloc = */ cuda_alloc,
-    /* .free = */ cuda_free,
-    /* .zero = */ cuda_zero,
-    /* .copy_from_host = */ cuda_copy_from_host,
-    /* .copy_to_host = */ cuda_copy_to_host,
+    /* .memory = */ {cuda_alloc, cuda_free, cuda_zero, cuda_copy_from_host,
+                     cuda_copy_to_host},
     /* .gemm = */ cuda_gemm,
     /* .gemm_bf16 = */ pn_cuda_gemm_bf16,
     /* .round_bf16 = */ pn_cuda_round_bf16,
