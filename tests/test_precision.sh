@@ -19,6 +19,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lm_fixture.sh"
 need_h5_fixture
 PIPENET=$(cd "$(dirname "$PIPENET")" && pwd)/$(basename "$PIPENET")
+# the bundled models' "snapshot_dir" (runs/...) is relative: into $tmp, not a
+# directory that another test running beside this one uses too
+cd "$tmp" || fail "cd $tmp"
 models=$here/../models
 export OPENBLAS_NUM_THREADS=1
 
