@@ -266,7 +266,7 @@ static int report(const pn_plan *plan, const pn_graph *g, const pn_schedule *sch
         json_decref(j);
     } else {
         pn_plan_print(plan, g, sched, o->replicas, mb, stdout);
-        rc = pn_plan_print_arg_memory(plan, g, sched, mb, plan->precision, stdout);
+        rc = pn_plan_print_arg_memory(plan, g, sched, mb, stdout);
         pn_plan_print_row_sparse(plan, g, optimizer_slots(cfg->optimizer.kind), o->replicas,
                                  stdout);
         if (t) pn_plan_print_prediction(&pr, plan, g, t, stdout);

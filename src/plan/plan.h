@@ -94,17 +94,18 @@ double pn_plan_activation_bytes(const pn_plan *p, const pn_schedule *s, int stag
  * schedule s (one network per chunk under recompute), with micro-batches of
  * micro_batch samples: *own with every argument in a block of its own
  * (`train --no-share-memory`; fp32 in either precision), *shared as the activation
- * memory planner (net/arg_plan.h) lays them out in precision (bf16 slots),
+ * memory planner (net/arg_plan.h) lays them out in the plan's precision
+ * (pn_plan_set_precision: bf16 slots),
  * gradients in one store for the stage; *work (NULL: not asked) the fp32 work area
  * the stage's bf16 layer calls share (net/arg_bf16.h; 0 in fp32). */
 int pn_plan_arg_bytes(const pn_plan *p, const pn_graph *g, const pn_schedule *s, int stage,
-                      int micro_batch, bool recompute, pn_precision precision, double *own,
-                      double *shared, double *work);
+                      int micro_batch, bool recompute, double *own, double *shared,
+                      double *work);
 
-/* Prints them per stage, and the same under --recompute (plan_args.c), for the run's
+/* Prints them per stage, and the same under --recompute (plan_args.c), in the plan's
  * precision. */
 int pn_plan_print_arg_memory(const pn_plan *p, const pn_graph *g, const pn_schedule *s,
-                             int micro_batch, pn_precision precision, FILE *out);
+                             int micro_batch, FILE *out);
 
 /* Prints the per-stage table of `pipenet plan` for a layout of `replicas` copies of
  * the pipeline with `micro` micro-batches of `micro_batch` samples under schedule s:

@@ -11,8 +11,8 @@
 #include "net/arg_plan.h"
 
 int pn_plan_arg_bytes(const pn_plan *p, const pn_graph *g, const pn_schedule *s, int stage,
-                      int micro_batch, bool recompute, pn_precision precision, double *own,
-                      double *shared, double *work)
+                      int micro_batch, bool recompute, double *own, double *shared,
+                      double *work)
 {
     bool *member = calloc((size_t)g->n_nodes, sizeof *member);
     double *store = calloc((size_t)g->n_nodes, sizeof *store); /* no more slots than nodes */
@@ -22,7 +22,7 @@ int pn_plan_arg_bytes(const pn_plan *p, const pn_graph *g, const pn_schedule *s,
     for (int c = stage; rc == PN_OK && c < p->chunks; c += p->stages) {
         for (int i = 0; i < g->n_nodes; i++) member[i] = p->chunk_of[i] == c;
         pn_arg_plan ap;
-        if ((rc = pn_arg_plan_make(&ap, g, member, true, precision)) < 0) break;
+        if ((rc = pn_arg_plan_make(&ap, g, member, true, p->precision)) < 0) break;
         size_t all, values, grads;
         pn_arg_plan_bytes(&ap, g, true, &all, &values, &grads);
         int nets = recompute ? 1 : pn_schedule_peak_in_flight_chunk(s, stage, c / p->stages);
@@ -43,20 +43,19 @@ int pn_plan_arg_bytes(const pn_plan *p, const pn_graph *g, const pn_schedule *s,
 }
 
 int pn_plan_print_arg_memory(const pn_plan *p, const pn_graph *g, const pn_schedule *s,
-                                int micro_batch, pn_precision precision, FILE *out)
+                             int micro_batch, FILE *out)
 {
     double mib = 1024.0 * 1024.0;
-    bool bf16 = precision == PN_PRECISION_BF16;
+    bool bf16 = p->precision == PN_PRECISION_BF16;
     fprintf(out, "activation memory planner (`train --no-share-memory` turns it off): the\n"
                  "arguments of a stage's networks (values and gradients, micro-batches of %d)%s\n",
             micro_batch,
             bf16 ? ";\nbf16: shared slots in bf16, and the fp32 work area of a layer call" : "");
     for (int st = 0; st < p->stages; st++) {
         double own, shared, work, own_re, shared_re, work_re;
-        PN_TRY(pn_plan_arg_bytes(p, g, s, st, micro_batch, false, precision, &own, &shared,
-                                 &work));
-        PN_TRY(pn_plan_arg_bytes(p, g, s, st, micro_batch, true, precision, &own_re,
-                                 &shared_re, &work_re));
+        PN_TRY(pn_plan_arg_bytes(p, g, s, st, micro_batch, false, &own, &shared, &work));
+        PN_TRY(pn_plan_arg_bytes(p, g, s, st, micro_batch, true, &own_re, &shared_re,
+                                 &work_re));
         if (!bf16) {
             fprintf(out, "  stage %d: %.2f MiB each in its own block, %.2f MiB shared (%+.1f%%); "
                          "--recompute %.2f -> %.2f MiB\n",

@@ -256,8 +256,7 @@ static json_t *stage_json(const pn_plan *p, const pn_graph *g, const pn_schedule
     /* the activation memory planner's (plan_args.c), in the precision the links'
      * bytes above are in, as the text prints them */
     double own, shared, work;
-    if (pn_plan_arg_bytes(p, g, s, st, micro_batch, false, p->precision, &own, &shared,
-                          &work) < 0)
+    if (pn_plan_arg_bytes(p, g, s, st, micro_batch, false, &own, &shared, &work) < 0)
         *bad = 1;
     put(o, "arg_bytes_own", json_real(own), bad);
     put(o, "arg_bytes_shared", json_real(shared), bad);
